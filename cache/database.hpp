@@ -1,0 +1,74 @@
+// The tuning database: one SQLite file with a schema version, WAL mode, prepared statements, and
+// every write inside a transaction, so a crash or a full disk never loses what was recorded.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/records.hpp"
+
+struct sqlite3;
+
+namespace tuned::cache {
+
+/// The default database path: $TUNED_DB, else $XDG_CACHE_HOME/tuned/tuned.db, else
+/// $HOME/.cache/tuned/tuned.db.
+std::string default_database_path();
+
+/// Filters for listings; empty fields match everything.
+struct Filter {
+  std::string device_uuid;
+  std::string op;
+  int64_t session_id = 0;  // 0: all sessions
+  int limit = 0;           // 0: no limit
+};
+
+/// One open database. Thread-safe: every method takes the connection's mutex.
+class Database {
+ public:
+  /// Opens (creating the file, its folders and the schema if needed) or throws
+  /// Error(TUNED_STATUS_DATABASE_ERROR) naming the path and the reason: unwritable folder,
+  /// not a database / corrupt, schema newer than this build.
+  explicit Database(const std::string& path);
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  const std::string& path() const { return path_; }
+  static int schema_version();
+
+  /// Inserts or updates the device row keyed by uuid.
+  void upsert_device(const DeviceRecord& device);
+  std::vector<DeviceRecord> devices();
+
+  std::optional<CubinRecord> find_cubin(const CubinKey& key);
+  void put_cubin(const CubinKey& key, const CubinRecord& cubin);  // replaces
+
+  /// Creates a session row and returns it with id and started_at set.
+  SessionRecord begin_session(const SessionRecord& session);
+  /// Records trials in one transaction.
+  void record_trials(const std::vector<TrialRecord>& trials);
+  std::vector<TrialRecord> trials(const Filter& filter);
+  std::vector<SessionRecord> sessions(const Filter& filter);
+
+  /// Stores best unless the database already holds a faster one for the same key; returns whether
+  /// it was stored.
+  bool offer_best(const BestRecord& best);
+  /// Best for exactly this key.
+  std::optional<BestRecord> find_best(const ProblemKey& key);
+  /// Best of the same device, op and layout whose shape is nearest in log space (sum over dims of
+  /// |log2(a) - log2(b)|, dims of 0 counted as 1); entries of the same alignment class first, then
+  /// any alignment. Ties: the most recently updated.
+  std::optional<BestRecord> find_nearest(const ProblemKey& key);
+  std::vector<BestRecord> bests(const Filter& filter);
+
+ private:
+  std::string path_;
+  sqlite3* db_ = nullptr;
+  std::mutex mutex_;
+};
+
+}  // namespace tuned::cache

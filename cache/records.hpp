@@ -1,0 +1,100 @@
+// Plain records stored in the tuning database. No SQLite here: templates/, tuner/ and api/ build
+// and read these; only cache/database.cpp knows how they are stored.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tuned::cache {
+
+/// Identity and limits of one GPU. The UUID identifies the physical device across processes.
+struct DeviceRecord {
+  std::string uuid;  // "GPU-xxxxxxxx-..." as nvidia-smi prints it
+  std::string name;  // "NVIDIA H100 80GB HBM3"
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  int64_t memory_bytes = 0;
+  int clock_khz = 0;
+};
+
+/// The key of a best configuration: which device, which op in which layout, on which shape and
+/// alignment class. shape holds the op's dimensions in its own order (gemm: m, n, k).
+struct ProblemKey {
+  std::string device_uuid;
+  std::string op;      // "gemm"
+  std::string layout;  // "NN", "NT", "TN", "TT" for gemm
+  std::vector<int64_t> shape;
+  int alignment = 1;  // widest vector (in elements) every pointer and leading dimension allows
+
+  std::string shape_string() const;  // "4096x4096x4096"
+};
+
+/// A cubin is keyed by everything that changes the machine code.
+struct CubinKey {
+  std::string source_hash;  // hash of the template source text
+  std::string options;      // NVRTC options, joined by spaces, in order
+  std::string arch;         // "sm_90"
+  std::string nvrtc_version;
+};
+
+/// A compiled kernel image and what the compiler said about it.
+struct CubinRecord {
+  std::vector<char> image;
+  std::string kernel_name;
+  std::string log;
+  int registers = 0;
+  int spill_bytes = 0;  // spill stores + spill loads, bytes
+  int stack_bytes = 0;
+  int static_smem_bytes = 0;
+  double compile_ms = 0;
+};
+
+/// Outcome of one candidate.
+enum class Disposition { kOk, kCompileError, kResourceLimit, kLaunchError, kWrongResult, kTimeout };
+const char* to_string(Disposition d);
+Disposition disposition_from_string(const std::string& s);  // throws Error on unknown
+
+/// One tuning session: one `autotune` run for one op.
+struct SessionRecord {
+  int64_t id = 0;
+  std::string device_uuid;
+  std::string op;
+  std::string strategy;
+  double budget_s = 0;
+  std::string started_at;  // ISO 8601 UTC, filled by the database
+};
+
+/// One candidate measured (or rejected) during a session.
+struct TrialRecord {
+  int64_t session_id = 0;
+  ProblemKey key;
+  std::string config;       // canonical "BM=128,BN=128,..."
+  std::string kernel_name;  // "gemm_nn_bm128_bn128_..."
+  Disposition disposition = Disposition::kOk;
+  std::string message;   // why it was rejected (compile log excerpt, error, max error)
+  double ms_median = 0;  // 0 unless ok
+  double ms_min = 0;
+  int runs = 0;
+  double tflops = 0;
+  double rel_error = 0;
+  int registers = 0;
+  int spill_bytes = 0;
+  double compile_ms = 0;
+  std::string created_at;  // filled by the database
+};
+
+/// The best configuration found for a key, with the baseline measured in the same run.
+struct BestRecord {
+  ProblemKey key;
+  std::string config;
+  std::string kernel_name;
+  double ms = 0;
+  double tflops = 0;
+  double baseline_ms = 0;  // cuBLAS (or the op's baseline) in the same session; 0 if not measured
+  int64_t session_id = 0;
+  std::string updated_at;  // filled by the database
+};
+
+}  // namespace tuned::cache

@@ -1,0 +1,51 @@
+// What `autotune` was asked to do, from its command line and an optional TOML file. Parsing only:
+// no CUDA, no database.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tuned::tools {
+
+struct AutotuneOptions {
+  int device = 0;
+  std::string op = "gemm";                  // gemm (later: transpose, entropy)
+  std::vector<std::vector<int64_t>> shapes;  // empty: the op's default set
+  std::string layout = "NN";                // gemm: NN, NT, TN, TT (upper-cased)
+  double budget_s = 0;                      // whole run, wall seconds; 0: 60 per shape
+  int max_trials = 0;                       // per shape; 0: no limit besides the budget
+  std::string strategy = "random";          // exhaustive | random
+  std::string db_path;                      // empty: default_database_path()
+  std::string config_file;                  // the TOML file, if any
+  uint64_t seed = 0;                        // 0: from the clock
+  bool verbose = false;
+  /// Restrictions of the space: parameter name -> allowed values (TOML [space] table).
+  std::map<std::string, std::vector<int>> space;
+};
+
+/// Parses "MxNxK" (or "RxC" for two-dimensional ops): positive integers separated by 'x'. Throws
+/// Error(TUNED_STATUS_INVALID_ARGUMENT) naming the text and the rule.
+std::vector<int64_t> parse_shape(const std::string& text);
+
+/// Reads a TOML file into options (keys: shapes = ["MxNxK", ...], layout, budget, max_trials,
+/// strategy, seed, db, and a [space] table of integer arrays). Throws Error(TUNED_STATUS_CONFIG_ERROR)
+/// naming the file, line and column, and the key for type errors or unknown keys.
+void apply_toml_file(const std::string& path, AutotuneOptions& options);
+
+/// Result of parsing the command line: either options to run with, or text to print and an exit
+/// code (--help, or an argument error).
+struct ParseResult {
+  AutotuneOptions options;
+  bool exit_now = false;
+  int exit_code = 0;
+  std::string message;  // help text or the error
+};
+
+/// Parses autotune's command line (CLI11). Command-line values override the TOML file's. Errors
+/// (unknown flag, bad --device, bad --shape, bad layout or strategy, negative budget, malformed
+/// TOML) come back as exit_now with exit_code 2 and a message naming the argument and the rule.
+ParseResult parse_autotune_command_line(int argc, const char* const* argv);
+
+}  // namespace tuned::tools
