@@ -1,0 +1,1 @@
+#include "cache/database.hpp"

@@ -1,0 +1,1 @@
+# placeholder: install rules and the CMake package config

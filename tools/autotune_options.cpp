@@ -1,0 +1,1 @@
+#include "tools/autotune_options.hpp"
