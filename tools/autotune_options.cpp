@@ -1,1 +1,501 @@
 #include "tools/autotune_options.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string_view>
+#include <utility>
+
+#include <CLI/CLI.hpp>
+#include <toml++/toml.h>
+
+#include "tuned/error.hpp"
+
+namespace tuned::tools {
+namespace {
+
+constexpr int64_t kMaxDimension = INT32_MAX;  // dimensions reach the kernels as int
+
+// One wording per rule, shared by the command line and the TOML file.
+constexpr std::string_view kDeviceRule = "must be an integer >= 0 (a CUDA device index)";
+constexpr std::string_view kBudgetRule = "must be a number of seconds > 0";
+constexpr std::string_view kMaxTrialsRule = "must be an integer >= 1";
+constexpr std::string_view kSeedRule = "must be an integer >= 0 (0: seed from the clock)";
+constexpr std::string_view kPathRule = "must not be empty";
+
+const std::vector<std::string> kOps = {"gemm", "transpose", "entropy"};
+const std::vector<std::string> kLayouts = {"NN", "NT", "TN", "TT"};
+const std::vector<std::string> kStrategies = {"exhaustive", "random"};
+// Sorted, as they are listed in errors.
+const std::vector<std::string> kTomlKeys = {"budget", "db",   "device", "layout", "max_trials",
+                                            "op",     "seed", "shapes", "space",  "strategy"};
+
+std::string join(const std::vector<std::string>& items, std::string_view separator = ", ") {
+  std::string out;
+  for (const std::string& item : items) {
+    if (!out.empty()) out += separator;
+    out += item;
+  }
+  return out;
+}
+
+[[noreturn]] void fail(const std::string& argument, std::string_view rule, const std::string& got) {
+  throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+              argument + ": " + std::string(rule) + ", got '" + got + "'");
+}
+
+// --- Value rules, shared by both sources. `argument` is "--device" or "key 'device'". --------
+
+int check_device(int64_t value, const std::string& argument) {
+  if (value < 0 || value > INT_MAX) fail(argument, kDeviceRule, std::to_string(value));
+  return static_cast<int>(value);
+}
+
+int check_max_trials(int64_t value, const std::string& argument) {
+  if (value < 1 || value > INT_MAX) fail(argument, kMaxTrialsRule, std::to_string(value));
+  return static_cast<int>(value);
+}
+
+double check_budget(double value, const std::string& argument, const std::string& text) {
+  if (!std::isfinite(value) || value <= 0) fail(argument, kBudgetRule, text);
+  return value;
+}
+
+std::string check_choice(const std::string& value, const std::vector<std::string>& choices,
+                         const std::string& argument, std::string_view note = "") {
+  if (std::find(choices.begin(), choices.end(), value) == choices.end()) {
+    fail(argument, "must be one of " + join(choices) + std::string(note), value);
+  }
+  return value;
+}
+
+std::string check_layout(const std::string& value, const std::string& argument) {
+  std::string upper = value;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  check_choice(upper, kLayouts, argument, " (case-insensitive)");
+  return upper;
+}
+
+std::string check_path(const std::string& value, const std::string& argument) {
+  if (value.empty()) fail(argument, kPathRule, value);
+  return value;
+}
+
+// --- Command-line text to typed values. ------------------------------------------------------
+
+template <typename Integer>
+std::optional<Integer> parse_integer(const std::string& text) {
+  Integer value{};
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || text.empty()) return std::nullopt;
+  return value;
+}
+
+// Text that is no integer (or out of int64's range) fails with the flag's rule.
+int64_t cli_integer(const std::string& text, const std::string& flag, std::string_view rule) {
+  std::optional<int64_t> value = parse_integer<int64_t>(text);
+  if (!value) fail(flag, rule, text);
+  return *value;
+}
+
+double cli_budget(const std::string& text) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || text.empty()) fail("--budget", kBudgetRule, text);
+  return check_budget(value, "--budget", text);
+}
+
+uint64_t cli_seed(const std::string& text) {
+  // from_chars on an unsigned type rejects a leading '-', so "-1" fails here too.
+  std::optional<uint64_t> value = parse_integer<uint64_t>(text);
+  if (!value) fail("--seed", kSeedRule, text);
+  return *value;
+}
+
+// --- TOML. ------------------------------------------------------------------------------------
+
+std::string type_name(toml::node_type type) {
+  switch (type) {
+    case toml::node_type::table:
+      return "table";
+    case toml::node_type::array:
+      return "array";
+    case toml::node_type::string:
+      return "string";
+    case toml::node_type::integer:
+      return "integer";
+    case toml::node_type::floating_point:
+      return "float";
+    case toml::node_type::boolean:
+      return "boolean";
+    case toml::node_type::date:
+      return "date";
+    case toml::node_type::time:
+      return "time";
+    case toml::node_type::date_time:
+      return "date-time";
+    case toml::node_type::none:
+      break;
+  }
+  return "nothing";
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The candidate within two edits of `name`, if any: a guess beyond that misleads more than helps.
+std::string closest(const std::string& name, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = 3;
+  for (const std::string& candidate : candidates) {
+    size_t distance = edit_distance(name, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+// Every "--long" name of the app's options (any short one is a single edit from any other).
+std::vector<std::string> long_flag_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* option : app.get_options()) {
+    for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+  }
+  return names;
+}
+
+Error config_error(const std::string& path, const toml::source_region& where,
+                   const std::string& message) {
+  return Error(TUNED_STATUS_CONFIG_ERROR, "config file '" + path + "', line " +
+                                              std::to_string(where.begin.line) + ", column " +
+                                              std::to_string(where.begin.column) + ": " + message);
+}
+
+// Reads and checks one TOML document; every error names the file and where in it.
+class TomlReader {
+ public:
+  TomlReader(std::string path, AutotuneOptions& options)
+      : path_(std::move(path)), options_(options) {}
+
+  void apply(const toml::table& root) {
+    for (auto&& [key, node] : root) {
+      const std::string name(key.str());
+      if (std::find(kTomlKeys.begin(), kTomlKeys.end(), name) == kTomlKeys.end()) {
+        std::string message = "unknown key '" + name + "'";
+        if (std::string hint = closest(name, kTomlKeys); !hint.empty()) {
+          message += " (did you mean '" + hint + "'?)";
+        }
+        throw error(key.source(), message + "; valid keys: " + join(kTomlKeys));
+      }
+      // Rules are checked by the same functions as the command line; their errors gain a place.
+      try {
+        apply_key(name, node);
+      } catch (const Error& e) {
+        if (e.status() == TUNED_STATUS_CONFIG_ERROR) throw;
+        throw error(node.source(), e.what());
+      }
+    }
+  }
+
+ private:
+  Error error(const toml::source_region& where, const std::string& message) const {
+    return config_error(path_, where, message);
+  }
+
+  Error type_error(const std::string& key, const toml::node& node,
+                   std::string_view expected) const {
+    return error(node.source(), "key '" + key + "' must be " + std::string(expected) + ", got " +
+                                    type_name(node.type()));
+  }
+
+  int64_t integer(const std::string& key, const toml::node& node) const {
+    if (!node.is_integer()) throw type_error(key, node, "an integer");
+    return node.as_integer()->get();
+  }
+
+  std::string string(const std::string& key, const toml::node& node) const {
+    if (!node.is_string()) throw type_error(key, node, "a string");
+    return node.as_string()->get();
+  }
+
+  void apply_key(const std::string& key, const toml::node& node) {
+    const std::string argument = "key '" + key + "'";
+    if (key == "device") {
+      options_.device = check_device(integer(key, node), argument);
+    } else if (key == "op") {
+      options_.op = check_choice(string(key, node), kOps, argument);
+    } else if (key == "layout") {
+      options_.layout = check_layout(string(key, node), argument);
+    } else if (key == "budget") {
+      if (!node.is_number()) throw type_error(key, node, "a number of seconds (integer or float)");
+      double value = node.value<double>().value();
+      std::ostringstream text;
+      text << value;
+      options_.budget_s = check_budget(value, argument, text.str());
+    } else if (key == "max_trials") {
+      options_.max_trials = check_max_trials(integer(key, node), argument);
+    } else if (key == "strategy") {
+      options_.strategy = check_choice(string(key, node), kStrategies, argument);
+    } else if (key == "seed") {
+      int64_t value = integer(key, node);
+      if (value < 0) fail(argument, kSeedRule, std::to_string(value));
+      options_.seed = static_cast<uint64_t>(value);
+    } else if (key == "db") {
+      options_.db_path = check_path(string(key, node), argument);
+    } else if (key == "shapes") {
+      apply_shapes(node);
+    } else if (key == "space") {
+      apply_space(node);
+    }
+  }
+
+  void apply_shapes(const toml::node& node) {
+    constexpr std::string_view kExpected = "an array of strings like \"4096x4096x4096\"";
+    const toml::array* array = node.as_array();
+    if (array == nullptr) throw type_error("shapes", node, kExpected);
+    std::vector<std::vector<int64_t>> shapes;
+    for (size_t i = 0; i < array->size(); ++i) {
+      const toml::node& element = *array->get(i);
+      const std::string name = "shapes[" + std::to_string(i) + "]";
+      if (!element.is_string()) throw type_error(name, element, "a string like \"4096x4096x4096\"");
+      try {
+        shapes.push_back(parse_shape(element.as_string()->get()));
+      } catch (const Error& e) {
+        throw error(element.source(), "key '" + name + "': " + e.what());
+      }
+    }
+    options_.shapes = std::move(shapes);
+  }
+
+  void apply_space(const toml::node& node) {
+    const toml::table* table = node.as_table();
+    if (table == nullptr) throw type_error("space", node, "a table like [space] BM = [64, 128]");
+    std::map<std::string, std::vector<int>> space;
+    for (auto&& [key, value] : *table) {
+      const std::string name = "space." + std::string(key.str());
+      constexpr std::string_view kExpected = "an integer or an array of integers";
+      std::vector<int>& values = space[std::string(key.str())];
+      auto add = [&](const toml::node& element) {
+        if (!element.is_integer()) throw type_error(name, element, kExpected);
+        int64_t v = element.as_integer()->get();
+        if (v < INT_MIN || v > INT_MAX) {
+          throw error(element.source(), "key '" + name + "': " + std::to_string(v) +
+                                            " does not fit in a 32-bit integer");
+        }
+        values.push_back(static_cast<int>(v));
+      };
+      if (const toml::array* array = value.as_array()) {
+        // An empty list would leave nothing to tune: a mistake, never an intention.
+        if (array->empty()) throw error(value.source(), "key '" + name + "' lists no values");
+        for (const toml::node& element : *array) add(element);
+      } else {
+        add(value);
+      }
+    }
+    options_.space = std::move(space);
+  }
+
+  std::string path_;
+  AutotuneOptions& options_;
+};
+
+}  // namespace
+
+std::vector<int64_t> parse_shape(const std::string& text) {
+  static const std::string kRule =
+      "a shape is 2 or 3 positive integers <= 2147483647 separated by 'x', like 4096x4096x4096";
+  auto reject = [&](const std::string& why) -> void {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                "'" + text + "' is not a shape: " + why + " (" + kRule + ")");
+  };
+  std::vector<int64_t> dims;
+  size_t start = 0;
+  while (true) {
+    size_t end = text.find('x', start);
+    std::string_view field = std::string_view(text).substr(
+        start, end == std::string::npos ? std::string::npos : end - start);
+    const std::string ordinal = "dimension " + std::to_string(dims.size() + 1);
+    if (field.empty()) reject(ordinal + " is empty");
+    int64_t value = 0;
+    for (char c : field) {
+      if (c < '0' || c > '9') reject(ordinal + " '" + std::string(field) + "' is not a number");
+      value = value * 10 + (c - '0');
+      // Stop before int64 could overflow on long digit strings.
+      if (value > kMaxDimension) reject(ordinal + " is larger than 2147483647");
+    }
+    if (value == 0) reject(ordinal + " is 0");
+    dims.push_back(value);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  if (dims.size() < 2 || dims.size() > 3) {
+    reject("it has " + std::to_string(dims.size()) + " dimension" + (dims.size() == 1 ? "" : "s"));
+  }
+  return dims;
+}
+
+void apply_toml_file(const std::string& path, AutotuneOptions& options) {
+  namespace fs = std::filesystem;
+  auto unreadable = [&](const std::string& why) {
+    return Error(TUNED_STATUS_CONFIG_ERROR, "cannot read config file '" + path + "': " + why);
+  };
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw unreadable("no such file");
+  if (fs::is_directory(path, ec)) throw unreadable("it is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw unreadable(std::strerror(errno));
+  std::ostringstream content;
+  content << in.rdbuf();
+  if (in.bad()) throw unreadable("read failed");
+
+  toml::table root;
+  try {
+    root = toml::parse(content.str(), path);
+  } catch (const toml::parse_error& e) {
+    throw config_error(path, e.source(), "TOML syntax error: " + std::string(e.description()));
+  }
+  // Apply to a copy so that a file with an error leaves the options as they were.
+  AutotuneOptions updated = options;
+  TomlReader(path, updated).apply(root);
+  options = std::move(updated);
+}
+
+ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
+  ParseResult result;
+  CLI::App app{"Tunes tuned's kernels on one GPU and records the best configurations.", "autotune"};
+  app.get_formatter()->column_width(24);
+  app.footer("Keys of the TOML file: " + join(kTomlKeys) +
+             ";\n[space] restricts the op's parameters, e.g. BM = [64, 128].");
+
+  // Values are taken as text and checked here, so that every error names the flag and the rule
+  // in the same words as the TOML file's errors.
+  std::string device, op, layout, budget, max_trials, strategy, db, config, seed;
+  std::vector<std::string> shapes;
+  bool verbose = false;
+  auto scalar = [&](const std::string& name, std::string& target, const std::string& type,
+                    const std::string& description) {
+    return app.add_option(name, target, description)
+        ->type_name(type)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last one given wins
+  };
+  CLI::Option* device_opt = scalar("--device", device, "N", "CUDA device index (default 0)");
+  CLI::Option* op_opt =
+      scalar("--op", op, "OP", "operation to tune: " + join(kOps, "|") + " (default gemm)");
+  CLI::Option* shape_opt =
+      app.add_option("--shape", shapes,
+                     "problem shape, repeatable or ','-separated (default: the op's set)")
+          ->type_name("MxNxK")
+          ->delimiter(',');
+  CLI::Option* layout_opt =
+      scalar("--layout", layout, "LAYOUT", "gemm operand layout: NN|NT|TN|TT (default NN)");
+  CLI::Option* budget_opt = scalar("--budget", budget, "SECONDS",
+                                   "wall-clock budget of the whole run (default 60 per shape)");
+  CLI::Option* max_trials_opt = scalar("--max-trials", max_trials, "N",
+                                       "most candidates timed per shape (default: no limit)");
+  CLI::Option* strategy_opt =
+      scalar("--strategy", strategy, "NAME",
+             "search strategy: " + join(kStrategies, "|") + " (default random)");
+  CLI::Option* db_opt = scalar("--db", db, "PATH", "tuning database (default: the user's one)");
+  CLI::Option* config_opt = scalar("--config", config, "FILE.toml",
+                                   "TOML file of options; the command line overrides it");
+  CLI::Option* seed_opt = scalar("--seed", seed, "N", "random seed (default 0: from the clock)");
+  app.add_flag("-v,--verbose", verbose, "print every trial");
+  // Extras are collected rather than thrown: CLI11 lists them in reverse order and without a
+  // hint, while naming the first one and the flag it resembles reads better.
+  app.allow_extras();
+
+  auto usage_error = [&](const std::string& message) {
+    result.exit_now = true;
+    result.exit_code = 2;
+    result.message = "autotune: " + message + " (see autotune --help)";
+    return result;
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    result.exit_now = true;
+    result.exit_code = 0;
+    result.message = app.help();
+    return result;
+  } catch (const CLI::ParseError& e) {
+    return usage_error(e.what());
+  }
+  if (std::vector<std::string> extras = app.remaining(); !extras.empty()) {
+    const std::string& first = extras.front();
+    if (first.size() < 2 || first[0] != '-') {
+      return usage_error("unexpected argument '" + first + "': autotune takes only options");
+    }
+    std::string name = first.substr(0, first.find('='));
+    std::string message = "unknown option '" + name + "'";
+    if (std::string hint = closest(name, long_flag_names(app)); !hint.empty()) {
+      message += " (did you mean '" + hint + "'?)";
+    }
+    return usage_error(message);
+  }
+
+  try {
+    AutotuneOptions& options = result.options;
+    // Defaults < TOML file < command line.
+    if (config_opt->count() > 0) {
+      options.config_file = check_path(config, "--config");
+      apply_toml_file(options.config_file, options);
+    }
+    if (device_opt->count() > 0) {
+      options.device = check_device(cli_integer(device, "--device", kDeviceRule), "--device");
+    }
+    if (op_opt->count() > 0) options.op = check_choice(op, kOps, "--op");
+    if (shape_opt->count() > 0) {
+      options.shapes.clear();
+      for (const std::string& text : shapes) {
+        try {
+          options.shapes.push_back(parse_shape(text));
+        } catch (const Error& e) {
+          throw Error(e.status(), std::string("--shape: ") + e.what());
+        }
+      }
+    }
+    if (layout_opt->count() > 0) options.layout = check_layout(layout, "--layout");
+    if (budget_opt->count() > 0) options.budget_s = cli_budget(budget);
+    if (max_trials_opt->count() > 0) {
+      options.max_trials =
+          check_max_trials(cli_integer(max_trials, "--max-trials", kMaxTrialsRule), "--max-trials");
+    }
+    if (strategy_opt->count() > 0)
+      options.strategy = check_choice(strategy, kStrategies, "--strategy");
+    if (db_opt->count() > 0) options.db_path = check_path(db, "--db");
+    if (seed_opt->count() > 0) options.seed = cli_seed(seed);
+    options.verbose = verbose;
+  } catch (const Error& e) {
+    result = ParseResult{};
+    result.exit_now = true;
+    result.exit_code = 2;
+    result.message = "autotune: " + std::string(e.what());
+  }
+  return result;
+}
+
+}  // namespace tuned::tools

@@ -30,8 +30,10 @@ struct AutotuneOptions {
 std::vector<int64_t> parse_shape(const std::string& text);
 
 /// Reads a TOML file into options (keys: shapes = ["MxNxK", ...], layout, budget, max_trials,
-/// strategy, seed, db, and a [space] table of integer arrays). Throws Error(TUNED_STATUS_CONFIG_ERROR)
-/// naming the file, line and column, and the key for type errors or unknown keys.
+/// strategy, seed, db, device, op, and a [space] table of integers or integer arrays). Keys the file
+/// sets replace the options' values; on any error the options are left unchanged. Throws
+/// Error(TUNED_STATUS_CONFIG_ERROR) naming the file, line and column, and the key for type errors
+/// or unknown keys.
 void apply_toml_file(const std::string& path, AutotuneOptions& options);
 
 /// Result of parsing the command line: either options to run with, or text to print and an exit

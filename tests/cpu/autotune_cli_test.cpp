@@ -1,0 +1,73 @@
+// Runs the built `autotune` binary as a subprocess: exit codes and messages as a user sees them.
+#include <gtest/gtest.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+// The test binary lives in <build>/tests, autotune in <build>/tools.
+std::filesystem::path autotune_path() {
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path() / ".." / "tools" /
+         "autotune";
+}
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Arguments are single-quoted for the shell; none of the tests' arguments holds a quote.
+ProcessResult run_autotune(const std::string& arguments) {
+  std::string command = "'" + autotune_path().string() + "' " + arguments + " 2>&1";
+  ProcessResult run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    run.output.append(buffer.data(), n);
+  int status = pclose(pipe);
+  if (status != -1 && WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+  return run;
+}
+
+class AutotuneBinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(std::filesystem::exists(autotune_path()))
+        << autotune_path() << " is missing: build the autotune target";
+  }
+};
+
+TEST_F(AutotuneBinaryTest, HelpExitsZero) {
+  ProcessResult run = run_autotune("--help");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("--device"), std::string::npos) << run.output;
+}
+
+TEST_F(AutotuneBinaryTest, NegativeDeviceExitsTwoNamingTheFlag) {
+  ProcessResult run = run_autotune("--device -1");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("--device"), std::string::npos) << run.output;
+}
+
+TEST_F(AutotuneBinaryTest, MalformedConfigFileExitsTwoNamingTheLine) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "tuned_cli_XXXXXX").string();
+  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+  std::filesystem::path dir = pattern;
+  std::filesystem::path file = dir / "bad.toml";
+  std::ofstream(file) << "budget = 300\nshapes = [\"64x64x64\"\nlayout = \"NN\"\n";
+
+  ProcessResult run = run_autotune("--config '" + file.string() + "'");
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("line 3"), std::string::npos) << run.output;
+}
+
+}  // namespace

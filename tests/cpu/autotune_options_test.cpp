@@ -1,0 +1,483 @@
+// autotune's option parsing: shapes, every flag and its errors, the TOML file and its errors, and
+// the precedence of the command line over the file.
+#include "tools/autotune_options.hpp"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "tuned/error.hpp"
+
+namespace tuned::tools {
+namespace {
+
+// gmock is not linked, so no HasSubstr: this says what was searched and in what.
+::testing::AssertionResult contains(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "'" << part << "' not in: " << text;
+}
+
+using Shape = std::vector<int64_t>;
+
+// Runs the parser on "autotune <args...>".
+ParseResult parse(std::initializer_list<std::string> args) {
+  std::vector<std::string> storage = {"autotune"};
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<const char*> argv;
+  for (const std::string& arg : storage) argv.push_back(arg.c_str());
+  return parse_autotune_command_line(static_cast<int>(argv.size()), argv.data());
+}
+
+// Expects a usage error (exit 2) whose message contains every one of `parts`.
+void expect_usage_error(std::initializer_list<std::string> args,
+                        std::initializer_list<std::string> parts) {
+  ParseResult result = parse(args);
+  EXPECT_TRUE(result.exit_now);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.message.find('\n'), std::string::npos) << result.message;
+  for (const std::string& part : parts) EXPECT_TRUE(contains(result.message, part));
+}
+
+// Expects parse_shape to reject `text` with a message naming the text and the rule.
+void expect_bad_shape(const std::string& text, const std::string& why) {
+  try {
+    parse_shape(text);
+    ADD_FAILURE() << "'" << text << "' was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), TUNED_STATUS_INVALID_ARGUMENT);
+    EXPECT_TRUE(contains(e.what(), "'" + text + "'"));
+    EXPECT_TRUE(contains(e.what(), why));
+    EXPECT_TRUE(contains(e.what(), "2 or 3 positive integers"));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(ParseShapeTest, AcceptsTwoAndThreeDimensions) {
+  EXPECT_EQ(parse_shape("4096x4096x4096"), (Shape{4096, 4096, 4096}));
+  EXPECT_EQ(parse_shape("32x4096x7"), (Shape{32, 4096, 7}));
+  EXPECT_EQ(parse_shape("16384x16384"), (Shape{16384, 16384}));
+  EXPECT_EQ(parse_shape("1x1x1"), (Shape{1, 1, 1}));
+  EXPECT_EQ(parse_shape("2147483647x1x2147483647"), (Shape{2147483647, 1, 2147483647}));
+}
+
+TEST(ParseShapeTest, RejectsZero) { expect_bad_shape("4096x0x4096", "dimension 2 is 0"); }
+
+TEST(ParseShapeTest, RejectsNegative) { expect_bad_shape("-4096x4096x4096", "not a number"); }
+
+TEST(ParseShapeTest, RejectsMissingSeparator) {
+  expect_bad_shape("4096", "1 dimension");
+  expect_bad_shape("4096*4096*4096", "not a number");
+  expect_bad_shape("4096X4096X4096", "not a number");
+  expect_bad_shape("4096xx4096", "dimension 2 is empty");
+  expect_bad_shape("4096x4096x", "dimension 3 is empty");
+  expect_bad_shape("", "dimension 1 is empty");
+}
+
+TEST(ParseShapeTest, RejectsGarbage) {
+  expect_bad_shape("abc", "not a number");
+  expect_bad_shape("12ax34", "not a number");
+  expect_bad_shape(" 64x64", "not a number");
+  expect_bad_shape("1.5x2x3", "not a number");
+}
+
+TEST(ParseShapeTest, RejectsFourDimensions) { expect_bad_shape("1x2x3x4", "4 dimensions"); }
+
+TEST(ParseShapeTest, RejectsOverflow) {
+  expect_bad_shape("2147483648x1x1", "larger than 2147483647");
+  expect_bad_shape("1x99999999999999999999999x1", "larger than 2147483647");
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(AutotuneOptionsTest, DefaultsWithNoArguments) {
+  ParseResult result = parse({});
+  ASSERT_FALSE(result.exit_now) << result.message;
+  const AutotuneOptions& o = result.options;
+  EXPECT_EQ(o.device, 0);
+  EXPECT_EQ(o.op, "gemm");
+  EXPECT_TRUE(o.shapes.empty());
+  EXPECT_EQ(o.layout, "NN");
+  EXPECT_EQ(o.budget_s, 0);
+  EXPECT_EQ(o.max_trials, 0);
+  EXPECT_EQ(o.strategy, "random");
+  EXPECT_EQ(o.db_path, "");
+  EXPECT_EQ(o.config_file, "");
+  EXPECT_EQ(o.seed, 0u);
+  EXPECT_FALSE(o.verbose);
+  EXPECT_TRUE(o.space.empty());
+}
+
+TEST(AutotuneOptionsTest, EveryFlag) {
+  // clang-format off
+  ParseResult result =
+      parse({"--device", "3", "--op", "gemm", "--shape", "1024x2048x512", "--shape", "64x64",
+             "--layout", "tn", "--budget", "12.5", "--max-trials", "40", "--strategy",
+             "exhaustive", "--db", "/tmp/x.db", "--seed", "18446744073709551615", "--verbose"});
+  // clang-format on
+  ASSERT_FALSE(result.exit_now) << result.message;
+  const AutotuneOptions& o = result.options;
+  EXPECT_EQ(o.device, 3);
+  EXPECT_EQ(o.op, "gemm");
+  EXPECT_EQ(o.shapes, (std::vector<Shape>{{1024, 2048, 512}, {64, 64}}));
+  EXPECT_EQ(o.layout, "TN");
+  EXPECT_DOUBLE_EQ(o.budget_s, 12.5);
+  EXPECT_EQ(o.max_trials, 40);
+  EXPECT_EQ(o.strategy, "exhaustive");
+  EXPECT_EQ(o.db_path, "/tmp/x.db");
+  EXPECT_EQ(o.seed, 18446744073709551615ull);
+  EXPECT_TRUE(o.verbose);
+}
+
+TEST(AutotuneOptionsTest, EqualsSyntaxShortVerboseAndCommaSeparatedShapes) {
+  ParseResult result = parse({"--device=1", "-v", "--shape=8x8x8,16x16x16", "--budget=300"});
+  ASSERT_FALSE(result.exit_now) << result.message;
+  EXPECT_EQ(result.options.device, 1);
+  EXPECT_TRUE(result.options.verbose);
+  EXPECT_EQ(result.options.shapes, (std::vector<Shape>{{8, 8, 8}, {16, 16, 16}}));
+  EXPECT_DOUBLE_EQ(result.options.budget_s, 300);
+}
+
+TEST(AutotuneOptionsTest, AcceptsEveryOpName) {
+  for (const std::string op : {"gemm", "transpose", "entropy"}) {
+    ParseResult result = parse({"--op", op});
+    ASSERT_FALSE(result.exit_now) << result.message;
+    EXPECT_EQ(result.options.op, op);
+  }
+}
+
+TEST(AutotuneOptionsTest, LayoutIsCaseInsensitiveAndStoredUpperCase) {
+  for (const auto& [given, stored] : std::vector<std::pair<std::string, std::string>>{
+           {"NN", "NN"}, {"nt", "NT"}, {"Tn", "TN"}, {"tT", "TT"}}) {
+    ParseResult result = parse({"--layout", given});
+    ASSERT_FALSE(result.exit_now) << result.message;
+    EXPECT_EQ(result.options.layout, stored);
+  }
+}
+
+TEST(AutotuneOptionsTest, LastValueOfARepeatedFlagWins) {
+  ParseResult result = parse({"--device", "1", "--device", "2"});
+  ASSERT_FALSE(result.exit_now) << result.message;
+  EXPECT_EQ(result.options.device, 2);
+}
+
+TEST(AutotuneOptionsTest, HelpExitsZeroWithTheFlags) {
+  for (const std::string flag : {"--help", "-h"}) {
+    ParseResult result = parse({flag});
+    EXPECT_TRUE(result.exit_now);
+    EXPECT_EQ(result.exit_code, 0);
+    for (const char* name : {"--device", "--op", "--shape", "--layout", "--budget", "--max-trials",
+                             "--strategy", "--db", "--config", "--seed", "--verbose"}) {
+      EXPECT_TRUE(contains(result.message, name));
+    }
+  }
+}
+
+TEST(AutotuneOptionsTest, HelpWinsOverABadValue) {
+  ParseResult result = parse({"--device", "-1", "--help"});
+  EXPECT_TRUE(result.exit_now);
+  EXPECT_EQ(result.exit_code, 0);
+}
+
+TEST(AutotuneOptionsTest, BadDevice) {
+  expect_usage_error({"--device", "-1"}, {"--device", ">= 0", "'-1'"});
+  expect_usage_error({"--device=-1"}, {"--device", ">= 0", "'-1'"});
+  expect_usage_error({"--device", "abc"}, {"--device", "integer >= 0", "'abc'"});
+  expect_usage_error({"--device", "1.5"}, {"--device", "integer >= 0"});
+  expect_usage_error({"--device", "99999999999"}, {"--device", "integer >= 0"});
+  expect_usage_error({"--device"}, {"--device"});  // no value
+}
+
+TEST(AutotuneOptionsTest, BadOpListsTheValidOnes) {
+  expect_usage_error({"--op", "conv"}, {"--op", "gemm, transpose, entropy", "'conv'"});
+}
+
+TEST(AutotuneOptionsTest, BadShape) {
+  expect_usage_error({"--shape", "4096x0x4096"}, {"--shape", "'4096x0x4096'", "positive"});
+  expect_usage_error({"--shape", "64x64", "--shape", "abc"}, {"--shape", "'abc'"});
+}
+
+TEST(AutotuneOptionsTest, BadLayout) {
+  expect_usage_error({"--layout", "NX"}, {"--layout", "NN, NT, TN, TT", "'NX'"});
+  expect_usage_error({"--layout", ""}, {"--layout", "NN, NT, TN, TT"});
+}
+
+TEST(AutotuneOptionsTest, BadStrategy) {
+  expect_usage_error({"--strategy", "grid"}, {"--strategy", "exhaustive, random", "'grid'"});
+}
+
+TEST(AutotuneOptionsTest, BadBudget) {
+  expect_usage_error({"--budget", "-5"}, {"--budget", "> 0", "'-5'"});
+  expect_usage_error({"--budget", "0"}, {"--budget", "> 0", "'0'"});
+  expect_usage_error({"--budget", "0.0"}, {"--budget", "> 0"});
+  expect_usage_error({"--budget", "ten"}, {"--budget", "'ten'"});
+  expect_usage_error({"--budget", "inf"}, {"--budget", "'inf'"});
+  expect_usage_error({"--budget", "nan"}, {"--budget", "'nan'"});
+}
+
+TEST(AutotuneOptionsTest, BadMaxTrials) {
+  expect_usage_error({"--max-trials", "0"}, {"--max-trials", ">= 1", "'0'"});
+  expect_usage_error({"--max-trials", "x"}, {"--max-trials", ">= 1", "'x'"});
+}
+
+TEST(AutotuneOptionsTest, BadSeedAndEmptyPaths) {
+  expect_usage_error({"--seed", "-1"}, {"--seed", ">= 0", "'-1'"});
+  expect_usage_error({"--seed", "18446744073709551616"}, {"--seed", ">= 0"});
+  expect_usage_error({"--db", ""}, {"--db", "empty"});
+  expect_usage_error({"--config", ""}, {"--config", "empty"});
+}
+
+TEST(AutotuneOptionsTest, UnknownFlagAndStrayArgument) {
+  expect_usage_error({"--devcie", "0"},
+                     {"autotune:", "unknown option '--devcie'", "did you mean '--device'"});
+  expect_usage_error({"--max_trials=3"}, {"'--max_trials'", "did you mean '--max-trials'"});
+  expect_usage_error({"-x"}, {"autotune:", "unknown option '-x'"});
+  expect_usage_error({"--device", "1", "gemm"}, {"autotune:", "unexpected argument 'gemm'"});
+}
+
+// ---------------------------------------------------------------------------------------------
+
+// Each test gets its own temporary directory for its TOML files.
+class TomlConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (std::filesystem::temp_directory_path() / "tuned_toml_XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  std::string write(const std::string& name, const std::string& text) {
+    std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  // Expects apply_toml_file to fail with CONFIG_ERROR and a message containing every part.
+  void expect_config_error(const std::string& text, std::initializer_list<std::string> parts) {
+    std::string path = write("bad.toml", text);
+    AutotuneOptions options;
+    try {
+      apply_toml_file(path, options);
+      ADD_FAILURE() << "accepted:\n" << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), TUNED_STATUS_CONFIG_ERROR);
+      EXPECT_TRUE(contains(e.what(), path));
+      for (const std::string& part : parts) EXPECT_TRUE(contains(e.what(), part));
+    }
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(TomlConfigTest, FullValidFile) {
+  std::string path = write("full.toml", R"(# every key
+device = 2
+op = "gemm"
+shapes = ["4096x4096x4096", "32x4096x4096", "16384x16384"]
+layout = "nt"
+budget = 300
+max_trials = 50
+strategy = "exhaustive"
+seed = 42
+db = "/tmp/tuned.db"
+
+[space]
+BM = [64, 128]
+BN = [128]
+VEC = 4
+)");
+  AutotuneOptions o;
+  apply_toml_file(path, o);
+  EXPECT_EQ(o.device, 2);
+  EXPECT_EQ(o.op, "gemm");
+  EXPECT_EQ(o.shapes, (std::vector<Shape>{{4096, 4096, 4096}, {32, 4096, 4096}, {16384, 16384}}));
+  EXPECT_EQ(o.layout, "NT");
+  EXPECT_DOUBLE_EQ(o.budget_s, 300);
+  EXPECT_EQ(o.max_trials, 50);
+  EXPECT_EQ(o.strategy, "exhaustive");
+  EXPECT_EQ(o.seed, 42u);
+  EXPECT_EQ(o.db_path, "/tmp/tuned.db");
+  EXPECT_EQ(o.space, (std::map<std::string, std::vector<int>>{
+                         {"BM", {64, 128}}, {"BN", {128}}, {"VEC", {4}}}));
+}
+
+TEST_F(TomlConfigTest, EmptyFileChangesNothing) {
+  AutotuneOptions o;
+  o.device = 5;
+  apply_toml_file(write("empty.toml", ""), o);
+  EXPECT_EQ(o.device, 5);
+  EXPECT_EQ(o.op, "gemm");
+}
+
+TEST_F(TomlConfigTest, FractionalBudget) {
+  AutotuneOptions o;
+  apply_toml_file(write("b.toml", "budget = 2.5\n"), o);
+  EXPECT_DOUBLE_EQ(o.budget_s, 2.5);
+}
+
+TEST_F(TomlConfigTest, SyntaxErrorNamesFileLineAndColumn) {
+  expect_config_error("layout = \"NN\"\nbudget = 300\nshapes = [\"64x64x64\"\nseed = 1\n",
+                      {"line 4", "column", "TOML syntax error"});
+  expect_config_error("budget = = 3\n", {"line 1", "column", "TOML syntax error"});
+}
+
+TEST_F(TomlConfigTest, UnknownKeyIsNamedWithTheValidOnes) {
+  expect_config_error(
+      "layout = \"NN\"\nbudgt = 300\n",
+      {"line 2", "unknown key 'budgt'", "did you mean 'budget'",
+       "budget, db, device, layout, max_trials, op, seed, shapes, space, strategy"});
+  expect_config_error("[tuning]\nBM = [64]\n", {"unknown key 'tuning'"});
+  expect_config_error("verbose = true\n", {"unknown key 'verbose'"});
+}
+
+TEST_F(TomlConfigTest, WrongTypeNamesKeyAndExpectedType) {
+  expect_config_error("budget = \"300\"\n", {"line 1", "key 'budget'", "number", "got string"});
+  expect_config_error("device = 1.0\n", {"key 'device'", "an integer", "got float"});
+  expect_config_error("layout = 1\n", {"key 'layout'", "a string", "got integer"});
+  expect_config_error("shapes = \"64x64x64\"\n", {"key 'shapes'", "array of strings"});
+  expect_config_error("shapes = [64]\n", {"key 'shapes[0]'", "a string", "got integer"});
+  expect_config_error("max_trials = true\n", {"key 'max_trials'", "an integer", "got boolean"});
+  expect_config_error("space = 3\n", {"key 'space'", "a table", "got integer"});
+  expect_config_error("seed = \"1\"\n", {"key 'seed'", "an integer"});
+  expect_config_error("db = 1\n", {"key 'db'", "a string"});
+  expect_config_error("strategy = [\"random\"]\n", {"key 'strategy'", "a string", "got array"});
+}
+
+TEST_F(TomlConfigTest, BadValuesUseTheCommandLineRules) {
+  expect_config_error("device = -1\n", {"line 1", "key 'device'", ">= 0", "'-1'"});
+  expect_config_error("budget = 0\n", {"key 'budget'", "> 0"});
+  expect_config_error("budget = -2.5\n", {"key 'budget'", "> 0", "'-2.5'"});
+  expect_config_error("max_trials = 0\n", {"key 'max_trials'", ">= 1"});
+  expect_config_error("seed = -3\n", {"key 'seed'", ">= 0"});
+  expect_config_error("op = \"conv\"\n", {"key 'op'", "gemm, transpose, entropy"});
+  expect_config_error("layout = \"XX\"\n", {"key 'layout'", "NN, NT, TN, TT"});
+  expect_config_error("strategy = \"grid\"\n", {"key 'strategy'", "exhaustive, random"});
+  expect_config_error("db = \"\"\n", {"key 'db'", "empty"});
+  expect_config_error("shapes = [\"64x64x64\", \"64x0\"]\n",
+                      {"line 1", "key 'shapes[1]'", "'64x0'", "positive"});
+}
+
+TEST_F(TomlConfigTest, SpaceTable) {
+  AutotuneOptions o;
+  o.space = {{"OLD", {1}}};  // the file's table replaces what was there
+  apply_toml_file(write("space.toml", "[space]\nBK = [8, 16, 32]\nTM = 8\nSPLIT_K = [1]\n"), o);
+  EXPECT_EQ(o.space, (std::map<std::string, std::vector<int>>{
+                         {"BK", {8, 16, 32}}, {"SPLIT_K", {1}}, {"TM", {8}}}));
+
+  AutotuneOptions inline_table;
+  apply_toml_file(write("inline.toml", "space = { BM = [128] }\n"), inline_table);
+  EXPECT_EQ(inline_table.space, (std::map<std::string, std::vector<int>>{{"BM", {128}}}));
+}
+
+TEST_F(TomlConfigTest, SpaceTableErrors) {
+  expect_config_error(
+      "[space]\nBM = [64, \"128\"]\n",
+      {"line 2", "key 'space.BM'", "an integer or an array of integers", "got string"});
+  expect_config_error("[space]\nBM = 64.0\n", {"key 'space.BM'", "got float"});
+  expect_config_error("[space]\nBM = []\n", {"key 'space.BM'", "no values"});
+  expect_config_error("[space]\nBM = [[64]]\n", {"key 'space.BM'", "got array"});
+  expect_config_error("[space.BM]\nx = 1\n", {"key 'space.BM'", "got table"});
+  expect_config_error("[space]\nBM = 4294967296\n", {"key 'space.BM'", "32-bit"});
+}
+
+TEST_F(TomlConfigTest, MissingFileNamesThePath) {
+  std::string path = (dir_ / "nope.toml").string();
+  AutotuneOptions o;
+  try {
+    apply_toml_file(path, o);
+    ADD_FAILURE() << "a missing file was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), TUNED_STATUS_CONFIG_ERROR);
+    EXPECT_TRUE(contains(e.what(), "'" + path + "'"));
+    EXPECT_TRUE(contains(e.what(), "no such file"));
+  }
+  try {
+    apply_toml_file(dir_.string(), o);
+    ADD_FAILURE() << "a directory was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), TUNED_STATUS_CONFIG_ERROR);
+    EXPECT_TRUE(contains(e.what(), "directory"));
+  }
+}
+
+TEST_F(TomlConfigTest, ErrorLeavesOptionsUnchanged) {
+  AutotuneOptions o;
+  EXPECT_THROW(apply_toml_file(write("half.toml", "device = 3\nlayout = \"XX\"\n"), o), Error);
+  EXPECT_EQ(o.device, 0);
+}
+
+TEST_F(TomlConfigTest, CommandLineOverridesTheFile) {
+  std::string path = write("cfg.toml", R"(device = 2
+op = "transpose"
+shapes = ["128x128x128"]
+layout = "TT"
+budget = 300
+max_trials = 50
+strategy = "exhaustive"
+seed = 7
+db = "/from/toml.db"
+[space]
+BM = [64]
+)");
+  // Only the file: its values over the defaults.
+  ParseResult from_file = parse({"--config", path});
+  ASSERT_FALSE(from_file.exit_now) << from_file.message;
+  EXPECT_EQ(from_file.options.config_file, path);
+  EXPECT_EQ(from_file.options.device, 2);
+  EXPECT_EQ(from_file.options.op, "transpose");
+  EXPECT_EQ(from_file.options.shapes, (std::vector<Shape>{{128, 128, 128}}));
+  EXPECT_EQ(from_file.options.strategy, "exhaustive");
+  EXPECT_EQ(from_file.options.space.at("BM"), (std::vector<int>{64}));
+
+  // Every flag given: the command line wins, wherever it stands relative to --config.
+  // clang-format off
+  ParseResult both = parse({"--device", "0", "--op", "gemm", "--shape", "64x64x64", "--layout",
+                            "nn", "--budget", "10", "--max-trials", "5", "--strategy", "random",
+                            "--seed", "9", "--db", "/from/cli.db", "--config", path});
+  // clang-format on
+  ASSERT_FALSE(both.exit_now) << both.message;
+  const AutotuneOptions& o = both.options;
+  EXPECT_EQ(o.device, 0);
+  EXPECT_EQ(o.op, "gemm");
+  EXPECT_EQ(o.shapes, (std::vector<Shape>{{64, 64, 64}}));  // replaced, not appended
+  EXPECT_EQ(o.layout, "NN");
+  EXPECT_DOUBLE_EQ(o.budget_s, 10);
+  EXPECT_EQ(o.max_trials, 5);
+  EXPECT_EQ(o.strategy, "random");
+  EXPECT_EQ(o.seed, 9u);
+  EXPECT_EQ(o.db_path, "/from/cli.db");
+  EXPECT_EQ(o.space.at("BM"), (std::vector<int>{64}));  // only the file sets the space
+
+  // One flag given: only that one overrides.
+  ParseResult one = parse({"--config", path, "--layout", "NT"});
+  ASSERT_FALSE(one.exit_now) << one.message;
+  EXPECT_EQ(one.options.layout, "NT");
+  EXPECT_EQ(one.options.device, 2);
+  EXPECT_DOUBLE_EQ(one.options.budget_s, 300);
+}
+
+TEST_F(TomlConfigTest, FileErrorsComeBackAsUsageErrors) {
+  std::string bad = write("bad.toml", "budget = 300\nlayout = \n");
+  ParseResult syntax = parse({"--config", bad});
+  EXPECT_TRUE(syntax.exit_now);
+  EXPECT_EQ(syntax.exit_code, 2);
+  EXPECT_TRUE(contains(syntax.message, bad));
+  EXPECT_TRUE(contains(syntax.message, "line 2"));
+
+  ParseResult missing = parse({"--config", (dir_ / "missing.toml").string()});
+  EXPECT_TRUE(missing.exit_now);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_TRUE(contains(missing.message, "missing.toml"));
+}
+
+}  // namespace
+}  // namespace tuned::tools
