@@ -1,0 +1,49 @@
+#include "generator/kernel.hpp"
+
+#include "generator/cuda_check.hpp"
+
+namespace tuned {
+
+LoadedKernel::LoadedKernel(const std::vector<char>& image, const std::string& kernel_name,
+                           size_t dynamic_smem_bytes)
+    : name_(kernel_name), dynamic_smem_bytes_(dynamic_smem_bytes) {
+  cudaError_t err = cudaLibraryLoadData(&library_, image.data(), nullptr, nullptr, 0, nullptr,
+                                        nullptr, 0);
+  if (err != cudaSuccess) {
+    library_ = nullptr;
+    (void)cudaGetLastError();
+    throw_cuda_error(err, ("cudaLibraryLoadData(" + kernel_name + ")").c_str(), __FILE__, __LINE__);
+  }
+  try {
+    TUNED_CUDA_CHECK(cudaLibraryGetKernel(&kernel_, library_, kernel_name.c_str()));
+    const void* func = reinterpret_cast<const void*>(kernel_);
+    TUNED_CUDA_CHECK(cudaFuncGetAttributes(&attributes_, func));
+    if (dynamic_smem_bytes > 0) {
+      // Blocks get more than 48 KB of dynamic shared memory only after opting in.
+      TUNED_CUDA_CHECK(cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(dynamic_smem_bytes)));
+    }
+  } catch (...) {
+    (void)cudaLibraryUnload(library_);
+    throw;
+  }
+}
+
+LoadedKernel::~LoadedKernel() {
+  if (library_ != nullptr) (void)cudaLibraryUnload(library_);
+}
+
+void LoadedKernel::launch(const LaunchGeometry& geometry, void** args, cudaStream_t stream) const {
+  if (geometry.dynamic_smem_bytes > dynamic_smem_bytes_) {
+    throw Error(TUNED_STATUS_INTERNAL_ERROR,
+                name_ + ": launch asks for more dynamic shared memory than the kernel was loaded for");
+  }
+  const cudaError_t err = cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), geometry.grid,
+                                           geometry.block, args, geometry.dynamic_smem_bytes, stream);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw_cuda_error(err, ("cudaLaunchKernel(" + name_ + ")").c_str(), __FILE__, __LINE__);
+  }
+}
+
+}  // namespace tuned

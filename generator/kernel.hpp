@@ -1,0 +1,50 @@
+// A compiled kernel loaded through the CUDA runtime's library API (nothing links libcuda), with its
+// attributes, ready to launch on a stream.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tuned {
+
+/// Grid, block and dynamic shared memory of one launch. Ops derive it from the same config values
+/// that reach the kernel as -D options.
+struct LaunchGeometry {
+  dim3 grid;
+  dim3 block;
+  size_t dynamic_smem_bytes = 0;
+};
+
+class LoadedKernel {
+ public:
+  /// Loads a cubin (or PTX) on the current device and finds kernel_name in it; raises the dynamic
+  /// shared-memory limit to dynamic_smem_bytes. Throws Error(TUNED_STATUS_LAUNCH_ERROR) when the
+  /// image does not load or the kernel does not fit the device.
+  LoadedKernel(const std::vector<char>& image, const std::string& kernel_name,
+               size_t dynamic_smem_bytes);
+  ~LoadedKernel();
+  LoadedKernel(const LoadedKernel&) = delete;
+  LoadedKernel& operator=(const LoadedKernel&) = delete;
+
+  /// Launches with args (pointers to each argument, as cudaLaunchKernel takes them). Throws
+  /// Error(TUNED_STATUS_LAUNCH_ERROR) when the launch is refused.
+  void launch(const LaunchGeometry& geometry, void** args, cudaStream_t stream) const;
+
+  const std::string& name() const { return name_; }
+  int registers() const { return attributes_.numRegs; }
+  int max_threads_per_block() const { return attributes_.maxThreadsPerBlock; }
+  size_t local_bytes() const { return attributes_.localSizeBytes; }
+  size_t static_smem_bytes() const { return attributes_.sharedSizeBytes; }
+
+ private:
+  std::string name_;
+  cudaLibrary_t library_ = nullptr;
+  cudaKernel_t kernel_ = nullptr;
+  cudaFuncAttributes attributes_{};
+  size_t dynamic_smem_bytes_ = 0;
+};
+
+}  // namespace tuned

@@ -1,0 +1,71 @@
+// Where kernels come from: the in-process map of loaded kernels, then a cubin store (the tuning
+// database), then NVRTC. Knows nothing of which op it is building.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cache/records.hpp"
+#include "generator/device.hpp"
+#include "generator/kernel.hpp"
+#include "generator/nvrtc_compiler.hpp"
+
+namespace tuned {
+
+/// Everything needed to build one kernel. Ops fill it from a config.
+struct KernelSpec {
+  std::string source_name;
+  std::string_view source;
+  std::string source_hash;
+  std::string kernel_name;
+  std::vector<std::string> options;  // -D options
+  size_t dynamic_smem_bytes = 0;     // the most any launch of it uses
+};
+
+/// Persistent cubins (implemented over the tuning database by its owner). Must be thread-safe.
+class CubinStore {
+ public:
+  virtual ~CubinStore() = default;
+  virtual std::optional<cache::CubinRecord> find(const cache::CubinKey& key) = 0;
+  virtual void put(const cache::CubinKey& key, const cache::CubinRecord& cubin) = 0;
+};
+
+/// The cubin key of a spec on a device.
+cache::CubinKey cubin_key(const KernelSpec& spec, const DeviceInfo& device);
+
+/// A compiled (not yet loaded) kernel, and whether it came from the store.
+struct BuiltKernel {
+  cache::CubinRecord cubin;
+  bool from_store = false;
+};
+
+class KernelCache {
+ public:
+  explicit KernelCache(CubinStore* store = nullptr) : store_(store) {}
+
+  /// The cubin for spec: from the store, else compiled by NVRTC (and put in the store). Throws
+  /// Error(TUNED_STATUS_COMPILE_ERROR) with the log. Thread-safe; loads nothing.
+  BuiltKernel build(const KernelSpec& spec, const DeviceInfo& device);
+
+  /// The loaded kernel for spec on the device, building and loading it once per process.
+  /// Thread-safe.
+  std::shared_ptr<const LoadedKernel> get(const KernelSpec& spec, const DeviceInfo& device);
+
+  /// Loads a built kernel on the current device (no caching).
+  static std::shared_ptr<const LoadedKernel> load(const BuiltKernel& built,
+                                                  const KernelSpec& spec);
+
+  void set_store(CubinStore* store);
+
+ private:
+  std::mutex mutex_;
+  CubinStore* store_;
+  std::map<std::string, std::shared_ptr<const LoadedKernel>> loaded_;
+};
+
+}  // namespace tuned

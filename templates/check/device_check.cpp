@@ -1,0 +1,87 @@
+#include "templates/check/device_check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "templates/template_source.hpp"
+
+namespace tuned {
+namespace {
+
+KernelSpec check_spec(const std::string& kernel_name) {
+  const TemplateSource& src = template_source("check.cu");
+  KernelSpec spec;
+  spec.source_name = src.name;
+  spec.source = src.text;
+  spec.source_hash = src.hash;
+  spec.kernel_name = kernel_name;
+  return spec;
+}
+
+constexpr int kThreads = 256;  // check.cu's block reduction assumes 256 threads
+
+}  // namespace
+
+std::string MatrixCheck::describe() const {
+  char text[128];
+  std::snprintf(text, sizeof(text), "rel error %.3g, %llu unwritten, %llu NaN/Inf", rel_error,
+                static_cast<unsigned long long>(unwritten),
+                static_cast<unsigned long long>(nonfinite));
+  return text;
+}
+
+DeviceCheck::DeviceCheck(KernelCache& kernels, const DeviceInfo& device)
+    : fill_(kernels.get(check_spec("tuned_fill_uniform"), device)),
+      compare_(kernels.get(check_spec("tuned_compare"), device)),
+      sm_count_(std::max(1, device.sm_count)),
+      scratch_(2 * sizeof(double) + 2 * sizeof(unsigned long long)) {}
+
+void DeviceCheck::fill_uniform(float* p, size_t n, uint64_t seed, float lo, float hi,
+                               cudaStream_t stream) {
+  if (n == 0) return;
+  unsigned long long count = n, s = seed;
+  void* args[] = {&p, &count, &s, &lo, &hi};
+  LaunchGeometry g;
+  g.block = dim3(kThreads);
+  g.grid = dim3(static_cast<unsigned>(
+      std::min<size_t>((n + kThreads - 1) / kThreads, static_cast<size_t>(sm_count_) * 8)));
+  fill_->launch(g, args, stream);
+}
+
+void DeviceCheck::poison(float* p, size_t n, cudaStream_t stream) {
+  if (n > 0) TUNED_CUDA_CHECK(cudaMemsetAsync(p, 0xFF, n * sizeof(float), stream));
+}
+
+MatrixCheck DeviceCheck::compare(const float* out, int64_t ld_out, const float* ref,
+                                 int64_t ld_ref, int64_t rows, int64_t cols,
+                                 cudaStream_t stream) {
+  MatrixCheck result;
+  if (rows <= 0 || cols <= 0) return result;
+  TUNED_CUDA_CHECK(cudaMemsetAsync(scratch_.get(), 0, scratch_.bytes(), stream));
+  auto* sums = scratch_.as<double>();
+  auto* counts = reinterpret_cast<unsigned long long*>(sums + 2);
+  long long ldo = ld_out, ldr = ld_ref, r = rows, c = cols;
+  unsigned int poison_bits = kPoisonBits;
+  void* args[] = {&out, &ldo, &ref, &ldr, &r, &c, &poison_bits, &sums, &counts};
+  LaunchGeometry g;
+  g.block = dim3(kThreads);
+  const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
+  g.grid = dim3(static_cast<unsigned>(
+      std::min<size_t>((n + kThreads - 1) / kThreads, static_cast<size_t>(sm_count_) * 4)));
+  compare_->launch(g, args, stream);
+  double host_sums[2];
+  unsigned long long host_counts[2];
+  TUNED_CUDA_CHECK(
+      cudaMemcpyAsync(host_sums, sums, sizeof(host_sums), cudaMemcpyDeviceToHost, stream));
+  TUNED_CUDA_CHECK(
+      cudaMemcpyAsync(host_counts, counts, sizeof(host_counts), cudaMemcpyDeviceToHost, stream));
+  TUNED_CUDA_CHECK(cudaStreamSynchronize(stream));
+  result.unwritten = host_counts[0];
+  result.nonfinite = host_counts[1];
+  result.rel_error = host_sums[1] > 0 ? std::sqrt(host_sums[0] / host_sums[1])
+                                      : std::sqrt(host_sums[0]);
+  return result;
+}
+
+}  // namespace tuned

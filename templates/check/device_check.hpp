@@ -1,0 +1,47 @@
+// Fresh random inputs and output checks on the device, for the tuner and the GPU tests.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "generator/cuda_raii.hpp"
+#include "generator/kernel_cache.hpp"
+
+namespace tuned {
+
+/// How an output compares with its reference.
+struct MatrixCheck {
+  double rel_error = 0;    // ||out - ref||_F / ||ref||_F over written, finite elements
+  uint64_t unwritten = 0;  // elements still holding the poison pattern
+  uint64_t nonfinite = 0;  // NaN or Inf elements the kernel wrote
+  bool passed(double tolerance) const {
+    return unwritten == 0 && nonfinite == 0 && rel_error <= tolerance;
+  }
+  std::string describe() const;  // "rel error 3.1e-07, 0 unwritten, 0 NaN/Inf"
+};
+
+class DeviceCheck {
+ public:
+  /// Every byte 0xFF: a NaN no arithmetic produces, so "still poisoned" means "never written".
+  static constexpr uint32_t kPoisonBits = 0xFFFFFFFFu;
+
+  DeviceCheck(KernelCache& kernels, const DeviceInfo& device);
+
+  /// n floats uniform in [lo, hi) from a counter-based generator: the same seed gives the same data.
+  void fill_uniform(float* p, size_t n, uint64_t seed, float lo, float hi, cudaStream_t stream);
+  static void poison(float* p, size_t n, cudaStream_t stream);
+  /// Compares two column-major rows x cols matrices; synchronizes the stream.
+  MatrixCheck compare(const float* out, int64_t ld_out, const float* ref, int64_t ld_ref,
+                      int64_t rows, int64_t cols, cudaStream_t stream);
+
+ private:
+  std::shared_ptr<const LoadedKernel> fill_;
+  std::shared_ptr<const LoadedKernel> compare_;
+  int sm_count_ = 1;
+  DeviceBuffer scratch_;  // 2 doubles + 2 counters
+};
+
+}  // namespace tuned

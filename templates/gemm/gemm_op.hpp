@@ -1,0 +1,69 @@
+// The GEMM op descriptor: its problem, parameter space and constraints, kernel naming, launch
+// geometry and problem key. Everything here is plain arithmetic on the config; gemm.cu reads the
+// same values as -D options, so geometry and kernel never disagree.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cache/records.hpp"
+#include "generator/device.hpp"
+#include "generator/kernel.hpp"
+#include "generator/kernel_cache.hpp"
+#include "templates/space.hpp"
+
+namespace tuned::gemm {
+
+/// One FP32 GEMM call's shape, layout and alignment (column-major, cuBLAS conventions).
+struct Problem {
+  bool trans_a = false;
+  bool trans_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int alignment = 1;  // widest vector (1, 2, 4 floats) that pointers and leading dims allow
+
+  std::string layout() const;  // "NN", "NT", "TN", "TT"
+  int64_t min_lda() const { return std::max<int64_t>(1, trans_a ? k : m); }
+  int64_t min_ldb() const { return std::max<int64_t>(1, trans_b ? n : k); }
+  int64_t min_ldc() const { return std::max<int64_t>(1, m); }
+  double flops() const { return 2.0 * static_cast<double>(m) * n * k; }
+};
+
+/// A problem with the smallest leading dimensions and aligned pointers (for tuning).
+Problem packed_problem(const std::string& layout, int64_t m, int64_t n, int64_t k);
+
+/// Widest vector width w in {4, 2, 1} such that every pointer is 4w-byte aligned and every
+/// leading dimension a multiple of w.
+int alignment_class(const void* a, const void* b, const void* c, int64_t lda, int64_t ldb,
+                    int64_t ldc);
+
+/// Checks tuned_gemm's arguments; throws Error(TUNED_STATUS_INVALID_ARGUMENT) naming the argument
+/// and the rule.
+void validate_arguments(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const float* alpha,
+                        const void* a, int64_t lda, const void* b, int64_t ldb, const float* beta,
+                        const void* c, int64_t ldc);
+
+/// The space for this device and problem, with every constraint named.
+Space make_space(const DeviceInfo& device, const Problem& problem);
+
+/// A safe, reasonably fast config for any problem (used when nothing was tuned).
+Config default_config(const DeviceInfo& device, const Problem& problem);
+
+/// config made valid for problem (VEC lowered to the problem's alignment, tiles kept); throws
+/// Error(TUNED_STATUS_CONFIG_ERROR) naming the broken constraint when that is not enough.
+Config fit_config(const Config& config, const DeviceInfo& device, const Problem& problem);
+
+/// "gemm_nn_bm128_bn128_bk8_wm64_wn32_tm4_tn4_lm8_v4_p4_akm1_u8_pf1"
+std::string kernel_name(const Config& config, const Problem& problem);
+KernelSpec kernel_spec(const Config& config, const Problem& problem);
+size_t shared_bytes(const Config& config);
+int threads_per_block(const Config& config);
+LaunchGeometry geometry(const Config& config, const Problem& problem);
+
+cache::ProblemKey problem_key(const DeviceInfo& device, const Problem& problem);
+
+/// Launches C = alpha op(A) op(B) + beta C with a kernel built from config (m, n > 0).
+void launch(const LoadedKernel& kernel, const Config& config, const Problem& problem, float alpha,
+            const float* a, const float* b, float beta, float* c, cudaStream_t stream);
+
+}  // namespace tuned::gemm

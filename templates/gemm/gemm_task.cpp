@@ -1,0 +1,138 @@
+#include "templates/gemm/gemm_task.hpp"
+
+#include <cmath>
+
+#include "generator/cuda_check.hpp"
+
+namespace tuned::gemm {
+namespace {
+
+void check_cublas(cublasStatus_t status, const char* call) {
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    throw Error(TUNED_STATUS_CUDA_ERROR, std::string(call) + " failed: " +
+                                             cublasGetStatusName(status) + " (" +
+                                             cublasGetStatusString(status) + ")");
+  }
+}
+
+size_t elements(int64_t ld, int64_t cols) {
+  return static_cast<size_t>(ld) * static_cast<size_t>(std::max<int64_t>(cols, 1));
+}
+
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+}  // namespace
+
+void cublas_sgemm(cublasHandle_t handle, const Problem& p, float alpha, const float* a,
+                  const float* b, float beta, float* c) {
+  check_cublas(cublasSgemm_64(handle, p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                              p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, p.m, p.n, p.k, &alpha, a,
+                              p.lda, b, p.ldb, &beta, c, p.ldc),
+               "cublasSgemm_64");
+}
+
+CublasHandle::CublasHandle() {
+  check_cublas(cublasCreate(&handle_), "cublasCreate");
+  // The baseline and the reference are plain FP32: no TF32 tensor-core shortcut.
+  check_cublas(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+}
+CublasHandle::~CublasHandle() {
+  if (handle_) (void)cublasDestroy(handle_);
+}
+void CublasHandle::set_stream(cudaStream_t stream) {
+  check_cublas(cublasSetStream(handle_, stream), "cublasSetStream");
+}
+
+GemmTask::GemmTask(const DeviceInfo& device, const Problem& problem, DeviceCheck& check)
+    : device_(device), problem_(problem), space_(make_space(device, problem)), check_(check) {
+  // Odd in every dimension so each edge path runs; leading dims padded but still multiples of
+  // the alignment class, so the candidate's VEC stays valid.
+  edge_.trans_a = problem.trans_a;
+  edge_.trans_b = problem.trans_b;
+  edge_.m = 131;
+  edge_.n = 77;
+  edge_.k = 45;
+  edge_.alignment = problem.alignment;
+  edge_.lda = round_up(edge_.min_lda(), problem.alignment) + problem.alignment;
+  edge_.ldb = round_up(edge_.min_ldb(), problem.alignment) + 2 * problem.alignment;
+  edge_.ldc = round_up(edge_.min_ldc(), problem.alignment) + 3 * problem.alignment;
+}
+
+KernelSpec GemmTask::kernel_spec(const Config& config) const {
+  return gemm::kernel_spec(config, problem_);
+}
+
+void GemmTask::allocate(const Problem& p, Buffers& b, bool with_init) {
+  const int64_t a_cols = p.trans_a ? p.m : p.k;
+  const int64_t b_cols = p.trans_b ? p.k : p.n;
+  b.a = DeviceBuffer(elements(p.lda, a_cols) * sizeof(float));
+  b.b = DeviceBuffer(elements(p.ldb, b_cols) * sizeof(float));
+  b.c = DeviceBuffer(elements(p.ldc, p.n) * sizeof(float));
+  b.c_ref = DeviceBuffer(elements(p.ldc, p.n) * sizeof(float));
+  if (with_init) b.c_init = DeviceBuffer(elements(p.ldc, p.n) * sizeof(float));
+}
+
+void GemmTask::allocate() {
+  allocate(problem_, main_, false);
+  allocate(edge_, edge_buffers_, true);
+}
+
+void GemmTask::fresh_inputs(uint64_t seed, cudaStream_t stream) {
+  cublas_.set_stream(stream);
+  auto fill = [&](DeviceBuffer& buf, uint64_t s) {
+    check_.fill_uniform(buf.as<float>(), buf.bytes() / sizeof(float), s, -1.0f, 1.0f, stream);
+  };
+  fill(main_.a, seed * 8 + 1);
+  fill(main_.b, seed * 8 + 2);
+  fill(edge_buffers_.a, seed * 8 + 3);
+  fill(edge_buffers_.b, seed * 8 + 4);
+  fill(edge_buffers_.c_init, seed * 8 + 5);
+  cublas_sgemm(cublas_.get(), problem_, 1.0f, main_.a.as<float>(), main_.b.as<float>(), 0.0f,
+               main_.c_ref.as<float>());
+  TUNED_CUDA_CHECK(cudaMemcpyAsync(edge_buffers_.c_ref.get(), edge_buffers_.c_init.get(),
+                                   edge_buffers_.c_init.bytes(), cudaMemcpyDeviceToDevice, stream));
+  cublas_sgemm(cublas_.get(), edge_, kEdgeAlpha, edge_buffers_.a.as<float>(),
+               edge_buffers_.b.as<float>(), kEdgeBeta, edge_buffers_.c_ref.as<float>());
+}
+
+MatrixCheck GemmTask::check(const LoadedKernel& kernel, const Config& config,
+                            cudaStream_t stream) {
+  // Main shape: beta = 0 over a NaN-poisoned C, so unwritten elements and reads of C both show.
+  DeviceCheck::poison(main_.c.as<float>(), main_.c.bytes() / sizeof(float), stream);
+  launch(kernel, config, problem_, 1.0f, main_.a.as<float>(), main_.b.as<float>(), 0.0f,
+         main_.c.as<float>(), stream);
+  MatrixCheck main = check_.compare(main_.c.as<float>(), problem_.ldc, main_.c_ref.as<float>(),
+                                    problem_.ldc, problem_.m, problem_.n, stream);
+  if (!main.passed(tolerance())) return main;
+
+  // Edge shape: partial tiles everywhere, padded leading dims, alpha and beta != 0.
+  TUNED_CUDA_CHECK(cudaMemcpyAsync(edge_buffers_.c.get(), edge_buffers_.c_init.get(),
+                                   edge_buffers_.c_init.bytes(), cudaMemcpyDeviceToDevice, stream));
+  launch(kernel, config, edge_, kEdgeAlpha, edge_buffers_.a.as<float>(),
+         edge_buffers_.b.as<float>(), kEdgeBeta, edge_buffers_.c.as<float>(), stream);
+  MatrixCheck edge = check_.compare(edge_buffers_.c.as<float>(), edge_.ldc,
+                                    edge_buffers_.c_ref.as<float>(), edge_.ldc, edge_.m, edge_.n,
+                                    stream);
+  main.rel_error = std::max(main.rel_error, edge.rel_error);
+  main.unwritten += edge.unwritten;
+  main.nonfinite += edge.nonfinite;
+  return main;
+}
+
+double GemmTask::tolerance() const {
+  // FP32 rounding grows like sqrt(k); 1e-5 holds with margin up to k of a few thousand.
+  return std::max(1e-5, 2e-7 * std::sqrt(static_cast<double>(problem_.k)));
+}
+
+void GemmTask::run(const LoadedKernel& kernel, const Config& config, cudaStream_t stream) {
+  launch(kernel, config, problem_, 1.0f, main_.a.as<float>(), main_.b.as<float>(), 0.0f,
+         main_.c.as<float>(), stream);
+}
+
+void GemmTask::run_baseline(cudaStream_t stream) {
+  cublas_.set_stream(stream);
+  cublas_sgemm(cublas_.get(), problem_, 1.0f, main_.a.as<float>(), main_.b.as<float>(), 0.0f,
+               main_.c_ref.as<float>());
+}
+
+}  // namespace tuned::gemm

@@ -1,0 +1,74 @@
+// GEMM as a tuning task: random inputs, cuBLAS (FP32, no TF32) as reference and baseline, and an
+// extra odd-shaped problem with padded leading dimensions and beta != 0 that every candidate must
+// also get right, because a config tuned on one shape is later used on its neighbours.
+#pragma once
+
+#include <cublas_v2.h>
+
+#include <memory>
+
+#include "generator/cuda_raii.hpp"
+#include "templates/gemm/gemm_op.hpp"
+#include "templates/op.hpp"
+
+namespace tuned::gemm {
+
+/// cublasSgemm with our Problem; throws Error naming the cuBLAS status.
+void cublas_sgemm(cublasHandle_t handle, const Problem& p, float alpha, const float* a,
+                  const float* b, float beta, float* c);
+
+/// A cuBLAS handle in FP32 (no TF32) math mode.
+class CublasHandle {
+ public:
+  CublasHandle();
+  ~CublasHandle();
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
+  cublasHandle_t get() const { return handle_; }
+  void set_stream(cudaStream_t stream);
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+};
+
+class GemmTask : public TuningTask {
+ public:
+  GemmTask(const DeviceInfo& device, const Problem& problem, DeviceCheck& check);
+
+  cache::ProblemKey key() const override { return problem_key(device_, problem_); }
+  const Space& space() const override { return space_; }
+  Space& mutable_space() { return space_; }
+  KernelSpec kernel_spec(const Config& config) const override;
+  void allocate() override;
+  void fresh_inputs(uint64_t seed, cudaStream_t stream) override;
+  MatrixCheck check(const LoadedKernel& kernel, const Config& config,
+                    cudaStream_t stream) override;
+  double tolerance() const override;
+  void run(const LoadedKernel& kernel, const Config& config, cudaStream_t stream) override;
+  void run_baseline(cudaStream_t stream) override;
+  std::string baseline_name() const override { return "cuBLAS"; }
+  double work() const override { return problem_.flops(); }
+  std::string rate_unit() const override { return "TFLOP/s"; }
+  double rate(double ms) const override { return ms > 0 ? work() / (ms * 1e9) : 0; }
+
+  const Problem& problem() const { return problem_; }
+  const Problem& edge_problem() const { return edge_; }
+
+ private:
+  struct Buffers {
+    DeviceBuffer a, b, c, c_ref, c_init;
+  };
+  void allocate(const Problem& p, Buffers& buffers, bool with_init);
+
+  DeviceInfo device_;
+  Problem problem_;
+  Problem edge_;  // odd shape, padded leading dims, same layout and alignment class
+  Space space_;
+  DeviceCheck& check_;
+  CublasHandle cublas_;
+  Buffers main_, edge_buffers_;
+  static constexpr float kEdgeAlpha = 1.25f;
+  static constexpr float kEdgeBeta = -0.75f;
+};
+
+}  // namespace tuned::gemm

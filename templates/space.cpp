@@ -1,0 +1,245 @@
+#include "templates/space.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include "tuned/error.hpp"
+
+namespace tuned {
+
+Config::Config(std::shared_ptr<const std::vector<std::string>> names, std::vector<int> values)
+    : names_(std::move(names)), values_(std::move(values)) {}
+
+int Config::get(const std::string& name) const {
+  for (size_t i = 0; i < values_.size(); ++i) {
+    if ((*names_)[i] == name) return values_[i];
+  }
+  throw Error(TUNED_STATUS_INTERNAL_ERROR, "config " + canonical() + " has no parameter " + name);
+}
+
+void Config::set_value(size_t i, int value) { values_[i] = value; }
+
+bool Config::has(const std::string& name) const {
+  return std::find(names_->begin(), names_->begin() + values_.size(), name) !=
+         names_->begin() + values_.size();
+}
+
+void Config::set(const std::string& name, int value) {
+  for (size_t i = 0; i < values_.size(); ++i) {
+    if ((*names_)[i] == name) {
+      values_[i] = value;
+      return;
+    }
+  }
+  auto names = std::make_shared<std::vector<std::string>>(names_->begin(),
+                                                           names_->begin() + values_.size());
+  names->push_back(name);
+  names_ = std::move(names);
+  values_.push_back(value);
+}
+
+std::string Config::canonical() const {
+  std::string text;
+  for (size_t i = 0; i < values_.size(); ++i) {
+    if (i) text += ',';
+    text += (*names_)[i] + "=" + std::to_string(values_[i]);
+  }
+  return text;
+}
+
+std::vector<std::string> Config::defines() const {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < values_.size(); ++i) {
+    out.push_back("-D" + (*names_)[i] + "=" + std::to_string(values_[i]));
+  }
+  return out;
+}
+
+Config Config::parse(const std::string& text) {
+  Config config;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(pos, end - pos);
+    const size_t eq = item.find('=');
+    int value = 0;
+    const char* first = item.data() + (eq == std::string::npos ? 0 : eq + 1);
+    const char* last = item.data() + item.size();
+    const auto [ptr, ec] = std::from_chars(first, last, value);
+    if (eq == std::string::npos || eq == 0 || ec != std::errc() || ptr != last) {
+      throw Error(TUNED_STATUS_CONFIG_ERROR,
+                  "config '" + text + "': item '" + item + "' is not NAME=INTEGER");
+    }
+    const std::string name = item.substr(0, eq);
+    if (config.has(name)) {
+      throw Error(TUNED_STATUS_CONFIG_ERROR, "config '" + text + "': " + name + " appears twice");
+    }
+    config.set(name, value);
+    pos = end + 1;
+  }
+  return config;
+}
+
+bool Config::operator==(const Config& other) const {
+  if (values_ != other.values_) return false;
+  for (size_t i = 0; i < values_.size(); ++i) {
+    if ((*names_)[i] != (*other.names_)[i]) return false;
+  }
+  return true;
+}
+
+void Space::add(Param param) { params_.push_back(std::move(param)); }
+void Space::require(Constraint constraint) { constraints_.push_back(std::move(constraint)); }
+
+void Space::restrict(const std::map<std::string, std::vector<int>>& values) {
+  for (const auto& [name, allowed] : values) {
+    auto it = std::find_if(params_.begin(), params_.end(),
+                           [&](const Param& p) { return p.name == name; });
+    if (it == params_.end()) {
+      std::string known;
+      for (const auto& p : params_) known += (known.empty() ? "" : ", ") + p.name;
+      throw Error(TUNED_STATUS_CONFIG_ERROR,
+                  "space: unknown parameter '" + name + "' (known: " + known + ")");
+    }
+    if (allowed.empty()) {
+      throw Error(TUNED_STATUS_CONFIG_ERROR, "space: parameter '" + name + "' has no values");
+    }
+    it->values = allowed;
+  }
+}
+
+double Space::unconstrained_size() const {
+  double n = 1;
+  for (const auto& p : params_) n *= static_cast<double>(p.values.size());
+  return n;
+}
+
+void Space::for_each(const std::function<bool(const Config&)>& visit) const {
+  const size_t n = params_.size();
+  if (n == 0) return;
+  auto names = std::make_shared<std::vector<std::string>>();
+  for (const auto& p : params_) names->push_back(p.name);
+
+  // checks_at[i]: constraints whose last used parameter is i, tested once parameter i is set.
+  std::vector<std::vector<const Constraint*>> checks_at(n);
+  for (const auto& c : constraints_) {
+    size_t last = 0;
+    for (const auto& used : c.uses) {
+      const auto it = std::find(names->begin(), names->end(), used);
+      if (it == names->end()) {
+        throw Error(TUNED_STATUS_INTERNAL_ERROR,
+                    "constraint " + c.name + " uses unknown parameter " + used);
+      }
+      last = std::max(last, static_cast<size_t>(it - names->begin()));
+    }
+    checks_at[c.uses.empty() ? n - 1 : last].push_back(&c);
+  }
+
+  // One config whose later parameters hold stale values that the constraints at this depth
+  // never read.
+  Config config(names, std::vector<int>(n, 0));
+  std::vector<size_t> index(n, 0);
+  size_t depth = 0;
+  while (true) {
+    if (index[depth] < params_[depth].values.size()) {
+      config.set_value(depth, params_[depth].values[index[depth]++]);
+      bool ok = true;
+      for (const Constraint* c : checks_at[depth]) {
+        if (!c->holds(config)) {
+          ok = false;
+          break;
+        }
+      }
+      if (!ok) continue;
+      if (depth + 1 == n) {
+        if (!visit(config)) return;
+      } else {
+        ++depth;
+        index[depth] = 0;
+      }
+    } else {
+      if (depth == 0) return;
+      --depth;
+    }
+  }
+}
+
+std::vector<Config> Space::enumerate() const {
+  std::vector<Config> out;
+  for_each([&](const Config& c) {
+    out.push_back(c);
+    return true;
+  });
+  return out;
+}
+
+size_t Space::count() const {
+  size_t n = 0;
+  for_each([&](const Config&) {
+    ++n;
+    return true;
+  });
+  return n;
+}
+
+std::optional<Config> Space::sample(std::mt19937_64& rng, int max_tries) const {
+  if (params_.empty()) return std::nullopt;
+  auto names = std::make_shared<std::vector<std::string>>();
+  for (const auto& p : params_) names->push_back(p.name);
+  Config config(names, std::vector<int>(params_.size(), 0));
+  for (int t = 0; t < max_tries; ++t) {
+    for (size_t i = 0; i < params_.size(); ++i) {
+      const auto& values = params_[i].values;
+      config.set_value(i, values[rng() % values.size()]);
+    }
+    if (!violation(config)) return config;
+  }
+  return std::nullopt;
+}
+
+std::vector<Config> Space::neighbors(const Config& config) const {
+  std::vector<Config> out;
+  if (config.size() != params_.size()) return out;
+  // Each parameter's possible single moves: one step down or up its value list.
+  std::vector<std::vector<int>> moves(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& values = params_[i].values;
+    const auto it = std::find(values.begin(), values.end(), config.value(i));
+    if (it == values.end()) continue;
+    if (it != values.begin()) moves[i].push_back(*(it - 1));
+    if (it + 1 != values.end()) moves[i].push_back(*(it + 1));
+  }
+  auto keep = [&](const Config& c) {
+    if (!violation(c)) out.push_back(c);
+  };
+  for (size_t i = 0; i < params_.size(); ++i) {
+    for (int vi : moves[i]) {
+      Config c = config;
+      c.set_value(i, vi);
+      keep(c);
+      for (size_t j = i + 1; j < params_.size(); ++j) {
+        for (int vj : moves[j]) {
+          Config d = c;
+          d.set_value(j, vj);
+          keep(d);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> Space::violation(const Config& config, bool include_pruning) const {
+  if (config.size() != params_.size()) return "parameters";
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (config.name(i) != params_[i].name) return "parameters";
+  }
+  for (const auto& c : constraints_) {
+    if (c.prune_only && !include_pruning) continue;
+    if (!c.holds(config)) return c.name;
+  }
+  return std::nullopt;
+}
+
+}  // namespace tuned

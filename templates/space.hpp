@@ -1,0 +1,104 @@
+// The language op descriptors use to declare their tuning spaces: a config is an ordered list of
+// named integer parameters, and the space is the product of each parameter's values, filtered by
+// named constraints. Each parameter is named once: its name is the -D option, the database text,
+// and the key the kernel reads.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace tuned {
+
+/// One point of a space: values of named integer parameters, in the op's order.
+class Config {
+ public:
+  Config() = default;
+  Config(std::shared_ptr<const std::vector<std::string>> names, std::vector<int> values);
+
+  /// Value of a parameter; throws Error(TUNED_STATUS_INTERNAL_ERROR) when the name is unknown.
+  int get(const std::string& name) const;
+  bool has(const std::string& name) const;
+  /// Sets an existing parameter or appends a new one.
+  void set(const std::string& name, int value);
+
+  size_t size() const { return values_.size(); }
+  const std::string& name(size_t i) const { return (*names_)[i]; }
+  int value(size_t i) const { return values_[i]; }
+  void set_value(size_t i, int value);
+
+  /// "BM=128,BN=128,BK=8,..." in parameter order.
+  std::string canonical() const;
+  /// "-DBM=128", ... in parameter order.
+  std::vector<std::string> defines() const;
+  /// Parses canonical text; throws Error(TUNED_STATUS_CONFIG_ERROR) naming the bad item.
+  static Config parse(const std::string& text);
+
+  bool operator==(const Config& other) const;
+
+ private:
+  std::shared_ptr<const std::vector<std::string>> names_ =
+      std::make_shared<const std::vector<std::string>>();
+  std::vector<int> values_;
+};
+
+struct Param {
+  std::string name;
+  std::vector<int> values;
+  std::string meaning;  // one line, for --help and docs
+};
+
+/// A named predicate over a config. `uses` lists the parameters it reads, so enumeration can
+/// test it as soon as they are all set and prune the rest of that branch.
+struct Constraint {
+  std::string name;
+  std::vector<std::string> uses;
+  std::function<bool(const Config&)> holds;
+  /// A pruning rule (the config would work but is not worth trying on this problem), as opposed
+  /// to a rule the kernel or the device needs.
+  bool prune_only = false;
+};
+
+class Space {
+ public:
+  void add(Param param);
+  void require(Constraint constraint);
+
+  /// Replaces the values of the named parameters (a TOML [space] table, a ladder rung). Throws
+  /// Error(TUNED_STATUS_CONFIG_ERROR) naming an unknown parameter and listing the known ones.
+  void restrict(const std::map<std::string, std::vector<int>>& values);
+
+  const std::vector<Param>& params() const { return params_; }
+  const std::vector<Constraint>& constraints() const { return constraints_; }
+
+  /// Visits every config that meets every constraint, in lexicographic order of the parameter
+  /// lists, until visit returns false. Constraints are tested as soon as the parameters they use
+  /// are set, so rejected branches are never expanded.
+  void for_each(const std::function<bool(const Config&)>& visit) const;
+  /// Every valid config (small spaces only: a large one has millions).
+  std::vector<Config> enumerate() const;
+  /// Number of valid configs.
+  size_t count() const;
+  /// A random valid config (each parameter drawn uniformly, rejected until every constraint
+  /// holds), or nothing if none was found in max_tries draws.
+  std::optional<Config> sample(std::mt19937_64& rng, int max_tries = 100000) const;
+  /// Valid configs one step away: one parameter moved to the next lower or higher value of its
+  /// list, or two parameters moved together (so coupled ones like BM and WM can move in step).
+  std::vector<Config> neighbors(const Config& config) const;
+  /// Number of configs before constraints.
+  double unconstrained_size() const;
+  /// Name of the first constraint the config breaks, or nothing; a config naming parameters the
+  /// space does not have, or missing some, breaks "parameters". Pruning rules count only when
+  /// include_pruning is set.
+  std::optional<std::string> violation(const Config& config, bool include_pruning = true) const;
+
+ private:
+  std::vector<Param> params_;
+  std::vector<Constraint> constraints_;
+};
+
+}  // namespace tuned

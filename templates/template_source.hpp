@@ -1,0 +1,32 @@
+// Kernel template sources by file name, embedded at build time, with the hash that keys cubins.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tuned {
+
+struct TemplateSource {
+  std::string name;  // "gemm.cu"
+  std::string text;
+  std::string hash;  // 16 hex digits of FNV-1a 64 over text
+};
+
+/// The template called name. When TUNED_TEMPLATE_DIR is set, the file is read from there (and
+/// subfolders) instead, so kernel edits need no rebuild during development. Throws
+/// Error(TUNED_STATUS_INTERNAL_ERROR) for an unknown name.
+const TemplateSource& template_source(const std::string& name);
+
+/// FNV-1a 64 of text as 16 hex digits.
+std::string fnv1a_hex(const std::string& text);
+
+namespace detail {
+struct EmbeddedTemplate {
+  const char* name;
+  const char* data;
+  unsigned long size;
+};
+const std::vector<EmbeddedTemplate>& embedded_templates();  // generated
+}  // namespace detail
+
+}  // namespace tuned
