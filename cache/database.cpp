@@ -1,1 +1,764 @@
 #include "cache/database.hpp"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <system_error>
+#include <tuple>
+
+#include "tuned/error.hpp"
+
+namespace tuned::cache {
+namespace {
+
+// Bump with each schema change and append the step that reaches it to kMigrations.
+constexpr int kSchemaVersion = 1;
+// PRAGMA application_id marks the file as ours ("tund"), so a foreign SQLite file is refused.
+constexpr int kApplicationId = 0x74756e64;
+constexpr int kBusyTimeoutMs = 5000;
+
+#define TUNED_NOW "strftime('%Y-%m-%dT%H:%M:%SZ','now')"
+
+[[noreturn]] void fail(const std::string& path, const std::string& reason) {
+  throw Error(TUNED_STATUS_DATABASE_ERROR, "tuning database '" + path + "': " + reason);
+}
+
+constexpr const char* kNotADatabase = "file is not a database (corrupt or not a tuned database)";
+
+// A reason a user can act on: SQLite's own text for the common failures is terse. what names the
+// step, except for corruption, where the step says nothing useful.
+std::string describe(sqlite3* db, int rc, const std::string& what) {
+  std::string text = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  switch (rc & 0xff) {
+    case SQLITE_NOTADB:
+      return kNotADatabase;
+    case SQLITE_CORRUPT:
+      return std::string(kNotADatabase) + ": " + text;
+    case SQLITE_READONLY:
+      return what + ": " + text + " (the file or its folder is not writable)";
+    case SQLITE_CANTOPEN:
+      return what + ": " + text + " (the folder is missing or not writable)";
+    case SQLITE_FULL:
+      return what + ": " + text + " (disk full)";
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return what + ": " + text + " (another process held the database for more than " +
+             std::to_string(kBusyTimeoutMs / 1000) + " s)";
+    default:
+      return what + ": " + text;
+  }
+}
+
+// Runs SQL text that returns no rows we need (DDL, PRAGMA, BEGIN/COMMIT).
+void exec(sqlite3* db, const std::string& path, const char* sql, const std::string& what) {
+  char* message = nullptr;
+  int rc = sqlite3_exec(db, sql, nullptr, nullptr, &message);
+  sqlite3_free(message);  // sqlite3_errmsg still holds the text
+  if (rc != SQLITE_OK) fail(path, describe(db, rc, what));
+}
+
+// One prepared statement; parameters are 1-based, columns 0-based, as in SQLite.
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& path, const std::string& sql, std::string what)
+      : db_(db), path_(path), what_(std::move(what)) {
+    int rc = sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &stmt_, nullptr);
+    if (rc != SQLITE_OK) fail(path_, describe(db_, rc, what_));
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int i, int64_t value) { return check(sqlite3_bind_int64(stmt_, i, value)); }
+  Statement& bind(int i, int value) { return bind(i, static_cast<int64_t>(value)); }
+  Statement& bind(int i, double value) { return check(sqlite3_bind_double(stmt_, i, value)); }
+  Statement& bind(int i, const std::string& value) {
+    return check(sqlite3_bind_text(stmt_, i, value.data(), static_cast<int>(value.size()),
+                                   SQLITE_TRANSIENT));
+  }
+  Statement& bind_blob(int i, const std::vector<char>& value) {
+    // A null pointer would bind NULL, so an empty image needs its own call.
+    if (value.empty()) return check(sqlite3_bind_zeroblob(stmt_, i, 0));
+    return check(sqlite3_bind_blob(stmt_, i, value.data(), static_cast<int>(value.size()),
+                                   SQLITE_TRANSIENT));
+  }
+  Statement& bind_null(int i) { return check(sqlite3_bind_null(stmt_, i)); }
+  // 0 means "none" for optional ids (sessions), stored as NULL so foreign keys stay valid.
+  Statement& bind_id(int i, int64_t id) { return id == 0 ? bind_null(i) : bind(i, id); }
+
+  /// True while there is a row; false when done; throws on failure.
+  bool step() {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    fail(path_, describe(db_, rc, what_));
+  }
+  void run() {
+    while (step()) {
+    }
+  }
+  void reset() {
+    sqlite3_reset(stmt_);  // returns the last step's error, already reported
+    sqlite3_clear_bindings(stmt_);
+  }
+
+  bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
+  int integer(int col) const { return static_cast<int>(sqlite3_column_int64(stmt_, col)); }
+  double real(int col) const { return sqlite3_column_double(stmt_, col); }
+  std::string text(int col) const {
+    const unsigned char* p = sqlite3_column_text(stmt_, col);
+    int n = sqlite3_column_bytes(stmt_, col);
+    return p != nullptr ? std::string(reinterpret_cast<const char*>(p), n) : std::string();
+  }
+  std::vector<char> blob(int col) const {
+    const char* p = static_cast<const char*>(sqlite3_column_blob(stmt_, col));
+    int n = sqlite3_column_bytes(stmt_, col);
+    return p != nullptr ? std::vector<char>(p, p + n) : std::vector<char>();
+  }
+
+ private:
+  Statement& check(int rc) {
+    if (rc != SQLITE_OK) fail(path_, describe(db_, rc, what_));
+    return *this;
+  }
+
+  sqlite3* db_;
+  const std::string& path_;
+  std::string what_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// BEGIN IMMEDIATE takes the write lock up front, so two writers wait (busy timeout) instead of
+// deadlocking on a lock upgrade. Rolls back unless committed.
+class Transaction {
+ public:
+  Transaction(sqlite3* db, const std::string& path) : db_(db), path_(path) {
+    exec(db_, path_, "BEGIN IMMEDIATE", "begin transaction");
+  }
+  ~Transaction() {
+    // Never throws; after an error SQLite may already have rolled back, which is fine.
+    if (!committed_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  void commit() {
+    exec(db_, path_, "COMMIT", "commit");
+    committed_ = true;
+  }
+
+ private:
+  sqlite3* db_;
+  const std::string& path_;
+  bool committed_ = false;
+};
+
+int query_int(sqlite3* db, const std::string& path, const char* sql) {
+  Statement s(db, path, sql, sql);
+  return s.step() ? s.integer(0) : 0;
+}
+
+// Shapes are stored twice: the text ("4096x4096x4096") is the exact key and the round-trip
+// source for any number of dims; d0..d2 (NULL where missing) serve ordering and queries.
+std::vector<int64_t> parse_shape(const std::string& path, const std::string& text) {
+  std::vector<int64_t> shape;
+  const char* p = text.data();
+  const char* end = p + text.size();
+  while (p < end) {
+    int64_t value = 0;
+    auto [next, ec] = std::from_chars(p, end, value);
+    if (ec != std::errc() || (next != end && *next != 'x')) {
+      fail(path, "malformed shape '" + text + "' in the database");
+    }
+    shape.push_back(value);
+    p = next == end ? end : next + 1;
+  }
+  return shape;
+}
+
+void bind_dims(Statement& s, int first, const std::vector<int64_t>& shape) {
+  for (int i = 0; i < 3; ++i) {
+    if (i < static_cast<int>(shape.size())) {
+      s.bind(first + i, shape[i]);
+    } else {
+      s.bind_null(first + i);
+    }
+  }
+}
+
+// Step 0 -> 1. Later versions add a function here; each runs inside the opening transaction.
+void migrate_to_1(sqlite3* db, const std::string& path) {
+  exec(db, path, R"sql(
+    CREATE TABLE devices (
+      uuid TEXT PRIMARY KEY NOT NULL,
+      name TEXT NOT NULL,
+      cc_major INTEGER NOT NULL,
+      cc_minor INTEGER NOT NULL,
+      sm_count INTEGER NOT NULL,
+      memory_bytes INTEGER NOT NULL,
+      clock_khz INTEGER NOT NULL,
+      first_seen TEXT NOT NULL,
+      last_seen TEXT NOT NULL
+    );
+    CREATE TABLE cubins (
+      source_hash TEXT NOT NULL,
+      options TEXT NOT NULL,
+      arch TEXT NOT NULL,
+      nvrtc_version TEXT NOT NULL,
+      image BLOB NOT NULL,
+      kernel_name TEXT NOT NULL,
+      log TEXT NOT NULL,
+      registers INTEGER NOT NULL,
+      spill_bytes INTEGER NOT NULL,
+      stack_bytes INTEGER NOT NULL,
+      static_smem_bytes INTEGER NOT NULL,
+      compile_ms REAL NOT NULL,
+      created_at TEXT NOT NULL,
+      PRIMARY KEY (source_hash, options, arch, nvrtc_version)
+    );
+    CREATE TABLE sessions (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      device_uuid TEXT NOT NULL,
+      op TEXT NOT NULL,
+      strategy TEXT NOT NULL,
+      budget_s REAL NOT NULL,
+      started_at TEXT NOT NULL
+    );
+    CREATE INDEX sessions_by_device_op ON sessions (device_uuid, op);
+    CREATE TABLE trials (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      session_id INTEGER REFERENCES sessions (id),
+      device_uuid TEXT NOT NULL,
+      op TEXT NOT NULL,
+      layout TEXT NOT NULL,
+      shape TEXT NOT NULL,
+      d0 INTEGER,
+      d1 INTEGER,
+      d2 INTEGER,
+      alignment INTEGER NOT NULL,
+      config TEXT NOT NULL,
+      kernel_name TEXT NOT NULL,
+      disposition TEXT NOT NULL,
+      message TEXT NOT NULL,
+      ms_median REAL NOT NULL,
+      ms_min REAL NOT NULL,
+      runs INTEGER NOT NULL,
+      tflops REAL NOT NULL,
+      rel_error REAL NOT NULL,
+      registers INTEGER NOT NULL,
+      spill_bytes INTEGER NOT NULL,
+      compile_ms REAL NOT NULL,
+      created_at TEXT NOT NULL
+    );
+    CREATE INDEX trials_by_session ON trials (session_id);
+    CREATE INDEX trials_by_device_op ON trials (device_uuid, op, layout, shape, alignment);
+    -- id grows with every store (INSERT OR REPLACE), so it orders updates within one second.
+    CREATE TABLE best (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      device_uuid TEXT NOT NULL,
+      op TEXT NOT NULL,
+      layout TEXT NOT NULL,
+      shape TEXT NOT NULL,
+      d0 INTEGER,
+      d1 INTEGER,
+      d2 INTEGER,
+      alignment INTEGER NOT NULL,
+      config TEXT NOT NULL,
+      kernel_name TEXT NOT NULL,
+      ms REAL NOT NULL,
+      tflops REAL NOT NULL,
+      baseline_ms REAL NOT NULL,
+      session_id INTEGER,
+      updated_at TEXT NOT NULL,
+      UNIQUE (device_uuid, op, layout, shape, alignment)
+    );
+  )sql",
+       "create schema version 1");
+}
+
+using Migration = void (*)(sqlite3*, const std::string&);
+constexpr Migration kMigrations[kSchemaVersion] = {migrate_to_1};
+
+void open_schema(sqlite3* db, const std::string& path) {
+  // journal_mode cannot change inside a transaction; this is also the first read of the file, so a
+  // garbage file fails here with SQLITE_NOTADB.
+  exec(db, path, "PRAGMA journal_mode=WAL", "enable WAL");
+  exec(db, path, "PRAGMA foreign_keys=ON", "enable foreign keys");
+
+  Transaction transaction(db, path);
+  int version = query_int(db, path, "PRAGMA user_version");
+  int application = query_int(db, path, "PRAGMA application_id");
+  if (application != 0 && application != kApplicationId) {
+    fail(path, "file is not a tuned database (it belongs to another application)");
+  }
+  if (version > kSchemaVersion) {
+    fail(path, "schema version " + std::to_string(version) + " is newer than this build of tuned " +
+                   "supports (" + std::to_string(kSchemaVersion) +
+                   "); use a newer tuned or another database path");
+  }
+  if (version == 0 &&
+      query_int(db, path, "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'") >
+          0) {
+    fail(path, "file is not a tuned database (it holds other tables and no tuned schema)");
+  }
+  for (int v = version; v < kSchemaVersion; ++v) kMigrations[v](db, path);
+  // Written on every open, even when current: it proves now, not at the first trial, that the
+  // file can be written.
+  std::string pragmas = "PRAGMA user_version=" + std::to_string(kSchemaVersion) +
+                        "; PRAGMA application_id=" + std::to_string(kApplicationId) + ";";
+  exec(db, path, pragmas.c_str(), "write schema version");
+  transaction.commit();
+}
+
+struct Closer {
+  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+};
+
+constexpr const char* kBestColumns =
+    "device_uuid, op, layout, shape, alignment, config, kernel_name, ms, tflops, baseline_ms, "
+    "session_id, updated_at, id";
+
+BestRecord read_best(const Statement& s, const std::string& path) {
+  BestRecord b;
+  b.key.device_uuid = s.text(0);
+  b.key.op = s.text(1);
+  b.key.layout = s.text(2);
+  b.key.shape = parse_shape(path, s.text(3));
+  b.key.alignment = s.integer(4);
+  b.config = s.text(5);
+  b.kernel_name = s.text(6);
+  b.ms = s.real(7);
+  b.tflops = s.real(8);
+  b.baseline_ms = s.real(9);
+  b.session_id = s.int64(10);
+  b.updated_at = s.text(11);
+  return b;
+}
+
+// Appends "AND column = ?" for each set field of the filter and binds them in the same order.
+class Where {
+ public:
+  void add(const char* clause, std::function<void(Statement&, int)> binder) {
+    sql_ += sql_.empty() ? " WHERE " : " AND ";
+    sql_ += clause;
+    binders_.push_back(std::move(binder));
+  }
+  const std::string& sql() const { return sql_; }
+  int bind(Statement& s) const {
+    int i = 1;
+    for (const auto& binder : binders_) binder(s, i++);
+    return i;
+  }
+
+ private:
+  std::string sql_;
+  std::vector<std::function<void(Statement&, int)>> binders_;
+};
+
+Where filter_where(const Filter& filter, const char* session_column) {
+  Where where;
+  if (!filter.device_uuid.empty()) {
+    where.add("device_uuid = ?", [&](Statement& s, int i) { s.bind(i, filter.device_uuid); });
+  }
+  if (!filter.op.empty()) {
+    where.add("op = ?", [&](Statement& s, int i) { s.bind(i, filter.op); });
+  }
+  if (filter.session_id != 0) {
+    where.add(session_column, [&](Statement& s, int i) { s.bind(i, filter.session_id); });
+  }
+  return where;
+}
+
+// 0: same alignment. 1: a narrower alignment that divides ours, whose kernels are still valid on
+// this data. 2: any other (wider) alignment, which the caller must check against the problem.
+int alignment_tier(int stored, int wanted) {
+  if (stored == wanted) return 0;
+  if (stored > 0 && wanted % stored == 0) return 1;
+  return 2;
+}
+
+double log_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  double sum = 0;
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    double x = i < a.size() ? static_cast<double>(std::max<int64_t>(a[i], 1)) : 1.0;
+    double y = i < b.size() ? static_cast<double>(std::max<int64_t>(b[i], 1)) : 1.0;
+    sum += std::fabs(std::log2(x) - std::log2(y));
+  }
+  return sum;
+}
+
+}  // namespace
+
+std::string default_database_path() {
+  auto env = [](const char* name) -> std::string {
+    const char* value = std::getenv(name);
+    return value != nullptr ? value : "";
+  };
+  if (std::string db = env("TUNED_DB"); !db.empty()) return db;
+  if (std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty()) return xdg + "/tuned/tuned.db";
+  if (std::string home = env("HOME"); !home.empty()) return home + "/.cache/tuned/tuned.db";
+  return "tuned.db";
+}
+
+int Database::schema_version() { return kSchemaVersion; }
+
+Database::Database(const std::string& path) : path_(path) {
+  namespace fs = std::filesystem;
+  if (path_.empty()) fail(path_, "empty path");
+  fs::path parent = fs::path(path_).parent_path();
+  if (!parent.empty()) {
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+    if (ec || !fs::is_directory(parent, ec)) {
+      fail(path_, "cannot create folder '" + parent.string() +
+                      "': " + (ec ? ec.message() : "a file of that name is in the way"));
+    }
+  }
+  if (fs::is_directory(path_)) fail(path_, "is a folder, not a database file");
+  // SQLite reads a short foreign file as an empty database and the schema would overwrite it. An
+  // empty file is fine: a new database, or one whose pages are all still in the -wal file.
+  if (std::ifstream in(path_, std::ios::binary); in) {
+    char header[16] = {};
+    in.read(header, sizeof header);
+    if (in.gcount() > 0 &&
+        (in.gcount() < 16 || std::string(header, 16) != std::string("SQLite format 3", 16))) {
+      fail(path_, kNotADatabase);
+    }
+  }
+
+  sqlite3* raw = nullptr;
+  int rc =
+      sqlite3_open_v2(path_.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  // SQLite hands back a handle even when opening fails; the owner closes it on every path.
+  std::unique_ptr<sqlite3, Closer> handle(raw);
+  if (rc != SQLITE_OK) fail(path_, describe(raw, rc, "cannot open"));
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+  // READWRITE silently falls back to read-only for a write-protected file.
+  if (sqlite3_db_readonly(raw, "main") == 1) {
+    fail(path_, "file is read-only (tuned records trials and needs to write it)");
+  }
+  open_schema(raw, path_);
+  db_ = handle.release();
+}
+
+Database::~Database() { sqlite3_close_v2(db_); }
+
+void Database::upsert_device(const DeviceRecord& device) {
+  std::lock_guard lock(mutex_);
+  Transaction transaction(db_, path_);
+  Statement s(db_, path_,
+              "INSERT INTO devices (uuid, name, cc_major, cc_minor, sm_count, memory_bytes, "
+              "clock_khz, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, " TUNED_NOW
+              ", " TUNED_NOW
+              ") ON CONFLICT (uuid) DO UPDATE SET name = excluded.name, "
+              "cc_major = excluded.cc_major, cc_minor = excluded.cc_minor, "
+              "sm_count = excluded.sm_count, memory_bytes = excluded.memory_bytes, "
+              "clock_khz = excluded.clock_khz, last_seen = excluded.last_seen",
+              "store device " + device.uuid);
+  s.bind(1, device.uuid)
+      .bind(2, device.name)
+      .bind(3, device.cc_major)
+      .bind(4, device.cc_minor)
+      .bind(5, device.sm_count)
+      .bind(6, device.memory_bytes)
+      .bind(7, device.clock_khz);
+  s.run();
+  transaction.commit();
+}
+
+std::vector<DeviceRecord> Database::devices() {
+  std::lock_guard lock(mutex_);
+  Statement s(db_, path_,
+              "SELECT uuid, name, cc_major, cc_minor, sm_count, memory_bytes, clock_khz "
+              "FROM devices ORDER BY first_seen, uuid",
+              "list devices");
+  std::vector<DeviceRecord> result;
+  while (s.step()) {
+    DeviceRecord d;
+    d.uuid = s.text(0);
+    d.name = s.text(1);
+    d.cc_major = s.integer(2);
+    d.cc_minor = s.integer(3);
+    d.sm_count = s.integer(4);
+    d.memory_bytes = s.int64(5);
+    d.clock_khz = s.integer(6);
+    result.push_back(std::move(d));
+  }
+  return result;
+}
+
+std::optional<CubinRecord> Database::find_cubin(const CubinKey& key) {
+  std::lock_guard lock(mutex_);
+  Statement s(db_, path_,
+              "SELECT image, kernel_name, log, registers, spill_bytes, stack_bytes, "
+              "static_smem_bytes, compile_ms FROM cubins WHERE source_hash = ? AND options = ? "
+              "AND arch = ? AND nvrtc_version = ?",
+              "find cubin");
+  s.bind(1, key.source_hash).bind(2, key.options).bind(3, key.arch).bind(4, key.nvrtc_version);
+  if (!s.step()) return std::nullopt;
+  CubinRecord c;
+  c.image = s.blob(0);
+  c.kernel_name = s.text(1);
+  c.log = s.text(2);
+  c.registers = s.integer(3);
+  c.spill_bytes = s.integer(4);
+  c.stack_bytes = s.integer(5);
+  c.static_smem_bytes = s.integer(6);
+  c.compile_ms = s.real(7);
+  return c;
+}
+
+void Database::put_cubin(const CubinKey& key, const CubinRecord& cubin) {
+  std::lock_guard lock(mutex_);
+  Transaction transaction(db_, path_);
+  Statement s(db_, path_,
+              "INSERT OR REPLACE INTO cubins (source_hash, options, arch, nvrtc_version, image, "
+              "kernel_name, log, registers, spill_bytes, stack_bytes, static_smem_bytes, "
+              "compile_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " TUNED_NOW ")",
+              "store cubin " + cubin.kernel_name);
+  s.bind(1, key.source_hash).bind(2, key.options).bind(3, key.arch).bind(4, key.nvrtc_version);
+  s.bind_blob(5, cubin.image);
+  s.bind(6, cubin.kernel_name)
+      .bind(7, cubin.log)
+      .bind(8, cubin.registers)
+      .bind(9, cubin.spill_bytes)
+      .bind(10, cubin.stack_bytes)
+      .bind(11, cubin.static_smem_bytes)
+      .bind(12, cubin.compile_ms);
+  s.run();
+  transaction.commit();
+}
+
+SessionRecord Database::begin_session(const SessionRecord& session) {
+  std::lock_guard lock(mutex_);
+  Transaction transaction(db_, path_);
+  SessionRecord result = session;
+  {
+    Statement s(db_, path_,
+                "INSERT INTO sessions (device_uuid, op, strategy, budget_s, started_at) "
+                "VALUES (?, ?, ?, ?, " TUNED_NOW ")",
+                "begin session");
+    s.bind(1, session.device_uuid).bind(2, session.op).bind(3, session.strategy);
+    s.bind(4, session.budget_s);
+    s.run();
+    result.id = sqlite3_last_insert_rowid(db_);
+  }
+  Statement s(db_, path_, "SELECT started_at FROM sessions WHERE id = ?", "read session");
+  s.bind(1, result.id);
+  if (s.step()) result.started_at = s.text(0);
+  transaction.commit();
+  return result;
+}
+
+void Database::record_trials(const std::vector<TrialRecord>& trials) {
+  if (trials.empty()) return;
+  std::lock_guard lock(mutex_);
+  Transaction transaction(db_, path_);
+  Statement s(db_, path_,
+              "INSERT INTO trials (session_id, device_uuid, op, layout, shape, d0, d1, d2, "
+              "alignment, config, kernel_name, disposition, message, ms_median, ms_min, runs, "
+              "tflops, rel_error, registers, spill_bytes, compile_ms, created_at) VALUES "
+              "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " TUNED_NOW ")",
+              "record trials");
+  for (const TrialRecord& t : trials) {
+    s.reset();
+    s.bind_id(1, t.session_id)
+        .bind(2, t.key.device_uuid)
+        .bind(3, t.key.op)
+        .bind(4, t.key.layout)
+        .bind(5, t.key.shape_string());
+    bind_dims(s, 6, t.key.shape);
+    s.bind(9, t.key.alignment)
+        .bind(10, t.config)
+        .bind(11, t.kernel_name)
+        .bind(12, std::string(to_string(t.disposition)))
+        .bind(13, t.message)
+        .bind(14, t.ms_median)
+        .bind(15, t.ms_min)
+        .bind(16, t.runs)
+        .bind(17, t.tflops)
+        .bind(18, t.rel_error)
+        .bind(19, t.registers)
+        .bind(20, t.spill_bytes)
+        .bind(21, t.compile_ms);
+    s.run();
+  }
+  transaction.commit();
+}
+
+std::vector<TrialRecord> Database::trials(const Filter& filter) {
+  std::lock_guard lock(mutex_);
+  Where where = filter_where(filter, "session_id = ?");
+  std::string sql =
+      "SELECT id, session_id, device_uuid, op, layout, shape, alignment, config, kernel_name, "
+      "disposition, message, ms_median, ms_min, runs, tflops, rel_error, registers, "
+      "spill_bytes, compile_ms, created_at FROM trials" +
+      where.sql() + " ORDER BY id DESC";
+  if (filter.limit > 0) sql += " LIMIT " + std::to_string(filter.limit);
+  // The limit keeps the most recent rows; they are listed oldest first.
+  sql = "SELECT * FROM (" + sql + ") ORDER BY id";
+  Statement s(db_, path_, sql, "list trials");
+  where.bind(s);
+  std::vector<TrialRecord> result;
+  while (s.step()) {
+    TrialRecord t;
+    t.session_id = s.int64(1);
+    t.key.device_uuid = s.text(2);
+    t.key.op = s.text(3);
+    t.key.layout = s.text(4);
+    t.key.shape = parse_shape(path_, s.text(5));
+    t.key.alignment = s.integer(6);
+    t.config = s.text(7);
+    t.kernel_name = s.text(8);
+    try {
+      t.disposition = disposition_from_string(s.text(9));
+    } catch (const Error& e) {
+      fail(path_, std::string("trial ") + std::to_string(s.int64(0)) + ": " + e.what());
+    }
+    t.message = s.text(10);
+    t.ms_median = s.real(11);
+    t.ms_min = s.real(12);
+    t.runs = s.integer(13);
+    t.tflops = s.real(14);
+    t.rel_error = s.real(15);
+    t.registers = s.integer(16);
+    t.spill_bytes = s.integer(17);
+    t.compile_ms = s.real(18);
+    t.created_at = s.text(19);
+    result.push_back(std::move(t));
+  }
+  return result;
+}
+
+std::vector<SessionRecord> Database::sessions(const Filter& filter) {
+  std::lock_guard lock(mutex_);
+  Where where = filter_where(filter, "id = ?");
+  std::string sql = "SELECT id, device_uuid, op, strategy, budget_s, started_at FROM sessions" +
+                    where.sql() + " ORDER BY id DESC";
+  if (filter.limit > 0) sql += " LIMIT " + std::to_string(filter.limit);
+  sql = "SELECT * FROM (" + sql + ") ORDER BY id";
+  Statement s(db_, path_, sql, "list sessions");
+  where.bind(s);
+  std::vector<SessionRecord> result;
+  while (s.step()) {
+    SessionRecord r;
+    r.id = s.int64(0);
+    r.device_uuid = s.text(1);
+    r.op = s.text(2);
+    r.strategy = s.text(3);
+    r.budget_s = s.real(4);
+    r.started_at = s.text(5);
+    result.push_back(std::move(r));
+  }
+  return result;
+}
+
+bool Database::offer_best(const BestRecord& best) {
+  // A NaN or zero time would win every later comparison and pin a bogus entry forever.
+  require_argument(std::isfinite(best.ms) && best.ms > 0, "best.ms",
+                   "must be a positive, finite time in milliseconds");
+  std::lock_guard lock(mutex_);
+  Transaction transaction(db_, path_);
+  const ProblemKey& key = best.key;
+  const std::string shape = key.shape_string();
+  {
+    Statement s(db_, path_,
+                "SELECT ms FROM best WHERE device_uuid = ? AND op = ? AND layout = ? AND "
+                "shape = ? AND alignment = ?",
+                "read best");
+    s.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.layout).bind(4, shape);
+    s.bind(5, key.alignment);
+    if (s.step() && s.real(0) < best.ms) return false;  // the guard rolls back the read
+  }
+  Statement s(db_, path_,
+              "INSERT OR REPLACE INTO best (device_uuid, op, layout, shape, d0, d1, d2, "
+              "alignment, config, kernel_name, ms, tflops, baseline_ms, session_id, updated_at) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " TUNED_NOW ")",
+              "store best");
+  s.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.layout).bind(4, shape);
+  bind_dims(s, 5, key.shape);
+  s.bind(8, key.alignment)
+      .bind(9, best.config)
+      .bind(10, best.kernel_name)
+      .bind(11, best.ms)
+      .bind(12, best.tflops)
+      .bind(13, best.baseline_ms)
+      .bind_id(14, best.session_id);
+  s.run();
+  transaction.commit();
+  return true;
+}
+
+std::optional<BestRecord> Database::find_best(const ProblemKey& key) {
+  std::lock_guard lock(mutex_);
+  Statement s(db_, path_,
+              std::string("SELECT ") + kBestColumns +
+                  " FROM best WHERE device_uuid = ? AND op = ? AND layout = ? AND shape = ? "
+                  "AND alignment = ?",
+              "find best");
+  s.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.layout).bind(4, key.shape_string());
+  s.bind(5, key.alignment);
+  if (!s.step()) return std::nullopt;
+  return read_best(s, path_);
+}
+
+std::optional<BestRecord> Database::find_nearest(const ProblemKey& key) {
+  std::lock_guard lock(mutex_);
+  Statement s(db_, path_,
+              std::string("SELECT ") + kBestColumns +
+                  " FROM best WHERE device_uuid = ? AND op = ? AND layout = ?",
+              "find nearest best");
+  s.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.layout);
+  // Rank: alignment tier, then distance, then newest (updated_at, then id within a second).
+  // Distances within a rounding error count as equal, so 1000 vs 500 and 2000 tie as they should.
+  constexpr double kSameDistance = 1e-9;
+  std::optional<BestRecord> chosen;
+  int chosen_tier = 0;
+  double chosen_distance = 0;
+  int64_t chosen_id = 0;
+  while (s.step()) {
+    BestRecord b = read_best(s, path_);
+    int64_t id = s.int64(12);
+    int tier = alignment_tier(b.key.alignment, key.alignment);
+    double distance = log_distance(b.key.shape, key.shape);
+    bool better;
+    if (!chosen || tier != chosen_tier) {
+      better = !chosen || tier < chosen_tier;
+    } else if (std::fabs(distance - chosen_distance) > kSameDistance) {
+      better = distance < chosen_distance;
+    } else {
+      better = std::tie(b.updated_at, id) > std::tie(chosen->updated_at, chosen_id);
+    }
+    if (better) {
+      chosen = std::move(b);
+      chosen_tier = tier;
+      chosen_distance = distance;
+      chosen_id = id;
+    }
+  }
+  return chosen;
+}
+
+std::vector<BestRecord> Database::bests(const Filter& filter) {
+  std::lock_guard lock(mutex_);
+  Where where = filter_where(filter, "session_id = ?");
+  std::string sql = std::string("SELECT ") + kBestColumns + " FROM best" + where.sql() +
+                    " ORDER BY device_uuid, op, layout, d0, d1, d2, shape, alignment";
+  if (filter.limit > 0) sql += " LIMIT " + std::to_string(filter.limit);
+  Statement s(db_, path_, sql, "list best configurations");
+  where.bind(s);
+  std::vector<BestRecord> result;
+  while (s.step()) result.push_back(read_best(s, path_));
+  return result;
+}
+
+}  // namespace tuned::cache

@@ -15,7 +15,7 @@ struct sqlite3;
 namespace tuned::cache {
 
 /// The default database path: $TUNED_DB, else $XDG_CACHE_HOME/tuned/tuned.db, else
-/// $HOME/.cache/tuned/tuned.db.
+/// $HOME/.cache/tuned/tuned.db, else ./tuned.db.
 std::string default_database_path();
 
 /// Filters for listings; empty fields match everything.
@@ -23,7 +23,8 @@ struct Filter {
   std::string device_uuid;
   std::string op;
   int64_t session_id = 0;  // 0: all sessions
-  int limit = 0;           // 0: no limit
+  int limit = 0;           // 0: no limit; trials and sessions keep the most recent N (listed
+                           // oldest first), best configs the first N in listing order
 };
 
 /// One open database. Thread-safe: every method takes the connection's mutex.
@@ -55,13 +56,15 @@ class Database {
   std::vector<SessionRecord> sessions(const Filter& filter);
 
   /// Stores best unless the database already holds a faster one for the same key; returns whether
-  /// it was stored.
+  /// it was stored. best.ms must be positive and finite (Error INVALID_ARGUMENT otherwise).
   bool offer_best(const BestRecord& best);
   /// Best for exactly this key.
   std::optional<BestRecord> find_best(const ProblemKey& key);
   /// Best of the same device, op and layout whose shape is nearest in log space (sum over dims of
   /// |log2(a) - log2(b)|, dims of 0 counted as 1); entries of the same alignment class first, then
-  /// any alignment. Ties: the most recently updated.
+  /// any alignment: first narrower ones that divide key.alignment (their kernels stay valid on
+  /// this data), then wider ones (the caller must check those against the problem). Ties: the most
+  /// recently updated.
   std::optional<BestRecord> find_nearest(const ProblemKey& key);
   std::vector<BestRecord> bests(const Filter& filter);
 

@@ -1,1 +1,46 @@
 #include "cache/records.hpp"
+
+#include "tuned/error.hpp"
+
+namespace tuned::cache {
+
+std::string ProblemKey::shape_string() const {
+  std::string text;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) text += 'x';
+    text += std::to_string(shape[i]);
+  }
+  return text;
+}
+
+const char* to_string(Disposition d) {
+  switch (d) {
+    case Disposition::kOk:
+      return "ok";
+    case Disposition::kCompileError:
+      return "compile_error";
+    case Disposition::kResourceLimit:
+      return "resource_limit";
+    case Disposition::kLaunchError:
+      return "launch_error";
+    case Disposition::kWrongResult:
+      return "wrong_result";
+    case Disposition::kTimeout:
+      return "timeout";
+  }
+  return "unknown";
+}
+
+Disposition disposition_from_string(const std::string& s) {
+  for (Disposition d :
+       {Disposition::kOk, Disposition::kCompileError, Disposition::kResourceLimit,
+        Disposition::kLaunchError, Disposition::kWrongResult, Disposition::kTimeout}) {
+    if (s == to_string(d)) return d;
+  }
+  // Only the database stores these names, so an unknown one means a damaged or foreign row.
+  throw Error(TUNED_STATUS_DATABASE_ERROR, "unknown trial disposition '" + s +
+                                               "' (expected ok, compile_error, resource_limit, "
+                                               "launch_error, wrong_result or timeout)");
+}
+
+}  // namespace tuned::cache

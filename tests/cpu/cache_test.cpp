@@ -1,0 +1,839 @@
+// The tuning database (cache/) on temporary files, and the tunedb program run against it.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/database.hpp"
+#include "cache/records.hpp"
+#include "tuned/error.hpp"
+
+namespace tuned::cache {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kH100 = "GPU-11111111-2222-3333-4444-555555555555";
+const char* kH200 = "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee";
+
+// A fresh folder per test, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = fs::temp_directory_path() / ("tuned_cache_test_" + std::to_string(::getpid()) + "_" +
+                                         info->test_suite_name() + "_" + info->name());
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+ProblemKey key(const std::string& device, std::vector<int64_t> shape, int alignment = 4,
+               const std::string& layout = "NN", const std::string& op = "gemm") {
+  ProblemKey k;
+  k.device_uuid = device;
+  k.op = op;
+  k.layout = layout;
+  k.shape = std::move(shape);
+  k.alignment = alignment;
+  return k;
+}
+
+BestRecord best(const ProblemKey& k, double ms, const std::string& config = "BM=128,BN=128") {
+  BestRecord b;
+  b.key = k;
+  b.config = config;
+  b.kernel_name = "gemm_nn_" + config;
+  b.ms = ms;
+  b.tflops = 1.5;
+  b.baseline_ms = ms * 1.1;
+  return b;
+}
+
+DeviceRecord device(const std::string& uuid, const std::string& name) {
+  DeviceRecord d;
+  d.uuid = uuid;
+  d.name = name;
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  d.sm_count = 132;
+  d.memory_bytes = 85'520'809'984;
+  d.clock_khz = 1'980'000;
+  return d;
+}
+
+TrialRecord trial(int64_t session, const ProblemKey& k, Disposition disposition) {
+  TrialRecord t;
+  t.session_id = session;
+  t.key = k;
+  t.config = "BM=64,BN=64,BK=8";
+  t.kernel_name = "gemm_nn_bm64_bn64_bk8";
+  t.disposition = disposition;
+  t.message = disposition == Disposition::kOk ? "" : std::string("why: ") + to_string(disposition);
+  t.ms_median = 1.25;
+  t.ms_min = 1.125;
+  t.runs = 7;
+  t.tflops = 12.5;
+  t.rel_error = 3e-7;
+  t.registers = 96;
+  t.spill_bytes = 8;
+  t.compile_ms = 21.5;
+  return t;
+}
+
+void expect_error(const std::function<void()>& f, tuned_status_t status,
+                  const std::vector<std::string>& fragments) {
+  try {
+    f();
+    ADD_FAILURE() << "no Error thrown";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), status) << e.what();
+    for (const auto& fragment : fragments) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos)
+          << "'" << e.what() << "' lacks '" << fragment << "'";
+    }
+  }
+}
+
+int sqlite_user_version(const std::string& path) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  int version = -1;
+  if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr) == SQLITE_OK &&
+      sqlite3_step(stmt) == SQLITE_ROW) {
+    version = sqlite3_column_int(stmt, 0);
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return version;
+}
+
+void sqlite_exec(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
+
+// ----- records ---------------------------------------------------------------------------------
+
+TEST(CacheRecords, ShapeString) {
+  EXPECT_EQ(key(kH100, {4096, 4096, 4096}).shape_string(), "4096x4096x4096");
+  EXPECT_EQ(key(kH100, {16384, 64}).shape_string(), "16384x64");
+  EXPECT_EQ(key(kH100, {7}).shape_string(), "7");
+  EXPECT_EQ(key(kH100, {}).shape_string(), "");
+}
+
+TEST(CacheRecords, DispositionNamesRoundTrip) {
+  const std::vector<std::pair<Disposition, std::string>> names = {
+      {Disposition::kOk, "ok"},
+      {Disposition::kCompileError, "compile_error"},
+      {Disposition::kResourceLimit, "resource_limit"},
+      {Disposition::kLaunchError, "launch_error"},
+      {Disposition::kWrongResult, "wrong_result"},
+      {Disposition::kTimeout, "timeout"}};
+  for (const auto& [d, name] : names) {
+    EXPECT_EQ(to_string(d), name);
+    EXPECT_EQ(disposition_from_string(name), d);
+  }
+  expect_error([] { disposition_from_string("fast"); }, TUNED_STATUS_DATABASE_ERROR, {"'fast'"});
+}
+
+// ----- opening ---------------------------------------------------------------------------------
+
+TEST(CacheDatabase, CreatesFoldersAndSchemaVersion) {
+  TempDir dir;
+  std::string path = dir.file("a/b/tuned.db");
+  {
+    Database db(path);
+    EXPECT_EQ(db.path(), path);
+  }
+  EXPECT_TRUE(fs::is_regular_file(path));
+  EXPECT_EQ(Database::schema_version(), 1);
+  EXPECT_EQ(sqlite_user_version(path), Database::schema_version());
+  Database again(path);  // opening a current schema is a no-op
+  EXPECT_EQ(sqlite_user_version(path), Database::schema_version());
+}
+
+TEST(CacheDatabase, CorruptFileIsDatabaseError) {
+  TempDir dir;
+  std::string path = dir.file("garbage.db");
+  {
+    std::ofstream out(path, std::ios::binary);
+    for (int i = 0; i < 8192; ++i) out.put(static_cast<char>((i * 7919 + 13) & 0xff));
+  }
+  expect_error([&] { Database db(path); }, TUNED_STATUS_DATABASE_ERROR,
+               {path, "file is not a database"});
+  // A short text file would read as an empty database; it must be refused, not overwritten.
+  std::string notes = dir.file("notes.txt");
+  std::ofstream(notes) << "x";
+  expect_error([&] { Database db(notes); }, TUNED_STATUS_DATABASE_ERROR,
+               {notes, "file is not a database"});
+  EXPECT_EQ(fs::file_size(notes), 1u);
+  // A real tuned database whose pages were overwritten behind the SQLite header.
+  std::string damaged = dir.file("damaged.db");
+  {
+    Database db(damaged);
+    db.upsert_device(device(kH100, "NVIDIA H100 80GB HBM3"));
+  }
+  fs::remove(damaged + "-wal");
+  fs::remove(damaged + "-shm");
+  {
+    std::fstream io(damaged, std::ios::binary | std::ios::in | std::ios::out);
+    io.seekp(16);
+    for (int i = 16; i < 4096; ++i) io.put(static_cast<char>(0xa5));
+  }
+  expect_error([&] { Database db(damaged); }, TUNED_STATUS_DATABASE_ERROR,
+               {damaged, "file is not a database"});
+}
+
+TEST(CacheDatabase, ForeignSqliteFileIsRefused) {
+  TempDir dir;
+  std::string path = dir.file("other.db");
+  sqlite_exec(path, "CREATE TABLE customers (id INTEGER, name TEXT)");
+  expect_error([&] { Database db(path); }, TUNED_STATUS_DATABASE_ERROR,
+               {path, "not a tuned database"});
+}
+
+TEST(CacheDatabase, NewerSchemaIsRefused) {
+  TempDir dir;
+  std::string path = dir.file("tuned.db");
+  { Database db(path); }
+  sqlite_exec(path, "PRAGMA user_version = 99");
+  expect_error([&] { Database db(path); }, TUNED_STATUS_DATABASE_ERROR,
+               {path, "schema version 99 is newer"});
+}
+
+TEST(CacheDatabase, UnwritablePathIsDatabaseError) {
+  TempDir dir;
+  // chmod does not stop root, so use places nobody can write: below a regular file, and /proc.
+  std::string file = dir.file("file.txt");
+  std::ofstream(file) << "not a folder";
+  std::string under_file = file + "/tuned.db";
+  expect_error([&] { Database db(under_file); }, TUNED_STATUS_DATABASE_ERROR,
+               {under_file, "cannot create folder"});
+  std::string in_proc = "/proc/tuned_cache_test/tuned.db";
+  expect_error([&] { Database db(in_proc); }, TUNED_STATUS_DATABASE_ERROR, {in_proc});
+  std::string proc_file = "/proc/self/tuned.db";  // the folder exists, the file cannot be made
+  expect_error([&] { Database db(proc_file); }, TUNED_STATUS_DATABASE_ERROR, {proc_file});
+  expect_error([&] { Database db(dir.file("")); }, TUNED_STATUS_DATABASE_ERROR, {"folder"});
+}
+
+TEST(CacheDatabase, DefaultPathFollowsEnvironment) {
+  auto saved = [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  };
+  auto restore = [](const char* name, const std::optional<std::string>& v) {
+    if (v) {
+      setenv(name, v->c_str(), 1);
+    } else {
+      unsetenv(name);
+    }
+  };
+  auto tuned_db = saved("TUNED_DB"), xdg = saved("XDG_CACHE_HOME"), home = saved("HOME");
+  setenv("TUNED_DB", "/x/mine.db", 1);
+  setenv("XDG_CACHE_HOME", "/xdg", 1);
+  setenv("HOME", "/home/u", 1);
+  EXPECT_EQ(default_database_path(), "/x/mine.db");
+  unsetenv("TUNED_DB");
+  EXPECT_EQ(default_database_path(), "/xdg/tuned/tuned.db");
+  unsetenv("XDG_CACHE_HOME");
+  EXPECT_EQ(default_database_path(), "/home/u/.cache/tuned/tuned.db");
+  unsetenv("HOME");
+  EXPECT_EQ(default_database_path(), "tuned.db");
+  restore("TUNED_DB", tuned_db);
+  restore("XDG_CACHE_HOME", xdg);
+  restore("HOME", home);
+}
+
+// ----- tables ----------------------------------------------------------------------------------
+
+TEST(CacheDatabase, DevicesUpsert) {
+  TempDir dir;
+  Database db(dir.file("tuned.db"));
+  EXPECT_TRUE(db.devices().empty());
+  db.upsert_device(device(kH100, "NVIDIA H100 80GB HBM3"));
+  DeviceRecord changed = device(kH100, "NVIDIA H100 renamed");
+  changed.clock_khz = 1'755'000;
+  db.upsert_device(changed);
+  db.upsert_device(device(kH200, "NVIDIA H200"));
+  auto devices = db.devices();
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0].uuid, kH100);
+  EXPECT_EQ(devices[0].name, "NVIDIA H100 renamed");
+  EXPECT_EQ(devices[0].cc_major, 9);
+  EXPECT_EQ(devices[0].cc_minor, 0);
+  EXPECT_EQ(devices[0].sm_count, 132);
+  EXPECT_EQ(devices[0].memory_bytes, 85'520'809'984);
+  EXPECT_EQ(devices[0].clock_khz, 1'755'000);
+  EXPECT_EQ(devices[1].uuid, kH200);
+}
+
+TEST(CacheDatabase, CubinRoundTripWithBinaryImage) {
+  TempDir dir;
+  Database db(dir.file("tuned.db"));
+  CubinKey k{"hash123", "-DBM=128 -DBN=128 -arch=sm_90", "sm_90", "13.0"};
+  EXPECT_FALSE(db.find_cubin(k).has_value());
+
+  CubinRecord c;
+  for (int i = 0; i < 1000; ++i) c.image.push_back(static_cast<char>(i % 256));  // zeros inside
+  c.image.push_back('\0');
+  c.kernel_name = "gemm_nn_bm128";
+  c.log = "ptxas info: Used 128 registers";
+  c.registers = 128;
+  c.spill_bytes = 16;
+  c.stack_bytes = 32;
+  c.static_smem_bytes = 16384;
+  c.compile_ms = 23.25;
+  db.put_cubin(k, c);
+
+  auto found = db.find_cubin(k);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->image, c.image);
+  EXPECT_EQ(found->kernel_name, c.kernel_name);
+  EXPECT_EQ(found->log, c.log);
+  EXPECT_EQ(found->registers, 128);
+  EXPECT_EQ(found->spill_bytes, 16);
+  EXPECT_EQ(found->stack_bytes, 32);
+  EXPECT_EQ(found->static_smem_bytes, 16384);
+  EXPECT_DOUBLE_EQ(found->compile_ms, 23.25);
+
+  // Every key part matters.
+  for (CubinKey other : {CubinKey{"hash124", k.options, k.arch, k.nvrtc_version},
+                         CubinKey{k.source_hash, "-DBM=64", k.arch, k.nvrtc_version},
+                         CubinKey{k.source_hash, k.options, "sm_80", k.nvrtc_version},
+                         CubinKey{k.source_hash, k.options, k.arch, "12.8"}}) {
+    EXPECT_FALSE(db.find_cubin(other).has_value());
+  }
+
+  // put replaces; an empty image survives as empty.
+  CubinRecord empty;
+  empty.kernel_name = "empty";
+  db.put_cubin(k, empty);
+  found = db.find_cubin(k);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_TRUE(found->image.empty());
+  EXPECT_EQ(found->kernel_name, "empty");
+}
+
+TEST(CacheDatabase, SessionsRoundTrip) {
+  TempDir dir;
+  Database db(dir.file("tuned.db"));
+  SessionRecord s{0, kH100, "gemm", "random", 60.5, ""};
+  SessionRecord first = db.begin_session(s);
+  EXPECT_GT(first.id, 0);
+  EXPECT_TRUE(std::regex_match(first.started_at, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")))
+      << first.started_at;
+  SessionRecord second = db.begin_session({0, kH200, "transpose", "exhaustive", 0, ""});
+  EXPECT_GT(second.id, first.id);
+
+  auto all = db.sessions({});
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].id, first.id);
+  EXPECT_EQ(all[0].device_uuid, kH100);
+  EXPECT_EQ(all[0].op, "gemm");
+  EXPECT_EQ(all[0].strategy, "random");
+  EXPECT_DOUBLE_EQ(all[0].budget_s, 60.5);
+  EXPECT_EQ(all[0].started_at, first.started_at);
+  EXPECT_EQ(all[1].strategy, "exhaustive");
+
+  Filter by_op;
+  by_op.op = "transpose";
+  ASSERT_EQ(db.sessions(by_op).size(), 1u);
+  EXPECT_EQ(db.sessions(by_op)[0].id, second.id);
+  Filter by_device;
+  by_device.device_uuid = kH100;
+  ASSERT_EQ(db.sessions(by_device).size(), 1u);
+  Filter by_id;
+  by_id.session_id = second.id;
+  ASSERT_EQ(db.sessions(by_id).size(), 1u);
+  EXPECT_EQ(db.sessions(by_id)[0].op, "transpose");
+  Filter latest;
+  latest.limit = 1;
+  ASSERT_EQ(db.sessions(latest).size(), 1u);
+  EXPECT_EQ(db.sessions(latest)[0].id, second.id);
+}
+
+TEST(CacheDatabase, TrialsRoundTripEveryDisposition) {
+  TempDir dir;
+  Database db(dir.file("tuned.db"));
+  int64_t session = db.begin_session({0, kH100, "gemm", "random", 10, ""}).id;
+  const std::vector<Disposition> dispositions = {
+      Disposition::kOk,          Disposition::kCompileError, Disposition::kResourceLimit,
+      Disposition::kLaunchError, Disposition::kWrongResult,  Disposition::kTimeout};
+  const std::vector<std::vector<int64_t>> shapes = {{4096, 4096, 4096}, {16384, 64}, {127}};
+  std::vector<TrialRecord> written;
+  for (size_t i = 0; i < dispositions.size(); ++i) {
+    TrialRecord t = trial(session, key(kH100, shapes[i % 3], 1 << (i % 3), "NT"), dispositions[i]);
+    t.message += "\nline two with 'quotes' and \"double quotes\"";
+    t.runs = static_cast<int>(i);
+    written.push_back(t);
+  }
+  db.record_trials(written);
+  db.record_trials({});  // nothing to do
+
+  auto read = db.trials({});
+  ASSERT_EQ(read.size(), written.size());
+  for (size_t i = 0; i < read.size(); ++i) {
+    const TrialRecord& w = written[i];
+    const TrialRecord& r = read[i];
+    EXPECT_EQ(r.session_id, session);
+    EXPECT_EQ(r.key.device_uuid, w.key.device_uuid);
+    EXPECT_EQ(r.key.op, "gemm");
+    EXPECT_EQ(r.key.layout, "NT");
+    EXPECT_EQ(r.key.shape, w.key.shape);
+    EXPECT_EQ(r.key.alignment, w.key.alignment);
+    EXPECT_EQ(r.config, w.config);
+    EXPECT_EQ(r.kernel_name, w.kernel_name);
+    EXPECT_EQ(r.disposition, w.disposition);
+    EXPECT_EQ(r.message, w.message);
+    EXPECT_DOUBLE_EQ(r.ms_median, 1.25);
+    EXPECT_DOUBLE_EQ(r.ms_min, 1.125);
+    EXPECT_EQ(r.runs, static_cast<int>(i));
+    EXPECT_DOUBLE_EQ(r.tflops, 12.5);
+    EXPECT_DOUBLE_EQ(r.rel_error, 3e-7);
+    EXPECT_EQ(r.registers, 96);
+    EXPECT_EQ(r.spill_bytes, 8);
+    EXPECT_DOUBLE_EQ(r.compile_ms, 21.5);
+    EXPECT_FALSE(r.created_at.empty());
+  }
+
+  // Filters: session, op, limit (the latest rows, oldest first).
+  int64_t other = db.begin_session({0, kH200, "transpose", "random", 10, ""}).id;
+  db.record_trials({trial(other, key(kH200, {1024, 1024}, 1, "", "transpose"), Disposition::kOk)});
+  db.record_trials({trial(0, key(kH200, {8, 8}, 1, "", "transpose"), Disposition::kOk)});
+  Filter f;
+  f.session_id = session;
+  EXPECT_EQ(db.trials(f).size(), written.size());
+  f = {};
+  f.op = "transpose";
+  auto transposes = db.trials(f);
+  ASSERT_EQ(transposes.size(), 2u);
+  EXPECT_EQ(transposes[1].session_id, 0);  // no session stays "no session"
+  f = {};
+  f.limit = 3;
+  auto latest = db.trials(f);
+  ASSERT_EQ(latest.size(), 3u);
+  EXPECT_EQ(latest[0].disposition, Disposition::kTimeout);
+  EXPECT_EQ(latest[2].key.shape, (std::vector<int64_t>{8, 8}));
+}
+
+TEST(CacheDatabase, FailedTrialBatchRecordsNothing) {
+  TempDir dir;
+  Database db(dir.file("tuned.db"));
+  int64_t session = db.begin_session({0, kH100, "gemm", "random", 10, ""}).id;
+  std::vector<TrialRecord> batch = {
+      trial(session, key(kH100, {64, 64, 64}), Disposition::kOk),
+      trial(session + 100, key(kH100, {64, 64, 64}), Disposition::kOk)};  // no such session
+  expect_error([&] { db.record_trials(batch); }, TUNED_STATUS_DATABASE_ERROR, {"FOREIGN KEY"});
+  EXPECT_TRUE(db.trials({}).empty());
+  // The connection is still usable after the rollback.
+  db.record_trials({batch[0]});
+  EXPECT_EQ(db.trials({}).size(), 1u);
+}
+
+TEST(CacheDatabase, OfferBestKeepsTheFastest) {
+  TempDir dir;
+  Database db(dir.file("tuned.db"));
+  ProblemKey k = key(kH100, {4096, 4096, 4096});
+  int64_t session = db.begin_session({0, kH100, "gemm", "random", 10, ""}).id;
+  BestRecord first = best(k, 2.0, "BM=64");
+  first.session_id = session;
+  EXPECT_TRUE(db.offer_best(first));
+  EXPECT_FALSE(db.offer_best(best(k, 2.5, "BM=32")));  // slower: kept out
+  auto found = db.find_best(k);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->config, "BM=64");
+  EXPECT_EQ(found->session_id, session);
+  EXPECT_DOUBLE_EQ(found->ms, 2.0);
+  EXPECT_DOUBLE_EQ(found->tflops, 1.5);
+  EXPECT_DOUBLE_EQ(found->baseline_ms, 2.2);
+  EXPECT_EQ(found->kernel_name, "gemm_nn_BM=64");
+  EXPECT_EQ(found->key.shape, k.shape);
+  EXPECT_FALSE(found->updated_at.empty());
+
+  EXPECT_TRUE(db.offer_best(best(k, 1.5, "BM=128")));  // faster: replaces
+  found = db.find_best(k);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->config, "BM=128");
+  EXPECT_EQ(found->session_id, 0);
+  EXPECT_EQ(db.bests({}).size(), 1u);
+
+  expect_error([&] { db.offer_best(best(k, 0.0)); }, TUNED_STATUS_INVALID_ARGUMENT, {"ms"});
+  expect_error([&] { db.offer_best(best(k, std::nan(""))); }, TUNED_STATUS_INVALID_ARGUMENT,
+               {"ms"});
+  EXPECT_EQ(db.find_best(k)->config, "BM=128");
+}
+
+TEST(CacheDatabase, FindBestIsExact) {
+  TempDir dir;
+  Database db(dir.file("tuned.db"));
+  ProblemKey k = key(kH100, {1024, 1024, 1024}, 4, "NN");
+  ASSERT_TRUE(db.offer_best(best(k, 1.0)));
+  EXPECT_TRUE(db.find_best(k).has_value());
+  EXPECT_FALSE(db.find_best(key(kH200, {1024, 1024, 1024}, 4, "NN")).has_value());
+  EXPECT_FALSE(db.find_best(key(kH100, {1024, 1024, 1024}, 4, "TN")).has_value());
+  EXPECT_FALSE(db.find_best(key(kH100, {1024, 1024, 1024}, 1, "NN")).has_value());
+  EXPECT_FALSE(db.find_best(key(kH100, {1024, 1024, 1023}, 4, "NN")).has_value());
+  EXPECT_FALSE(db.find_best(key(kH100, {1024, 1024, 1024}, 4, "NN", "transpose")).has_value());
+}
+
+TEST(CacheDatabase, BestRoundTripsOneTwoAndThreeDims) {
+  TempDir dir;
+  Database db(dir.file("tuned.db"));
+  for (const auto& shape : std::vector<std::vector<int64_t>>{
+           {5}, {16384, 16384}, {12345, 678, 910}, {1, 1, 1}, {1, 7}}) {
+    ProblemKey k = key(kH100, shape, 1, "", "op" + std::to_string(shape.size()));
+    ASSERT_TRUE(db.offer_best(best(k, 1.0)));
+    auto found = db.find_best(k);
+    ASSERT_TRUE(found.has_value());
+    EXPECT_EQ(found->key.shape, shape);
+  }
+  Filter f;
+  f.op = "op2";
+  auto twos = db.bests(f);
+  ASSERT_EQ(twos.size(), 2u);
+  EXPECT_EQ(twos[0].key.shape, (std::vector<int64_t>{1, 7}));  // listed by dims
+  EXPECT_EQ(twos[1].key.shape, (std::vector<int64_t>{16384, 16384}));
+}
+
+TEST(CacheDatabase, FindNearestOrdersByLogDistance) {
+  TempDir dir;
+  Database db(dir.file("tuned.db"));
+  ASSERT_TRUE(db.offer_best(best(key(kH100, {1024, 1024, 1024}), 1.0, "small")));
+  ASSERT_TRUE(db.offer_best(best(key(kH100, {4096, 4096, 4096}), 1.0, "large")));
+  ASSERT_TRUE(db.offer_best(best(key(kH100, {32, 4096, 4096}), 1.0, "skinny")));
+
+  auto nearest = [&](std::vector<int64_t> shape) {
+    auto found = db.find_nearest(key(kH100, std::move(shape)));
+    return found ? found->config : std::string("none");
+  };
+  EXPECT_EQ(nearest({4096, 4096, 4096}), "large");  // exact
+  EXPECT_EQ(nearest({1000, 1000, 1000}), "small");
+  EXPECT_EQ(nearest({8192, 8192, 8192}), "large");
+  EXPECT_EQ(nearest({3000, 3000, 3000}), "large");  // log space: 3000 is nearer 4096 than 1024
+  EXPECT_EQ(nearest({16, 4096, 4096}), "skinny");
+  EXPECT_EQ(nearest({64, 4096, 4000}), "skinny");
+  // Zero dims count as 1: distances 29 (skinny), 30 (small), 36 (large), all finite.
+  EXPECT_EQ(nearest({0, 0, 0}), "skinny");
+}
+
+TEST(CacheDatabase, FindNearestPrefersSameAlignment) {
+  TempDir dir;
+  Database db(dir.file("tuned.db"));
+  ASSERT_TRUE(db.offer_best(best(key(kH100, {4096, 4096, 4096}, 4), 1.0, "exact_shape_align4")));
+  ASSERT_TRUE(db.offer_best(best(key(kH100, {256, 256, 256}, 1), 1.0, "far_align1")));
+  // Same alignment wins over a nearer shape of another alignment.
+  EXPECT_EQ(db.find_nearest(key(kH100, {4096, 4096, 4096}, 1))->config, "far_align1");
+  EXPECT_EQ(db.find_nearest(key(kH100, {256, 256, 256}, 4))->config, "exact_shape_align4");
+  // No entry of the same alignment: a narrower one (valid on wider-aligned data) comes before a
+  // wider one, even when the wider one is nearer.
+  EXPECT_EQ(db.find_nearest(key(kH100, {4096, 4096, 4096}, 2))->config, "far_align1");
+  // No compatible one: any alignment.
+  ASSERT_TRUE(db.offer_best(best(key(kH200, {4096, 4096, 4096}, 4), 1.0, "h200_align4")));
+  EXPECT_EQ(db.find_nearest(key(kH200, {512, 512, 512}, 1))->config, "h200_align4");
+}
+
+TEST(CacheDatabase, FindNearestMatchesOnlySameDeviceOpAndLayout) {
+  TempDir dir;
+  Database db(dir.file("tuned.db"));
+  ASSERT_TRUE(db.offer_best(best(key(kH100, {4096, 4096, 4096}, 4, "NN"), 1.0, "h100_nn")));
+  EXPECT_FALSE(db.find_nearest(key(kH200, {4096, 4096, 4096}, 4, "NN")).has_value());
+  EXPECT_FALSE(db.find_nearest(key(kH100, {4096, 4096, 4096}, 4, "TT")).has_value());
+  EXPECT_FALSE(db.find_nearest(key(kH100, {4096, 4096}, 4, "NN", "transpose")).has_value());
+  ASSERT_TRUE(db.offer_best(best(key(kH200, {16, 16, 16}, 4, "NN"), 1.0, "h200_nn")));
+  ASSERT_TRUE(db.offer_best(best(key(kH100, {16, 16, 16}, 4, "TT"), 1.0, "h100_tt")));
+  EXPECT_EQ(db.find_nearest(key(kH100, {16, 16, 16}, 4, "NN"))->config, "h100_nn");
+  EXPECT_EQ(db.find_nearest(key(kH200, {4096, 4096, 4096}, 4, "NN"))->config, "h200_nn");
+}
+
+TEST(CacheDatabase, FindNearestTiesGoToMostRecent) {
+  TempDir dir;
+  Database db(dir.file("tuned.db"));
+  // 2048 lies at distance 1 (per dim) from both 1024 and 4096; the later store wins.
+  ASSERT_TRUE(db.offer_best(best(key(kH100, {4096, 4096, 4096}), 1.0, "older")));
+  ASSERT_TRUE(db.offer_best(best(key(kH100, {1024, 1024, 1024}), 1.0, "newer")));
+  EXPECT_EQ(db.find_nearest(key(kH100, {2048, 2048, 2048}))->config, "newer");
+  // Improving the older entry makes it the most recently updated.
+  ASSERT_TRUE(db.offer_best(best(key(kH100, {4096, 4096, 4096}), 0.5, "older_improved")));
+  EXPECT_EQ(db.find_nearest(key(kH100, {2048, 2048, 2048}))->config, "older_improved");
+}
+
+TEST(CacheDatabase, ReopeningKeepsData) {
+  TempDir dir;
+  std::string path = dir.file("tuned.db");
+  int64_t session = 0;
+  {
+    Database db(path);
+    db.upsert_device(device(kH100, "NVIDIA H100 80GB HBM3"));
+    session = db.begin_session({0, kH100, "gemm", "random", 10, ""}).id;
+    db.record_trials({trial(session, key(kH100, {64, 64, 64}), Disposition::kWrongResult)});
+    ASSERT_TRUE(db.offer_best(best(key(kH100, {64, 64, 64}), 0.25)));
+    db.put_cubin({"h", "o", "sm_90", "13.0"}, CubinRecord{{'\0', '\1'}, "k", "", 1, 0, 0, 0, 1});
+  }
+  Database db(path);
+  EXPECT_EQ(db.devices().size(), 1u);
+  ASSERT_EQ(db.sessions({}).size(), 1u);
+  EXPECT_EQ(db.sessions({})[0].id, session);
+  ASSERT_EQ(db.trials({}).size(), 1u);
+  EXPECT_EQ(db.trials({})[0].disposition, Disposition::kWrongResult);
+  ASSERT_TRUE(db.find_best(key(kH100, {64, 64, 64})).has_value());
+  EXPECT_DOUBLE_EQ(db.find_best(key(kH100, {64, 64, 64}))->ms, 0.25);
+  ASSERT_TRUE(db.find_cubin({"h", "o", "sm_90", "13.0"}).has_value());
+  EXPECT_EQ(db.find_cubin({"h", "o", "sm_90", "13.0"})->image, (std::vector<char>{'\0', '\1'}));
+}
+
+TEST(CacheDatabase, ConcurrentWritesAllLand) {
+  TempDir dir;
+  std::string path = dir.file("tuned.db");
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 50;
+  Database shared(path);
+  int64_t session = shared.begin_session({0, kH100, "gemm", "random", 10, ""}).id;
+  // Half the threads share one connection, half open their own (another process, in effect).
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        std::optional<Database> own;
+        if (t % 2 == 1) own.emplace(path);
+        Database& db = own ? *own : shared;
+        for (int i = 0; i < kPerThread; ++i) {
+          ProblemKey k = key(kH100, {t + 1, i + 1, 64});
+          db.record_trials({trial(session, k, Disposition::kOk)});
+          db.offer_best(best(k, 1.0 + i));
+          db.upsert_device(device("GPU-thread-" + std::to_string(t), "thread"));
+        }
+      } catch (const std::exception& e) {
+        ++failures;
+        ADD_FAILURE() << "thread " << t << ": " << e.what();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(shared.trials({}).size(), static_cast<size_t>(kThreads * kPerThread));
+  EXPECT_EQ(shared.bests({}).size(), static_cast<size_t>(kThreads * kPerThread));
+  EXPECT_EQ(shared.devices().size(), static_cast<size_t>(kThreads));
+}
+
+// ----- the tunedb program ----------------------------------------------------------------------
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+class TunedbTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tunedb_ = (fs::canonical("/proc/self/exe").parent_path() / ".." / "tools" / "tunedb").string();
+    ASSERT_TRUE(fs::exists(tunedb_)) << tunedb_ << " was not built";
+    db_path_ = dir_.file("tuned.db");
+  }
+
+  Result run(const std::string& args) {
+    std::string out = dir_.file("stdout.txt"), err = dir_.file("stderr.txt");
+    std::string command = "'" + tunedb_ + "' " + args + " >'" + out + "' 2>'" + err + "'";
+    int status = std::system(command.c_str());
+    Result r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+
+  void fill() {
+    Database db(db_path_);
+    db.upsert_device(device(kH100, "NVIDIA H100 80GB HBM3"));
+    db.upsert_device(device(kH200, "NVIDIA H200"));
+    int64_t session = db.begin_session({0, kH100, "gemm", "random", 30, ""}).id;
+    TrialRecord ok = trial(session, key(kH100, {4096, 4096, 4096}), Disposition::kOk);
+    TrialRecord bad = trial(session, key(kH100, {4096, 4096, 4096}), Disposition::kCompileError);
+    bad.message = "error: \"BM\" is bad,\nsee log\tend";
+    db.record_trials({ok, bad});
+    BestRecord b = best(key(kH100, {4096, 4096, 4096}), 2.5, "BM=128,BN=128,BK=8");
+    b.baseline_ms = 2.75;
+    b.tflops = 54.97;
+    b.session_id = session;
+    ASSERT_TRUE(db.offer_best(b));
+    ASSERT_TRUE(db.offer_best(best(key(kH200, {127, 127, 127}, 1), 0.0125, "BM=32")));
+  }
+
+  TempDir dir_;
+  std::string tunedb_;
+  std::string db_path_;
+};
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST_F(TunedbTest, Devices) {
+  fill();
+  Result r = run("--db '" + db_path_ + "' devices");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, kH100)) << r.out;
+  EXPECT_TRUE(contains(r.out, "NVIDIA H100 80GB HBM3")) << r.out;
+  EXPECT_TRUE(contains(r.out, "NVIDIA H200")) << r.out;
+  EXPECT_TRUE(contains(r.out, "9.0")) << r.out;
+  EXPECT_TRUE(contains(r.out, "132")) << r.out;
+}
+
+TEST_F(TunedbTest, Best) {
+  fill();
+  Result r = run("--db '" + db_path_ + "' best");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "NVIDIA H100 80GB HBM3")) << r.out;
+  EXPECT_TRUE(contains(r.out, "4096x4096x4096")) << r.out;
+  EXPECT_TRUE(contains(r.out, "BM=128,BN=128,BK=8")) << r.out;
+  EXPECT_TRUE(contains(r.out, "2.5000")) << r.out;  // ms
+  EXPECT_TRUE(contains(r.out, "54.97")) << r.out;   // TFLOP/s
+  EXPECT_TRUE(contains(r.out, "2.7500")) << r.out;  // baseline ms
+  EXPECT_TRUE(contains(r.out, "1.100")) << r.out;   // baseline / ms
+  EXPECT_TRUE(contains(r.out, "127x127x127")) << r.out;
+
+  // Filters may follow the command; a device prefix selects that device.
+  r = run("best --db '" + db_path_ + "' --device GPU-aaaa");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "127x127x127")) << r.out;
+  EXPECT_FALSE(contains(r.out, "4096x4096x4096")) << r.out;
+  r = run("--db '" + db_path_ + "' best --op transpose");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(contains(r.out, "4096x4096x4096")) << r.out;
+}
+
+TEST_F(TunedbTest, TrialsAndSessions) {
+  fill();
+  Result r = run("--db '" + db_path_ + "' trials");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "compile_error")) << r.out;
+  EXPECT_TRUE(contains(r.out, "error: \"BM\" is bad,")) << r.out;  // first line only
+  EXPECT_FALSE(contains(r.out, "see log")) << r.out;
+  r = run("--db '" + db_path_ + "' sessions");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "random")) << r.out;
+  EXPECT_TRUE(contains(r.out, "NVIDIA H100 80GB HBM3")) << r.out;
+}
+
+TEST_F(TunedbTest, ExportJson) {
+  fill();
+  Result r = run("--db '" + db_path_ + "' export --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "\"devices\": [")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"best\": [")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"trials\": [")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"config\": \"BM=128,BN=128,BK=8\"")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"shape\": \"4096x4096x4096\"")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"dims\": [4096,4096,4096]")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"ms\": 2.5,")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"baseline_ms\": 2.75,")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"ms\": 0.0125,")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"disposition\": \"compile_error\"")) << r.out;
+  EXPECT_TRUE(contains(r.out, R"("message": "error: \"BM\" is bad,\nsee log\tend")")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"name\": \"NVIDIA H200\"")) << r.out;
+  // Balanced braces and brackets outside strings: a cheap well-formedness check.
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < r.out.size(); ++i) {
+    char c = r.out[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      if (c == '"') in_string = false;
+      EXPECT_GE(static_cast<unsigned char>(c), 0x20) << "raw control character in a string";
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+      EXPECT_GE(depth, 0);
+    }
+  }
+  EXPECT_EQ(depth, 0);
+  EXPECT_FALSE(in_string);
+}
+
+TEST_F(TunedbTest, ExportCsv) {
+  fill();
+  Result r = run("--db '" + db_path_ + "' export --format csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("device_uuid,device_name,op,layout,shape,dims,alignment,config", 0), 0u)
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "\"BM=128,BN=128,BK=8\"")) << r.out;  // commas quoted
+  r = run("--db '" + db_path_ + "' export --format csv --table trials");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "\"error: \"\"BM\"\" is bad,\nsee log\tend\"")) << r.out;
+  r = run("--db '" + db_path_ + "' export --format csv --table devices");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, std::string(kH200) + ",NVIDIA H200,9,0,132,")) << r.out;
+}
+
+TEST_F(TunedbTest, MissingDatabaseExitsOne) {
+  std::string missing = dir_.file("nowhere/tuned.db");
+  Result r = run("--db '" + missing + "' best");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "no tuning database")) << r.err;
+  EXPECT_TRUE(contains(r.err, missing)) << r.err;
+  EXPECT_FALSE(fs::exists(missing));  // not created as a side effect
+}
+
+TEST_F(TunedbTest, CorruptDatabaseExitsOne) {
+  std::ofstream(db_path_, std::ios::binary) << std::string(4096, '\x5a');
+  Result r = run("--db '" + db_path_ + "' devices");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "not a database")) << r.err;
+  EXPECT_TRUE(contains(r.err, db_path_)) << r.err;
+}
+
+TEST_F(TunedbTest, BadArgumentsExitTwo) {
+  fill();
+  for (const std::string& args :
+       {std::string("--bogus best"), std::string("best --bogus"), std::string(""),
+        std::string("frobnicate"), std::string("export --format xml"),
+        std::string("best --table trials"), std::string("trials --limit -1"),
+        std::string("trials --limit many")}) {
+    Result r = run("--db '" + db_path_ + "' " + args);
+    EXPECT_EQ(r.exit_code, 2) << "args: " << args << "\n" << r.err;
+    EXPECT_FALSE(r.err.empty()) << "args: " << args;
+  }
+  Result help = run("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_TRUE(contains(help.out, "export")) << help.out;
+}
+
+}  // namespace
+}  // namespace tuned::cache
