@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cache/records.hpp"
 #include "generator/kernel.hpp"
@@ -23,6 +24,10 @@ class TuningTask {
   /// The space constrained for this device and problem.
   virtual const Space& space() const = 0;
   virtual KernelSpec kernel_spec(const Config& config) const = 0;
+  /// Configs worth trying first (the built-in default for this problem).
+  virtual std::vector<Config> seed_configs() const = 0;
+  /// Launch geometry of the tuned problem (threads per block decide what a kernel can run with).
+  virtual LaunchGeometry geometry(const Config& config) const = 0;
 
   /// Allocates device buffers (once, on the tuning thread, device already current).
   virtual void allocate() = 0;

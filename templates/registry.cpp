@@ -20,10 +20,10 @@ std::unique_ptr<TuningTask> make_task(const TaskRequest& request, const DeviceIn
     if (request.shape.size() != 3) {
       throw Error(TUNED_STATUS_INVALID_ARGUMENT, "gemm shape: needs MxNxK (three sizes)");
     }
-    const auto problem = gemm::packed_problem(request.layout.empty() ? "NN" : request.layout,
+    const auto problem = gemm_op::packed_problem(request.layout.empty() ? "NN" : request.layout,
                                               request.shape[0], request.shape[1],
                                               request.shape[2]);
-    auto task = std::make_unique<gemm::GemmTask>(device, problem, check);
+    auto task = std::make_unique<gemm_op::GemmTask>(device, problem, check);
     task->mutable_space().restrict(request.space);
     return task;
   }

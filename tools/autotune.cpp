@@ -1,1 +1,221 @@
-int main() { return 0; }  // placeholder until the tuner lands
+// autotune: tunes one op on one device for a set of shapes, shows its progress, records every
+// trial and the best configs in the tuning database, and ends with a table against the baseline.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cache/database.hpp"
+#include "generator/device.hpp"
+#include "generator/kernel_cache.hpp"
+#include "templates/check/device_check.hpp"
+#include "templates/registry.hpp"
+#include "tools/autotune_options.hpp"
+#include "tuned/error.hpp"
+#include "tuner/session.hpp"
+
+namespace {
+
+using tuned::tools::AutotuneOptions;
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
+
+// One status line, rewritten in place on a terminal and printed every few seconds otherwise.
+class ProgressPrinter {
+ public:
+  ProgressPrinter(std::string label, bool verbose, std::string unit, std::string baseline_name)
+      : label_(std::move(label)),
+        verbose_(verbose),
+        unit_(std::move(unit)),
+        baseline_name_(std::move(baseline_name)),
+        tty_(isatty(fileno(stderr))) {}
+
+  void operator()(const tuned::Progress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    const bool improved = p.best && p.best->ms_median != last_best_ms_;
+    if (p.best) last_best_ms_ = p.best->ms_median;
+    if (verbose_ && p.last) {
+      std::fprintf(stderr, "%s  trial %d  %-14s %s  %s\n", tty_ ? "\r\033[K" : "", p.trials_done,
+                   tuned::cache::to_string(p.last->disposition),
+                   p.last->disposition == tuned::cache::Disposition::kOk
+                       ? (std::to_string(p.last->ms_median) + " ms").c_str()
+                       : p.last->message.substr(0, 80).c_str(),
+                   p.last->config.c_str());
+    }
+    const double since = std::chrono::duration<double>(now - last_print_).count();
+    if (!(tty_ ? since > 0.1 : (since > 5.0 || improved))) return;
+    last_print_ = now;
+    char best[160] = "no valid config yet";
+    if (p.best) {
+      std::snprintf(best, sizeof(best), "best %.4f ms %.2f %s (%.2fx %s)", p.best->ms_median,
+                    p.best->tflops, unit_.c_str(), p.baseline_ms / p.best->ms_median,
+                    baseline_name_.c_str());
+    }
+    std::string trials = std::to_string(p.trials_done);
+    if (p.trials_limit > 0) trials += "/" + std::to_string(p.trials_limit);
+    std::fprintf(stderr, "%s[%s] trials %s (%d ok) | %s | %.0f s elapsed, %.0f s left | %s%s",
+                 tty_ ? "\r\033[K" : "", label_.c_str(), trials.c_str(), p.trials_ok, best,
+                 p.elapsed_s, p.remaining_s, p.phase.c_str(), tty_ ? "" : "\n");
+    std::fflush(stderr);
+  }
+
+  void finish() {
+    if (tty_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  std::string label_;
+  bool verbose_;
+  std::string unit_, baseline_name_;
+  bool tty_;
+  double last_best_ms_ = 0;
+  std::chrono::steady_clock::time_point last_print_{};
+};
+
+struct Row {
+  std::string shape, layout, config, note;
+  double ms = 0, rate = 0, baseline_ms = 0, baseline_rate = 0;
+  int trials = 0, ok = 0;
+};
+
+int run(const AutotuneOptions& options) {
+  tuned::DeviceInfo device;
+  try {
+    device = tuned::query_device(options.device);
+  } catch (const tuned::Error& e) {
+    throw tuned::Error(e.status(), "--device " + std::to_string(options.device) + ": " + e.what());
+  }
+  const std::string db_path =
+      options.db_path.empty() ? tuned::cache::default_database_path() : options.db_path;
+  tuned::cache::Database db(db_path);
+  db.upsert_device({device.uuid, device.name, device.cc_major, device.cc_minor, device.sm_count,
+                    static_cast<int64_t>(device.memory_bytes), device.clock_khz});
+
+  const auto shapes =
+      options.shapes.empty() ? tuned::default_shapes(options.op) : options.shapes;
+  const double budget = options.budget_s > 0 ? options.budget_s : 60.0 * shapes.size();
+  std::printf("autotune: %s on device %d: %s (%s, %d SMs), %zu shape(s), budget %.0f s, "
+              "strategy %s, database %s\n",
+              options.op.c_str(), options.device, device.name.c_str(), device.arch().c_str(),
+              device.sm_count, shapes.size(), budget, options.strategy.c_str(), db_path.c_str());
+  std::fflush(stdout);
+
+  tuned::KernelCache kernels;  // candidates are not stored; only each shape's best cubin is
+  tuned::DeviceCheck check(kernels, device);
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<Row> rows;
+  std::string unit = "TFLOP/s", baseline_name = "baseline";
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const double used =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    tuned::TaskRequest request{options.op, shapes[i], options.layout, options.space};
+    auto task = tuned::make_task(request, device, check);
+    unit = task->rate_unit();
+    baseline_name = task->baseline_name();
+    const tuned::cache::ProblemKey key = task->key();
+
+    tuned::SessionOptions session_options;
+    session_options.strategy = options.strategy;
+    session_options.budget_s = std::max(1.0, (budget - used) / static_cast<double>(shapes.size() - i));
+    session_options.max_trials = options.max_trials;
+    session_options.seed = options.seed ? options.seed + i : static_cast<uint64_t>(
+        std::chrono::system_clock::now().time_since_epoch().count());
+    session_options.first = task->seed_configs();
+    if (auto previous = db.find_best(key)) {
+      // Re-measure the stored best, so tuning again never ends worse than before.
+      try {
+        const auto config = tuned::Config::parse(previous->config);
+        if (!task->space().violation(config)) session_options.first.push_back(config);
+      } catch (const tuned::Error&) {
+      }
+    }
+    tuned::cache::SessionRecord session =
+        db.begin_session({0, device.uuid, options.op, options.strategy, session_options.budget_s, ""});
+
+    const std::string label = shape_text(shapes[i]) + " " + key.layout;
+    std::unique_ptr<ProgressPrinter> printer;
+    auto result = tuned::run_session(
+        *task, device, kernels, session_options, session.id,
+        [&](const std::vector<tuned::cache::TrialRecord>& batch) { db.record_trials(batch); },
+        [&](const tuned::Progress& p) {
+          if (!printer) {
+            printer = std::make_unique<ProgressPrinter>(label, options.verbose, unit, baseline_name);
+          }
+          (*printer)(p);
+        });
+    if (printer) printer->finish();
+
+    Row row;
+    row.shape = shape_text(shapes[i]);
+    row.layout = key.layout;
+    row.trials = static_cast<int>(result.trials.size());
+    for (const auto& t : result.trials) row.ok += t.disposition == tuned::cache::Disposition::kOk;
+    row.baseline_ms = result.final_baseline.runs ? result.final_baseline.ms_median
+                                                 : result.baseline.ms_median;
+    row.baseline_rate = task->rate(row.baseline_ms);
+    if (result.best) {
+      row.config = result.best->config;
+      row.ms = result.final_best.runs ? result.final_best.ms_median : result.best->ms_median;
+      row.rate = task->rate(row.ms);
+      tuned::cache::BestRecord best;
+      best.key = key;
+      best.config = result.best->config;
+      best.kernel_name = result.best->kernel_name;
+      best.ms = row.ms;
+      best.tflops = row.rate;
+      best.baseline_ms = row.baseline_ms;
+      best.session_id = session.id;
+      if (!db.offer_best(best)) row.note = "database keeps a faster earlier best";
+      if (result.best_kernel) {
+        const auto spec = task->kernel_spec(tuned::Config::parse(best.config));
+        db.put_cubin(tuned::cubin_key(spec, device), result.best_kernel->cubin);
+      }
+    } else {
+      row.note = "no valid config";
+    }
+    if (result.stop_reason.rfind("device error", 0) == 0) {
+      rows.push_back(row);
+      throw tuned::Error(TUNED_STATUS_LAUNCH_ERROR, result.stop_reason);
+    }
+    rows.push_back(row);
+  }
+
+  std::printf("\n%-16s %-6s %10s %10s %12s %10s %7s %9s  %s\n", "shape", "layout", "ms",
+              unit.c_str(), (baseline_name + " ms").c_str(), unit.c_str(), "ratio", "trials",
+              "best config");
+  for (const auto& r : rows) {
+    std::printf("%-16s %-6s %10.4f %10.2f %12.4f %10.2f %7.3f %4d/%-4d  %s%s%s\n",
+                r.shape.c_str(), r.layout.c_str(), r.ms, r.rate, r.baseline_ms, r.baseline_rate,
+                r.ms > 0 ? r.baseline_ms / r.ms : 0.0, r.ok, r.trials, r.config.c_str(),
+                r.note.empty() ? "" : "  # ", r.note.c_str());
+  }
+  std::printf("(ratio = %s time / tuned time, both re-timed side by side at the end; %s)\n",
+              baseline_name.c_str(), device.name.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const tuned::tools::ParseResult parsed = tuned::tools::parse_autotune_command_line(argc, argv);
+  if (parsed.exit_now) {
+    std::fprintf(parsed.exit_code == 0 ? stdout : stderr, "%s\n", parsed.message.c_str());
+    return parsed.exit_code;
+  }
+  try {
+    return run(parsed.options);
+  } catch (const tuned::Error& e) {
+    std::fprintf(stderr, "autotune: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "autotune: internal error: %s\n", e.what());
+    return 1;
+  }
+}

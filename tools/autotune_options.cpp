@@ -33,7 +33,7 @@ constexpr std::string_view kPathRule = "must not be empty";
 
 const std::vector<std::string> kOps = {"gemm", "transpose", "entropy"};
 const std::vector<std::string> kLayouts = {"NN", "NT", "TN", "TT"};
-const std::vector<std::string> kStrategies = {"exhaustive", "random"};
+const std::vector<std::string> kStrategies = {"exhaustive", "random", "guided"};
 // Sorted, as they are listed in errors.
 const std::vector<std::string> kTomlKeys = {"budget", "db",   "device", "layout", "max_trials",
                                             "op",     "seed", "shapes", "space",  "strategy"};
@@ -418,7 +418,7 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
                                        "most candidates timed per shape (default: no limit)");
   CLI::Option* strategy_opt =
       scalar("--strategy", strategy, "NAME",
-             "search strategy: " + join(kStrategies, "|") + " (default random)");
+             "search strategy: " + join(kStrategies, "|") + " (default guided: random exploration, then local search)");
   CLI::Option* db_opt = scalar("--db", db, "PATH", "tuning database (default: the user's one)");
   CLI::Option* config_opt = scalar("--config", config, "FILE.toml",
                                    "TOML file of options; the command line overrides it");

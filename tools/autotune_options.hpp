@@ -16,7 +16,7 @@ struct AutotuneOptions {
   std::string layout = "NN";                // gemm: NN, NT, TN, TT (upper-cased)
   double budget_s = 0;                      // whole run, wall seconds; 0: 60 per shape
   int max_trials = 0;                       // per shape; 0: no limit besides the budget
-  std::string strategy = "random";          // exhaustive | random
+  std::string strategy = "guided";          // exhaustive | random | guided
   std::string db_path;                      // empty: default_database_path()
   std::string config_file;                  // the TOML file, if any
   uint64_t seed = 0;                        // 0: from the clock

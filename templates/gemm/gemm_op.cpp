@@ -8,7 +8,7 @@
 #include "templates/template_source.hpp"
 #include "tuned/error.hpp"
 
-namespace tuned::gemm {
+namespace tuned::gemm_op {
 namespace {
 
 int64_t pow2_at_least(int64_t x) {
@@ -255,4 +255,4 @@ void launch(const LoadedKernel& kernel, const Config& config, const Problem& pro
   kernel.launch(geometry(config, problem), args, stream);
 }
 
-}  // namespace tuned::gemm
+}  // namespace tuned::gemm_op

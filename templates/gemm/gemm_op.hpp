@@ -12,7 +12,7 @@
 #include "generator/kernel_cache.hpp"
 #include "templates/space.hpp"
 
-namespace tuned::gemm {
+namespace tuned::gemm_op {
 
 /// One FP32 GEMM call's shape, layout and alignment (column-major, cuBLAS conventions).
 struct Problem {
@@ -66,4 +66,4 @@ cache::ProblemKey problem_key(const DeviceInfo& device, const Problem& problem);
 void launch(const LoadedKernel& kernel, const Config& config, const Problem& problem, float alpha,
             const float* a, const float* b, float beta, float* c, cudaStream_t stream);
 
-}  // namespace tuned::gemm
+}  // namespace tuned::gemm_op

@@ -4,7 +4,7 @@
 
 #include "generator/cuda_check.hpp"
 
-namespace tuned::gemm {
+namespace tuned::gemm_op {
 namespace {
 
 void check_cublas(cublasStatus_t status, const char* call) {
@@ -59,7 +59,7 @@ GemmTask::GemmTask(const DeviceInfo& device, const Problem& problem, DeviceCheck
 }
 
 KernelSpec GemmTask::kernel_spec(const Config& config) const {
-  return gemm::kernel_spec(config, problem_);
+  return gemm_op::kernel_spec(config, problem_);
 }
 
 void GemmTask::allocate(const Problem& p, Buffers& b, bool with_init) {
@@ -135,4 +135,4 @@ void GemmTask::run_baseline(cudaStream_t stream) {
                main_.c_ref.as<float>());
 }
 
-}  // namespace tuned::gemm
+}  // namespace tuned::gemm_op

@@ -11,7 +11,7 @@
 #include "templates/gemm/gemm_op.hpp"
 #include "templates/op.hpp"
 
-namespace tuned::gemm {
+namespace tuned::gemm_op {
 
 /// cublasSgemm with our Problem; throws Error naming the cuBLAS status.
 void cublas_sgemm(cublasHandle_t handle, const Problem& p, float alpha, const float* a,
@@ -39,6 +39,10 @@ class GemmTask : public TuningTask {
   const Space& space() const override { return space_; }
   Space& mutable_space() { return space_; }
   KernelSpec kernel_spec(const Config& config) const override;
+  std::vector<Config> seed_configs() const override { return {default_config(device_, problem_)}; }
+  LaunchGeometry geometry(const Config& config) const override {
+    return gemm_op::geometry(config, problem_);
+  }
   void allocate() override;
   void fresh_inputs(uint64_t seed, cudaStream_t stream) override;
   MatrixCheck check(const LoadedKernel& kernel, const Config& config,
@@ -71,4 +75,4 @@ class GemmTask : public TuningTask {
   static constexpr float kEdgeBeta = -0.75f;
 };
 
-}  // namespace tuned::gemm
+}  // namespace tuned::gemm_op

@@ -105,7 +105,7 @@ TEST(AutotuneOptionsTest, DefaultsWithNoArguments) {
   EXPECT_EQ(o.layout, "NN");
   EXPECT_EQ(o.budget_s, 0);
   EXPECT_EQ(o.max_trials, 0);
-  EXPECT_EQ(o.strategy, "random");
+  EXPECT_EQ(o.strategy, "guided");
   EXPECT_EQ(o.db_path, "");
   EXPECT_EQ(o.config_file, "");
   EXPECT_EQ(o.seed, 0u);
@@ -208,7 +208,7 @@ TEST(AutotuneOptionsTest, BadLayout) {
 }
 
 TEST(AutotuneOptionsTest, BadStrategy) {
-  expect_usage_error({"--strategy", "grid"}, {"--strategy", "exhaustive, random", "'grid'"});
+  expect_usage_error({"--strategy", "grid"}, {"--strategy", "exhaustive, random, guided", "'grid'"});
 }
 
 TEST(AutotuneOptionsTest, BadBudget) {
@@ -360,7 +360,7 @@ TEST_F(TomlConfigTest, BadValuesUseTheCommandLineRules) {
   expect_config_error("seed = -3\n", {"key 'seed'", ">= 0"});
   expect_config_error("op = \"conv\"\n", {"key 'op'", "gemm, transpose, entropy"});
   expect_config_error("layout = \"XX\"\n", {"key 'layout'", "NN, NT, TN, TT"});
-  expect_config_error("strategy = \"grid\"\n", {"key 'strategy'", "exhaustive, random"});
+  expect_config_error("strategy = \"grid\"\n", {"key 'strategy'", "exhaustive, random, guided"});
   expect_config_error("db = \"\"\n", {"key 'db'", "empty"});
   expect_config_error("shapes = [\"64x64x64\", \"64x0\"]\n",
                       {"line 1", "key 'shapes[1]'", "'64x0'", "positive"});

@@ -10,7 +10,7 @@
 #include "templates/template_source.hpp"
 #include "tuned/error.hpp"
 
-namespace tuned::gemm {
+namespace tuned::gemm_op {
 namespace {
 
 TEST(GemmSpace, ConfigRendersOptionsNameAndCanonicalText) {
@@ -221,4 +221,4 @@ TEST(GemmCompile, ReportParserReadsPtxasLines) {
 }
 
 }  // namespace
-}  // namespace tuned::gemm
+}  // namespace tuned::gemm_op

@@ -1,0 +1,103 @@
+// The C edge: every exception becomes a status code and a per-thread message. Nothing escapes.
+#include <algorithm>
+#include <new>
+#include <string>
+
+#include "api/runtime.hpp"
+#include "tuned/tuned.h"
+#include "tuned/tuned.hpp"
+
+namespace {
+
+thread_local std::string last_error;
+
+template <typename Body>
+tuned_status_t guarded(Body&& body) {
+  try {
+    body();
+    last_error.clear();
+    return TUNED_STATUS_SUCCESS;
+  } catch (const tuned::Error& e) {
+    last_error = e.what();
+    return e.status();
+  } catch (const std::bad_alloc&) {
+    last_error = "out of host memory";
+    return TUNED_STATUS_INTERNAL_ERROR;
+  } catch (const std::exception& e) {
+    last_error = std::string("internal error: ") + e.what();
+    return TUNED_STATUS_INTERNAL_ERROR;
+  } catch (...) {
+    last_error = "internal error: unknown exception";
+    return TUNED_STATUS_INTERNAL_ERROR;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* tuned_status_string(tuned_status_t status) {
+  switch (status) {
+    case TUNED_STATUS_SUCCESS: return "success";
+    case TUNED_STATUS_INVALID_ARGUMENT: return "invalid argument";
+    case TUNED_STATUS_NO_DEVICE: return "no CUDA device";
+    case TUNED_STATUS_UNSUPPORTED_ARCH: return "unsupported architecture";
+    case TUNED_STATUS_COMPILE_ERROR: return "compile error";
+    case TUNED_STATUS_LAUNCH_ERROR: return "launch error";
+    case TUNED_STATUS_CUDA_ERROR: return "CUDA error";
+    case TUNED_STATUS_DATABASE_ERROR: return "database error";
+    case TUNED_STATUS_CONFIG_ERROR: return "configuration error";
+    case TUNED_STATUS_INTERNAL_ERROR: return "internal error";
+  }
+  return "unknown status";
+}
+
+const char* tuned_last_error(void) { return last_error.c_str(); }
+
+tuned_status_t tuned_gemm(tuned_operation_t op_a, tuned_operation_t op_b, int m, int n, int k,
+                          const float* alpha, const float* A, int lda, const float* B, int ldb,
+                          const float* beta, float* C, int ldc, cudaStream_t stream) {
+  return guarded([&] {
+    tuned::Runtime::instance().gemm(op_a, op_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc,
+                                    stream);
+  });
+}
+
+tuned_status_t tuned_set_database(const char* path) {
+  return guarded([&] { tuned::Runtime::instance().set_database(path ? path : ""); });
+}
+
+tuned_status_t tuned_gemm_describe(tuned_operation_t op_a, tuned_operation_t op_b, int m, int n,
+                                   int k, const float* A, int lda, const float* B, int ldb,
+                                   const float* C, int ldc, char* buf, unsigned long size) {
+  return guarded([&] {
+    tuned::require_argument(buf != nullptr && size > 0, "buf", "must hold at least one byte");
+    const std::string text =
+        tuned::Runtime::instance().describe_gemm(op_a, op_b, m, n, k, A, lda, B, ldb, C, ldc);
+    const size_t copied = std::min<size_t>(text.size(), size - 1);
+    text.copy(buf, copied);
+    buf[copied] = '\0';
+  });
+}
+
+}  // extern "C"
+
+namespace tuned {
+
+void gemm(Op op_a, Op op_b, int m, int n, int k, float alpha, const float* a, int lda,
+          const float* b, int ldb, float beta, float* c, int ldc, cudaStream_t stream) {
+  Runtime::instance().gemm(static_cast<int>(op_a), static_cast<int>(op_b), m, n, k, &alpha, a, lda,
+                           b, ldb, &beta, c, ldc, stream);
+}
+
+std::string describe_gemm(Op op_a, Op op_b, int m, int n, int k, const float* a, int lda,
+                          const float* b, int ldb, const float* c, int ldc) {
+  return Runtime::instance().describe_gemm(static_cast<int>(op_a), static_cast<int>(op_b), m, n, k,
+                                           a, lda, b, ldb, c, ldc);
+}
+
+void set_database(const std::string& path) {
+  Runtime::instance().set_database(path);
+}
+
+}  // namespace tuned

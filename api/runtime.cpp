@@ -1,0 +1,136 @@
+#include "api/runtime.hpp"
+
+#include <cstdlib>
+
+#include "generator/cuda_check.hpp"
+
+namespace tuned {
+
+Runtime& Runtime::instance() {
+  static Runtime runtime;
+  return runtime;
+}
+
+Runtime::Runtime() {
+  const char* env = std::getenv("TUNED_DB");
+  db_explicit_ = env != nullptr && *env != '\0';
+  db_path_ = cache::default_database_path();
+}
+
+void Runtime::set_database(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const char* env = std::getenv("TUNED_DB");
+  db_explicit_ = !path.empty() || (env != nullptr && *env != '\0');
+  db_path_ = path.empty() ? cache::default_database_path() : path;
+  kernels_.set_store(nullptr);
+  store_.reset();
+  db_.reset();
+  db_opened_ = false;
+  choices_.clear();
+  if (db_explicit_) database();  // report a bad explicit path now, not at the first gemm
+}
+
+cache::Database* Runtime::database() {
+  if (!db_opened_) {
+    db_opened_ = true;
+    try {
+      db_ = std::make_unique<cache::Database>(db_path_);
+      store_ = std::make_unique<cache::DatabaseCubinStore>(*db_);
+      kernels_.set_store(store_.get());
+    } catch (const Error&) {
+      if (db_explicit_) {
+        db_opened_ = false;  // try again next call, and say why every time
+        throw;
+      }
+    }
+  }
+  return db_.get();
+}
+
+const DeviceInfo& Runtime::current_device() {
+  int index = 0;
+  TUNED_CUDA_CHECK(cudaGetDevice(&index));
+  if (auto it = devices_.find(index); it != devices_.end()) return it->second;
+  return devices_.emplace(index, query_device(index)).first->second;
+}
+
+gemm_op::Problem Runtime::make_problem(int op_a, int op_b, int64_t m, int64_t n, int64_t k,
+                                    const void* a, int64_t lda, const void* b, int64_t ldb,
+                                    const void* c, int64_t ldc) {
+  gemm_op::Problem p;
+  p.trans_a = op_a == TUNED_OP_T;
+  p.trans_b = op_b == TUNED_OP_T;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.lda = lda;
+  p.ldb = ldb;
+  p.ldc = ldc;
+  p.alignment = gemm_op::alignment_class(a, b, c, lda, ldb, ldc);
+  return p;
+}
+
+Runtime::Choice Runtime::choose_gemm(const DeviceInfo& device, const gemm_op::Problem& problem) {
+  const cache::ProblemKey key = gemm_op::problem_key(device, problem);
+  const std::string memo = std::to_string(device.index) + "|" + key.layout + "|" +
+                           key.shape_string() + "|" + std::to_string(key.alignment);
+  if (auto it = choices_.find(memo); it != choices_.end()) return it->second;
+
+  Choice choice;
+  if (cache::Database* db = database()) {
+    // A stored config that no longer fits (older template, other alignment) is skipped.
+    auto try_record = [&](const std::optional<cache::BestRecord>& best, const std::string& origin) {
+      if (!best) return false;
+      try {
+        choice.config = gemm_op::fit_config(Config::parse(best->config), device, problem);
+        choice.origin = origin;
+        return true;
+      } catch (const Error&) {
+        return false;
+      }
+    };
+    if (!try_record(db->find_best(key), "exact")) {
+      auto nearest = db->find_nearest(key);
+      try_record(nearest, nearest ? "nearest " + nearest->key.shape_string() : "");
+    }
+  }
+  if (choice.origin.empty()) {
+    choice.config = gemm_op::default_config(device, problem);
+    choice.origin = "default";
+  }
+  return choices_.emplace(memo, choice).first->second;
+}
+
+void Runtime::gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const float* alpha,
+                   const float* a, int64_t lda, const float* b, int64_t ldb, const float* beta,
+                   float* c, int64_t ldc, cudaStream_t stream) {
+  gemm_op::validate_arguments(op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (m == 0 || n == 0) return;
+  gemm_op::Problem problem = make_problem(op_a, op_b, m, n, k, a, lda, b, ldb, c, ldc);
+  // BLAS semantics: alpha == 0 reads neither A nor B (they may be NULL); with k = 0 the kernel
+  // writes beta * C without touching them.
+  if (*alpha == 0.0f) problem.k = 0;
+  const DeviceInfo* device;
+  Choice choice;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    device = &current_device();
+    choice = choose_gemm(*device, problem);
+  }
+  const auto kernel = kernels_.get(gemm_op::kernel_spec(choice.config, problem), *device);
+  gemm_op::launch(*kernel, choice.config, problem, *alpha, a, b, *beta, c, stream);
+}
+
+std::string Runtime::describe_gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k,
+                                   const float* a, int64_t lda, const float* b, int64_t ldb,
+                                   const float* c, int64_t ldc) {
+  const float one = 1.0f;
+  gemm_op::validate_arguments(op_a, op_b, m, n, k, &one, a, lda, b, ldb, &one, c, ldc);
+  const gemm_op::Problem problem = make_problem(op_a, op_b, m, n, k, a, lda, b, ldb, c, ldc);
+  std::lock_guard<std::mutex> lock(mutex_);
+  const DeviceInfo& device = current_device();
+  const Choice choice = choose_gemm(device, problem);
+  return choice.origin + ": " + choice.config.canonical();
+}
+
+}  // namespace tuned

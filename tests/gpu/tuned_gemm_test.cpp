@@ -1,0 +1,267 @@
+// tuned_gemm through the public C API against cuBLAS (FP32) and an FP64 reference, on fresh random
+// inputs, with C poisoned first: random shapes from 1 to 1100, all four layouts, alpha/beta, padded
+// leading dimensions; and the error paths.
+#include <cublas_v2.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "gpu_test_util.hpp"
+#include "tuned/tuned.h"
+#include "tuned/tuned.hpp"
+
+namespace {
+
+struct Case {
+  tuned_operation_t op_a, op_b;
+  int m, n, k, lda, ldb, ldc;
+  float alpha, beta;
+};
+
+std::string describe(const Case& c) {
+  char s[200];
+  std::snprintf(s, sizeof(s), "%c%c m=%d n=%d k=%d lda=%d ldb=%d ldc=%d alpha=%g beta=%g",
+                c.op_a ? 'T' : 'N', c.op_b ? 'T' : 'N', c.m, c.n, c.k, c.lda, c.ldb, c.ldc,
+                c.alpha, c.beta);
+  return s;
+}
+
+class TunedGemm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    TUNED_REQUIRE_GPU();
+    // A private, empty database: these tests check the built-in path, not somebody's tuning.
+    db_ = ::testing::TempDir() + "tuned_gemm_test_" + std::to_string(getpid()) + ".db";
+    ASSERT_EQ(tuned_set_database(db_.c_str()), TUNED_STATUS_SUCCESS) << tuned_last_error();
+    ASSERT_EQ(cublasCreate(&cublas_), CUBLAS_STATUS_SUCCESS);
+    cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH);
+  }
+  void TearDown() override {
+    if (cublas_) cublasDestroy(cublas_);
+    std::remove(db_.c_str());
+  }
+
+  // Runs one case; returns the error of tuned vs cuBLAS (and checks it against FP64).
+  void run_case(const Case& c, std::mt19937_64& rng) {
+    SCOPED_TRACE(describe(c));
+    const int a_cols = c.op_a ? c.m : c.k, b_cols = c.op_b ? c.k : c.n;
+    const int a_rows = c.op_a ? c.k : c.m, b_rows = c.op_b ? c.n : c.k;
+    std::vector<float> a(static_cast<size_t>(c.lda) * std::max(a_cols, 1));
+    std::vector<float> b(static_cast<size_t>(c.ldb) * std::max(b_cols, 1));
+    std::vector<float> c0(static_cast<size_t>(c.ldc) * c.n);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (auto& x : a) x = u(rng);
+    for (auto& x : b) x = u(rng);
+    for (auto& x : c0) x = u(rng);
+    std::vector<float> c_in = c0;
+    if (c.beta == 0.0f) {
+      // beta == 0 must never read C: poison the part it would read with NaN.
+      for (int j = 0; j < c.n; ++j)
+        for (int i = 0; i < c.m; ++i) c_in[static_cast<size_t>(j) * c.ldc + i] = NAN;
+    }
+    float *da, *db, *dc, *dref;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&da), a.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&db), b.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dc), c0.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dref), c0.size() * 4), cudaSuccess);
+    cudaMemcpy(da, a.data(), a.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(db, b.data(), b.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(dc, c_in.data(), c0.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(dref, c0.data(), c0.size() * 4, cudaMemcpyHostToDevice);
+
+    ASSERT_EQ(tuned_gemm(c.op_a, c.op_b, c.m, c.n, c.k, &c.alpha, da, c.lda, db, c.ldb, &c.beta, dc,
+                         c.ldc, nullptr),
+              TUNED_STATUS_SUCCESS)
+        << tuned_last_error();
+    ASSERT_EQ(cublasSgemm(cublas_, c.op_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                          c.op_b ? CUBLAS_OP_T : CUBLAS_OP_N, c.m, c.n, c.k, &c.alpha, da, c.lda,
+                          db, c.ldb, &c.beta, dref, c.ldc),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<float> out(c0.size()), ref(c0.size());
+    cudaMemcpy(out.data(), dc, out.size() * 4, cudaMemcpyDeviceToHost);
+    cudaMemcpy(ref.data(), dref, ref.size() * 4, cudaMemcpyDeviceToHost);
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dc);
+    cudaFree(dref);
+
+    double diff2 = 0, ref2 = 0, diff64 = 0, ref64 = 0;
+    size_t bad = 0, untouched_padding_changed = 0;
+    for (int j = 0; j < c.n; ++j) {
+      for (int i = 0; i < c.ldc; ++i) {
+        const size_t idx = static_cast<size_t>(j) * c.ldc + i;
+        if (i >= c.m) {
+          // Rows between m and ldc belong to the caller: they must come back bit for bit.
+          if (std::memcmp(&out[idx], &c_in[idx], 4) != 0) ++untouched_padding_changed;
+          continue;
+        }
+        if (!std::isfinite(out[idx])) {
+          ++bad;
+          continue;
+        }
+        diff2 += (double(out[idx]) - ref[idx]) * (double(out[idx]) - ref[idx]);
+        ref2 += double(ref[idx]) * ref[idx];
+        // FP64 reference of the same element (sampled: every 7th element keeps it fast).
+        if (idx % 7 == 0) {
+          double acc = 0;
+          for (int p = 0; p < c.k; ++p) {
+            const double av = c.op_a ? a[static_cast<size_t>(i) * c.lda + p]
+                                     : a[static_cast<size_t>(p) * c.lda + i];
+            const double bv = c.op_b ? b[static_cast<size_t>(p) * c.ldb + j]
+                                     : b[static_cast<size_t>(j) * c.ldb + p];
+            acc += av * bv;
+          }
+          const double exact = c.alpha * acc + (c.beta != 0.0f ? c.beta * double(c0[idx]) : 0.0);
+          diff64 += (out[idx] - exact) * (out[idx] - exact);
+          ref64 += exact * exact;
+        }
+      }
+    }
+    (void)a_rows;
+    (void)b_rows;
+    EXPECT_EQ(bad, 0u) << "NaN/Inf or unwritten elements";
+    EXPECT_EQ(untouched_padding_changed, 0u) << "wrote outside the m x n part of C";
+    const double rel = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+    const double rel64 = ref64 > 0 ? std::sqrt(diff64 / ref64) : std::sqrt(diff64);
+    EXPECT_LE(rel, 1e-5) << "vs cuBLAS";
+    EXPECT_LE(rel64, 1e-5) << "vs FP64";
+    worst_ = std::max(worst_, rel);
+  }
+
+  std::string db_;
+  cublasHandle_t cublas_ = nullptr;
+  double worst_ = 0;
+};
+
+TEST_F(TunedGemm, MatchesCublasOnRandomShapesLayoutsAndLeadingDims) {
+  std::mt19937_64 rng(std::random_device{}());
+  const int odd[] = {1, 7, 127, 1000, 1023, 1100};
+  std::uniform_int_distribution<int> size(1, 1100), pad(0, 9), pick(0, 9);
+  const float alphas[] = {1.0f, -0.5f, 2.25f};
+  const float betas[] = {0.0f, 1.0f, -0.75f};
+  int cases = 0;
+  for (int t = 0; t < 220; ++t) {
+    Case c;
+    c.op_a = (t & 1) ? TUNED_OP_T : TUNED_OP_N;
+    c.op_b = (t & 2) ? TUNED_OP_T : TUNED_OP_N;
+    auto dim = [&] { return pick(rng) < 3 ? odd[rng() % 6] : size(rng); };
+    c.m = dim();
+    c.n = dim();
+    c.k = dim();
+    if (t % 5 == 0) c.k = std::min(c.k, 40);  // keep the FP64 reference cheap on some cases
+    // Half the cases with the minimal leading dims, half padded (odd pads break alignment).
+    const bool padded = (t / 4) % 2 == 1;
+    c.lda = (c.op_a ? c.k : c.m) + (padded ? pad(rng) : 0);
+    c.ldb = (c.op_b ? c.n : c.k) + (padded ? pad(rng) : 0);
+    c.ldc = c.m + (padded ? pad(rng) : 0);
+    c.alpha = alphas[t % 3];
+    c.beta = betas[(t / 3) % 3];
+    run_case(c, rng);
+    ++cases;
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_EQ(cases, 220);
+  std::printf("worst relative error vs cuBLAS over %d cases: %.3g\n", cases, worst_);
+}
+
+TEST_F(TunedGemm, TinyAndDegenerateShapes) {
+  std::mt19937_64 rng(42);
+  for (int m : {1, 2, 3, 7}) {
+    for (int n : {1, 5, 17}) {
+      for (int k : {1, 3, 9}) {
+        run_case({TUNED_OP_N, TUNED_OP_T, m, n, k, m, n, m, 1.0f, 0.5f}, rng);
+        run_case({TUNED_OP_T, TUNED_OP_N, m, n, k, k, k, m + 1, -1.0f, 0.0f}, rng);
+      }
+    }
+  }
+}
+
+TEST_F(TunedGemm, KZeroGivesBetaTimesC) {
+  const int m = 33, n = 17;
+  std::vector<float> c(m * n);
+  for (int i = 0; i < m * n; ++i) c[i] = 0.25f * i;
+  float* dc;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dc), c.size() * 4), cudaSuccess);
+  cudaMemcpy(dc, c.data(), c.size() * 4, cudaMemcpyHostToDevice);
+  const float alpha = 1.0f, beta = 2.0f;
+  ASSERT_EQ(tuned_gemm(TUNED_OP_N, TUNED_OP_N, m, n, 0, &alpha, nullptr, m, nullptr, 1, &beta, dc,
+                       m, nullptr),
+            TUNED_STATUS_SUCCESS)
+      << tuned_last_error();
+  std::vector<float> out(c.size());
+  cudaMemcpy(out.data(), dc, out.size() * 4, cudaMemcpyDeviceToHost);
+  for (int i = 0; i < m * n; ++i) ASSERT_EQ(out[i], 2.0f * c[i]) << i;
+  // beta = 0 with k = 0 writes zeros over NaN.
+  std::vector<float> nan(c.size(), NAN);
+  cudaMemcpy(dc, nan.data(), nan.size() * 4, cudaMemcpyHostToDevice);
+  const float zero = 0.0f;
+  ASSERT_EQ(tuned_gemm(TUNED_OP_N, TUNED_OP_N, m, n, 0, &alpha, nullptr, m, nullptr, 1, &zero, dc,
+                       m, nullptr),
+            TUNED_STATUS_SUCCESS);
+  cudaMemcpy(out.data(), dc, out.size() * 4, cudaMemcpyDeviceToHost);
+  for (float x : out) ASSERT_EQ(x, 0.0f);
+  cudaFree(dc);
+}
+
+TEST_F(TunedGemm, BadArgumentsGiveClearErrors) {
+  float* d;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), 1 << 20), cudaSuccess);
+  const float one = 1.0f;
+  struct Bad {
+    int m, n, k, lda, ldb, ldc;
+    bool null_a, null_c;
+    const char* expect;
+  } cases[] = {
+      {-1, 4, 4, 4, 4, 4, false, false, "m: must be >= 0"},
+      {4, -2, 4, 4, 4, 4, false, false, "n: must be >= 0"},
+      {4, 4, -3, 4, 4, 4, false, false, "k: must be >= 0"},
+      {8, 4, 4, 7, 4, 8, false, false, "lda: must be >= max(1, m) = 8"},
+      {8, 4, 6, 8, 5, 8, false, false, "ldb: must be >= max(1, k) = 6"},
+      {8, 4, 4, 8, 4, 3, false, false, "ldc: must be >= max(1, m) = 8"},
+      {8, 4, 4, 8, 4, 8, true, false, "A: must not be NULL"},
+      {8, 4, 4, 8, 4, 8, false, true, "C: must not be NULL"},
+  };
+  for (const auto& b : cases) {
+    const tuned_status_t s = tuned_gemm(TUNED_OP_N, TUNED_OP_N, b.m, b.n, b.k, &one,
+                                        b.null_a ? nullptr : d, b.lda, d, b.ldb, &one,
+                                        b.null_c ? nullptr : d, b.ldc, nullptr);
+    EXPECT_EQ(s, TUNED_STATUS_INVALID_ARGUMENT) << b.expect;
+    EXPECT_NE(std::string(tuned_last_error()).find(b.expect), std::string::npos)
+        << tuned_last_error();
+  }
+  EXPECT_EQ(tuned_gemm(TUNED_OP_N, TUNED_OP_N, 4, 4, 4, nullptr, d, 4, d, 4, &one, d, 4, nullptr),
+            TUNED_STATUS_INVALID_ARGUMENT);
+  // The C++ API throws the same error.
+  try {
+    tuned::gemm(tuned::Op::kN, tuned::Op::kN, 4, 4, 4, 1.0f, d, 3, d, 4, 0.0f, d, 4);
+    FAIL();
+  } catch (const tuned::Error& e) {
+    EXPECT_EQ(e.status(), TUNED_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("lda"), std::string::npos);
+  }
+  cudaFree(d);
+}
+
+TEST_F(TunedGemm, UnwritableDatabasePathIsAnError) {
+  const tuned_status_t s = tuned_set_database("/proc/tuned-cannot-be-here/tuned.db");
+  EXPECT_EQ(s, TUNED_STATUS_DATABASE_ERROR);
+  EXPECT_NE(std::string(tuned_last_error()).find("/proc/tuned-cannot-be-here"), std::string::npos)
+      << tuned_last_error();
+}
+
+TEST_F(TunedGemm, BadDeviceInAutotuneIsAClearError) {
+  std::string out;
+  const int rc = tuned::testing::run_command(
+      tuned::testing::tool_path("autotune") + " --device 97 --op gemm --shape 64x64x64 --db " +
+          db_ + ".bad-device",
+      &out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("--device 97"), std::string::npos) << out;
+  EXPECT_NE(out.find("no such CUDA device"), std::string::npos) << out;
+}
+
+}  // namespace

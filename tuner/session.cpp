@@ -1,0 +1,249 @@
+#include "tuner/session.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "generator/cuda_raii.hpp"
+#include "tuner/compile_pool.hpp"
+#include "tuner/strategy.hpp"
+
+namespace tuned {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string first_lines(const std::string& text, size_t max_chars) {
+  return text.size() <= max_chars ? text : text.substr(0, max_chars) + " ...";
+}
+
+// True when the CUDA context can no longer be used (a kernel faulted): nothing after it can run.
+bool context_lost() {
+  const cudaError_t err = cudaDeviceSynchronize();
+  return err != cudaSuccess && cudaGetLastError() != cudaSuccess &&
+         cudaDeviceSynchronize() != cudaSuccess;
+}
+
+// Extra-slow candidates are measured once and dropped: their median would not change the outcome.
+constexpr double kAbandonFactor = 8.0;
+// One run slower than this is a timeout, whatever the best is.
+constexpr double kTimeoutMs = 2000.0;
+// Time spent measuring one candidate, before its runs are capped.
+constexpr double kTimingBudgetMs = 250.0;
+
+}  // namespace
+
+BaselineTiming time_runs(const std::function<void(cudaStream_t)>& run, cudaStream_t stream,
+                         int runs, double give_up_ms) {
+  Event start = Event::create(), stop = Event::create();
+  run(stream);  // warm-up: first-touch, instruction cache, clocks
+  TUNED_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> ms;
+  for (int i = 0; i < std::max(1, runs); ++i) {
+    start.record(stream);
+    run(stream);
+    stop.record(stream);
+    ms.push_back(stop.elapsed_since(start));
+    if (give_up_ms > 0 && ms.back() > give_up_ms) break;
+  }
+  std::sort(ms.begin(), ms.end());
+  BaselineTiming t;
+  t.runs = static_cast<int>(ms.size());
+  t.ms_min = ms.front();
+  t.ms_median = ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+  return t;
+}
+
+SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCache& kernels,
+                          const SessionOptions& options, int64_t session_id,
+                          const TrialSink& record, const ProgressSink& progress) {
+  const auto started = Clock::now();
+  SessionResult result;
+  Stream stream = Stream::create();
+  task.allocate();
+  uint64_t seed = options.seed * 1000003ull + 17;
+  task.fresh_inputs(seed++, stream.get());
+  result.baseline = time_runs([&](cudaStream_t s) { task.run_baseline(s); }, stream.get(), 20);
+
+  auto strategy = make_strategy(options.strategy, task.space(), options.first, options.seed);
+  const int threads = options.compile_threads > 0
+                          ? options.compile_threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1);
+  CompilePool pool(kernels, device, threads);
+  const size_t depth = 2 * static_cast<size_t>(pool.threads());
+
+  std::vector<cache::TrialRecord> batch;
+  auto last_flush = Clock::now();
+  auto flush = [&] {
+    if (!batch.empty() && record) record(batch);
+    batch.clear();
+    last_flush = Clock::now();
+  };
+
+  int submitted = 0, ok = 0;
+  bool strategy_done = false;
+  std::optional<BuiltKernel> best_kernel;
+
+  auto evaluate = [&](CompileJob& job) {
+    cache::TrialRecord t;
+    t.session_id = session_id;
+    t.key = task.key();
+    t.config = job.config.canonical();
+    t.kernel_name = job.spec.kernel_name;
+    if (!job.built) {
+      t.disposition = cache::Disposition::kCompileError;
+      t.message = first_lines(job.error, 2000);
+      return t;
+    }
+    const auto& cubin = job.built->cubin;
+    t.registers = cubin.registers;
+    t.spill_bytes = cubin.spill_bytes;
+    t.compile_ms = cubin.compile_ms;
+    if (cubin.spill_bytes > 0 || cubin.stack_bytes > 0) {
+      t.disposition = cache::Disposition::kResourceLimit;
+      t.message = std::to_string(cubin.spill_bytes) + " bytes spilled, " +
+                  std::to_string(cubin.stack_bytes) + " bytes stack frame";
+      return t;
+    }
+    const LaunchGeometry geometry = task.geometry(job.config);
+    const unsigned threads_needed = geometry.block.x * geometry.block.y * geometry.block.z;
+    if (static_cast<long long>(cubin.registers) * threads_needed > device.regs_per_block) {
+      t.disposition = cache::Disposition::kResourceLimit;
+      t.message = std::to_string(cubin.registers) + " registers x " +
+                  std::to_string(threads_needed) + " threads exceed the block's register file";
+      return t;
+    }
+    std::shared_ptr<const LoadedKernel> kernel;
+    try {
+      kernel = KernelCache::load(*job.built, job.spec);
+    } catch (const Error& e) {
+      t.disposition = cache::Disposition::kLaunchError;
+      t.message = first_lines(e.what(), 2000);
+      return t;
+    }
+    if (static_cast<unsigned>(kernel->max_threads_per_block()) < threads_needed) {
+      t.disposition = cache::Disposition::kResourceLimit;
+      t.message = "runs at most " + std::to_string(kernel->max_threads_per_block()) +
+                  " threads per block, needs " + std::to_string(threads_needed);
+      return t;
+    }
+    try {
+      // Fresh inputs for every candidate: it must compute the function, not match one data set.
+      task.fresh_inputs(seed++, stream.get());
+      const MatrixCheck check = task.check(*kernel, job.config, stream.get());
+      t.rel_error = check.rel_error;
+      if (!check.passed(task.tolerance())) {
+        t.disposition = cache::Disposition::kWrongResult;
+        t.message = check.describe();
+        return t;
+      }
+      auto run = [&](cudaStream_t s) { task.run(*kernel, job.config, s); };
+      const double best_ms = result.best ? result.best->ms_median : 0;
+      BaselineTiming first = time_runs(run, stream.get(), 1);
+      int runs = 1;
+      if (first.ms_median > kTimeoutMs) {
+        t.disposition = cache::Disposition::kTimeout;
+        t.message = "one run took " + std::to_string(first.ms_median) + " ms";
+        t.ms_median = t.ms_min = first.ms_median;
+        t.runs = 1;
+        return t;
+      }
+      if (best_ms == 0 || first.ms_median < kAbandonFactor * best_ms) {
+        runs = std::clamp(static_cast<int>(kTimingBudgetMs / std::max(first.ms_median, 1e-3)), 5, 30);
+        first = time_runs(run, stream.get(), runs, kAbandonFactor * std::max(best_ms, 0.0));
+      } else {
+        t.message = "measured once: over " + std::to_string(static_cast<int>(kAbandonFactor)) +
+                    "x the best so far";
+      }
+      t.ms_median = first.ms_median;
+      t.ms_min = first.ms_min;
+      t.runs = first.runs;
+      t.tflops = task.rate(t.ms_median);
+      t.disposition = cache::Disposition::kOk;
+      if (!result.best || t.ms_median < result.best->ms_median) best_kernel = job.built;
+    } catch (const Error& e) {
+      t.disposition = cache::Disposition::kLaunchError;
+      t.message = first_lines(e.what(), 2000);
+    }
+    return t;
+  };
+
+  while (true) {
+    if (seconds_since(started) >= options.budget_s) {
+      result.stop_reason = "budget";
+      break;
+    }
+    if (options.max_trials > 0 && static_cast<int>(result.trials.size()) >= options.max_trials) {
+      result.stop_reason = "trial limit";
+      break;
+    }
+    while (!strategy_done && pool.in_flight() < depth &&
+           (options.max_trials == 0 || submitted < options.max_trials)) {
+      auto config = strategy->next();
+      if (!config) {
+        strategy_done = true;
+        break;
+      }
+      CompileJob job;
+      job.config = *config;
+      job.spec = task.kernel_spec(*config);
+      pool.submit(std::move(job));
+      ++submitted;
+    }
+    if (pool.in_flight() == 0) {
+      result.stop_reason = strategy_done ? "space exhausted" : "trial limit";
+      break;
+    }
+    CompileJob job = pool.wait();
+    cache::TrialRecord t = evaluate(job);
+    const bool is_ok = t.disposition == cache::Disposition::kOk;
+    strategy->report(job.config, is_ok ? std::optional<double>(t.ms_median) : std::nullopt);
+    if (is_ok) {
+      ++ok;
+      if (!result.best || t.ms_median < result.best->ms_median) result.best = t;
+    }
+    result.trials.push_back(t);
+    batch.push_back(t);
+    if (batch.size() >= 64 || seconds_since(last_flush) > 2.0) flush();
+
+    if (progress) {
+      Progress p;
+      p.trials_done = static_cast<int>(result.trials.size());
+      p.trials_ok = ok;
+      p.trials_limit = options.max_trials;
+      p.elapsed_s = seconds_since(started);
+      p.remaining_s = std::max(0.0, options.budget_s - p.elapsed_s);
+      p.best = result.best;
+      p.baseline_ms = result.baseline.ms_median;
+      p.last = &result.trials.back();
+      p.phase = strategy->phase();
+      progress(p);
+    }
+    if (t.disposition == cache::Disposition::kLaunchError && context_lost()) {
+      result.stop_reason = "device error after " + t.kernel_name + ": " + t.message;
+      break;
+    }
+  }
+  flush();
+  if (best_kernel && result.best && result.stop_reason.rfind("device error", 0) != 0) {
+    const Config config = Config::parse(result.best->config);
+    const auto kernel = KernelCache::load(*best_kernel, task.kernel_spec(config));
+    auto run_best = [&](cudaStream_t s) { task.run(*kernel, config, s); };
+    auto run_baseline = [&](cudaStream_t s) { task.run_baseline(s); };
+    for (int round = 0; round < 3; ++round) {
+      const BaselineTiming b = time_runs(run_best, stream.get(), 15);
+      const BaselineTiming c = time_runs(run_baseline, stream.get(), 15);
+      if (round == 0 || b.ms_median < result.final_best.ms_median) result.final_best = b;
+      if (round == 0 || c.ms_median < result.final_baseline.ms_median) result.final_baseline = c;
+    }
+  }
+  result.best_kernel = std::move(best_kernel);
+  result.elapsed_s = seconds_since(started);
+  return result;
+}
+
+}  // namespace tuned

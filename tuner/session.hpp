@@ -1,0 +1,73 @@
+// One tuning session: one task (op, shape, layout) on one device. Candidates from the strategy are
+// compiled on worker threads; on the calling thread each is loaded, checked against the reference
+// on fresh random inputs with a poisoned output, timed with events, and recorded. A bad candidate
+// is recorded with its disposition and skipped, never fatal.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/records.hpp"
+#include "generator/kernel_cache.hpp"
+#include "templates/op.hpp"
+
+namespace tuned {
+
+struct SessionOptions {
+  std::string strategy = "guided";
+  double budget_s = 60;  // wall time for this task
+  int max_trials = 0;    // 0: no limit
+  uint64_t seed = 1;
+  int compile_threads = 0;  // 0: hardware threads - 1
+  std::vector<Config> first;  // tried before the strategy's own picks
+};
+
+/// What the progress callback sees after each trial.
+struct Progress {
+  int trials_done = 0;
+  int trials_ok = 0;
+  int trials_limit = 0;  // max_trials, or 0
+  double elapsed_s = 0;
+  double remaining_s = 0;
+  std::optional<cache::TrialRecord> best;
+  double baseline_ms = 0;  // the baseline's median, measured before the first candidate
+  const cache::TrialRecord* last = nullptr;
+  std::string phase;
+};
+
+/// How the baseline ran: timed like every candidate, on the same inputs.
+struct BaselineTiming {
+  double ms_median = 0;
+  double ms_min = 0;
+  int runs = 0;
+};
+
+struct SessionResult {
+  std::vector<cache::TrialRecord> trials;
+  std::optional<cache::TrialRecord> best;
+  std::optional<BuiltKernel> best_kernel;  // the best's cubin, for the database
+  BaselineTiming baseline;       // at the start, before any candidate
+  // The best and the baseline timed again side by side at the end, alternating, so the ratio
+  // reported compares the two under the same clocks and temperature.
+  BaselineTiming final_best;
+  BaselineTiming final_baseline;
+  double elapsed_s = 0;
+  std::string stop_reason;  // "budget", "trial limit", "space exhausted"
+};
+
+/// Trials are handed to record in batches as the session goes (so a crash loses little).
+using TrialSink = std::function<void(const std::vector<cache::TrialRecord>&)>;
+using ProgressSink = std::function<void(const Progress&)>;
+
+/// Median and minimum of `runs` timed launches after warm-up, with events around each launch.
+/// Stops early when the first timed run already exceeds give_up_ms.
+BaselineTiming time_runs(const std::function<void(cudaStream_t)>& run, cudaStream_t stream,
+                         int runs, double give_up_ms = 0);
+
+SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCache& kernels,
+                          const SessionOptions& options, int64_t session_id,
+                          const TrialSink& record, const ProgressSink& progress);
+
+}  // namespace tuned

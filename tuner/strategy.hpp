@@ -1,0 +1,37 @@
+// Search strategies: which config to try next, given what was measured so far.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "templates/space.hpp"
+
+namespace tuned {
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  /// The next config to try, or nothing when the strategy has no more.
+  virtual std::optional<Config> next() = 0;
+  /// What a tried config measured (ms), or that it failed (nothing). Arrives later than next()
+  /// handed it out, because compiles run ahead of measurements.
+  virtual void report(const Config& config, std::optional<double> ms) = 0;
+  /// Short description for progress lines ("random", "guided: local search").
+  virtual std::string phase() const = 0;
+};
+
+/// strategy: "exhaustive" (every config in enumeration order), "random" (uniform draws without
+/// repetition), or "guided" (random exploration, then local search around the best configs).
+/// `first` configs are tried before anything else (the built-in default, a previous best).
+/// Throws Error(TUNED_STATUS_INVALID_ARGUMENT) for an unknown name.
+std::unique_ptr<Strategy> make_strategy(const std::string& strategy, const Space& space,
+                                        std::vector<Config> first, uint64_t seed);
+
+/// The strategies make_strategy knows.
+std::vector<std::string> strategy_names();
+
+}  // namespace tuned
