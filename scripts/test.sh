@@ -7,3 +7,8 @@ scripts/install_deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$(nproc)"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
+# ctest hides the output of skipped tests: say once why the GPU tests were skipped, if they were.
+if ./build/tests/tuned_gpu_tests --gtest_filter='TunedGemm.KZeroGivesBetaTimesC' 2>&1 |
+    grep -m1 "GPU test skipped"; then
+  echo "(the GPU tests above were skipped for that reason; they run where a CUDA device is present)"
+fi
