@@ -70,10 +70,14 @@ gemm_op::Problem Runtime::make_problem(int op_a, int op_b, int64_t m, int64_t n,
   return p;
 }
 
+std::string Runtime::memo_key(const DeviceInfo& device, const cache::ProblemKey& key) {
+  return std::to_string(device.index) + "|" + key.layout + "|" + key.shape_string() + "|" +
+         std::to_string(key.alignment);
+}
+
 Runtime::Choice Runtime::choose_gemm(const DeviceInfo& device, const gemm_op::Problem& problem) {
   const cache::ProblemKey key = gemm_op::problem_key(device, problem);
-  const std::string memo = std::to_string(device.index) + "|" + key.layout + "|" +
-                           key.shape_string() + "|" + std::to_string(key.alignment);
+  const std::string memo = memo_key(device, key);
   if (auto it = choices_.find(memo); it != choices_.end()) return it->second;
 
   Choice choice;
@@ -117,8 +121,12 @@ void Runtime::gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const fl
     device = &current_device();
     choice = choose_gemm(*device, problem);
   }
-  const auto kernel = kernels_.get(gemm_op::kernel_spec(choice.config, problem), *device);
-  gemm_op::launch(*kernel, choice.config, problem, *alpha, a, b, *beta, c, stream);
+  if (!choice.kernel) {
+    choice.kernel = kernels_.get(gemm_op::kernel_spec(choice.config, problem), *device);
+    std::lock_guard<std::mutex> lock(mutex_);
+    choices_[memo_key(*device, gemm_op::problem_key(*device, problem))].kernel = choice.kernel;
+  }
+  gemm_op::launch(*choice.kernel, choice.config, problem, *alpha, a, b, *beta, c, stream);
 }
 
 std::string Runtime::describe_gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k,

@@ -38,12 +38,15 @@ class Runtime {
   struct Choice {
     Config config;
     std::string origin;  // "exact", "nearest MxNxK", "default"
+    // Set after the first launch, so later calls skip rebuilding the spec and its cubin key.
+    std::shared_ptr<const LoadedKernel> kernel;
   };
 
   Runtime();
   const DeviceInfo& current_device();
   cache::Database* database();  // nullptr when none can be used
   Choice choose_gemm(const DeviceInfo& device, const gemm_op::Problem& problem);
+  static std::string memo_key(const DeviceInfo& device, const cache::ProblemKey& key);
   gemm_op::Problem make_problem(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const void* a,
                              int64_t lda, const void* b, int64_t ldb, const void* c, int64_t ldc);
 
