@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "cache/shipped_defaults.hpp"
 #include "generator/cuda_check.hpp"
 
 namespace tuned {
@@ -81,21 +82,26 @@ Runtime::Choice Runtime::choose_gemm(const DeviceInfo& device, const gemm_op::Pr
   if (auto it = choices_.find(memo); it != choices_.end()) return it->second;
 
   Choice choice;
+  // A stored config that no longer fits (older template, other alignment) is skipped.
+  auto try_record = [&](const std::optional<cache::BestRecord>& best, const std::string& origin) {
+    if (!best) return false;
+    try {
+      choice.config = gemm_op::fit_config(Config::parse(best->config), device, problem);
+      choice.origin = origin + (best->key.shape == key.shape ? "" : " " + best->key.shape_string());
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
+  };
+  // The user's own tuning first (exact, then nearest shape), then the shipped table likewise.
   if (cache::Database* db = database()) {
-    // A stored config that no longer fits (older template, other alignment) is skipped.
-    auto try_record = [&](const std::optional<cache::BestRecord>& best, const std::string& origin) {
-      if (!best) return false;
-      try {
-        choice.config = gemm_op::fit_config(Config::parse(best->config), device, problem);
-        choice.origin = origin;
-        return true;
-      } catch (const Error&) {
-        return false;
-      }
-    };
-    if (!try_record(db->find_best(key), "exact")) {
-      auto nearest = db->find_nearest(key);
-      try_record(nearest, nearest ? "nearest " + nearest->key.shape_string() : "");
+    if (!try_record(db->find_best(key), "exact")) try_record(db->find_nearest(key), "nearest");
+  }
+  if (choice.origin.empty()) {
+    auto& shipped = cache::ShippedDefaults::builtin();
+    const int cc = device.compute_capability();
+    if (!try_record(shipped.find_best(key, device.name, cc), "shipped")) {
+      try_record(shipped.find_nearest(key, device.name, cc), "shipped nearest");
     }
   }
   if (choice.origin.empty()) {
@@ -126,7 +132,43 @@ void Runtime::gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const fl
     std::lock_guard<std::mutex> lock(mutex_);
     choices_[memo_key(*device, gemm_op::problem_key(*device, problem))].kernel = choice.kernel;
   }
-  gemm_op::launch(*choice.kernel, choice.config, problem, *alpha, a, b, *beta, c, stream);
+  const size_t ws_bytes = gemm_op::workspace_bytes(choice.config, problem);
+  if (ws_bytes == 0) {
+    gemm_op::launch(*choice.kernel, choice.config, problem, *alpha, a, b, *beta, c, nullptr,
+                    stream);
+    return;
+  }
+  // Split-K: the workspace is allocated and freed in stream order from the library's own pool,
+  // so concurrent calls on different streams never share one and repeated calls reuse memory.
+  cudaMemPool_t pool;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pool = workspace_pool(device->index);
+  }
+  void* workspace = nullptr;
+  TUNED_CUDA_CHECK(cudaMallocFromPoolAsync(&workspace, ws_bytes, pool, stream));
+  try {
+    gemm_op::launch(*choice.kernel, choice.config, problem, *alpha, a, b, *beta, c, workspace,
+                    stream);
+  } catch (...) {
+    (void)cudaFreeAsync(workspace, stream);
+    throw;
+  }
+  TUNED_CUDA_CHECK(cudaFreeAsync(workspace, stream));
+}
+
+cudaMemPool_t Runtime::workspace_pool(int device) {
+  if (auto it = pools_.find(device); it != pools_.end()) return it->second;
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device;
+  cudaMemPool_t pool = nullptr;
+  TUNED_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+  // Keep freed workspace reserved for the next call instead of returning it at each sync.
+  uint64_t keep = UINT64_MAX;
+  TUNED_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  return pools_.emplace(device, pool).first->second;
 }
 
 std::string Runtime::describe_gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k,

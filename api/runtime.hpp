@@ -1,5 +1,5 @@
 // What a tuned_gemm call does: key the problem, choose a config (the user's database: exact key,
-// then nearest tuned shape; then the built-in default), get the kernel (loaded once per process,
+// then nearest tuned shape; then the shipped defaults likewise; then the built-in default), get the kernel (loaded once per process,
 // cubin from the database or NVRTC) and launch it. One Runtime per process, thread-safe.
 #pragma once
 
@@ -37,7 +37,7 @@ class Runtime {
  private:
   struct Choice {
     Config config;
-    std::string origin;  // "exact", "nearest MxNxK", "default"
+    std::string origin;  // "exact", "nearest MxNxK", "shipped", "shipped nearest MxNxK", "default"
     // Set after the first launch, so later calls skip rebuilding the spec and its cubin key.
     std::shared_ptr<const LoadedKernel> kernel;
   };
@@ -46,6 +46,7 @@ class Runtime {
   const DeviceInfo& current_device();
   cache::Database* database();  // nullptr when none can be used
   Choice choose_gemm(const DeviceInfo& device, const gemm_op::Problem& problem);
+  cudaMemPool_t workspace_pool(int device);  // created on first use, kept for the process
   static std::string memo_key(const DeviceInfo& device, const cache::ProblemKey& key);
   gemm_op::Problem make_problem(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const void* a,
                              int64_t lda, const void* b, int64_t ldb, const void* c, int64_t ldc);
@@ -59,6 +60,7 @@ class Runtime {
   std::unique_ptr<cache::DatabaseCubinStore> store_;
   KernelCache kernels_;
   std::unordered_map<std::string, Choice> choices_;
+  std::map<int, cudaMemPool_t> pools_;
 };
 
 }  // namespace tuned

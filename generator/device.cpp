@@ -49,6 +49,7 @@ DeviceInfo query_device(int index) {
   info.sm_count = prop.multiProcessorCount;
   TUNED_CUDA_CHECK(cudaDeviceGetAttribute(&info.clock_khz, cudaDevAttrClockRate, index));
   info.max_threads_per_block = prop.maxThreadsPerBlock;
+  info.max_threads_per_sm = prop.maxThreadsPerMultiProcessor;
   info.smem_per_block_optin = prop.sharedMemPerBlockOptin;
   info.smem_per_sm = prop.sharedMemPerMultiprocessor;
   info.regs_per_sm = prop.regsPerMultiprocessor;
@@ -73,6 +74,7 @@ DeviceInfo reference_device(int compute_capability) {
   info.sm_count = compute_capability >= 90 ? 132 : 108;
   info.clock_khz = 1980000;
   info.max_threads_per_block = 1024;
+  info.max_threads_per_sm = 2048;
   info.smem_per_block_optin = compute_capability >= 90 ? 232448 : 166912;
   info.smem_per_sm = compute_capability >= 90 ? 233472 : 167936;
   info.regs_per_sm = 65536;

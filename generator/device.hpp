@@ -16,6 +16,7 @@ struct DeviceInfo {
   int sm_count = 0;
   int clock_khz = 0;
   int max_threads_per_block = 0;
+  int max_threads_per_sm = 0;
   size_t smem_per_block_optin = 0;  // the most dynamic shared memory a block may opt in to
   size_t smem_per_sm = 0;
   int regs_per_sm = 0;

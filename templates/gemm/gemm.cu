@@ -8,9 +8,18 @@
 //   each lane computes WMITER x WNITER sub-tiles of TM x TN, strided so the warp's shared-memory
 //   reads stay compact (WMITER = WNITER = 1 is the plain 2D register tile);
 //   global loads are VEC floats wide; shared rows are padded by PAD floats; A is stored k-major
-//   (AKM = 1) or m-major (AKM = 0) in shared memory; the k slice is unrolled UNROLL times;
-//   PREFETCH = 1 double-buffers shared memory and loads the next slice into registers while the
-//   current one is computed.
+//   (AKM = 1, m contiguous) or m-major (AKM = 0, k contiguous) in shared memory, B k-major
+//   (BKM = 1, n contiguous) or n-major (BKM = 0); k-major fragments are read 128 bits at a time;
+//   the k slice is unrolled UNROLL times;
+//   PIPE says how global memory reaches shared memory: 0 load, store, compute, one stage;
+//   1 two stages, the next slice prefetched into registers during this slice's math;
+//   2..4 that many stages filled by cp.async (sm_80+), no staging registers at all;
+//   SWZ groups SWZ block rows (m) together in launch order so concurrent blocks share operand
+//   panels in L2 (0: plain column-by-column order);
+//   MINB is __launch_bounds__'s minimum of resident blocks per SM (caps registers per thread);
+//   SPLITK > 1 splits k among that many blocks per tile: each writes its partial tile to a
+//   workspace, and the last to finish (an integer ticket) sums them in split order, so results
+//   are deterministic and no float atomics are involved.
 
 #ifndef KERNEL_NAME
 #error "gemm.cu: KERNEL_NAME must be defined (-DKERNEL_NAME=<value>)"
@@ -57,8 +66,20 @@
 #ifndef UNROLL
 #error "gemm.cu: UNROLL must be defined (-DUNROLL=<value>)"
 #endif
-#ifndef PREFETCH
-#error "gemm.cu: PREFETCH must be defined (-DPREFETCH=<value>)"
+#ifndef BKM
+#error "gemm.cu: BKM must be defined (-DBKM=<value>)"
+#endif
+#ifndef PIPE
+#error "gemm.cu: PIPE must be defined (-DPIPE=<value>)"
+#endif
+#ifndef SWZ
+#error "gemm.cu: SWZ must be defined (-DSWZ=<value>)"
+#endif
+#ifndef MINB
+#error "gemm.cu: MINB must be defined (-DMINB=<value>)"
+#endif
+#ifndef SPLITK
+#error "gemm.cu: SPLITK must be defined (-DSPLITK=<value>)"
 #endif
 
 namespace {
@@ -71,14 +92,15 @@ constexpr int kWMIter = WM / (LM * TM);     // sub-tiles per lane along m
 constexpr int kWNIter = WN / (kLN * TN);    // sub-tiles per lane along n
 constexpr int kFragM = kWMIter * TM;        // accumulator rows per thread
 constexpr int kFragN = kWNIter * TN;        // accumulator columns per thread
-constexpr int kStages = PREFETCH ? 2 : 1;
+constexpr int kStages = PIPE == 0 ? 1 : PIPE == 1 ? 2 : PIPE;
+constexpr bool kAsync = PIPE >= 2;
 constexpr int kUnroll = UNROLL;  // #pragma unroll takes a constant expression, not a macro
 
-// Shared-memory strides (floats). A k-major: (BK, BM + PAD); A m-major: (BM, BK + PAD).
+// Shared-memory strides (floats). A k-major: (BK, BM + PAD); A m-major: (BM, BK + PAD); B alike.
 constexpr int kAStride = AKM ? BM + PAD : BK + PAD;
 constexpr int kATileFloats = AKM ? BK * (BM + PAD) : BM * (BK + PAD);
-constexpr int kBStride = BN + PAD;  // B is always k-major: (BK, BN + PAD)
-constexpr int kBTileFloats = BK * (BN + PAD);
+constexpr int kBStride = BKM ? BN + PAD : BK + PAD;
+constexpr int kBTileFloats = BKM ? BK * (BN + PAD) : BN * (BK + PAD);
 
 static_assert(BM % WM == 0 && BN % WN == 0, "warp tile must divide the block tile");
 static_assert(32 % LM == 0, "LM must divide the warp");
@@ -88,14 +110,23 @@ static_assert(VEC == 1 || VEC == 2 || VEC == 4, "VEC is 1, 2 or 4");
 static_assert(BM % VEC == 0 && BN % VEC == 0 && BK % VEC == 0, "VEC must divide BM, BN and BK");
 static_assert(PAD % 4 == 0, "PAD keeps shared rows 16-byte aligned");
 static_assert(BK % UNROLL == 0, "UNROLL must divide BK");
+static_assert(PIPE >= 0 && PIPE <= 4, "PIPE is 0 (single stage), 1 (register prefetch) or 2..4");
+static_assert(SWZ >= 0, "SWZ is 0 (no grouping) or a group height in block rows");
+static_assert(MINB >= 1, "MINB is at least 1");
+static_assert(SPLITK >= 1, "SPLITK is at least 1");
 static_assert(TRANS_A == 0 || TRANS_A == 1, "TRANS_A is 0 or 1");
 static_assert(TRANS_B == 0 || TRANS_B == 1, "TRANS_B is 0 or 1");
+#if PIPE >= 2 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "gemm.cu: PIPE >= 2 uses cp.async, which needs sm_80 or later"
+#endif
 
-// Shared index of op(A)(m, k) within one stage.
+// Shared index of op(A)(m, k) and op(B)(k, n) within one stage.
 __device__ __forceinline__ int a_index(int k, int m) {
   return AKM ? k * kAStride + m : m * kAStride + k;
 }
-__device__ __forceinline__ int b_index(int k, int n) { return k * kBStride + n; }
+__device__ __forceinline__ int b_index(int k, int n) {
+  return BKM ? k * kBStride + n : n * kBStride + k;
+}
 
 // N floats moved as one 4*N-byte access (LDG.64/128, STG.64/128) where the address is aligned.
 template <int N>
@@ -103,14 +134,39 @@ struct alignas(4 * N) Vec {
   float v[N];
 };
 
+// Asynchronous global -> shared copy of BYTES (4, 8 or 16) of which the first src_bytes are read
+// and the rest zero-filled (cp.async "zfill"); 16-byte copies bypass L1.
+template <int BYTES>
+__device__ __forceinline__ void cp_async(float* dst, const float* src, int src_bytes) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  if constexpr (BYTES == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+                 "r"(src_bytes));
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(d), "l"(src),
+                 "n"(BYTES), "r"(src_bytes));
+  }
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+}
+
 // One operand's (BM or BN) x BK slice, as stored in global memory: CLEN elements along the
 // contiguous dimension, SLEN along the strided one. Each thread moves kLoads vectors of VEC floats.
-template <int CLEN, int SLEN>
+// CONTIG: the contiguous global dimension is also contiguous in shared memory (no transpose).
+template <int CLEN, int SLEN, bool CONTIG>
 struct TileLoader {
   static constexpr int kVecPerLine = CLEN / VEC;
   static constexpr int kVectors = kVecPerLine * SLEN;
   static constexpr int kLoads = (kVectors + kThreads - 1) / kThreads;
-  float reg[kLoads][VEC];
+  // Staging registers exist only for the register paths (PIPE 0 and 1).
+  float reg[kAsync ? 1 : kLoads][VEC];
+
+  __device__ __forceinline__ static bool exists(int v) {
+    return kVectors % kThreads == 0 || v < kVectors;
+  }
 
   // base: the tile's first element; c_left / s_left: valid elements from there on.
   __device__ __forceinline__ void load(const float* __restrict__ base, long long ld, int c_left,
@@ -121,14 +177,14 @@ struct TileLoader {
       const int c = (v % kVecPerLine) * VEC;
       const int s = v / kVecPerLine;
       const float* p = base + s * ld + c;
-      if ((kVectors % kThreads == 0 || v < kVectors) && s < s_left && c + VEC <= c_left) {
+      if (exists(v) && s < s_left && c + VEC <= c_left) {
         const Vec<VEC> x = *reinterpret_cast<const Vec<VEC>*>(p);
 #pragma unroll
         for (int e = 0; e < VEC; ++e) reg[l][e] = x.v[e];
       } else {
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-          const bool in = (kVectors % kThreads == 0 || v < kVectors) && s < s_left && c + e < c_left;
+          const bool in = exists(v) && s < s_left && c + e < c_left;
           reg[l][e] = in ? p[e] : 0.0f;  // zeros past the edge add nothing to the dot products
         }
       }
@@ -141,19 +197,48 @@ struct TileLoader {
 #pragma unroll
     for (int l = 0; l < kLoads; ++l) {
       const int v = tid + l * kThreads;
-      if (kVectors % kThreads != 0 && v >= kVectors) continue;
+      if (!exists(v)) continue;
       const int c = (v % kVecPerLine) * VEC;
       const int s = v / kVecPerLine;
 #pragma unroll
       for (int e = 0; e < VEC; ++e) smem[index(c + e, s)] = reg[l][e];
     }
   }
+
+  // Global -> shared without registers: one VEC-wide copy per vector where shared memory keeps
+  // the global order, else one 4-byte copy per element (the transpose happens in the scatter).
+  // Elements past the edge are zero-filled by the copy itself.
+  template <typename Index>
+  __device__ __forceinline__ void copy_async(float* __restrict__ smem,
+                                             const float* __restrict__ base, long long ld,
+                                             int c_left, int s_left, int tid, Index index) const {
+#pragma unroll
+    for (int l = 0; l < kLoads; ++l) {
+      const int v = tid + l * kThreads;
+      if (!exists(v)) continue;
+      const int c = (v % kVecPerLine) * VEC;
+      const int s = v / kVecPerLine;
+      const bool row_in = s < s_left;
+      // Rows past the edge copy nothing from a valid address (the tile's first element).
+      const float* p = row_in ? base + s * ld + c : base;
+      if constexpr (CONTIG) {
+        const int valid = row_in ? min(max(c_left - c, 0), VEC) : 0;
+        cp_async<4 * VEC>(smem + index(c, s), p, 4 * valid);
+      } else {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+          const bool in = row_in && c + e < c_left;
+          cp_async<4>(smem + index(c + e, s), in ? p + e : base, in ? 4 : 0);
+        }
+      }
+    }
+  }
 };
 
 // A slice: TRANS_A = 0 stores A as (m, k) with m contiguous; TRANS_A = 1 as (k, m), k contiguous.
-using ALoader = TileLoader<TRANS_A ? BK : BM, TRANS_A ? BM : BK>;
+using ALoader = TileLoader<TRANS_A ? BK : BM, TRANS_A ? BM : BK, (TRANS_A == 0) == (AKM == 1)>;
 // B slice: TRANS_B = 0 stores B as (k, n) with k contiguous; TRANS_B = 1 as (n, k), n contiguous.
-using BLoader = TileLoader<TRANS_B ? BN : BK, TRANS_B ? BK : BN>;
+using BLoader = TileLoader<TRANS_B ? BN : BK, TRANS_B ? BK : BN, (TRANS_B == 1) == (BKM == 1)>;
 
 struct AIndex {
   __device__ __forceinline__ int operator()(int c, int s) const {
@@ -166,10 +251,11 @@ struct BIndex {
   }
 };
 
-// Reads N consecutive floats from shared memory, 16 bytes at a time where alignment allows.
-template <int N>
+// Reads N floats of a fragment from shared memory: consecutive ones 16 bytes at a time where
+// alignment allows, else one by one with the given stride.
+template <int N, int STRIDE>
 __device__ __forceinline__ void read_shared(float* dst, const float* src) {
-  if constexpr (N % 4 == 0) {
+  if constexpr (STRIDE == 1 && N % 4 == 0) {
 #pragma unroll
     for (int i = 0; i < N; i += 4) {
       const Vec<4> x = *reinterpret_cast<const Vec<4>*>(src + i);
@@ -178,17 +264,18 @@ __device__ __forceinline__ void read_shared(float* dst, const float* src) {
     }
   } else {
 #pragma unroll
-    for (int i = 0; i < N; ++i) dst[i] = src[i];
+    for (int i = 0; i < N; ++i) dst[i] = src[i * STRIDE];
   }
 }
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(kThreads)
+extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     KERNEL_NAME(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
-                const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc) {
+                const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
+                float* __restrict__ workspace) {
   extern __shared__ __align__(16) float smem[];
-  float* a_smem = smem;                        // kStages x kATileFloats
+  float* a_smem = smem;                           // kStages x kATileFloats
   float* b_smem = smem + kStages * kATileFloats;  // kStages x kBTileFloats
 
   const int tid = threadIdx.x;
@@ -199,14 +286,31 @@ extern "C" __global__ void __launch_bounds__(kThreads)
   const int lane_m = lane % LM;  // lanes run along m first: C is column-major
   const int lane_n = lane / LM;
 
-  const int m0 = blockIdx.x * BM;
-  const int n0 = blockIdx.y * BN;
+  // Block order: groups of SWZ block rows, m fastest inside a group (SWZ = 0: one group).
+  const int tiles_m = (M + BM - 1) / BM;
+  const int tiles_n = (N + BN - 1) / BN;
+  const int tile = blockIdx.x;
+  const int group = SWZ == 0 ? tiles_m : SWZ;
+  const int group_first = (tile / (group * tiles_n)) * group;
+  const int group_rows = min(tiles_m - group_first, group);
+  const int in_group = tile - group_first * tiles_n;
+  const int m0 = (group_first + in_group % group_rows) * BM;
+  const int n0 = (in_group / group_rows) * BN;
   const int m_left = M - m0;
   const int n_left = N - n0;
 
+  // This block's share of k: whole slices, split as evenly as possible.
+  const int all_slices = (K + BK - 1) / BK;
+  const int split = blockIdx.y;
+  const int split_slices = (all_slices + SPLITK - 1) / SPLITK;
+  const int slice_begin = min(split * split_slices, all_slices);
+  const int slices = min(all_slices - slice_begin, split_slices);
+  const int k_begin = slice_begin * BK;
+  const int k_end = min(K, k_begin + slices * BK);
+
   // Tile origins in global memory and the step from one k slice to the next.
-  const float* a_tile = TRANS_A ? A + (long long)m0 * lda : A + m0;
-  const float* b_tile = TRANS_B ? B + n0 : B + (long long)n0 * ldb;
+  const float* a_tile = TRANS_A ? A + (long long)m0 * lda + k_begin : A + m0 + (long long)k_begin * lda;
+  const float* b_tile = TRANS_B ? B + n0 + (long long)k_begin * ldb : B + (long long)n0 * ldb + k_begin;
   const long long a_step = TRANS_A ? BK : (long long)BK * lda;
   const long long b_step = TRANS_B ? (long long)BK * ldb : BK;
 
@@ -218,16 +322,36 @@ extern "C" __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int j = 0; j < kFragN; ++j) acc[i][j] = 0.0f;
 
+  // Extents of the slice starting at k0 as (contiguous, strided) lengths of each operand.
+  auto a_extent = [&](int k0, int& c_left, int& s_left) {
+    c_left = TRANS_A ? k_end - k0 : m_left;
+    s_left = TRANS_A ? m_left : k_end - k0;
+  };
+  auto b_extent = [&](int k0, int& c_left, int& s_left) {
+    c_left = TRANS_B ? n_left : k_end - k0;
+    s_left = TRANS_B ? k_end - k0 : n_left;
+  };
   auto load_slice = [&](int k0) {
-    const int k_left = K - k0;
-    a_loader.load(a_tile, lda, TRANS_A ? k_left : m_left, TRANS_A ? m_left : k_left, tid);
-    b_loader.load(b_tile, ldb, TRANS_B ? n_left : k_left, TRANS_B ? k_left : n_left, tid);
+    int c, s;
+    a_extent(k0, c, s);
+    a_loader.load(a_tile, lda, c, s, tid);
+    b_extent(k0, c, s);
+    b_loader.load(b_tile, ldb, c, s, tid);
     a_tile += a_step;
     b_tile += b_step;
   };
   auto store_slice = [&](int stage) {
     a_loader.store(a_smem + stage * kATileFloats, tid, AIndex());
     b_loader.store(b_smem + stage * kBTileFloats, tid, BIndex());
+  };
+  auto copy_slice_async = [&](int k0, int stage) {
+    int c, s;
+    a_extent(k0, c, s);
+    a_loader.copy_async(a_smem + stage * kATileFloats, a_tile, lda, c, s, tid, AIndex());
+    b_extent(k0, c, s);
+    b_loader.copy_async(b_smem + stage * kBTileFloats, b_tile, ldb, c, s, tid, BIndex());
+    a_tile += a_step;
+    b_tile += b_step;
   };
   auto compute_slice = [&](int stage) {
     const float* as = a_smem + stage * kATileFloats;
@@ -239,17 +363,12 @@ extern "C" __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int wm = 0; wm < kWMIter; ++wm) {
         const int m = warp_m0 + wm * LM * TM + lane_m * TM;
-        if (AKM) {
-          read_shared<TM>(a_frag + wm * TM, as + a_index(k, m));
-        } else {
-#pragma unroll
-          for (int i = 0; i < TM; ++i) a_frag[wm * TM + i] = as[a_index(k, m + i)];
-        }
+        read_shared<TM, AKM ? 1 : kAStride>(a_frag + wm * TM, as + a_index(k, m));
       }
 #pragma unroll
       for (int wn = 0; wn < kWNIter; ++wn) {
         const int n = warp_n0 + wn * kLN * TN + lane_n * TN;
-        read_shared<TN>(b_frag + wn * TN, bs + b_index(k, n));
+        read_shared<TN, BKM ? 1 : kBStride>(b_frag + wn * TN, bs + b_index(k, n));
       }
 #pragma unroll
       for (int i = 0; i < kFragM; ++i)
@@ -258,28 +377,82 @@ extern "C" __global__ void __launch_bounds__(kThreads)
     }
   };
 
-  const int slices = (K + BK - 1) / BK;
-  if (PREFETCH) {
+  if constexpr (kAsync) {
+    // kStages - 1 slices in flight ahead of the one being computed; one barrier per slice. A
+    // group is committed every step, empty or not, so wait_group counts stay uniform.
+#pragma unroll
+    for (int t = 0; t < kStages - 1; ++t) {
+      if (t < slices) copy_slice_async(k_begin + t * BK, t);
+      cp_async_commit();
+    }
+    for (int t = 0; t < slices; ++t) {
+      cp_async_wait<kStages - 2>();  // slice t has landed (for this thread's copies)
+      __syncthreads();               // ... for everyone's, and slice t - 1 is no longer read
+      const int ahead = t + kStages - 1;
+      if (ahead < slices) copy_slice_async(k_begin + ahead * BK, ahead % kStages);
+      cp_async_commit();
+      compute_slice(t % kStages);
+    }
+    cp_async_wait<0>();
+  } else if constexpr (PIPE == 1) {
     // Two shared stages: the next slice travels global -> registers during this slice's math,
     // so one barrier per slice suffices.
     if (slices > 0) {
-      load_slice(0);
+      load_slice(k_begin);
       store_slice(0);
       __syncthreads();
     }
     for (int t = 0; t < slices; ++t) {
-      if (t + 1 < slices) load_slice((t + 1) * BK);
+      if (t + 1 < slices) load_slice(k_begin + (t + 1) * BK);
       compute_slice(t & 1);
       if (t + 1 < slices) store_slice((t + 1) & 1);
       __syncthreads();
     }
   } else {
     for (int t = 0; t < slices; ++t) {
-      load_slice(t * BK);
+      load_slice(k_begin + t * BK);
       store_slice(0);
       __syncthreads();
       compute_slice(0);
       __syncthreads();
+    }
+  }
+
+  if constexpr (SPLITK > 1) {
+    // Partial tiles live in the workspace thread-major (coalesced, no edge cases): split s of
+    // tile t at [(s * tiles + t) * BM * BN], element (i, j) of thread tid at
+    // [(i * kFragN + j) * kThreads + tid]; one int ticket per tile follows all partial tiles.
+    constexpr int kTileFloats = BM * BN;  // == kThreads * kFragM * kFragN
+    const long long tiles = (long long)tiles_m * tiles_n;
+    int* tickets = reinterpret_cast<int*>(workspace + SPLITK * tiles * kTileFloats);
+    float* mine = workspace + (split * tiles + tile) * kTileFloats;
+#pragma unroll
+    for (int i = 0; i < kFragM; ++i)
+#pragma unroll
+      for (int j = 0; j < kFragN; ++j) __stcg(mine + (i * kFragN + j) * kThreads + tid, acc[i][j]);
+    __threadfence();  // this block's partial is visible device-wide before its ticket
+    __syncthreads();
+    __shared__ int last;
+    if (tid == 0) {
+      last = atomicAdd(tickets + tile, 1) == SPLITK - 1;
+      if (last) tickets[tile] = 0;  // every other split has arrived; ready for the next launch
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    // Sum in split order whoever arrives last (this block's own partial re-read like the others),
+    // so every run gives the same bits.
+#pragma unroll
+    for (int i = 0; i < kFragM; ++i)
+#pragma unroll
+      for (int j = 0; j < kFragN; ++j) acc[i][j] = 0.0f;
+#pragma unroll 1
+    for (int s = 0; s < SPLITK; ++s) {
+      const float* part = workspace + (s * tiles + tile) * kTileFloats + tid;
+#pragma unroll
+      for (int i = 0; i < kFragM; ++i)
+#pragma unroll
+        for (int j = 0; j < kFragN; ++j) acc[i][j] += __ldcg(part + (i * kFragN + j) * kThreads);
     }
   }
 

@@ -30,9 +30,13 @@ const std::vector<Param>& parameters() {
       {"LM", {1, 2, 4, 8, 16, 32}, "lanes of a warp along m (32/LM along n)"},
       {"VEC", {1, 2, 4}, "floats per global load and store"},
       {"PAD", {0, 4}, "shared-memory row padding in floats"},
-      {"AKM", {0, 1}, "A stored k-major in shared memory"},
+      {"AKM", {0, 1}, "A stored k-major in shared memory (m contiguous)"},
+      {"BKM", {0, 1}, "B stored k-major in shared memory (n contiguous)"},
       {"UNROLL", {1, 2, 4, 8, 16, 32}, "unroll of the k slice loop"},
-      {"PREFETCH", {0, 1}, "double-buffered shared memory with register prefetch"},
+      {"PIPE", {0, 1, 2, 3, 4}, "0 single stage, 1 register prefetch, 2-4 cp.async stages"},
+      {"SWZ", {0, 4, 8, 16}, "block rows grouped in launch order for L2 reuse (0: none)"},
+      {"MINB", {1, 2}, "__launch_bounds__ minimum resident blocks per SM"},
+      {"SPLITK", {1, 2, 3, 4, 6, 8, 12, 16}, "blocks sharing one tile's k range"},
   };
   return params;
 }
@@ -113,12 +117,15 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   const int64_t n_cap = std::max<int64_t>(16, pow2_at_least(problem.n));
   const int64_t k_cap = std::max<int64_t>(8, pow2_at_least(problem.k));
   const int max_threads = std::min(1024, device.max_threads_per_block);
+  const int threads_per_sm = device.max_threads_per_sm > 0 ? device.max_threads_per_sm : 2048;
+  const int regs_per_sm = device.regs_per_sm > 0 ? device.regs_per_sm : 65536;
   const size_t smem_limit = device.smem_per_block_optin;
+  const size_t smem_per_sm = device.smem_per_sm > 0 ? device.smem_per_sm : smem_limit;
   const int alignment = problem.alignment;
+  const int cc = device.compute_capability();
+  const int64_t sms = std::max(1, device.sm_count);
 
-  space.require({"bm_fits_m", {"BM"}, [=](const Config& c) { return c.get("BM") <= m_cap; }, true});
-  space.require({"bn_fits_n", {"BN"}, [=](const Config& c) { return c.get("BN") <= n_cap; }, true});
-  space.require({"bk_fits_k", {"BK"}, [=](const Config& c) { return c.get("BK") <= k_cap; }, true});
+  // Validity: what the kernel needs to compile, launch and compute the right result.
   space.require({"warp_tile_divides_block_tile", {"BM", "BN", "WM", "WN"}, [](const Config& c) {
                    return c.get("BM") % c.get("WM") == 0 && c.get("BN") % c.get("WN") == 0;
                  }});
@@ -143,27 +150,127 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                  [=](const Config& c) { return c.get("VEC") <= alignment; }});
   space.require({"pad_keeps_rows_aligned", {"PAD"},
                  [](const Config& c) { return c.get("PAD") % 4 == 0; }});
-  space.require({"shared_memory", {"BM", "BN", "BK", "PAD", "AKM", "PREFETCH"},
+  space.require({"shared_memory", {"BM", "BN", "BK", "PAD", "AKM", "BKM", "PIPE"},
                  [=](const Config& c) { return shared_bytes(c) <= smem_limit; }});
   space.require({"unroll_divides_bk", {"BK", "UNROLL"},
                  [](const Config& c) { return c.get("BK") % c.get("UNROLL") == 0; }});
+  space.require({"cp_async_needs_sm80", {"PIPE"},
+                 [=](const Config& c) { return c.get("PIPE") < 2 || cc >= 80; }});
+  space.require({"min_blocks_fit_sm", {"BM", "BN", "WM", "WN", "BK", "PAD", "AKM", "BKM", "PIPE",
+                                       "MINB"},
+                 [=](const Config& c) {
+                   const int b = c.get("MINB");
+                   return threads_per_block(c) * b <= threads_per_sm &&
+                          shared_bytes(c) * b <= smem_per_sm;
+                 }});
+  space.require({"split_grid", {"SPLITK"}, [](const Config& c) { return c.get("SPLITK") <= 65535; }});
+
+  // Pruning: valid configs that cannot be worth measuring on this problem.
+  space.require({"bm_fits_m", {"BM"}, [=](const Config& c) { return c.get("BM") <= m_cap; }, true});
+  space.require({"bn_fits_n", {"BN"}, [=](const Config& c) { return c.get("BN") <= n_cap; }, true});
+  space.require({"bk_fits_k", {"BK"}, [=](const Config& c) { return c.get("BK") <= k_cap; }, true});
+  // The compiler's register cap is 255, or less when MINB blocks must fit the register file;
+  // configs whose estimate exceeds it spill (measured: about a quarter of unpruned trials).
+  space.require({"registers_fit", {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "LM", "VEC", "PIPE",
+                                   "MINB"},
+                 [=](const Config& c) {
+                   const int cap = std::min(255, regs_per_sm / (threads_per_block(c) * c.get("MINB")));
+                   return estimated_registers(c) <= cap;
+                 },
+                 true});
+  // Grouping needs more block rows than one group to change the order.
+  space.require({"swizzle_groups_rows", {"BM", "SWZ"},
+                 [=](const Config& c) {
+                   const int64_t tiles_m = (problem.m + c.get("BM") - 1) / c.get("BM");
+                   return c.get("SWZ") == 0 || c.get("SWZ") < tiles_m;
+                 },
+                 true});
+  // Split-K pays for its workspace traffic only when the tiles alone leave SMs idle, and each
+  // split needs at least two slices of k to amortize its epilogue.
+  space.require({"split_k_when_few_tiles", {"BM", "BN", "BK", "SPLITK"},
+                 [=](const Config& c) {
+                   const int64_t s = c.get("SPLITK");
+                   if (s == 1) return true;
+                   const int64_t tiles = ((problem.m + c.get("BM") - 1) / c.get("BM")) *
+                                         ((problem.n + c.get("BN") - 1) / c.get("BN"));
+                   const int64_t slices = (problem.k + c.get("BK") - 1) / c.get("BK");
+                   return tiles < 2 * sms && slices >= 2 * s;
+                 },
+                 true});
   return space;
+}
+
+int estimated_registers(const Config& c) {
+  // Accumulators, one k step's fragments, staging registers of the register pipelines, and
+  // about 32 for addresses, indices and loop state.
+  const int threads = threads_per_block(c);
+  const int frag_m = c.get("WM") / c.get("LM");
+  const int frag_n = c.get("WN") / (32 / c.get("LM"));
+  const int staging = c.get("PIPE") <= 1
+                          ? (c.get("BM") + c.get("BN")) * c.get("BK") / threads + 2 * c.get("VEC")
+                          : 0;
+  return frag_m * frag_n + frag_m + frag_n + staging + 32;
 }
 
 Config default_config(const DeviceInfo& device, const Problem& problem) {
   // The classic 128x128x8 tile with 8x8 per thread (two strided 4x4 sub-tiles each way) for
   // problems that fill the GPU; smaller tiles where there would be too few blocks.
   const Config large = Config::parse(
-      "BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,UNROLL=8,PREFETCH=1");
+      "BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
+      "SWZ=0,MINB=1,SPLITK=1");
   const Config medium = Config::parse(
-      "BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,UNROLL=8,PREFETCH=1");
+      "BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
+      "SWZ=0,MINB=1,SPLITK=1");
   const Config small = Config::parse(
-      "BM=32,BN=32,BK=8,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,UNROLL=8,PREFETCH=1");
+      "BM=32,BN=32,BK=8,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
+      "SWZ=0,MINB=1,SPLITK=1");
   const double blocks_large = static_cast<double>((problem.m + 127) / 128) * ((problem.n + 127) / 128);
   const double blocks_medium = static_cast<double>((problem.m + 63) / 64) * ((problem.n + 63) / 64);
   const int sms = std::max(1, device.sm_count);
   const Config& pick = blocks_large >= sms ? large : blocks_medium >= sms ? medium : small;
   return fit_config(pick, device, problem);
+}
+
+std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& problem) {
+  // Known-good families (measured on H100/H200, and CUTLASS's best SIMT shapes), tried first so
+  // the search starts in a good region: large register tiles with register prefetch or cp.async
+  // pipelines, medium tiles, and small or split-K tiles for shapes with few tiles.
+  static const char* const kFamilies[] = {
+      "BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
+      "SWZ=0,MINB=1,SPLITK=1",
+      "BM=256,BN=128,BK=16,WM=128,WN=32,TM=4,TN=8,LM=16,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
+      "SWZ=0,MINB=1,SPLITK=1",
+      "BM=256,BN=128,BK=8,WM=64,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
+      "SWZ=8,MINB=1,SPLITK=1",
+      "BM=128,BN=256,BK=8,WM=64,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
+      "SWZ=8,MINB=1,SPLITK=1",
+      "BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
+      "SWZ=0,MINB=2,SPLITK=1",
+      "BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
+      "SWZ=0,MINB=1,SPLITK=1",
+      "BM=128,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
+      "SWZ=0,MINB=2,SPLITK=1",
+      "BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
+      "SWZ=0,MINB=2,SPLITK=1",
+      "BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
+      "SWZ=0,MINB=2,SPLITK=4",
+      "BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
+      "SWZ=0,MINB=2,SPLITK=8",
+      "BM=64,BN=32,BK=32,WM=16,WN=32,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
+      "SWZ=0,MINB=2,SPLITK=8",
+      "BM=32,BN=32,BK=16,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=2,"
+      "SWZ=0,MINB=2,SPLITK=1",
+      "BM=32,BN=32,BK=32,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
+      "SWZ=0,MINB=2,SPLITK=4",
+  };
+  const Space space = make_space(device, problem);
+  std::vector<Config> seeds = {default_config(device, problem)};
+  for (const char* text : kFamilies) {
+    Config c = Config::parse(text);
+    c.set("VEC", std::min(c.get("VEC"), problem.alignment));
+    if (!space.violation(c, /*include_pruning=*/true)) seeds.push_back(c);
+  }
+  return seeds;
 }
 
 Config fit_config(const Config& config, const DeviceInfo& device, const Problem& problem) {
@@ -207,29 +314,48 @@ KernelSpec kernel_spec(const Config& config, const Problem& problem) {
   return spec;
 }
 
+int stages(const Config& c) {
+  const int pipe = c.get("PIPE");
+  return pipe == 0 ? 1 : pipe == 1 ? 2 : pipe;
+}
+
 size_t shared_bytes(const Config& c) {
   const size_t bm = c.get("BM"), bn = c.get("BN"), bk = c.get("BK"), pad = c.get("PAD");
-  const size_t stages = c.get("PREFETCH") ? 2 : 1;
   const size_t a = c.get("AKM") ? bk * (bm + pad) : bm * (bk + pad);
-  const size_t b = bk * (bn + pad);
-  return stages * (a + b) * sizeof(float);
+  const size_t b = c.get("BKM") ? bk * (bn + pad) : bn * (bk + pad);
+  return static_cast<size_t>(stages(c)) * (a + b) * sizeof(float);
 }
 
 int threads_per_block(const Config& c) {
   return 32 * (c.get("BM") / c.get("WM")) * (c.get("BN") / c.get("WN"));
 }
 
-LaunchGeometry geometry(const Config& config, const Problem& problem) {
+int64_t tile_count(const Config& config, const Problem& problem) {
   const int64_t bm = config.get("BM"), bn = config.get("BN");
-  const int64_t grid_m = (problem.m + bm - 1) / bm;
-  const int64_t grid_n = (problem.n + bn - 1) / bn;
-  if (grid_m > INT_MAX || grid_n > 65535) {
+  return ((problem.m + bm - 1) / bm) * ((problem.n + bn - 1) / bn);
+}
+
+size_t workspace_bytes(const Config& config, const Problem& problem) {
+  const int64_t splits = config.get("SPLITK");
+  if (splits == 1) return 0;
+  const int64_t tiles = tile_count(config, problem);
+  // Partial tiles of every split, then one int ticket per tile (see gemm.cu).
+  return static_cast<size_t>(splits * tiles * config.get("BM") * config.get("BN")) * sizeof(float) +
+         static_cast<size_t>(tiles) * sizeof(int);
+}
+
+LaunchGeometry geometry(const Config& config, const Problem& problem) {
+  const int64_t tiles = tile_count(config, problem);
+  if (tiles > INT_MAX) {
     throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                "n = " + std::to_string(problem.n) + " needs " + std::to_string(grid_n) +
-                    " block columns with BN = " + std::to_string(bn) + "; at most 65535 fit a grid");
+                "m = " + std::to_string(problem.m) + ", n = " + std::to_string(problem.n) +
+                    " need " + std::to_string(tiles) + " tiles of " +
+                    std::to_string(config.get("BM")) + "x" + std::to_string(config.get("BN")) +
+                    "; at most 2^31 - 1 fit a grid");
   }
   LaunchGeometry g;
-  g.grid = dim3(static_cast<unsigned>(grid_m), static_cast<unsigned>(grid_n));
+  // x: tiles (the kernel maps them to block rows and columns), y: splits of k.
+  g.grid = dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(config.get("SPLITK")));
   g.block = dim3(static_cast<unsigned>(threads_per_block(config)));
   g.dynamic_smem_bytes = shared_bytes(config);
   return g;
@@ -246,12 +372,32 @@ cache::ProblemKey problem_key(const DeviceInfo& device, const Problem& problem) 
 }
 
 void launch(const LoadedKernel& kernel, const Config& config, const Problem& problem, float alpha,
-            const float* a, const float* b, float beta, float* c, cudaStream_t stream) {
+            const float* a, const float* b, float beta, float* c, void* workspace,
+            cudaStream_t stream) {
+  if (problem.m > INT_MAX || problem.n > INT_MAX || problem.k > INT_MAX ||
+      problem.lda > INT_MAX || problem.ldb > INT_MAX || problem.ldc > INT_MAX) {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                "m, n, k and the leading dimensions must each be below 2^31 for this kernel");
+  }
   int m = static_cast<int>(problem.m), n = static_cast<int>(problem.n),
       k = static_cast<int>(problem.k);
   int lda = static_cast<int>(problem.lda), ldb = static_cast<int>(problem.ldb),
       ldc = static_cast<int>(problem.ldc);
-  void* args[] = {&m, &n, &k, &alpha, &a, &lda, &b, &ldb, &beta, &c, &ldc};
+  const size_t ws_bytes = workspace_bytes(config, problem);
+  if (ws_bytes > 0) {
+    if (workspace == nullptr) {
+      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                  "workspace: split-K config " + config.canonical() + " needs " +
+                      std::to_string(ws_bytes) + " bytes of workspace, got NULL");
+    }
+    // The tickets start at zero each launch (the last block of a tile also resets its own, but
+    // a workspace may be fresh or left over from an aborted launch).
+    const size_t tickets = static_cast<size_t>(tile_count(config, problem)) * sizeof(int);
+    TUNED_CUDA_CHECK(cudaMemsetAsync(static_cast<char*>(workspace) + ws_bytes - tickets, 0,
+                                     tickets, stream));
+  }
+  float* ws = static_cast<float*>(workspace);
+  void* args[] = {&m, &n, &k, &alpha, &a, &lda, &b, &ldb, &beta, &c, &ldc, &ws};
   kernel.launch(geometry(config, problem), args, stream);
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cache/records.hpp"
 #include "generator/device.hpp"
@@ -49,21 +50,34 @@ Space make_space(const DeviceInfo& device, const Problem& problem);
 /// A safe, reasonably fast config for any problem (used when nothing was tuned).
 Config default_config(const DeviceInfo& device, const Problem& problem);
 
+/// The default plus known-good families that fit the problem: where a search starts.
+std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& problem);
+
+/// Registers per thread the kernel is expected to need (for pruning before compiling).
+int estimated_registers(const Config& config);
+
 /// config made valid for problem (VEC lowered to the problem's alignment, tiles kept); throws
 /// Error(TUNED_STATUS_CONFIG_ERROR) naming the broken constraint when that is not enough.
 Config fit_config(const Config& config, const DeviceInfo& device, const Problem& problem);
 
-/// "gemm_nn_bm128_bn128_bk8_wm64_wn32_tm4_tn4_lm8_v4_p4_akm1_u8_pf1"
+/// "gemm_nn_bm128_bn128_bk8_wm64_..._splitk1": the layout, then every parameter with its value.
 std::string kernel_name(const Config& config, const Problem& problem);
 KernelSpec kernel_spec(const Config& config, const Problem& problem);
+int stages(const Config& config);  // shared-memory stages PIPE implies
 size_t shared_bytes(const Config& config);
 int threads_per_block(const Config& config);
+int64_t tile_count(const Config& config, const Problem& problem);
+/// Bytes of device workspace a launch needs (0 unless SPLITK > 1).
+size_t workspace_bytes(const Config& config, const Problem& problem);
 LaunchGeometry geometry(const Config& config, const Problem& problem);
 
 cache::ProblemKey problem_key(const DeviceInfo& device, const Problem& problem);
 
 /// Launches C = alpha op(A) op(B) + beta C with a kernel built from config (m, n > 0).
+/// workspace: at least workspace_bytes(config, problem) bytes of device memory, used in stream
+/// order (may be null when that is 0).
 void launch(const LoadedKernel& kernel, const Config& config, const Problem& problem, float alpha,
-            const float* a, const float* b, float beta, float* c, cudaStream_t stream);
+            const float* a, const float* b, float beta, float* c, void* workspace,
+            cudaStream_t stream);
 
 }  // namespace tuned::gemm_op

@@ -72,6 +72,16 @@ void GemmTask::allocate(const Problem& p, Buffers& b, bool with_init) {
   if (with_init) b.c_init = DeviceBuffer(elements(p.ldc, p.n) * sizeof(float));
 }
 
+void* GemmTask::workspace(const Config& config, const Problem& p) {
+  const size_t bytes = workspace_bytes(config, p);
+  if (bytes == 0) return nullptr;
+  if (workspace_.bytes() < bytes) {
+    TUNED_CUDA_CHECK(cudaDeviceSynchronize());  // the old workspace may still be in use
+    workspace_ = DeviceBuffer(bytes);
+  }
+  return workspace_.get();
+}
+
 void GemmTask::allocate() {
   allocate(problem_, main_, false);
   allocate(edge_, edge_buffers_, true);
@@ -100,7 +110,7 @@ MatrixCheck GemmTask::check(const LoadedKernel& kernel, const Config& config,
   // Main shape: beta = 0 over a NaN-poisoned C, so unwritten elements and reads of C both show.
   DeviceCheck::poison(main_.c.as<float>(), main_.c.bytes() / sizeof(float), stream);
   launch(kernel, config, problem_, 1.0f, main_.a.as<float>(), main_.b.as<float>(), 0.0f,
-         main_.c.as<float>(), stream);
+         main_.c.as<float>(), workspace(config, problem_), stream);
   MatrixCheck main = check_.compare(main_.c.as<float>(), problem_.ldc, main_.c_ref.as<float>(),
                                     problem_.ldc, problem_.m, problem_.n, stream);
   if (!main.passed(tolerance())) return main;
@@ -109,7 +119,8 @@ MatrixCheck GemmTask::check(const LoadedKernel& kernel, const Config& config,
   TUNED_CUDA_CHECK(cudaMemcpyAsync(edge_buffers_.c.get(), edge_buffers_.c_init.get(),
                                    edge_buffers_.c_init.bytes(), cudaMemcpyDeviceToDevice, stream));
   launch(kernel, config, edge_, kEdgeAlpha, edge_buffers_.a.as<float>(),
-         edge_buffers_.b.as<float>(), kEdgeBeta, edge_buffers_.c.as<float>(), stream);
+         edge_buffers_.b.as<float>(), kEdgeBeta, edge_buffers_.c.as<float>(),
+         workspace(config, edge_), stream);
   MatrixCheck edge = check_.compare(edge_buffers_.c.as<float>(), edge_.ldc,
                                     edge_buffers_.c_ref.as<float>(), edge_.ldc, edge_.m, edge_.n,
                                     stream);
@@ -126,7 +137,7 @@ double GemmTask::tolerance() const {
 
 void GemmTask::run(const LoadedKernel& kernel, const Config& config, cudaStream_t stream) {
   launch(kernel, config, problem_, 1.0f, main_.a.as<float>(), main_.b.as<float>(), 0.0f,
-         main_.c.as<float>(), stream);
+         main_.c.as<float>(), workspace(config, problem_), stream);
 }
 
 void GemmTask::run_baseline(cudaStream_t stream) {

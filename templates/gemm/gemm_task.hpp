@@ -39,7 +39,9 @@ class GemmTask : public TuningTask {
   const Space& space() const override { return space_; }
   Space& mutable_space() { return space_; }
   KernelSpec kernel_spec(const Config& config) const override;
-  std::vector<Config> seed_configs() const override { return {default_config(device_, problem_)}; }
+  std::vector<Config> seed_configs() const override {
+    return gemm_op::seed_configs(device_, problem_);
+  }
   LaunchGeometry geometry(const Config& config) const override {
     return gemm_op::geometry(config, problem_);
   }
@@ -63,6 +65,8 @@ class GemmTask : public TuningTask {
     DeviceBuffer a, b, c, c_ref, c_init;
   };
   void allocate(const Problem& p, Buffers& buffers, bool with_init);
+  /// Workspace for config on p (grown on demand; split-K configs need it).
+  void* workspace(const Config& config, const Problem& p);
 
   DeviceInfo device_;
   Problem problem_;
@@ -71,6 +75,7 @@ class GemmTask : public TuningTask {
   DeviceCheck& check_;
   CublasHandle cublas_;
   Buffers main_, edge_buffers_;
+  DeviceBuffer workspace_;
   static constexpr float kEdgeAlpha = 1.25f;
   static constexpr float kEdgeBeta = -0.75f;
 };

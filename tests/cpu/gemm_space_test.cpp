@@ -4,6 +4,7 @@
 
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "generator/nvrtc_compiler.hpp"
 #include "templates/gemm/gemm_op.hpp"
@@ -15,25 +16,27 @@ namespace {
 
 TEST(GemmSpace, ConfigRendersOptionsNameAndCanonicalText) {
   const Config c = Config::parse(
-      "BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,UNROLL=8,PREFETCH=1");
+      "BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,SPLITK=1");
   EXPECT_EQ(c.canonical(),
-            "BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,UNROLL=8,PREFETCH=1");
+            "BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,SPLITK=1");
   EXPECT_EQ(Config::parse(c.canonical()), c);
   const Problem p = packed_problem("TN", 100, 200, 300);
   EXPECT_EQ(kernel_name(c, p),
-            "gemm_tn_bm128_bn64_bk8_wm64_wn32_tm4_tn4_lm8_vec4_pad4_akm1_unroll8_prefetch1");
+            "gemm_tn_bm128_bn64_bk8_wm64_wn32_tm4_tn4_lm8_vec4_pad4_akm1_bkm1_unroll8_pipe1_swz0_minb1_"
+            "splitk1");
   const KernelSpec spec = kernel_spec(c, p);
   EXPECT_EQ(spec.options[0], "-DKERNEL_NAME=" + spec.kernel_name);
   EXPECT_EQ(spec.options[1], "-DTRANS_A=1");
   EXPECT_EQ(spec.options[2], "-DTRANS_B=0");
   EXPECT_EQ(spec.options[3], "-DBM=128");
-  EXPECT_EQ(spec.options.back(), "-DPREFETCH=1");
+  EXPECT_EQ(spec.options.back(), "-DSPLITK=1");
   // Geometry comes from the same values: 4 warps of 64x32 in a 128x64 tile.
   const LaunchGeometry g = geometry(c, p);
   EXPECT_EQ(g.block.x, 128u);
-  EXPECT_EQ(g.grid.x, 1u);  // ceil(100 / 128)
-  EXPECT_EQ(g.grid.y, 4u);  // ceil(200 / 64)
+  EXPECT_EQ(g.grid.x, 4u);  // ceil(100 / 128) * ceil(200 / 64) tiles
+  EXPECT_EQ(g.grid.y, 1u);  // no split of k
   EXPECT_EQ(g.dynamic_smem_bytes, 2u * (8 * 132 + 8 * 68) * 4);
+  EXPECT_EQ(workspace_bytes(c, p), 0u);
 }
 
 TEST(GemmSpace, MalformedConfigTextIsAConfigError) {
@@ -51,7 +54,9 @@ TEST(GemmSpace, EnumerationMeetsEveryConstraint) {
   const DeviceInfo dev = reference_device(90);
   const Problem p = packed_problem("NN", 4096, 4096, 4096);
   Space space = make_space(dev, p);
-  space.restrict({{"PAD", {4}}, {"UNROLL", {1, 8}}});  // keeps the walk short
+  // Keeps the walk short.
+  space.restrict({{"PAD", {4}}, {"UNROLL", {1, 8}}, {"BKM", {1}}, {"PIPE", {1, 3}}, {"SWZ", {0, 8}},
+                  {"MINB", {1}}, {"SPLITK", {1}}});
   size_t visited = 0;
   std::set<std::string> seen;
   space.for_each([&](const Config& c) {
@@ -78,9 +83,9 @@ TEST(GemmSpace, EnumerationMeetsEveryConstraint) {
   }
   // The classic ladder rungs are points of the space.
   for (const char* rung :
-       {"BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,UNROLL=1,PREFETCH=0",
-        "BM=32,BN=32,BK=32,WM=32,WN=1,TM=1,TN=1,LM=32,VEC=1,PAD=0,AKM=1,UNROLL=32,PREFETCH=0",
-        "BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,UNROLL=8,PREFETCH=1"}) {
+       {"BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=1,PIPE=0,SWZ=0,MINB=1,SPLITK=1",
+        "BM=32,BN=32,BK=32,WM=32,WN=1,TM=1,TN=1,LM=32,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=32,PIPE=0,SWZ=0,MINB=1,SPLITK=1",
+        "BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,SPLITK=1"}) {
     EXPECT_FALSE(space.violation(Config::parse(rung)).has_value()) << rung;
   }
 }
@@ -91,7 +96,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   EXPECT_EQ(p.alignment, 1);
   const Space space = make_space(dev, p);
   auto c = Config::parse(
-      "BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,UNROLL=8,PREFETCH=1");
+      "BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,SPLITK=1");
   EXPECT_EQ(space.violation(c).value_or(""), "vec_fits_alignment");
   c.set("VEC", 1);
   EXPECT_FALSE(space.violation(c).has_value());
@@ -100,7 +105,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   EXPECT_EQ(space.violation(c).value_or(""), "accumulators_per_thread");
   // fit_config lowers VEC for an unaligned problem and keeps everything else.
   const Config fitted = fit_config(Config::parse(
-      "BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,UNROLL=8,PREFETCH=1"),
+      "BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,SPLITK=1"),
       dev, p);
   EXPECT_EQ(fitted.get("VEC"), 1);
   EXPECT_EQ(fitted.get("BM"), 128);
@@ -109,10 +114,10 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
 TEST(GemmSpace, RestrictionsNarrowTheSpaceAndUnknownNamesAreErrors) {
   const DeviceInfo dev = reference_device(90);
   Space space = make_space(dev, packed_problem("NN", 1024, 1024, 1024));
-  space.restrict({{"BM", {64}}, {"BN", {64}}, {"PREFETCH", {1}}});
+  space.restrict({{"BM", {64}}, {"BN", {64}}, {"PIPE", {1}}, {"SPLITK", {1, 2}}, {"SWZ", {0}}});
   for (const auto& c : space.enumerate()) {
     EXPECT_EQ(c.get("BM"), 64);
-    EXPECT_EQ(c.get("PREFETCH"), 1);
+    EXPECT_EQ(c.get("PIPE"), 1);
   }
   try {
     space.restrict({{"BX", {64}}});
@@ -160,6 +165,58 @@ TEST(GemmSpace, AlignmentClassLooksAtPointersAndLeadingDims) {
   EXPECT_EQ(alignment_class(buf + 2, buf, buf, 8, 8, 8), 2);
 }
 
+TEST(GemmSpace, SplitKGeometryAndWorkspace) {
+  const DeviceInfo dev = reference_device(90);
+  const Problem p = packed_problem("NN", 32, 4096, 4096);
+  Config c = Config::parse(
+      "BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
+      "SWZ=0,MINB=2,SPLITK=8");
+  EXPECT_FALSE(make_space(dev, p).violation(c).has_value());
+  const LaunchGeometry g = geometry(c, p);
+  EXPECT_EQ(g.grid.x, 64u);  // 1 x 64 tiles
+  EXPECT_EQ(g.grid.y, 8u);   // 8 splits of k
+  EXPECT_EQ(g.dynamic_smem_bytes, 3u * (32 * 36 + 32 * 68) * 4);
+  // 8 partial 32x64 tiles per tile, then one ticket per tile.
+  EXPECT_EQ(workspace_bytes(c, p), 8u * 64 * 32 * 64 * 4 + 64 * 4);
+  // Split-K is pruned where the tiles already fill the GPU.
+  const Space big = make_space(dev, packed_problem("NN", 4096, 4096, 4096));
+  c.set("BM", 128);
+  c.set("BN", 128);
+  c.set("WM", 64);
+  c.set("WN", 32);
+  EXPECT_EQ(big.violation(c).value_or(""), "split_k_when_few_tiles");
+  EXPECT_FALSE(big.violation(c, /*include_pruning=*/false).has_value());
+}
+
+TEST(GemmSpace, RegisterEstimatePrunesConfigsThatWouldSpill) {
+  const DeviceInfo dev = reference_device(90);
+  const Space space = make_space(dev, packed_problem("NN", 4096, 4096, 4096));
+  // 128 accumulators with register prefetch fit one block of 256 threads per SM ...
+  Config c = Config::parse(
+      "BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
+      "SWZ=0,MINB=1,SPLITK=1");
+  EXPECT_FALSE(space.violation(c).has_value());
+  EXPECT_GT(estimated_registers(c), 128);
+  // ... but not two (128 registers each at most).
+  c.set("MINB", 2);
+  EXPECT_EQ(space.violation(c).value_or(""), "registers_fit");
+}
+
+TEST(GemmSpace, SeedsAreValidForEveryLayoutAndShapeClass) {
+  const DeviceInfo dev = reference_device(90);
+  for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+    for (auto [m, n, k] : {std::tuple{4096, 4096, 4096}, std::tuple{32, 4096, 4096},
+                           std::tuple{127, 127, 127}, std::tuple{4097, 4097, 4097}}) {
+      const Problem p = packed_problem(layout, m, n, k);
+      const auto seeds = seed_configs(dev, p);
+      EXPECT_GE(seeds.size(), 2u) << layout << m;
+      for (const auto& c : seeds) {
+        EXPECT_FALSE(make_space(dev, p).violation(c, false).has_value()) << c.canonical();
+      }
+    }
+  }
+}
+
 // NVRTC needs no GPU: compile a random sample of the space for both architectures and read the
 // resource report back. Every sampled config must compile, and none of the sample may spill more
 // than a little (a sign the space admits configs the register file cannot hold).
@@ -187,6 +244,37 @@ TEST_P(GemmCompileSample, SampleOfTheSpaceCompilesWithResourceReport) {
     ++compiled;
   }
   EXPECT_EQ(compiled, 6);
+}
+
+// Every pipeline (0..4), both shared layouts of each operand, grouping and split-K compile in
+// every layout; the families the tuner starts from must not spill.
+TEST_P(GemmCompileSample, EveryFamilyCompilesWithoutSpills) {
+  const int cc = GetParam();
+  const DeviceInfo dev = reference_device(cc);
+  const char* families[] = {
+      "BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,PIPE=0,"
+      "SWZ=4,MINB=1,SPLITK=1",
+      "BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,PIPE=2,"
+      "SWZ=0,MINB=2,SPLITK=3",
+      "BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,PIPE=4,"
+      "SWZ=0,MINB=2,SPLITK=8",
+  };
+  for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+    const Problem p = packed_problem(layout, 1000, 1000, 1000);
+    std::vector<Config> configs;
+    for (const char* f : families) configs.push_back(Config::parse(f));
+    for (const auto& seed : seed_configs(dev, p)) configs.push_back(seed);
+    for (const auto& c : configs) {
+      const KernelSpec spec = kernel_spec(c, p);
+      CompileRequest request{spec.source_name, spec.source, spec.kernel_name, spec.options, cc};
+      CompiledKernel k;
+      ASSERT_NO_THROW(k = compile_kernel(request)) << c.canonical();
+      EXPECT_EQ(k.resources.spill_bytes(), 0) << c.canonical();
+      EXPECT_EQ(k.resources.stack_bytes, 0) << c.canonical();
+      // The estimate that prunes must not be far below what the compiler needs.
+      EXPECT_LE(k.resources.registers, estimated_registers(c) + 64) << c.canonical();
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, GemmCompileSample, ::testing::Values(80, 90));
