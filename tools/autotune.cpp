@@ -2,6 +2,7 @@
 // trial and the best configs in the tuning database, and ends with a table against the baseline.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -79,6 +80,38 @@ class ProgressPrinter {
   std::chrono::steady_clock::time_point last_print_{};
 };
 
+// Where the search starts: the stored best for this key (re-measured, so tuning again never ends
+// worse than before), then the bests of the nearest other tuned shapes of this layout (good
+// configs transfer between neighbouring shapes), then the op's own seeds.
+std::vector<tuned::Config> starting_configs(tuned::cache::Database& db,
+                                            const tuned::TuningTask& task,
+                                            const tuned::cache::ProblemKey& key) {
+  std::vector<tuned::Config> first;
+  auto add = [&](const std::string& text) {
+    try {
+      const auto config = tuned::Config::parse(text);
+      if (!task.space().violation(config)) first.push_back(config);
+    } catch (const tuned::Error&) {  // a config of an older template
+    }
+  };
+  if (auto previous = db.find_best(key)) add(previous->config);
+  std::vector<std::pair<double, std::string>> others;
+  for (const auto& best : db.bests({key.device_uuid, key.op, 0, 0})) {
+    if (best.key.layout != key.layout || best.key.shape == key.shape) continue;
+    double distance = 0;
+    for (size_t d = 0; d < key.shape.size() && d < best.key.shape.size(); ++d) {
+      distance += std::abs(std::log2(std::max<double>(1, key.shape[d])) -
+                           std::log2(std::max<double>(1, best.key.shape[d])));
+    }
+    others.emplace_back(distance, best.config);
+  }
+  std::sort(others.begin(), others.end());
+  constexpr size_t kTransferred = 6;
+  for (size_t i = 0; i < others.size() && i < kTransferred; ++i) add(others[i].second);
+  for (const auto& seed : task.seed_configs()) first.push_back(seed);
+  return first;
+}
+
 struct Row {
   std::string shape, layout, config, note;
   double ms = 0, rate = 0, baseline_ms = 0, baseline_rate = 0;
@@ -127,15 +160,7 @@ int run(const AutotuneOptions& options) {
     session_options.max_trials = options.max_trials;
     session_options.seed = options.seed ? options.seed + i : static_cast<uint64_t>(
         std::chrono::system_clock::now().time_since_epoch().count());
-    session_options.first = task->seed_configs();
-    if (auto previous = db.find_best(key)) {
-      // Re-measure the stored best, so tuning again never ends worse than before.
-      try {
-        const auto config = tuned::Config::parse(previous->config);
-        if (!task->space().violation(config)) session_options.first.push_back(config);
-      } catch (const tuned::Error&) {
-      }
-    }
+    session_options.first = starting_configs(db, *task, key);
     tuned::cache::SessionRecord session =
         db.begin_session({0, device.uuid, options.op, options.strategy, session_options.budget_s, ""});
 

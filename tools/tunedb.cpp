@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cache/database.hpp"
+#include "cache/shipped_defaults.hpp"
 #include "tuned/error.hpp"
 
 namespace {
@@ -403,6 +404,19 @@ Export export_of(Database& db, const std::string& table, const Filter& filter) {
 }
 
 void run_export(Database& db, const Options& options) {
+  if (options.format == "shipped") {
+    // Rows for cache/shipped/*.tsv: the best configs, keyed by GPU model instead of uuid.
+    std::map<std::string, tuned::cache::DeviceRecord> devices;
+    for (const auto& d : db.devices()) devices[d.uuid] = d;
+    std::cout << "# Exported by tunedb export --format shipped. Columns (tab-separated):\n"
+              << "# device_name\tcc\top\tlayout\tm\tn\tk\talignment\tconfig\tms\tbaseline_ms\n";
+    for (const auto& best : db.bests(options.filter)) {
+      const auto& d = devices[best.key.device_uuid];
+      std::cout << tuned::cache::ShippedDefaults::row(best, d.name, d.cc_major * 10 + d.cc_minor)
+                << "\n";
+    }
+    return;
+  }
   if (options.format == "csv") {
     Export e = export_of(db, options.table, options.filter);
     write_csv(std::cout, e.header, e.csv);
@@ -455,8 +469,10 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--limit", options.filter.limit, "at most N rows (trials, sessions: the latest)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--format", options.format, "csv or json instead of an aligned table")
-      ->check(CLI::IsMember({"csv", "json"}));
+  app.add_option("--format", options.format,
+                 "csv or json instead of an aligned table; export also takes shipped (rows for "
+                 "cache/shipped/*.tsv)")
+      ->check(CLI::IsMember({"csv", "json", "shipped"}));
   app.add_subcommand("devices", "GPUs seen by autotune");
   app.add_subcommand("best", "best configuration per device, op, layout, shape and alignment");
   app.add_subcommand("trials", "every candidate tried and its disposition");
@@ -490,6 +506,9 @@ int main(int argc, char** argv) {
     options.filter.device_uuid = resolve_device(db, options.filter.device_uuid);
     if (options.command == "export") {
       run_export(db, options);
+    } else if (options.format == "shipped") {
+      std::cerr << "tunedb: --format shipped is for export only\n";
+      return 2;
     } else if (!options.format.empty()) {
       run_listing_as(db, options);
     } else if (options.command == "devices") {

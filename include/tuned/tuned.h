@@ -40,7 +40,9 @@ const char* tuned_last_error(void);
 /// (alpha and beta by host pointer) plus a stream. op(A) is m x k, op(B) is k x n, C is m x n.
 /// lda >= max(1, op_a == N ? m : k), ldb >= max(1, op_b == N ? k : n), ldc >= max(1, m).
 /// k == 0 gives beta * C; beta == 0 never reads C. The kernel is the best configuration tuned for
-/// this device and shape (exact key, else the nearest tuned shape, else the shipped default),
+/// this device and shape: from the user's database (exact key, else the nearest tuned shape), else
+/// from the defaults shipped in the library for this GPU model (exact, else nearest), else the
+/// built-in default;
 /// compiled once per process or taken from the tuning database. Asynchronous on the stream.
 tuned_status_t tuned_gemm(tuned_operation_t op_a, tuned_operation_t op_b, int m, int n, int k,
                           const float* alpha, const float* A, int lda, const float* B, int ldb,
@@ -51,7 +53,7 @@ tuned_status_t tuned_gemm(tuned_operation_t op_a, tuned_operation_t op_b, int m,
 tuned_status_t tuned_set_database(const char* path);
 
 /// Describes the configuration tuned_gemm would use for this problem, and where it came from
-/// ("exact", "nearest", "default"), into buf (NUL-terminated, truncated to size).
+/// ("exact", "nearest MxNxK", "shipped", "shipped nearest MxNxK", "default"), into buf (NUL-terminated, truncated to size).
 tuned_status_t tuned_gemm_describe(tuned_operation_t op_a, tuned_operation_t op_b, int m, int n,
                                    int k, const float* A, int lda, const float* B, int ldb,
                                    const float* C, int ldc, char* buf, unsigned long size);

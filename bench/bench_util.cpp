@@ -1,0 +1,102 @@
+#include "bench/bench_util.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "generator/cuda_check.hpp"
+
+namespace tuned::bench {
+namespace {
+
+size_t elements(int64_t ld, int64_t cols) {
+  return static_cast<size_t>(ld) * static_cast<size_t>(std::max<int64_t>(cols, 1));
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+}  // namespace
+
+std::string Shape::text() const {
+  return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+}
+
+GemmOperands::GemmOperands(const gemm_op::Problem& p, DeviceCheck& check, cudaStream_t stream)
+    : a_(elements(p.lda, p.trans_a ? p.m : p.k) * sizeof(float)),
+      b_(elements(p.ldb, p.trans_b ? p.k : p.n) * sizeof(float)),
+      c_(elements(p.ldc, p.n) * sizeof(float)),
+      c_ref_(elements(p.ldc, p.n) * sizeof(float)) {
+  check.fill_uniform(a_.as<float>(), a_.bytes() / sizeof(float), 1, -1.0f, 1.0f, stream);
+  check.fill_uniform(b_.as<float>(), b_.bytes() / sizeof(float), 2, -1.0f, 1.0f, stream);
+}
+
+PairTiming time_side_by_side(const std::function<void(cudaStream_t)>& first,
+                             const std::function<void(cudaStream_t)>& second, cudaStream_t stream,
+                             int rounds) {
+  Event start = Event::create(), stop = Event::create();
+  auto timed = [&](const std::function<void(cudaStream_t)>& fn, int reps) {
+    start.record(stream);
+    for (int r = 0; r < reps; ++r) fn(stream);
+    stop.record(stream);
+    return stop.elapsed_since(start) / reps;
+  };
+  // Warm-up (first launch loads the kernel, clocks ramp), then size the batches to >= 2 ms.
+  for (int i = 0; i < 3; ++i) {
+    first(stream);
+    second(stream);
+  }
+  const double probe = std::max(timed(first, 1), timed(second, 1));
+  const int reps = std::clamp(static_cast<int>(std::ceil(2.0 / std::max(probe, 1e-4))), 1, 500);
+  std::vector<double> a, b;
+  for (int r = 0; r < rounds; ++r) {
+    if (r % 2 == 0) {
+      a.push_back(timed(first, reps));
+      b.push_back(timed(second, reps));
+    } else {
+      b.push_back(timed(second, reps));
+      a.push_back(timed(first, reps));
+    }
+  }
+  return {median(a), median(b)};
+}
+
+double tflops(const gemm_op::Problem& p, double ms) { return ms > 0 ? p.flops() / (ms * 1e9) : 0; }
+
+double geometric_mean(const std::vector<double>& values) {
+  if (values.empty()) return 0;
+  double log_sum = 0;
+  for (double v : values) log_sum += std::log(v);
+  return std::exp(log_sum / static_cast<double>(values.size()));
+}
+
+std::string json_escape(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+std::string device_tag(const std::string& device_name) {
+  // The vendor and the first word with a digit: "NVIDIA H100 80GB HBM3" -> "nvidia-h100".
+  std::string tag, word;
+  std::string lower;
+  for (char ch : device_name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  size_t space = lower.find(' ');
+  tag = lower.substr(0, space);
+  while (space != std::string::npos) {
+    const size_t next = lower.find(' ', space + 1);
+    word = lower.substr(space + 1, next == std::string::npos ? std::string::npos : next - space - 1);
+    if (std::any_of(word.begin(), word.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+      return tag + "-" + word;
+    }
+    space = next;
+  }
+  return tag;
+}
+
+}  // namespace tuned::bench

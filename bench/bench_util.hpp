@@ -1,0 +1,57 @@
+// Shared by the GEMM benchmarks: device buffers with random operands, side-by-side timing of two
+// callables (alternating batches, events, median), result checks against cuBLAS, and small JSON
+// and table helpers.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "generator/cuda_raii.hpp"
+#include "generator/device.hpp"
+#include "generator/kernel_cache.hpp"
+#include "templates/check/device_check.hpp"
+#include "templates/gemm/gemm_task.hpp"
+
+namespace tuned::bench {
+
+/// One benchmark problem: layout and shape (column-major, cuBLAS conventions).
+struct Shape {
+  std::string layout;
+  int64_t m, n, k;
+  std::string text() const;  // "4096x4096x4096"
+};
+
+/// Operands of one problem on the device, random in [-1, 1), plus the cuBLAS result.
+class GemmOperands {
+ public:
+  GemmOperands(const gemm_op::Problem& problem, DeviceCheck& check, cudaStream_t stream);
+  const float* a() const { return a_.as<float>(); }
+  const float* b() const { return b_.as<float>(); }
+  float* c() const { return c_.as<float>(); }
+  float* c_ref() const { return c_ref_.as<float>(); }
+  size_t c_elements() const { return c_.bytes() / sizeof(float); }
+
+ private:
+  DeviceBuffer a_, b_, c_, c_ref_;
+};
+
+/// Per-call milliseconds of two callables timed side by side: batches of calls between events
+/// (batch long enough to hide event resolution), alternating first/second, median over rounds.
+struct PairTiming {
+  double first_ms = 0, second_ms = 0;
+};
+PairTiming time_side_by_side(const std::function<void(cudaStream_t)>& first,
+                             const std::function<void(cudaStream_t)>& second,
+                             cudaStream_t stream, int rounds = 9);
+
+double tflops(const gemm_op::Problem& p, double ms);
+double geometric_mean(const std::vector<double>& values);
+std::string json_escape(const std::string& s);
+/// "NVIDIA H100 80GB HBM3" -> "nvidia-h100" (the file-name tag of bench/results/).
+std::string device_tag(const std::string& device_name);
+
+}  // namespace tuned::bench

@@ -1,0 +1,179 @@
+// gemm_vs_cublas: tuned_gemm against cuBLAS FP32 (no TF32) on the benchmark suite, in the same
+// process, timed side by side; checks each result against cuBLAS, prints a table and the geometric
+// mean of the speed ratios, and writes them as JSON.
+//   gemm_vs_cublas [--device N] [--db PATH | --no-user-db] [--json FILE] [--layout L]
+//   gemm_vs_cublas --print-shapes LAYOUT   (the suite's shapes of a layout, for autotune --shape)
+#include <cublas_v2.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <cmath>
+
+#include "bench/bench_util.hpp"
+#include "bench/gemm_suite.hpp"
+#include "generator/cuda_check.hpp"
+#include "tuned/error.hpp"
+#include "tuned/tuned.h"
+
+namespace {
+
+using namespace tuned;
+using namespace tuned::bench;
+
+struct Row {
+  Shape shape;
+  std::string origin;  // where tuned_gemm's config came from, and the config
+  double tuned_ms = 0, cublas_ms = 0, tuned_tflops = 0, cublas_tflops = 0, ratio = 0;
+  double rel_error = 0;
+  bool correct = false;
+};
+
+void check_status(tuned_status_t status) {
+  if (status != TUNED_STATUS_SUCCESS) throw Error(status, tuned_last_error());
+}
+
+Row run_shape(const Shape& s, DeviceCheck& check, gemm_op::CublasHandle& cublas,
+              cudaStream_t stream) {
+  Row row;
+  row.shape = s;
+  const gemm_op::Problem p = gemm_op::packed_problem(s.layout, s.m, s.n, s.k);
+  GemmOperands ops(p, check, stream);
+  const auto op_a = p.trans_a ? TUNED_OP_T : TUNED_OP_N, op_b = p.trans_b ? TUNED_OP_T : TUNED_OP_N;
+  const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
+  const int lda = static_cast<int>(p.lda), ldb = static_cast<int>(p.ldb),
+            ldc = static_cast<int>(p.ldc);
+  char text[1024];
+  check_status(tuned_gemm_describe(op_a, op_b, m, n, k, ops.a(), lda, ops.b(), ldb, ops.c(), ldc,
+                                   text, sizeof text));
+  row.origin = text;
+  const float alpha = 1.0f, beta = 0.0f;
+  auto tuned_call = [&](cudaStream_t st) {
+    check_status(tuned_gemm(op_a, op_b, m, n, k, &alpha, ops.a(), lda, ops.b(), ldb, &beta,
+                            ops.c(), ldc, st));
+  };
+  auto cublas_call = [&](cudaStream_t) {
+    gemm_op::cublas_sgemm(cublas.get(), p, alpha, ops.a(), ops.b(), beta, ops.c_ref());
+  };
+  // Correctness first: C poisoned, one call, compared with cuBLAS.
+  DeviceCheck::poison(ops.c(), ops.c_elements(), stream);
+  tuned_call(stream);
+  cublas_call(stream);
+  const MatrixCheck result = check.compare(ops.c(), p.ldc, ops.c_ref(), p.ldc, p.m, p.n, stream);
+  row.rel_error = result.rel_error;
+  row.correct = result.passed(std::max(1e-5, 2e-7 * std::sqrt(static_cast<double>(p.k))));
+
+  const PairTiming t = time_side_by_side(tuned_call, cublas_call, stream);
+  row.tuned_ms = t.first_ms;
+  row.cublas_ms = t.second_ms;
+  row.tuned_tflops = tflops(p, row.tuned_ms);
+  row.cublas_tflops = tflops(p, row.cublas_ms);
+  row.ratio = row.cublas_ms / row.tuned_ms;
+  return row;
+}
+
+int run(int device_index, const std::string& db, bool no_user_db, const std::string& json,
+        const std::string& layout_filter) {
+  const DeviceInfo device = query_device(device_index);
+  TUNED_CUDA_CHECK(cudaSetDevice(device_index));
+  std::string db_used = db;
+  if (no_user_db) {
+    // An empty database of our own: every config comes from the shipped defaults (or built-in).
+    db_used = "/tmp/gemm_vs_cublas_empty_" + std::to_string(getpid()) + ".db";
+    std::remove(db_used.c_str());
+  }
+  if (!db_used.empty()) check_status(tuned_set_database(db_used.c_str()));
+
+  KernelCache kernels;
+  DeviceCheck check(kernels, device);
+  gemm_op::CublasHandle cublas;
+  Stream stream = Stream::create();
+  cublas.set_stream(stream.get());
+  int cublas_version = 0;
+  cublasGetVersion(cublas.get(), &cublas_version);
+
+  std::printf("gemm_vs_cublas on %s (%s, %d SMs), cuBLAS %d FP32, database: %s\n",
+              device.name.c_str(), device.arch().c_str(), device.sm_count, cublas_version,
+              no_user_db ? "none (shipped defaults)" : db_used.empty() ? "default" : db_used.c_str());
+  std::printf("%-18s %-6s %10s %9s %10s %9s %7s %9s  %s\n", "shape", "layout", "tuned ms", "TFLOP/s",
+              "cuBLAS ms", "TFLOP/s", "ratio", "rel err", "config");
+  std::vector<Row> rows;
+  std::vector<double> ratios;
+  bool all_correct = true;
+  for (const Shape& s : gemm_suite()) {
+    if (!layout_filter.empty() && s.layout != layout_filter) continue;
+    Row r = run_shape(s, check, cublas, stream.get());
+    std::printf("%-18s %-6s %10.4f %9.2f %10.4f %9.2f %7.3f %9.2e  %s%s\n", s.text().c_str(),
+                s.layout.c_str(), r.tuned_ms, r.tuned_tflops, r.cublas_ms, r.cublas_tflops, r.ratio,
+                r.rel_error, r.origin.c_str(), r.correct ? "" : "  WRONG RESULT");
+    std::fflush(stdout);
+    all_correct = all_correct && r.correct;
+    ratios.push_back(r.ratio);
+    rows.push_back(r);
+  }
+  const double geomean = geometric_mean(ratios);
+  double worst = 1e9;
+  for (double r : ratios) worst = std::min(worst, r);
+  std::printf("geometric mean of tuned/cuBLAS speed over %zu shapes: %.3f (worst %.3f)%s\n",
+              rows.size(), geomean, worst, all_correct ? "" : "; SOME RESULTS WRONG");
+
+  if (!json.empty()) {
+    std::ofstream out(json);
+    out << "{\n  \"device\": " << json_escape(device.name) << ",\n  \"arch\": "
+        << json_escape(device.arch()) << ",\n  \"cublas_version\": " << cublas_version
+        << ",\n  \"database\": " << json_escape(no_user_db ? "none (shipped defaults)" : db_used)
+        << ",\n  \"geomean_ratio\": " << geomean << ",\n  \"worst_ratio\": " << worst
+        << ",\n  \"all_correct\": " << (all_correct ? "true" : "false") << ",\n  \"rows\": [\n";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      out << "    {\"shape\": " << json_escape(r.shape.text()) << ", \"layout\": "
+          << json_escape(r.shape.layout) << ", \"tuned_ms\": " << r.tuned_ms
+          << ", \"cublas_ms\": " << r.cublas_ms << ", \"tuned_tflops\": " << r.tuned_tflops
+          << ", \"cublas_tflops\": " << r.cublas_tflops << ", \"ratio\": " << r.ratio
+          << ", \"rel_error\": " << r.rel_error << ", \"config\": " << json_escape(r.origin)
+          << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
+    }
+    out << "  ]\n}\n";
+    if (!out) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--json " + json + ": cannot write");
+  }
+  if (no_user_db) std::remove(db_used.c_str());
+  return all_correct ? 0 : 3;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tuned_gemm against cuBLAS FP32 on the benchmark suite.", "gemm_vs_cublas"};
+  int device = 0;
+  std::string db, json, layout, print_layout;
+  bool no_user_db = false;
+  app.add_option("--device", device, "CUDA device index")->check(CLI::NonNegativeNumber);
+  app.add_option("--db", db, "tuning database tuned_gemm reads (default: the user's)");
+  app.add_flag("--no-user-db", no_user_db, "use an empty database: shipped defaults only");
+  app.add_option("--json", json, "write the results here as JSON");
+  app.add_option("--layout", layout, "only shapes of this layout")
+      ->check(CLI::IsMember({"NN", "NT", "TN", "TT"}));
+  app.add_option("--print-shapes", print_layout,
+                 "print the suite's shapes of LAYOUT, comma-separated, and exit")
+      ->check(CLI::IsMember({"NN", "NT", "TN", "TT"}));
+  CLI11_PARSE(app, argc, argv);
+  if (!db.empty() && no_user_db) {
+    std::fprintf(stderr, "gemm_vs_cublas: --db and --no-user-db exclude each other\n");
+    return 2;
+  }
+  if (!print_layout.empty()) {
+    std::string list;
+    for (const auto& s : tuned::bench::gemm_suite()) {
+      if (s.layout == print_layout) list += (list.empty() ? "" : ",") + s.text();
+    }
+    std::printf("%s\n", list.c_str());
+    return 0;
+  }
+  try {
+    return run(device, db, no_user_db, json, layout);
+  } catch (const tuned::Error& e) {
+    std::fprintf(stderr, "gemm_vs_cublas: %s\n", e.what());
+    return 1;
+  }
+}

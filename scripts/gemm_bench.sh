@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The GEMM benchmark pipeline on one GPU, from binaries built on the CPU machine (build/ carried).
+# Steps, in the order given:
+#   tests         the GPU tests (ctest label gpu's binary)
+#   tune:L:S      autotune the suite's shapes of layout L with S seconds in all, into $OUT/bench.db
+#   bench         gemm_vs_cublas with $OUT/bench.db, then the ladder -> $OUT/gemm_<tag>.json,
+#                 $OUT/ladder_<tag>.json/.md
+#   shipped       gemm_vs_cublas with no user database (shipped defaults only)
+#                 -> $OUT/gemm_shipped_<tag>.json
+#   export        $OUT/bench.db's best configs as rows for cache/shipped/ -> $OUT/shipped_<tag>.tsv
+# e.g. scripts/gemm_bench.sh tests tune:NN:400 bench export
+set -uo pipefail
+out=${OUT:-out}
+mkdir -p "$out"
+name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
+tag=$(echo "$name" | tr 'A-Z' 'a-z' | awk '{for (i = 2; i <= NF; i++) if ($i ~ /[0-9]/) {print $1 "-" $i; exit}}')
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >> "$out/device.txt"
+db="$out/bench.db"
+[ -f bench.db.in ] && [ ! -f "$db" ] && cp bench.db.in "$db"  # a carried database to continue
+summary=()
+for step in "$@"; do
+  start=$(date +%s)
+  case "$step" in
+    tests)
+      ./build/tests/tuned_gpu_tests --gtest_color=no > "$out/gpu_tests.log" 2>&1
+      rc=$?
+      summary+=("tests rc=$rc: $(grep -E '^\[  (PASSED|FAILED) ' "$out/gpu_tests.log" | tr '\n' ' ')")
+      grep -E "FAILED|Failure" -A3 "$out/gpu_tests.log" | head -n 40 ;;
+    tune:*)
+      IFS=: read -r _ layout seconds <<< "$step"
+      shapes=$(./build/bench/gemm_vs_cublas --print-shapes "$layout")
+      ./build/tools/autotune --device 0 --op gemm --layout "$layout" --shape "$shapes" \
+        --budget "$seconds" --seed 1 --db "$db" 2>> "$out/autotune_progress.log" \
+        | tee -a "$out/autotune_$tag.txt"
+      rc=${PIPESTATUS[0]}
+      summary+=("tune $layout rc=$rc") ;;
+    bench)
+      ./build/bench/gemm_vs_cublas --db "$db" --json "$out/gemm_$tag.json" | tee "$out/gemm_$tag.txt"
+      rc=${PIPESTATUS[0]}
+      ./build/bench/gemm_ladder --db "$db" --json "$out/ladder_$tag.json" \
+        --markdown "$out/ladder_$tag.md" | tee -a "$out/gemm_$tag.txt"
+      summary+=("bench rc=$rc ladder rc=${PIPESTATUS[0]}: $(grep '^geometric' "$out/gemm_$tag.txt")") ;;
+    shipped)
+      ./build/bench/gemm_vs_cublas --no-user-db --json "$out/gemm_shipped_$tag.json" \
+        | tee "$out/gemm_shipped_$tag.txt"
+      summary+=("shipped rc=${PIPESTATUS[0]}: $(grep '^geometric' "$out/gemm_shipped_$tag.txt")") ;;
+    export)
+      ./build/tools/tunedb --db "$db" export --format shipped --op gemm > "$out/shipped_$tag.tsv"
+      summary+=("export rc=$? $(grep -vc '^#' "$out/shipped_$tag.tsv") rows") ;;
+    *) echo "unknown step $step"; exit 2 ;;
+  esac
+  summary[-1]+=" ($(( $(date +%s) - start )) s)"
+done
+echo
+echo "== summary on $name =="
+printf '%s\n' "${summary[@]}"
