@@ -71,15 +71,24 @@ gemm_op::Problem Runtime::make_problem(int op_a, int op_b, int64_t m, int64_t n,
   return p;
 }
 
-std::string Runtime::memo_key(const DeviceInfo& device, const cache::ProblemKey& key) {
-  return std::to_string(device.index) + "|" + key.layout + "|" + key.shape_string() + "|" +
-         std::to_string(key.alignment);
+Runtime::MemoKey Runtime::memo_key(const DeviceInfo& device, const gemm_op::Problem& p) {
+  return {device.index, p.trans_a, p.trans_b, p.m, p.n, p.k, p.alignment};
+}
+
+size_t Runtime::MemoKeyHash::operator()(const MemoKey& k) const {
+  size_t h = std::hash<int64_t>()(k.m);
+  for (int64_t v : {k.n, k.k, int64_t(k.alignment), int64_t(k.device), int64_t(k.trans_a),
+                    int64_t(k.trans_b)}) {
+    h = h * 1000003u ^ std::hash<int64_t>()(v);
+  }
+  return h;
 }
 
 Runtime::Choice Runtime::choose_gemm(const DeviceInfo& device, const gemm_op::Problem& problem) {
-  const cache::ProblemKey key = gemm_op::problem_key(device, problem);
-  const std::string memo = memo_key(device, key);
+  // Repeat calls stop here: the memo key is plain numbers, built without allocating.
+  const MemoKey memo = memo_key(device, problem);
   if (auto it = choices_.find(memo); it != choices_.end()) return it->second;
+  const cache::ProblemKey key = gemm_op::problem_key(device, problem);
 
   Choice choice;
   // A stored config that no longer fits (older template, other alignment) is skipped.
@@ -130,7 +139,7 @@ void Runtime::gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const fl
   if (!choice.kernel) {
     choice.kernel = kernels_.get(gemm_op::kernel_spec(choice.config, problem), *device);
     std::lock_guard<std::mutex> lock(mutex_);
-    choices_[memo_key(*device, gemm_op::problem_key(*device, problem))].kernel = choice.kernel;
+    choices_[memo_key(*device, problem)].kernel = choice.kernel;
   }
   const size_t ws_bytes = gemm_op::workspace_bytes(choice.config, problem);
   if (ws_bytes == 0) {

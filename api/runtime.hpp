@@ -47,7 +47,18 @@ class Runtime {
   cache::Database* database();  // nullptr when none can be used
   Choice choose_gemm(const DeviceInfo& device, const gemm_op::Problem& problem);
   cudaMemPool_t workspace_pool(int device);  // created on first use, kept for the process
-  static std::string memo_key(const DeviceInfo& device, const cache::ProblemKey& key);
+  // What a memoized choice depends on (the problem key without strings).
+  struct MemoKey {
+    int device;
+    bool trans_a, trans_b;
+    int64_t m, n, k;
+    int alignment;
+    bool operator==(const MemoKey&) const = default;
+  };
+  struct MemoKeyHash {
+    size_t operator()(const MemoKey& k) const;
+  };
+  static MemoKey memo_key(const DeviceInfo& device, const gemm_op::Problem& problem);
   gemm_op::Problem make_problem(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const void* a,
                              int64_t lda, const void* b, int64_t ldb, const void* c, int64_t ldc);
 
@@ -59,7 +70,7 @@ class Runtime {
   std::unique_ptr<cache::Database> db_;
   std::unique_ptr<cache::DatabaseCubinStore> store_;
   KernelCache kernels_;
-  std::unordered_map<std::string, Choice> choices_;
+  std::unordered_map<MemoKey, Choice, MemoKeyHash> choices_;
   std::map<int, cudaMemPool_t> pools_;
 };
 

@@ -2,7 +2,8 @@
 # The GEMM benchmark pipeline on one GPU, from binaries built on the CPU machine (build/ carried).
 # Steps, in the order given:
 #   tests         the GPU tests (ctest label gpu's binary)
-#   tune:L:S      autotune the suite's shapes of layout L with S seconds in all, into $OUT/bench.db
+#   tune:L:S[:SHAPES]  autotune the suite's shapes of layout L (or SHAPES, comma-separated) with S
+#                 seconds in all, into $OUT/bench.db (continuing build/bench.db.in when carried)
 #   bench         gemm_vs_cublas with $OUT/bench.db, then the ladder -> $OUT/gemm_<tag>.json,
 #                 $OUT/ladder_<tag>.json/.md
 #   shipped       gemm_vs_cublas with no user database (shipped defaults only)
@@ -16,7 +17,7 @@ name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 tag=$(echo "$name" | tr 'A-Z' 'a-z' | awk '{for (i = 2; i <= NF; i++) if ($i ~ /[0-9]/) {print $1 "-" $i; exit}}')
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >> "$out/device.txt"
 db="$out/bench.db"
-[ -f bench.db.in ] && [ ! -f "$db" ] && cp bench.db.in "$db"  # a carried database to continue
+[ -f build/bench.db.in ] && [ ! -f "$db" ] && cp build/bench.db.in "$db"  # carried, to continue
 summary=()
 for step in "$@"; do
   start=$(date +%s)
@@ -27,8 +28,8 @@ for step in "$@"; do
       summary+=("tests rc=$rc: $(grep -E '^\[  (PASSED|FAILED) ' "$out/gpu_tests.log" | tr '\n' ' ')")
       grep -E "FAILED|Failure" -A3 "$out/gpu_tests.log" | head -n 40 ;;
     tune:*)
-      IFS=: read -r _ layout seconds <<< "$step"
-      shapes=$(./build/bench/gemm_vs_cublas --print-shapes "$layout")
+      IFS=: read -r _ layout seconds shapes <<< "$step"
+      [ -n "$shapes" ] || shapes=$(./build/bench/gemm_vs_cublas --print-shapes "$layout")
       ./build/tools/autotune --device 0 --op gemm --layout "$layout" --shape "$shapes" \
         --budget "$seconds" --seed 1 --db "$db" 2>> "$out/autotune_progress.log" \
         | tee -a "$out/autotune_$tag.txt"
