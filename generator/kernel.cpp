@@ -5,7 +5,7 @@
 namespace tuned {
 
 LoadedKernel::LoadedKernel(const std::vector<char>& image, const std::string& kernel_name,
-                           size_t dynamic_smem_bytes)
+                           size_t dynamic_smem_bytes, const std::vector<std::string>& companions)
     : name_(kernel_name), dynamic_smem_bytes_(dynamic_smem_bytes) {
   cudaError_t err = cudaLibraryLoadData(&library_, image.data(), nullptr, nullptr, 0, nullptr,
                                         nullptr, 0);
@@ -22,6 +22,11 @@ LoadedKernel::LoadedKernel(const std::vector<char>& image, const std::string& ke
       // Blocks get more than 48 KB of dynamic shared memory only after opting in.
       TUNED_CUDA_CHECK(cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(dynamic_smem_bytes)));
+    }
+    for (const auto& name : companions) {
+      cudaKernel_t k = nullptr;
+      TUNED_CUDA_CHECK(cudaLibraryGetKernel(&k, library_, name.c_str()));
+      companions_.emplace_back(name, k);
     }
   } catch (...) {
     (void)cudaLibraryUnload(library_);
@@ -44,6 +49,22 @@ void LoadedKernel::launch(const LaunchGeometry& geometry, void** args, cudaStrea
     (void)cudaGetLastError();
     throw_cuda_error(err, ("cudaLaunchKernel(" + name_ + ")").c_str(), __FILE__, __LINE__);
   }
+}
+
+void LoadedKernel::launch_companion(const std::string& name, const LaunchGeometry& geometry,
+                                    void** args, cudaStream_t stream) const {
+  for (const auto& [companion, kernel] : companions_) {
+    if (companion != name) continue;
+    const cudaError_t err = cudaLaunchKernel(reinterpret_cast<const void*>(kernel), geometry.grid,
+                                             geometry.block, args, geometry.dynamic_smem_bytes,
+                                             stream);
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();
+      throw_cuda_error(err, ("cudaLaunchKernel(" + name + ")").c_str(), __FILE__, __LINE__);
+    }
+    return;
+  }
+  throw Error(TUNED_STATUS_INTERNAL_ERROR, name_ + ": no companion kernel " + name + " was loaded");
 }
 
 }  // namespace tuned

@@ -23,8 +23,10 @@ class LoadedKernel {
   /// Loads a cubin (or PTX) on the current device and finds kernel_name in it; raises the dynamic
   /// shared-memory limit to dynamic_smem_bytes. Throws Error(TUNED_STATUS_LAUNCH_ERROR) when the
   /// image does not load or the kernel does not fit the device.
+  /// companions: other kernels of the image to find too (helpers the op launches around the
+  /// main kernel, without dynamic shared memory).
   LoadedKernel(const std::vector<char>& image, const std::string& kernel_name,
-               size_t dynamic_smem_bytes);
+               size_t dynamic_smem_bytes, const std::vector<std::string>& companions = {});
   ~LoadedKernel();
   LoadedKernel(const LoadedKernel&) = delete;
   LoadedKernel& operator=(const LoadedKernel&) = delete;
@@ -32,6 +34,9 @@ class LoadedKernel {
   /// Launches with args (pointers to each argument, as cudaLaunchKernel takes them). Throws
   /// Error(TUNED_STATUS_LAUNCH_ERROR) when the launch is refused.
   void launch(const LaunchGeometry& geometry, void** args, cudaStream_t stream) const;
+  /// Launches the companion kernel called name (one of those given at load time).
+  void launch_companion(const std::string& name, const LaunchGeometry& geometry, void** args,
+                        cudaStream_t stream) const;
 
   const std::string& name() const { return name_; }
   int registers() const { return attributes_.numRegs; }
@@ -43,6 +48,7 @@ class LoadedKernel {
   std::string name_;
   cudaLibrary_t library_ = nullptr;
   cudaKernel_t kernel_ = nullptr;
+  std::vector<std::pair<std::string, cudaKernel_t>> companions_;
   cudaFuncAttributes attributes_{};
   size_t dynamic_smem_bytes_ = 0;
 };

@@ -50,7 +50,7 @@ BuiltKernel KernelCache::build(const KernelSpec& spec, const DeviceInfo& device)
 std::shared_ptr<const LoadedKernel> KernelCache::load(const BuiltKernel& built,
                                                       const KernelSpec& spec) {
   return std::make_shared<const LoadedKernel>(built.cubin.image, spec.kernel_name,
-                                              spec.dynamic_smem_bytes);
+                                              spec.dynamic_smem_bytes, spec.companions);
 }
 
 std::shared_ptr<const LoadedKernel> KernelCache::get(const KernelSpec& spec,

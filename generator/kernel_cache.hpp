@@ -24,6 +24,7 @@ struct KernelSpec {
   std::string source_hash;
   std::string kernel_name;
   std::vector<std::string> options;  // -D options
+  std::vector<std::string> companions;  // other kernels of the same image the op launches
   size_t dynamic_smem_bytes = 0;     // the most any launch of it uses
 };
 

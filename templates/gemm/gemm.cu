@@ -17,6 +17,10 @@
 //   SWZ groups SWZ block rows (m) together in launch order so concurrent blocks share operand
 //   panels in L2 (0: plain column-by-column order);
 //   MINB is __launch_bounds__'s minimum of resident blocks per SM (caps registers per thread);
+//   PRETB = 1 (B given k-contiguous, i.e. not transposed) first copies B transposed into the
+//   workspace with gemm_transpose_b, and the main kernel (compiled with TRANS_B = 1) reads that:
+//   cheap next to the product when m is large, and B's slices then need no transpose on the way
+//   to shared memory;
 //   SPLITK > 1 splits k among that many blocks per tile: each writes its partial tile to a
 //   workspace, and the last to finish (an integer ticket) sums them in split order, so results
 //   are deterministic and no float atomics are involved.
@@ -77,6 +81,9 @@
 #endif
 #ifndef MINB
 #error "gemm.cu: MINB must be defined (-DMINB=<value>)"
+#endif
+#ifndef PRETB
+#error "gemm.cu: PRETB must be defined (-DPRETB=<value>)"
 #endif
 #ifndef SPLITK
 #error "gemm.cu: SPLITK must be defined (-DSPLITK=<value>)"
@@ -493,5 +500,23 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
         }
       }
     }
+  }
+}
+
+// B (K x N, column-major, k contiguous) -> Bt (N x K, n contiguous, leading dimension ldt) for
+// PRETB = 1: 32 x 32 tiles through shared memory, padded against bank conflicts; 32 x 8 threads.
+extern "C" __global__ void __launch_bounds__(256)
+    gemm_transpose_b(int K, int N, const float* __restrict__ B, int ldb, float* __restrict__ Bt,
+                     int ldt) {
+  __shared__ float tile[32][33];
+  const int k0 = blockIdx.x * 32, n0 = blockIdx.y * 32;
+  for (int j = threadIdx.y; j < 32; j += 8) {
+    const int k = k0 + threadIdx.x, n = n0 + j;
+    if (k < K && n < N) tile[j][threadIdx.x] = B[k + (long long)n * ldb];
+  }
+  __syncthreads();
+  for (int j = threadIdx.y; j < 32; j += 8) {
+    const int n = n0 + threadIdx.x, k = k0 + j;
+    if (k < K && n < N) Bt[n + (long long)k * ldt] = tile[threadIdx.x][j];
   }
 }

@@ -11,6 +11,8 @@
 namespace tuned::gemm_op {
 namespace {
 
+constexpr const char* kTransposeB = "gemm_transpose_b";  // companion kernel in gemm.cu
+
 int64_t pow2_at_least(int64_t x) {
   int64_t p = 1;
   while (p < x) p *= 2;
@@ -36,6 +38,7 @@ const std::vector<Param>& parameters() {
       {"PIPE", {0, 1, 2, 3, 4}, "0 single stage, 1 register prefetch, 2-4 cp.async stages"},
       {"SWZ", {0, 4, 8, 16}, "block rows grouped in launch order for L2 reuse (0: none)"},
       {"MINB", {1, 2}, "__launch_bounds__ minimum resident blocks per SM"},
+      {"PRETB", {0, 1}, "B (not transposed) copied transposed into the workspace first"},
       {"SPLITK", {1, 2, 3, 4, 6, 8, 12, 16}, "blocks sharing one tile's k range"},
   };
   return params;
@@ -164,6 +167,8 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                           shared_bytes(c) * b <= smem_per_sm;
                  }});
   space.require({"split_grid", {"SPLITK"}, [](const Config& c) { return c.get("SPLITK") <= 65535; }});
+  space.require({"pretranspose_needs_k_contiguous_b", {"PRETB"},
+                 [=](const Config& c) { return c.get("PRETB") == 0 || !problem.trans_b; }});
 
   // Pruning: valid configs that cannot be worth measuring on this problem.
   space.require({"bm_fits_m", {"BM"}, [=](const Config& c) { return c.get("BM") <= m_cap; }, true});
@@ -178,6 +183,9 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                    return estimated_registers(c) <= cap;
                  },
                  true});
+  // Transposing B costs a pass over it: worth it only when many block rows reuse it.
+  space.require({"pretranspose_when_m_large", {"PRETB"},
+                 [=](const Config& c) { return c.get("PRETB") == 0 || problem.m >= 2048; }, true});
   // Grouping needs more block rows than one group to change the order.
   space.require({"swizzle_groups_rows", {"BM", "SWZ"},
                  [=](const Config& c) {
@@ -217,13 +225,13 @@ Config default_config(const DeviceInfo& device, const Problem& problem) {
   // problems that fill the GPU; smaller tiles where there would be too few blocks.
   const Config large = Config::parse(
       "BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
-      "SWZ=0,MINB=1,SPLITK=1");
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=1");
   const Config medium = Config::parse(
       "BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
-      "SWZ=0,MINB=1,SPLITK=1");
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=1");
   const Config small = Config::parse(
       "BM=32,BN=32,BK=8,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
-      "SWZ=0,MINB=1,SPLITK=1");
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=1");
   const double blocks_large = static_cast<double>((problem.m + 127) / 128) * ((problem.n + 127) / 128);
   const double blocks_medium = static_cast<double>((problem.m + 63) / 64) * ((problem.n + 63) / 64);
   const int sms = std::max(1, device.sm_count);
@@ -236,32 +244,37 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
   // the search starts in a good region: large register tiles with register prefetch or cp.async
   // pipelines, medium tiles, and small or split-K tiles for shapes with few tiles.
   static const char* const kFamilies[] = {
+      // The best NT and TT tiles, reading B transposed into the workspace (NN and TN, large m).
+      "BM=128,BN=128,BK=16,WM=128,WN=32,TM=8,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=4,"
+      "SWZ=4,MINB=1,PRETB=1,SPLITK=1",
+      "BM=128,BN=256,BK=16,WM=32,WN=128,TM=4,TN=4,LM=2,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
+      "SWZ=0,MINB=1,PRETB=1,SPLITK=1",
       "BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
-      "SWZ=0,MINB=1,SPLITK=1",
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=1",
       "BM=256,BN=128,BK=16,WM=128,WN=32,TM=4,TN=8,LM=16,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
-      "SWZ=0,MINB=1,SPLITK=1",
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=1",
       "BM=256,BN=128,BK=8,WM=64,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=8,MINB=1,SPLITK=1",
+      "SWZ=8,MINB=1,PRETB=0,SPLITK=1",
       "BM=128,BN=256,BK=8,WM=64,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=8,MINB=1,SPLITK=1",
+      "SWZ=8,MINB=1,PRETB=0,SPLITK=1",
       "BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
-      "SWZ=0,MINB=2,SPLITK=1",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=1",
       "BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
-      "SWZ=0,MINB=1,SPLITK=1",
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=1",
       "BM=128,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
-      "SWZ=0,MINB=2,SPLITK=1",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=1",
       "BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
-      "SWZ=0,MINB=2,SPLITK=1",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=1",
       "BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
-      "SWZ=0,MINB=2,SPLITK=4",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=4",
       "BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,SPLITK=8",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=8",
       "BM=64,BN=32,BK=32,WM=16,WN=32,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,SPLITK=8",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=8",
       "BM=32,BN=32,BK=16,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=2,"
-      "SWZ=0,MINB=2,SPLITK=1",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=1",
       "BM=32,BN=32,BK=32,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,SPLITK=4",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=4",
   };
   const Space space = make_space(device, problem);
   std::vector<Config> seeds = {default_config(device, problem)};
@@ -308,8 +321,9 @@ KernelSpec kernel_spec(const Config& config, const Problem& problem) {
   spec.kernel_name = kernel_name(config, problem);
   spec.options = {"-DKERNEL_NAME=" + spec.kernel_name,
                   "-DTRANS_A=" + std::to_string(problem.trans_a ? 1 : 0),
-                  "-DTRANS_B=" + std::to_string(problem.trans_b ? 1 : 0)};
+                  "-DTRANS_B=" + std::to_string(reads_b_transposed(config, problem) ? 1 : 0)};
   for (const auto& d : config.defines()) spec.options.push_back(d);
+  if (config.get("PRETB")) spec.companions.push_back(kTransposeB);
   spec.dynamic_smem_bytes = shared_bytes(config);
   return spec;
 }
@@ -335,13 +349,38 @@ int64_t tile_count(const Config& config, const Problem& problem) {
   return ((problem.m + bm - 1) / bm) * ((problem.n + bn - 1) / bn);
 }
 
-size_t workspace_bytes(const Config& config, const Problem& problem) {
+bool reads_b_transposed(const Config& config, const Problem& problem) {
+  return problem.trans_b || config.get("PRETB") == 1;
+}
+
+namespace {
+
+constexpr size_t kWorkspaceAlign = 256;
+
+size_t round_up_bytes(size_t bytes) { return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign; }
+
+// Workspace layout: [B transposed (PRETB)] [partial tiles and tickets (SPLITK > 1)].
+int64_t transposed_b_ld(const Problem& p) { return (std::max<int64_t>(p.n, 1) + 3) / 4 * 4; }
+
+size_t transposed_b_bytes(const Config& config, const Problem& p) {
+  if (!config.get("PRETB")) return 0;
+  return round_up_bytes(static_cast<size_t>(transposed_b_ld(p) * std::max<int64_t>(p.k, 1)) *
+                        sizeof(float));
+}
+
+size_t split_bytes(const Config& config, const Problem& problem) {
   const int64_t splits = config.get("SPLITK");
   if (splits == 1) return 0;
   const int64_t tiles = tile_count(config, problem);
   // Partial tiles of every split, then one int ticket per tile (see gemm.cu).
   return static_cast<size_t>(splits * tiles * config.get("BM") * config.get("BN")) * sizeof(float) +
          static_cast<size_t>(tiles) * sizeof(int);
+}
+
+}  // namespace
+
+size_t workspace_bytes(const Config& config, const Problem& problem) {
+  return transposed_b_bytes(config, problem) + split_bytes(config, problem);
 }
 
 LaunchGeometry geometry(const Config& config, const Problem& problem) {
@@ -384,20 +423,36 @@ void launch(const LoadedKernel& kernel, const Config& config, const Problem& pro
   int lda = static_cast<int>(problem.lda), ldb = static_cast<int>(problem.ldb),
       ldc = static_cast<int>(problem.ldc);
   const size_t ws_bytes = workspace_bytes(config, problem);
-  if (ws_bytes > 0) {
-    if (workspace == nullptr) {
-      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                  "workspace: split-K config " + config.canonical() + " needs " +
-                      std::to_string(ws_bytes) + " bytes of workspace, got NULL");
-    }
+  if (ws_bytes > 0 && workspace == nullptr) {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                "workspace: config " + config.canonical() + " needs " + std::to_string(ws_bytes) +
+                    " bytes of workspace, got NULL");
+  }
+  if (config.get("PRETB") && problem.trans_b) {
+    throw Error(TUNED_STATUS_CONFIG_ERROR,
+                "gemm config " + config.canonical() + ": PRETB = 1 needs B not transposed");
+  }
+  char* ws = static_cast<char*>(workspace);
+  if (config.get("PRETB") && k > 0) {
+    int ldt = static_cast<int>(transposed_b_ld(problem));
+    float* bt = reinterpret_cast<float*>(ws);
+    void* t_args[] = {&k, &n, &b, &ldb, &bt, &ldt};
+    LaunchGeometry g;
+    g.grid = dim3(static_cast<unsigned>((k + 31) / 32), static_cast<unsigned>((n + 31) / 32));
+    g.block = dim3(32, 8);
+    kernel.launch_companion(kTransposeB, g, t_args, stream);
+    b = bt;
+    ldb = ldt;
+  }
+  float* split_ws = reinterpret_cast<float*>(ws + transposed_b_bytes(config, problem));
+  if (const size_t bytes = split_bytes(config, problem); bytes > 0) {
     // The tickets start at zero each launch (the last block of a tile also resets its own, but
     // a workspace may be fresh or left over from an aborted launch).
     const size_t tickets = static_cast<size_t>(tile_count(config, problem)) * sizeof(int);
-    TUNED_CUDA_CHECK(cudaMemsetAsync(static_cast<char*>(workspace) + ws_bytes - tickets, 0,
+    TUNED_CUDA_CHECK(cudaMemsetAsync(reinterpret_cast<char*>(split_ws) + bytes - tickets, 0,
                                      tickets, stream));
   }
-  float* ws = static_cast<float*>(workspace);
-  void* args[] = {&m, &n, &k, &alpha, &a, &lda, &b, &ldb, &beta, &c, &ldc, &ws};
+  void* args[] = {&m, &n, &k, &alpha, &a, &lda, &b, &ldb, &beta, &c, &ldc, &split_ws};
   kernel.launch(geometry(config, problem), args, stream);
 }
 

@@ -67,7 +67,9 @@ int stages(const Config& config);  // shared-memory stages PIPE implies
 size_t shared_bytes(const Config& config);
 int threads_per_block(const Config& config);
 int64_t tile_count(const Config& config, const Problem& problem);
-/// Bytes of device workspace a launch needs (0 unless SPLITK > 1).
+/// Whether the main kernel reads B as (n, k), n contiguous: B transposed, or PRETB.
+bool reads_b_transposed(const Config& config, const Problem& problem);
+/// Bytes of device workspace a launch needs (0 unless PRETB or SPLITK > 1).
 size_t workspace_bytes(const Config& config, const Problem& problem);
 LaunchGeometry geometry(const Config& config, const Problem& problem);
 

@@ -25,13 +25,17 @@ std::vector<Config> families(const DeviceInfo& device) {
   std::vector<Config> configs;
   for (const char* text : {
            "BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,PIPE=0,"
-           "SWZ=4,MINB=1,SPLITK=1",
+           "SWZ=4,MINB=1,PRETB=0,SPLITK=1",
            "BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,PIPE=2,"
-           "SWZ=0,MINB=2,SPLITK=3",
+           "SWZ=0,MINB=2,PRETB=0,SPLITK=3",
            "BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,PIPE=4,"
-           "SWZ=0,MINB=2,SPLITK=8",
+           "SWZ=0,MINB=2,PRETB=0,SPLITK=8",
            "BM=16,BN=16,BK=8,WM=16,WN=8,TM=1,TN=2,LM=16,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=2,PIPE=3,"
-           "SWZ=0,MINB=1,SPLITK=16",
+           "SWZ=0,MINB=1,PRETB=0,SPLITK=16",
+           "BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
+           "SWZ=8,MINB=1,PRETB=1,SPLITK=2",
+           "BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,PIPE=3,"
+           "SWZ=0,MINB=2,PRETB=1,SPLITK=1",
        }) {
     configs.push_back(Config::parse(text));
   }
@@ -66,6 +70,7 @@ TEST(GemmFamilies, EveryFamilyIsRightOnOddShapesInEveryLayout) {
     const Problem any = packed_problem(layout, 8, 8, 8);
     std::map<std::string, std::shared_future<BuiltKernel>> built;
     for (const auto& c : configs) {
+      if (c.get("PRETB") && any.trans_b) continue;  // B is already n-contiguous
       for (int vec : {4, 2, 1}) {
         const Config v = with_vec(c, vec);
         if (built.count(v.canonical())) continue;
@@ -75,6 +80,7 @@ TEST(GemmFamilies, EveryFamilyIsRightOnOddShapesInEveryLayout) {
       }
     }
     for (const Config& config : configs) {
+      if (config.get("PRETB") && any.trans_b) continue;
       for (auto [m, n, k] : shapes) {
         for (bool padded : {true, false}) {
           Problem p = packed_problem(layout, m, n, k);
@@ -102,7 +108,9 @@ TEST(GemmFamilies, EveryFamilyIsRightOnOddShapesInEveryLayout) {
       }
     }
   }
-  EXPECT_EQ(checked, static_cast<int>(configs.size() * 4 * shapes.size() * 2));
+  int runs_per_shape = 0;  // PRETB configs run in the two layouts with B not transposed
+  for (const auto& c : configs) runs_per_shape += c.get("PRETB") ? 2 : 4;
+  EXPECT_EQ(checked, static_cast<int>(runs_per_shape * shapes.size() * 2));
 }
 
 // Split-K through tuned_gemm: a user database whose best for one shape is a split-K config, so
@@ -124,7 +132,7 @@ TEST(GemmFamilies, SplitKThroughThePublicApiIsDeterministic) {
     best.key = problem_key(device, packed_problem("NT", m, n, k));
     best.config =
         "BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-        "SWZ=0,MINB=2,SPLITK=6";
+        "SWZ=0,MINB=2,PRETB=0,SPLITK=6";
     best.ms = 1;
     ASSERT_TRUE(db.offer_best(best));
   }
