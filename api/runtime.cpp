@@ -1,5 +1,6 @@
 #include "api/runtime.hpp"
 
+#include <cmath>
 #include <cstdlib>
 
 #include "cache/shipped_defaults.hpp"
@@ -96,21 +97,31 @@ Runtime::Choice Runtime::choose_gemm(const DeviceInfo& device, const gemm_op::Pr
     if (!best) return false;
     try {
       choice.config = gemm_op::fit_config(Config::parse(best->config), device, problem);
-      choice.origin = origin + (best->key.shape == key.shape ? "" : " " + best->key.shape_string());
+      const bool same_shape = best->key.shape == key.shape;
+      choice.origin = origin == "shipped" && !same_shape ? "shipped nearest" : origin;
+      if (!same_shape) choice.origin += " " + best->key.shape_string();
       return true;
     } catch (const Error&) {
       return false;
     }
   };
-  // The user's own tuning first (exact, then nearest shape), then the shipped table likewise.
-  if (cache::Database* db = database()) {
-    if (!try_record(db->find_best(key), "exact")) try_record(db->find_nearest(key), "nearest");
-  }
-  if (choice.origin.empty()) {
+  // The user's own tuning for this exact key first. Otherwise the user's nearest tuned shape,
+  // unless the shipped table has a strictly nearer one (its exact key above all): a config tuned
+  // on this very shape beats one tuned elsewhere, whoever tuned it.
+  cache::Database* db = database();
+  if (!(db && try_record(db->find_best(key), "exact"))) {
     auto& shipped = cache::ShippedDefaults::builtin();
     const int cc = device.compute_capability();
-    if (!try_record(shipped.find_best(key, device.name, cc), "shipped")) {
-      try_record(shipped.find_nearest(key, device.name, cc), "shipped nearest");
+    std::optional<cache::BestRecord> from_shipped = shipped.find_best(key, device.name, cc);
+    if (!from_shipped) from_shipped = shipped.find_nearest(key, device.name, cc);
+    std::optional<cache::BestRecord> from_user = db ? db->find_nearest(key) : std::nullopt;
+    const auto distance = [&](const std::optional<cache::BestRecord>& r) {
+      return r ? cache::shape_distance(r->key.shape, key.shape) : HUGE_VAL;
+    };
+    if (distance(from_shipped) < distance(from_user)) {
+      if (!try_record(from_shipped, "shipped")) try_record(from_user, "nearest");
+    } else if (!try_record(from_user, "nearest")) {
+      try_record(from_shipped, "shipped");
     }
   }
   if (choice.origin.empty()) {

@@ -384,16 +384,6 @@ int alignment_tier(int stored, int wanted) {
   return 2;
 }
 
-double log_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  double sum = 0;
-  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
-    double x = i < a.size() ? static_cast<double>(std::max<int64_t>(a[i], 1)) : 1.0;
-    double y = i < b.size() ? static_cast<double>(std::max<int64_t>(b[i], 1)) : 1.0;
-    sum += std::fabs(std::log2(x) - std::log2(y));
-  }
-  return sum;
-}
-
 }  // namespace
 
 std::string default_database_path() {
@@ -729,7 +719,7 @@ std::optional<BestRecord> Database::find_nearest(const ProblemKey& key) {
     BestRecord b = read_best(s, path_);
     int64_t id = s.int64(12);
     int tier = alignment_tier(b.key.alignment, key.alignment);
-    double distance = log_distance(b.key.shape, key.shape);
+    double distance = shape_distance(b.key.shape, key.shape);
     bool better;
     if (!chosen || tier != chosen_tier) {
       better = !chosen || tier < chosen_tier;

@@ -1,8 +1,21 @@
 #include "cache/records.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "tuned/error.hpp"
 
 namespace tuned::cache {
+
+double shape_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  double sum = 0;
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    double x = i < a.size() ? static_cast<double>(std::max<int64_t>(a[i], 1)) : 1.0;
+    double y = i < b.size() ? static_cast<double>(std::max<int64_t>(b[i], 1)) : 1.0;
+    sum += std::fabs(std::log2(x) - std::log2(y));
+  }
+  return sum;
+}
 
 std::string ProblemKey::shape_string() const {
   std::string text;

@@ -31,6 +31,10 @@ struct ProblemKey {
   std::string shape_string() const;  // "4096x4096x4096"
 };
 
+/// Distance between two shapes in log space: sum over dims of |log2(a) - log2(b)|, dims of 0
+/// counted as 1. What "nearest shape" means everywhere.
+double shape_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
 /// A cubin is keyed by everything that changes the machine code.
 struct CubinKey {
   std::string source_hash;  // hash of the template source text

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cache/database.hpp"
+#include "cache/shipped_defaults.hpp"
 #include "generator/device.hpp"
 #include "generator/kernel_cache.hpp"
 #include "templates/check/device_check.hpp"
@@ -82,9 +83,11 @@ class ProgressPrinter {
 
 // Where the search starts: the stored best for this key (re-measured, so tuning again never ends
 // worse than before), then the bests of the nearest other tuned shapes of this layout (good
-// configs transfer between neighbouring shapes), then the op's own seeds.
+// configs transfer between neighbouring shapes), then the shipped defaults, then the op's own
+// seeds.
 std::vector<tuned::Config> starting_configs(tuned::cache::Database& db,
                                             const tuned::TuningTask& task,
+                                            const tuned::DeviceInfo& device,
                                             const tuned::cache::ProblemKey& key) {
   std::vector<tuned::Config> first;
   auto add = [&](const std::string& text) {
@@ -98,16 +101,15 @@ std::vector<tuned::Config> starting_configs(tuned::cache::Database& db,
   std::vector<std::pair<double, std::string>> others;
   for (const auto& best : db.bests({key.device_uuid, key.op, 0, 0})) {
     if (best.key.layout != key.layout || best.key.shape == key.shape) continue;
-    double distance = 0;
-    for (size_t d = 0; d < key.shape.size() && d < best.key.shape.size(); ++d) {
-      distance += std::abs(std::log2(std::max<double>(1, key.shape[d])) -
-                           std::log2(std::max<double>(1, best.key.shape[d])));
-    }
-    others.emplace_back(distance, best.config);
+    others.emplace_back(tuned::cache::shape_distance(best.key.shape, key.shape), best.config);
   }
   std::sort(others.begin(), others.end());
   constexpr size_t kTransferred = 6;
   for (size_t i = 0; i < others.size() && i < kTransferred; ++i) add(others[i].second);
+  // What the library ships for this GPU model (or its architecture), exact or nearest.
+  auto& shipped = tuned::cache::ShippedDefaults::builtin();
+  if (auto s = shipped.find_best(key, device.name, device.compute_capability())) add(s->config);
+  if (auto s = shipped.find_nearest(key, device.name, device.compute_capability())) add(s->config);
   for (const auto& seed : task.seed_configs()) first.push_back(seed);
   return first;
 }
@@ -160,7 +162,7 @@ int run(const AutotuneOptions& options) {
     session_options.max_trials = options.max_trials;
     session_options.seed = options.seed ? options.seed + i : static_cast<uint64_t>(
         std::chrono::system_clock::now().time_since_epoch().count());
-    session_options.first = starting_configs(db, *task, key);
+    session_options.first = starting_configs(db, *task, device, key);
     tuned::cache::SessionRecord session =
         db.begin_session({0, device.uuid, options.op, options.strategy, session_options.budget_s, ""});
 
