@@ -244,7 +244,10 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
   // the search starts in a good region: large register tiles with register prefetch or cp.async
   // pipelines, medium tiles, and small or split-K tiles for shapes with few tiles.
   static const char* const kFamilies[] = {
-      // The best NT and TT tiles, reading B transposed into the workspace (NN and TN, large m).
+      // The best NT and TT tiles, reading B transposed into the workspace (NN and TN, large m),
+      // and the best large NN tile found on an H200.
+      "BM=128,BN=256,BK=16,WM=128,WN=32,TM=4,TN=8,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
+      "SWZ=0,MINB=1,PRETB=1,SPLITK=1",
       "BM=128,BN=128,BK=16,WM=128,WN=32,TM=8,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=4,"
       "SWZ=4,MINB=1,PRETB=1,SPLITK=1",
       "BM=128,BN=256,BK=16,WM=32,WN=128,TM=4,TN=4,LM=2,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
