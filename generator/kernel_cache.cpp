@@ -56,8 +56,9 @@ std::shared_ptr<const LoadedKernel> KernelCache::load(const BuiltKernel& built,
 std::shared_ptr<const LoadedKernel> KernelCache::get(const KernelSpec& spec,
                                                      const DeviceInfo& device) {
   const cache::CubinKey key = cubin_key(spec, device);
+  // One image may hold several kernels (check.cu does): the name is part of what was loaded.
   const std::string map_key = std::to_string(device.index) + "|" + key.arch + "|" +
-                              key.source_hash + "|" + key.options;
+                              key.source_hash + "|" + key.options + "|" + spec.kernel_name;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = loaded_.find(map_key); it != loaded_.end()) return it->second;
