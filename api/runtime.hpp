@@ -1,6 +1,7 @@
-// What a tuned_gemm call does: key the problem, choose a config (the user's database: exact key,
-// then nearest tuned shape; then the shipped defaults likewise; then the built-in default), get the kernel (loaded once per process,
-// cubin from the database or NVRTC) and launch it. One Runtime per process, thread-safe.
+// What a tuned_gemm call does: key the problem, choose a config (the user's exact key; else the
+// nearer of the user's nearest tuned shape and the shipped defaults' entry; else the built-in
+// default), get the kernel (loaded once per process, cubin from the database or NVRTC) and launch
+// it. One Runtime per process, thread-safe.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -1,7 +1,6 @@
 #include "bench/bench_util.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 
 #include "generator/cuda_check.hpp"
@@ -79,24 +78,6 @@ std::string json_escape(const std::string& s) {
     out += ch;
   }
   return out + "\"";
-}
-
-std::string device_tag(const std::string& device_name) {
-  // The vendor and the first word with a digit: "NVIDIA H100 80GB HBM3" -> "nvidia-h100".
-  std::string tag, word;
-  std::string lower;
-  for (char ch : device_name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  size_t space = lower.find(' ');
-  tag = lower.substr(0, space);
-  while (space != std::string::npos) {
-    const size_t next = lower.find(' ', space + 1);
-    word = lower.substr(space + 1, next == std::string::npos ? std::string::npos : next - space - 1);
-    if (std::any_of(word.begin(), word.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-      return tag + "-" + word;
-    }
-    space = next;
-  }
-  return tag;
 }
 
 }  // namespace tuned::bench

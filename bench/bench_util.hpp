@@ -51,7 +51,5 @@ PairTiming time_side_by_side(const std::function<void(cudaStream_t)>& first,
 double tflops(const gemm_op::Problem& p, double ms);
 double geometric_mean(const std::vector<double>& values);
 std::string json_escape(const std::string& s);
-/// "NVIDIA H100 80GB HBM3" -> "nvidia-h100" (the file-name tag of bench/results/).
-std::string device_tag(const std::string& device_name);
 
 }  // namespace tuned::bench

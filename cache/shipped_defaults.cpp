@@ -70,19 +70,20 @@ ShippedDefaults::ShippedDefaults(std::string_view table) {
 
 std::optional<ProblemKey> ShippedDefaults::shipped_key(const ProblemKey& key,
                                                        const std::string& device_name, int cc) {
-  ProblemKey shipped = key;
+  // This model's rows if it has any, else those of a model with the same compute capability.
   const std::string exact = model_uuid(device_name, cc);
+  std::optional<std::string> model;
   for (const auto& d : db_.devices()) {
     if (d.uuid == exact) {
-      shipped.device_uuid = exact;
-      return shipped;
+      model = exact;
+      break;
     }
+    if (!model && d.cc_major * 10 + d.cc_minor == cc) model = d.uuid;
   }
-  for (const auto& d : db_.devices()) {
-    if (d.cc_major * 10 + d.cc_minor == cc) {
-      shipped.device_uuid = d.uuid;
-      return shipped;
-    }
+  if (model) {
+    ProblemKey shipped = key;
+    shipped.device_uuid = *model;
+    return shipped;
   }
   return std::nullopt;
 }
