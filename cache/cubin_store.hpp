@@ -3,7 +3,7 @@
 #pragma once
 
 #include "cache/database.hpp"
-#include "generator/kernel_cache.hpp"
+#include "generator/cubin.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::cache {
@@ -18,6 +18,13 @@ class DatabaseCubinStore : public CubinStore {
     try {
       db_.put_cubin(key, cubin);
     } catch (const Error&) {
+    }
+  }
+  // Likewise: an entry that stays only costs the next process the same recompile.
+  void drop(const CubinKey& key) noexcept override {
+    try {
+      db_.drop_cubin(key);
+    } catch (...) {
     }
   }
 

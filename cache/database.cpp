@@ -13,13 +13,14 @@
 #include <system_error>
 #include <tuple>
 
+#include "generator/log.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::cache {
 namespace {
 
 // Bump with each schema change and append the step that reaches it to kMigrations.
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 // PRAGMA application_id marks the file as ours ("tund"), so a foreign SQLite file is refused.
 constexpr int kApplicationId = 0x74756e64;
 constexpr int kBusyTimeoutMs = 5000;
@@ -283,8 +284,20 @@ void migrate_to_1(sqlite3* db, const std::string& path) {
        "create schema version 1");
 }
 
+// Step 1 -> 2. Cubins get their size and checksum, so an image damaged at rest is found before the
+// driver loads it (NULL in rows of version 1, which stay trusted). Best configs say who measured
+// them: "autotune" (every row of version 1) or "first-use" (the runtime).
+void migrate_to_2(sqlite3* db, const std::string& path) {
+  exec(db, path, R"sql(
+    ALTER TABLE cubins ADD COLUMN image_bytes INTEGER;
+    ALTER TABLE cubins ADD COLUMN image_checksum TEXT;
+    ALTER TABLE best ADD COLUMN origin TEXT NOT NULL DEFAULT 'autotune';
+  )sql",
+       "migrate schema to version 2");
+}
+
 using Migration = void (*)(sqlite3*, const std::string&);
-constexpr Migration kMigrations[kSchemaVersion] = {migrate_to_1};
+constexpr Migration kMigrations[kSchemaVersion] = {migrate_to_1, migrate_to_2};
 
 void open_schema(sqlite3* db, const std::string& path) {
   // journal_mode cannot change inside a transaction; this is also the first read of the file, so a
@@ -323,7 +336,7 @@ struct Closer {
 
 constexpr const char* kBestColumns =
     "device_uuid, op, layout, shape, alignment, config, kernel_name, ms, tflops, baseline_ms, "
-    "session_id, updated_at, id";
+    "session_id, updated_at, id, origin";
 
 BestRecord read_best(const Statement& s, const std::string& path) {
   BestRecord b;
@@ -339,6 +352,7 @@ BestRecord read_best(const Statement& s, const std::string& path) {
   b.baseline_ms = s.real(9);
   b.session_id = s.int64(10);
   b.updated_at = s.text(11);
+  b.origin = s.text(13);
   return b;
 }
 
@@ -488,23 +502,59 @@ std::vector<DeviceRecord> Database::devices() {
 
 std::optional<CubinRecord> Database::find_cubin(const CubinKey& key) {
   std::lock_guard lock(mutex_);
-  Statement s(db_, path_,
-              "SELECT image, kernel_name, log, registers, spill_bytes, stack_bytes, "
-              "static_smem_bytes, compile_ms FROM cubins WHERE source_hash = ? AND options = ? "
-              "AND arch = ? AND nvrtc_version = ?",
-              "find cubin");
-  s.bind(1, key.source_hash).bind(2, key.options).bind(3, key.arch).bind(4, key.nvrtc_version);
-  if (!s.step()) return std::nullopt;
   CubinRecord c;
-  c.image = s.blob(0);
-  c.kernel_name = s.text(1);
-  c.log = s.text(2);
-  c.registers = s.integer(3);
-  c.spill_bytes = s.integer(4);
-  c.stack_bytes = s.integer(5);
-  c.static_smem_bytes = s.integer(6);
-  c.compile_ms = s.real(7);
-  return c;
+  std::optional<int64_t> stored_bytes;
+  std::optional<std::string> stored_checksum;
+  {
+    Statement s(db_, path_,
+                "SELECT image, kernel_name, log, registers, spill_bytes, stack_bytes, "
+                "static_smem_bytes, compile_ms, image_bytes, image_checksum FROM cubins "
+                "WHERE source_hash = ? AND options = ? AND arch = ? AND nvrtc_version = ?",
+                "find cubin");
+    s.bind(1, key.source_hash).bind(2, key.options).bind(3, key.arch).bind(4, key.nvrtc_version);
+    if (!s.step()) return std::nullopt;
+    c.image = s.blob(0);
+    c.kernel_name = s.text(1);
+    c.log = s.text(2);
+    c.registers = s.integer(3);
+    c.spill_bytes = s.integer(4);
+    c.stack_bytes = s.integer(5);
+    c.static_smem_bytes = s.integer(6);
+    c.compile_ms = s.real(7);
+    if (!s.is_null(8)) stored_bytes = s.int64(8);
+    if (!s.is_null(9)) stored_checksum = s.text(9);
+  }
+  // Rows of schema version 1 carry no checksum: trusted, as they always were.
+  if (!stored_checksum) return c;
+  const int64_t bytes = static_cast<int64_t>(c.image.size());
+  const std::string checksum = cubin_checksum(c.image);
+  if (bytes == stored_bytes.value_or(bytes) && checksum == *stored_checksum) return c;
+
+  // Damaged at rest. Deleted only if the row is still the damaged one (another process may have
+  // replaced it meanwhile); a failed delete is harmless, since the caller's recompiled cubin
+  // replaces the row.
+  std::string outcome = "deleted";
+  try {
+    Transaction transaction(db_, path_);
+    Statement s(db_, path_,
+                "DELETE FROM cubins WHERE source_hash = ? AND options = ? AND arch = ? AND "
+                "nvrtc_version = ? AND image = ? AND image_checksum = ?",
+                "delete damaged cubin " + c.kernel_name);
+    s.bind(1, key.source_hash).bind(2, key.options).bind(3, key.arch).bind(4, key.nvrtc_version);
+    s.bind_blob(5, c.image).bind(6, *stored_checksum);
+    s.run();
+    transaction.commit();
+  } catch (const Error& e) {
+    outcome = std::string("not deleted: ") + e.what();
+  }
+  log_once(LogLevel::kWarn,
+           "damaged cubin|" + path_ + "|" + key.source_hash + "|" + key.arch + "|" + key.options,
+           "cubin of " + c.kernel_name + " in the tuning database '" + path_ + "' is damaged (" +
+               std::to_string(bytes) + " bytes, checksum " + checksum + "; stored with " +
+               (stored_bytes ? std::to_string(*stored_bytes) : std::string("?")) +
+               " bytes, checksum " + *stored_checksum + "): " + outcome +
+               "; it will be recompiled");
+  return std::nullopt;
 }
 
 void Database::put_cubin(const CubinKey& key, const CubinRecord& cubin) {
@@ -513,7 +563,8 @@ void Database::put_cubin(const CubinKey& key, const CubinRecord& cubin) {
   Statement s(db_, path_,
               "INSERT OR REPLACE INTO cubins (source_hash, options, arch, nvrtc_version, image, "
               "kernel_name, log, registers, spill_bytes, stack_bytes, static_smem_bytes, "
-              "compile_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " TUNED_NOW ")",
+              "compile_ms, image_bytes, image_checksum, created_at) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " TUNED_NOW ")",
               "store cubin " + cubin.kernel_name);
   s.bind(1, key.source_hash).bind(2, key.options).bind(3, key.arch).bind(4, key.nvrtc_version);
   s.bind_blob(5, cubin.image);
@@ -523,7 +574,21 @@ void Database::put_cubin(const CubinKey& key, const CubinRecord& cubin) {
       .bind(9, cubin.spill_bytes)
       .bind(10, cubin.stack_bytes)
       .bind(11, cubin.static_smem_bytes)
-      .bind(12, cubin.compile_ms);
+      .bind(12, cubin.compile_ms)
+      .bind(13, static_cast<int64_t>(cubin.image.size()))
+      .bind(14, cubin_checksum(cubin.image));
+  s.run();
+  transaction.commit();
+}
+
+void Database::drop_cubin(const CubinKey& key) {
+  std::lock_guard lock(mutex_);
+  Transaction transaction(db_, path_);
+  Statement s(db_, path_,
+              "DELETE FROM cubins WHERE source_hash = ? AND options = ? AND arch = ? AND "
+              "nvrtc_version = ?",
+              "drop cubin");
+  s.bind(1, key.source_hash).bind(2, key.options).bind(3, key.arch).bind(4, key.nvrtc_version);
   s.run();
   transaction.commit();
 }
@@ -671,8 +736,8 @@ bool Database::offer_best(const BestRecord& best) {
   }
   Statement s(db_, path_,
               "INSERT OR REPLACE INTO best (device_uuid, op, layout, shape, d0, d1, d2, "
-              "alignment, config, kernel_name, ms, tflops, baseline_ms, session_id, updated_at) "
-              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " TUNED_NOW ")",
+              "alignment, config, kernel_name, ms, tflops, baseline_ms, session_id, origin, "
+              "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " TUNED_NOW ")",
               "store best");
   s.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.layout).bind(4, shape);
   bind_dims(s, 5, key.shape);
@@ -683,6 +748,7 @@ bool Database::offer_best(const BestRecord& best) {
       .bind(12, best.tflops)
       .bind(13, best.baseline_ms)
       .bind_id(14, best.session_id);
+  s.bind(15, best.origin);
   s.run();
   transaction.commit();
   return true;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cache/records.hpp"
+#include "generator/cubin.hpp"
 
 struct sqlite3;
 
@@ -45,8 +46,14 @@ class Database {
   void upsert_device(const DeviceRecord& device);
   std::vector<DeviceRecord> devices();
 
+  /// The cubin stored for key. A row whose image no longer matches the size and checksum stored
+  /// with it (damaged at rest) is deleted, logged once at warn level, and reported as absent, so
+  /// the caller recompiles. Rows written by schema version 1 have no checksum and are trusted.
   std::optional<CubinRecord> find_cubin(const CubinKey& key);
-  void put_cubin(const CubinKey& key, const CubinRecord& cubin);  // replaces
+  /// Stores (replacing) the cubin with its size and checksum.
+  void put_cubin(const CubinKey& key, const CubinRecord& cubin);
+  /// Deletes the cubin stored for key, if any.
+  void drop_cubin(const CubinKey& key);
 
   /// Creates a session row and returns it with id and started_at set.
   SessionRecord begin_session(const SessionRecord& session);
@@ -55,8 +62,9 @@ class Database {
   std::vector<TrialRecord> trials(const Filter& filter);
   std::vector<SessionRecord> sessions(const Filter& filter);
 
-  /// Stores best unless the database already holds a faster one for the same key; returns whether
-  /// it was stored. best.ms must be positive and finite (Error INVALID_ARGUMENT otherwise).
+  /// Stores best (with its origin) unless the database already holds a faster one for the same
+  /// key; returns whether it was stored. best.ms must be positive and finite (Error
+  /// INVALID_ARGUMENT otherwise).
   bool offer_best(const BestRecord& best);
   /// Best for exactly this key.
   std::optional<BestRecord> find_best(const ProblemKey& key);

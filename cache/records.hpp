@@ -1,5 +1,6 @@
 // Plain records stored in the tuning database. No SQLite here: templates/, tuner/ and api/ build
-// and read these; only cache/database.cpp knows how they are stored.
+// and read these; only cache/database.cpp knows how they are stored. Cubins and their key belong
+// to the generator (generator/cubin.hpp).
 #pragma once
 
 #include <cstdint>
@@ -34,26 +35,6 @@ struct ProblemKey {
 /// Distance between two shapes in log space: sum over dims of |log2(a) - log2(b)|, dims of 0
 /// counted as 1. What "nearest shape" means everywhere.
 double shape_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
-
-/// A cubin is keyed by everything that changes the machine code.
-struct CubinKey {
-  std::string source_hash;  // hash of the template source text
-  std::string options;      // NVRTC options, joined by spaces, in order
-  std::string arch;         // "sm_90"
-  std::string nvrtc_version;
-};
-
-/// A compiled kernel image and what the compiler said about it.
-struct CubinRecord {
-  std::vector<char> image;
-  std::string kernel_name;
-  std::string log;
-  int registers = 0;
-  int spill_bytes = 0;  // spill stores + spill loads, bytes
-  int stack_bytes = 0;
-  int static_smem_bytes = 0;
-  double compile_ms = 0;
-};
 
 /// Outcome of one candidate.
 enum class Disposition { kOk, kCompileError, kResourceLimit, kLaunchError, kWrongResult, kTimeout };
@@ -99,6 +80,9 @@ struct BestRecord {
   double baseline_ms = 0;  // cuBLAS (or the op's baseline) in the same session; 0 if not measured
   int64_t session_id = 0;
   std::string updated_at;  // filled by the database
+  // Who measured it: "autotune" (a tuning session) or "first-use" (the runtime, timing a few
+  // candidates on a shape's first call).
+  std::string origin = "autotune";
 };
 
 }  // namespace tuned::cache

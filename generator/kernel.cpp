@@ -34,6 +34,13 @@ LoadedKernel::LoadedKernel(const std::vector<char>& image, const std::string& ke
   }
 }
 
+int LoadedKernel::max_active_blocks_per_sm(int threads, size_t dynamic_smem_bytes) const {
+  int blocks = 0;
+  TUNED_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks, reinterpret_cast<const void*>(kernel_), threads, dynamic_smem_bytes));
+  return blocks;
+}
+
 LoadedKernel::~LoadedKernel() {
   if (library_ != nullptr) (void)cudaLibraryUnload(library_);
 }

@@ -43,6 +43,8 @@ class LoadedKernel {
   int max_threads_per_block() const { return attributes_.maxThreadsPerBlock; }
   size_t local_bytes() const { return attributes_.localSizeBytes; }
   size_t static_smem_bytes() const { return attributes_.sharedSizeBytes; }
+  /// Blocks of `threads` threads with dynamic_smem_bytes each that one SM holds at once.
+  int max_active_blocks_per_sm(int threads, size_t dynamic_smem_bytes) const;
 
  private:
   std::string name_;

@@ -1,11 +1,25 @@
 #include "generator/kernel_cache.hpp"
 
+#include <algorithm>
+
+#include "generator/log.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned {
+namespace {
 
-cache::CubinKey cubin_key(const KernelSpec& spec, const DeviceInfo& device) {
-  cache::CubinKey key;
+bool image_is_loadable(const std::vector<char>& image) {
+  static constexpr char kElf[] = {'\x7f', 'E', 'L', 'F'};
+  if (image.size() >= sizeof kElf && std::equal(kElf, kElf + sizeof kElf, image.begin())) {
+    return true;
+  }
+  return !image.empty() && image.back() == '\0';
+}
+
+}  // namespace
+
+CubinKey cubin_key(const KernelSpec& spec, const DeviceInfo& device) {
+  CubinKey key;
   key.source_hash = spec.source_hash;
   for (const auto& o : base_compile_options()) key.options += o + " ";
   for (size_t i = 0; i < spec.options.size(); ++i) {
@@ -16,16 +30,13 @@ cache::CubinKey cubin_key(const KernelSpec& spec, const DeviceInfo& device) {
   return key;
 }
 
-BuiltKernel KernelCache::build(const KernelSpec& spec, const DeviceInfo& device) {
-  const cache::CubinKey key = cubin_key(spec, device);
-  CubinStore* store = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    store = store_;
-  }
-  if (store) {
-    if (auto found = store->find(key)) return BuiltKernel{std::move(*found), true};
-  }
+CubinStore* KernelCache::store() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return store_;
+}
+
+BuiltKernel KernelCache::compile(const KernelSpec& spec, const DeviceInfo& device,
+                                 const CubinKey& key, CubinStore* store) {
   CompileRequest request;
   request.source_name = spec.source_name;
   request.source = spec.source;
@@ -47,15 +58,54 @@ BuiltKernel KernelCache::build(const KernelSpec& spec, const DeviceInfo& device)
   return built;
 }
 
+BuiltKernel KernelCache::build(const KernelSpec& spec, const DeviceInfo& device) {
+  const CubinKey key = cubin_key(spec, device);
+  CubinStore* store = this->store();
+  if (store) {
+    if (auto found = store->find(key)) return BuiltKernel{std::move(*found), true};
+  }
+  return compile(spec, device, key, store);
+}
+
 std::shared_ptr<const LoadedKernel> KernelCache::load(const BuiltKernel& built,
                                                       const KernelSpec& spec) {
   return std::make_shared<const LoadedKernel>(built.cubin.image, spec.kernel_name,
                                               spec.dynamic_smem_bytes, spec.companions);
 }
 
+std::shared_ptr<const LoadedKernel> KernelCache::load_or_recompile(BuiltKernel& built,
+                                                                   const KernelSpec& spec,
+                                                                   const DeviceInfo& device) {
+  if (!built.from_store) return load(built, spec);
+  std::string reason;
+  try {
+    // The driver takes no size: it trusts an ELF header's offsets and reads anything else as
+    // PTX up to a NUL. Bytes that are neither must never reach it.
+    if (!image_is_loadable(built.cubin.image)) {
+      throw Error(TUNED_STATUS_LAUNCH_ERROR, "neither a cubin nor NUL-terminated PTX");
+    }
+    return load(built, spec);
+  } catch (const Error& e) {
+    if (e.status() == TUNED_STATUS_NO_DEVICE) throw;  // not the image's fault
+    reason = e.what();
+  }
+  // The database only vouches for the bytes it stored: an image that passes its checksum may
+  // still be garbage (stored so by a bug) or refused by this driver. The source is at hand, so the
+  // kernel is rebuilt rather than the call failed.
+  const CubinKey key = cubin_key(spec, device);
+  CubinStore* store = this->store();
+  if (store) store->drop(key);
+  log_once(LogLevel::kWarn,
+           "cubin did not load|" + key.source_hash + "|" + key.arch + "|" + key.options,
+           "cubin of " + spec.kernel_name + " from the database did not load (" + reason +
+               "): dropped and recompiled");
+  built = compile(spec, device, key, store);
+  return load(built, spec);
+}
+
 std::shared_ptr<const LoadedKernel> KernelCache::get(const KernelSpec& spec,
                                                      const DeviceInfo& device) {
-  const cache::CubinKey key = cubin_key(spec, device);
+  const CubinKey key = cubin_key(spec, device);
   // One image may hold several kernels (check.cu does): the name is part of what was loaded.
   const std::string map_key = std::to_string(device.index) + "|" + key.arch + "|" +
                               key.source_hash + "|" + key.options + "|" + spec.kernel_name;
@@ -64,7 +114,8 @@ std::shared_ptr<const LoadedKernel> KernelCache::get(const KernelSpec& spec,
     if (auto it = loaded_.find(map_key); it != loaded_.end()) return it->second;
   }
   // Built outside the lock: compiling takes tens of milliseconds and other keys must not wait.
-  auto kernel = load(build(spec, device), spec);
+  BuiltKernel built = build(spec, device);
+  auto kernel = load_or_recompile(built, spec, device);
   std::lock_guard<std::mutex> lock(mutex_);
   return loaded_.emplace(map_key, std::move(kernel)).first->second;
 }

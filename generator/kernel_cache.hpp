@@ -1,5 +1,5 @@
 // Where kernels come from: the in-process map of loaded kernels, then a cubin store (the tuning
-// database), then NVRTC. Knows nothing of which op it is building.
+// database), then NVRTC. Knows nothing of which op it is building, nor of the database.
 #pragma once
 
 #include <map>
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cache/records.hpp"
+#include "generator/cubin.hpp"
 #include "generator/device.hpp"
 #include "generator/kernel.hpp"
 #include "generator/nvrtc_compiler.hpp"
@@ -23,25 +23,17 @@ struct KernelSpec {
   std::string_view source;
   std::string source_hash;
   std::string kernel_name;
-  std::vector<std::string> options;  // -D options
+  std::vector<std::string> options;     // -D options
   std::vector<std::string> companions;  // other kernels of the same image the op launches
-  size_t dynamic_smem_bytes = 0;     // the most any launch of it uses
-};
-
-/// Persistent cubins (implemented over the tuning database by its owner). Must be thread-safe.
-class CubinStore {
- public:
-  virtual ~CubinStore() = default;
-  virtual std::optional<cache::CubinRecord> find(const cache::CubinKey& key) = 0;
-  virtual void put(const cache::CubinKey& key, const cache::CubinRecord& cubin) = 0;
+  size_t dynamic_smem_bytes = 0;        // the most any launch of it uses
 };
 
 /// The cubin key of a spec on a device.
-cache::CubinKey cubin_key(const KernelSpec& spec, const DeviceInfo& device);
+CubinKey cubin_key(const KernelSpec& spec, const DeviceInfo& device);
 
 /// A compiled (not yet loaded) kernel, and whether it came from the store.
 struct BuiltKernel {
-  cache::CubinRecord cubin;
+  CubinRecord cubin;
   bool from_store = false;
 };
 
@@ -58,12 +50,21 @@ class KernelCache {
   std::shared_ptr<const LoadedKernel> get(const KernelSpec& spec, const DeviceInfo& device);
 
   /// Loads a built kernel on the current device (no caching).
-  static std::shared_ptr<const LoadedKernel> load(const BuiltKernel& built,
-                                                  const KernelSpec& spec);
+  static std::shared_ptr<const LoadedKernel> load(const BuiltKernel& built, const KernelSpec& spec);
+
+  /// Like load, but a cubin from the store that does not load (damaged at rest, or written by a
+  /// driver-incompatible build) is dropped from the store, compiled afresh, stored and loaded;
+  /// built then holds the new cubin. A freshly compiled kernel that fails to load still throws.
+  std::shared_ptr<const LoadedKernel> load_or_recompile(BuiltKernel& built, const KernelSpec& spec,
+                                                        const DeviceInfo& device);
 
   void set_store(CubinStore* store);
 
  private:
+  CubinStore* store();
+  BuiltKernel compile(const KernelSpec& spec, const DeviceInfo& device, const CubinKey& key,
+                      CubinStore* store);
+
   std::mutex mutex_;
   CubinStore* store_;
   std::map<std::string, std::shared_ptr<const LoadedKernel>> loaded_;

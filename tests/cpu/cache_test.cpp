@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -17,8 +18,11 @@
 #include <thread>
 #include <vector>
 
+#include "cache/cubin_store.hpp"
 #include "cache/database.hpp"
 #include "cache/records.hpp"
+#include "generator/cubin.hpp"
+#include "generator/log.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::cache {
@@ -172,7 +176,7 @@ TEST(CacheDatabase, CreatesFoldersAndSchemaVersion) {
     EXPECT_EQ(db.path(), path);
   }
   EXPECT_TRUE(fs::is_regular_file(path));
-  EXPECT_EQ(Database::schema_version(), 1);
+  EXPECT_EQ(Database::schema_version(), 2);
   EXPECT_EQ(sqlite_user_version(path), Database::schema_version());
   Database again(path);  // opening a current schema is a no-op
   EXPECT_EQ(sqlite_user_version(path), Database::schema_version());
@@ -640,6 +644,227 @@ TEST(CacheDatabase, ConcurrentWritesAllLand) {
   EXPECT_EQ(shared.trials({}).size(), static_cast<size_t>(kThreads * kPerThread));
   EXPECT_EQ(shared.bests({}).size(), static_cast<size_t>(kThreads * kPerThread));
   EXPECT_EQ(shared.devices().size(), static_cast<size_t>(kThreads));
+}
+
+// ----- schema version 2: cubin checksums, best origin ------------------------------------------
+
+// Schema version 1 exactly as migrate_to_1 created it, for files written by older builds.
+constexpr const char* kSchemaV1 = R"sql(
+  CREATE TABLE devices (
+    uuid TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL, cc_major INTEGER NOT NULL,
+    cc_minor INTEGER NOT NULL, sm_count INTEGER NOT NULL, memory_bytes INTEGER NOT NULL,
+    clock_khz INTEGER NOT NULL, first_seen TEXT NOT NULL, last_seen TEXT NOT NULL);
+  CREATE TABLE cubins (
+    source_hash TEXT NOT NULL, options TEXT NOT NULL, arch TEXT NOT NULL,
+    nvrtc_version TEXT NOT NULL, image BLOB NOT NULL, kernel_name TEXT NOT NULL,
+    log TEXT NOT NULL, registers INTEGER NOT NULL, spill_bytes INTEGER NOT NULL,
+    stack_bytes INTEGER NOT NULL, static_smem_bytes INTEGER NOT NULL, compile_ms REAL NOT NULL,
+    created_at TEXT NOT NULL, PRIMARY KEY (source_hash, options, arch, nvrtc_version));
+  CREATE TABLE sessions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, device_uuid TEXT NOT NULL, op TEXT NOT NULL,
+    strategy TEXT NOT NULL, budget_s REAL NOT NULL, started_at TEXT NOT NULL);
+  CREATE INDEX sessions_by_device_op ON sessions (device_uuid, op);
+  CREATE TABLE trials (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, session_id INTEGER REFERENCES sessions (id),
+    device_uuid TEXT NOT NULL, op TEXT NOT NULL, layout TEXT NOT NULL, shape TEXT NOT NULL,
+    d0 INTEGER, d1 INTEGER, d2 INTEGER, alignment INTEGER NOT NULL, config TEXT NOT NULL,
+    kernel_name TEXT NOT NULL, disposition TEXT NOT NULL, message TEXT NOT NULL,
+    ms_median REAL NOT NULL, ms_min REAL NOT NULL, runs INTEGER NOT NULL, tflops REAL NOT NULL,
+    rel_error REAL NOT NULL, registers INTEGER NOT NULL, spill_bytes INTEGER NOT NULL,
+    compile_ms REAL NOT NULL, created_at TEXT NOT NULL);
+  CREATE INDEX trials_by_session ON trials (session_id);
+  CREATE INDEX trials_by_device_op ON trials (device_uuid, op, layout, shape, alignment);
+  CREATE TABLE best (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, device_uuid TEXT NOT NULL, op TEXT NOT NULL,
+    layout TEXT NOT NULL, shape TEXT NOT NULL, d0 INTEGER, d1 INTEGER, d2 INTEGER,
+    alignment INTEGER NOT NULL, config TEXT NOT NULL, kernel_name TEXT NOT NULL, ms REAL NOT NULL,
+    tflops REAL NOT NULL, baseline_ms REAL NOT NULL, session_id INTEGER, updated_at TEXT NOT NULL,
+    UNIQUE (device_uuid, op, layout, shape, alignment));
+  PRAGMA user_version = 1;
+  PRAGMA application_id = 1953853028;  -- 0x74756e64, "tund"
+)sql";
+
+// The first column of the first row of a query, as text ("" for none or NULL).
+std::string sqlite_text(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  std::string result;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  if (sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_type(stmt, 0) != SQLITE_NULL) {
+    result = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return result;
+}
+
+int cubin_rows(const std::string& path) {
+  return std::stoi(sqlite_text(path, "SELECT count(*) FROM cubins"));
+}
+
+const CubinKey kCubinKey{"hash9", "-DBM=64 -arch=sm_90", "sm_90", "13.0"};
+
+CubinRecord cubin(const std::string& kernel_name) {
+  CubinRecord c;
+  c.image = {'\x7f', 'E', 'L', 'F', '\0', '\1', '\2'};
+  for (int i = 0; i < 500; ++i) c.image.push_back(static_cast<char>((i * 31) & 0xff));
+  c.kernel_name = kernel_name;
+  c.registers = 40;
+  c.compile_ms = 18.5;
+  return c;
+}
+
+// Routes warnings to a file for one test; silent again afterwards.
+class CapturedLog {
+ public:
+  explicit CapturedLog(const std::string& path) : path_(path) {
+    set_log_file(path_);
+    set_log_level(LogLevel::kWarn);
+  }
+  ~CapturedLog() {
+    set_log_level(LogLevel::kOff);
+    set_log_file("");
+  }
+  std::string text() const {
+    std::ifstream in(path_);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    return buffer.str();
+  }
+
+ private:
+  std::string path_;
+};
+
+TEST(CacheDatabase, CubinChecksumIsFnv1a64) {
+  EXPECT_EQ(cubin_checksum({}), "cbf29ce484222325");
+  EXPECT_EQ(cubin_checksum({'a'}), "af63dc4c8601ec8c");
+  EXPECT_EQ(cubin_checksum({'f', 'o', 'o', 'b', 'a', 'r'}), "85944171f73967e8");
+  EXPECT_NE(cubin_checksum({'\0'}), cubin_checksum({}));  // zero bytes count
+}
+
+TEST(CacheDatabase, Version1DatabaseMigratesKeepingRows) {
+  TempDir dir;
+  std::string path = dir.file("v1.db");
+  sqlite_exec(path, kSchemaV1);
+  sqlite_exec(path,
+              "INSERT INTO cubins VALUES ('h1', '-DBM=64', 'sm_90', '13.0', X'7f454c4600ff', "
+              "'gemm_old', 'log', 64, 0, 0, 4096, 12.5, '2026-01-01T00:00:00Z');"
+              "INSERT INTO best (device_uuid, op, layout, shape, d0, d1, d2, alignment, config, "
+              "kernel_name, ms, tflops, baseline_ms, session_id, updated_at) VALUES ('" +
+                  std::string(kH100) +
+                  "', 'gemm', 'NN', '1024x1024x1024', 1024, 1024, 1024, 4, 'BM=64', 'gemm_nn', "
+                  "0.5, 4.25, 0.55, NULL, '2026-01-01T00:00:00Z');");
+  ASSERT_EQ(sqlite_user_version(path), 1);
+
+  Database db(path);
+  EXPECT_EQ(Database::schema_version(), 2);
+  EXPECT_EQ(sqlite_user_version(path), 2);
+  // The old cubin has no checksum and is trusted as before.
+  auto old = db.find_cubin({"h1", "-DBM=64", "sm_90", "13.0"});
+  ASSERT_TRUE(old.has_value());
+  EXPECT_EQ(old->image, (std::vector<char>{'\x7f', 'E', 'L', 'F', '\0', '\xff'}));
+  EXPECT_EQ(old->kernel_name, "gemm_old");
+  EXPECT_EQ(old->static_smem_bytes, 4096);
+  EXPECT_EQ(sqlite_text(path, "SELECT image_checksum IS NULL AND image_bytes IS NULL FROM cubins"),
+            "1");
+  auto best = db.find_best(key(kH100, {1024, 1024, 1024}));
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->config, "BM=64");
+  EXPECT_DOUBLE_EQ(best->ms, 0.5);
+  EXPECT_EQ(best->origin, "autotune");
+  // Rows written from now on carry size and checksum.
+  db.put_cubin(kCubinKey, cubin("gemm_new"));
+  EXPECT_EQ(sqlite_text(path,
+                        "SELECT image_bytes || ' ' || image_checksum FROM cubins "
+                        "WHERE kernel_name = 'gemm_new'"),
+            "507 " + cubin_checksum(cubin("gemm_new").image));
+  // A second open finds it current.
+  Database again(path);
+  EXPECT_TRUE(again.find_cubin({"h1", "-DBM=64", "sm_90", "13.0"}).has_value());
+}
+
+TEST(CacheDatabase, CubinWithChangedBytesIsDeletedNotReturned) {
+  TempDir dir;
+  std::string path = dir.file("tuned.db");
+  CapturedLog log(dir.file("tuned.log"));
+  Database db(path);
+  db.put_cubin(kCubinKey, cubin("gemm_damaged_bytes"));
+  ASSERT_TRUE(db.find_cubin(kCubinKey).has_value());
+  // Same size, other bytes, written behind the database's back.
+  sqlite_exec(path, "UPDATE cubins SET image = X'" + std::string(507 * 2, 'a') + "'");
+  ASSERT_EQ(cubin_rows(path), 1);
+  EXPECT_FALSE(db.find_cubin(kCubinKey).has_value());
+  EXPECT_EQ(cubin_rows(path), 0);
+  EXPECT_FALSE(db.find_cubin(kCubinKey).has_value());
+  const std::string text = log.text();
+  EXPECT_EQ(text.rfind("[tuned warn] cubin of gemm_damaged_bytes ", 0), 0u) << text;
+  EXPECT_NE(text.find("deleted"), std::string::npos) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  // A new put is trusted again.
+  db.put_cubin(kCubinKey, cubin("gemm_damaged_bytes"));
+  EXPECT_TRUE(db.find_cubin(kCubinKey).has_value());
+}
+
+TEST(CacheDatabase, CubinWithChangedSizeIsDeletedNotReturned) {
+  TempDir dir;
+  std::string path = dir.file("tuned.db");
+  Database db(path);
+  // Truncated image (its checksum column kept).
+  db.put_cubin(kCubinKey, cubin("gemm_truncated"));
+  sqlite_exec(path, "UPDATE cubins SET image = substr(image, 1, 100)");
+  EXPECT_EQ(sqlite_text(path, "SELECT length(image) FROM cubins"), "100");
+  EXPECT_FALSE(db.find_cubin(kCubinKey).has_value());
+  EXPECT_EQ(cubin_rows(path), 0);
+  // Image intact, stored size changed.
+  db.put_cubin(kCubinKey, cubin("gemm_resized"));
+  sqlite_exec(path, "UPDATE cubins SET image_bytes = image_bytes + 1");
+  EXPECT_FALSE(db.find_cubin(kCubinKey).has_value());
+  EXPECT_EQ(cubin_rows(path), 0);
+}
+
+TEST(CacheDatabase, DropCubinRemovesTheRow) {
+  TempDir dir;
+  std::string path = dir.file("tuned.db");
+  Database db(path);
+  CubinKey other = kCubinKey;
+  other.arch = "sm_80";
+  db.put_cubin(kCubinKey, cubin("gemm_a"));
+  db.put_cubin(other, cubin("gemm_b"));
+  db.drop_cubin(kCubinKey);
+  EXPECT_FALSE(db.find_cubin(kCubinKey).has_value());
+  EXPECT_TRUE(db.find_cubin(other).has_value());
+  EXPECT_EQ(cubin_rows(path), 1);
+  db.drop_cubin(kCubinKey);  // nothing there: no error
+  // Through the generator's store interface.
+  DatabaseCubinStore store(db);
+  store.put(kCubinKey, cubin("gemm_c"));
+  ASSERT_TRUE(store.find(kCubinKey).has_value());
+  store.drop(kCubinKey);
+  EXPECT_FALSE(store.find(kCubinKey).has_value());
+  EXPECT_EQ(cubin_rows(path), 1);
+}
+
+TEST(CacheDatabase, BestOriginRoundTrips) {
+  TempDir dir;
+  Database db(dir.file("tuned.db"));
+  ProblemKey first_use = key(kH100, {512, 512, 512});
+  BestRecord b = best(first_use, 1.0, "BM=32");
+  b.origin = "first-use";
+  ASSERT_TRUE(db.offer_best(b));
+  ASSERT_TRUE(db.offer_best(best(key(kH100, {4096, 4096, 4096}), 1.0, "BM=128")));
+  EXPECT_EQ(db.find_best(first_use)->origin, "first-use");
+  EXPECT_EQ(db.find_nearest(key(kH100, {500, 500, 500}))->origin, "first-use");
+  EXPECT_EQ(db.find_nearest(key(kH100, {4000, 4000, 4000}))->origin, "autotune");
+  auto all = db.bests({});
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].origin, "first-use");
+  EXPECT_EQ(all[1].origin, "autotune");
+  // A faster tuning result replaces the first-use entry, origin included.
+  ASSERT_TRUE(db.offer_best(best(first_use, 0.5, "BM=64")));
+  EXPECT_EQ(db.find_best(first_use)->origin, "autotune");
 }
 
 // ----- the tunedb program ----------------------------------------------------------------------

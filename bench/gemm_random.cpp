@@ -1,0 +1,474 @@
+// gemm_random: tuned_gemm (public C API) against cuBLAS FP32 on seeded random shapes nobody tuned
+// (bench/random_shapes.hpp), timed side by side in the same process, each result checked against
+// cuBLAS. Per shape it also measures the first call of a fresh process: this executable is spawned
+// in a hidden child mode with an empty database and times one tuned_gemm call from a cold start.
+//   gemm_random [--seeds 101,102,103] [--count N] [--device N] [--db PATH | --no-user-db]
+//               [--first-use] [--no-first-call] [--json FILE]
+//   gemm_random --print-shapes [--seeds ...] [--count N]   (no GPU needed)
+// --first-use sets TUNED_TUNING=first-use (opt-in tuning on first use) with a fresh database and
+// reports the wall time of each shape's first, tuning call. Exit status: 0, 1 error, 2 usage,
+// 3 a wrong result, 4 a first-call child failed.
+#include <cublas_v2.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.hpp"
+#include "bench/random_shapes.hpp"
+#include "generator/cuda_check.hpp"
+#include "templates/gemm/gemm_op.hpp"
+#include "templates/gemm/gemm_task.hpp"
+#include "tuned/error.hpp"
+#include "tuned/tuned.h"
+
+extern char** environ;
+
+namespace {
+
+using namespace tuned;
+using namespace tuned::bench;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kLayouts[] = {"NN", "NT", "TN", "TT"};
+constexpr const char* kChildFlag = "--first-call-child";
+
+struct Row {
+  uint64_t seed = 0;
+  Shape shape;
+  std::string origin;  // tuned_gemm_describe's text before the config
+  double tuned_ms = 0, cublas_ms = 0, tuned_tflops = 0, cublas_tflops = 0, ratio = 0;
+  double rel_error = 0;
+  bool correct = false;
+  std::optional<double> first_call_ms, first_use_ms;
+};
+
+void check_status(tuned_status_t status) {
+  if (status != TUNED_STATUS_SUCCESS) throw Error(status, tuned_last_error());
+}
+
+double elapsed_ms(Clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+std::string json_number(const std::optional<double>& v) { return v ? json_number(*v) : "null"; }
+
+// A fresh empty directory holding a database path; removed (with SQLite's side files) when done.
+class TempDatabase {
+ public:
+  TempDatabase() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "gemm_random_XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) {
+      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                  "cannot create a temporary directory: " + std::string(std::strerror(errno)));
+    }
+    dir_ = tmpl;
+  }
+  ~TempDatabase() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  TempDatabase(const TempDatabase&) = delete;
+  TempDatabase& operator=(const TempDatabase&) = delete;
+  std::string path() const { return (dir_ / "tuned.db").string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+size_t elements(int64_t ld, int64_t cols) {
+  return static_cast<size_t>(ld) * static_cast<size_t>(std::max<int64_t>(cols, 1));
+}
+
+// The hidden child mode: the first tuned_gemm call of a fresh process, from cold (no kernel loaded,
+// empty database), after context creation. Nothing here compiles through NVRTC before the call.
+int run_child(const std::vector<std::string>& args, int device) {
+  const std::string& layout = args[0];
+  const int64_t m = std::stoll(args[1]), n = std::stoll(args[2]), k = std::stoll(args[3]);
+  // Through the environment, as a user would: the library opens it lazily in the measured call.
+  setenv("TUNED_DB", args[4].c_str(), 1);
+  TUNED_CUDA_CHECK(cudaSetDevice(device));
+  TUNED_CUDA_CHECK(cudaFree(0));  // context creation is not part of the figure
+  const gemm_op::Problem p = gemm_op::packed_problem(layout, m, n, k);
+  DeviceBuffer a(elements(p.lda, p.trans_a ? p.m : p.k) * sizeof(float));
+  DeviceBuffer b(elements(p.ldb, p.trans_b ? p.k : p.n) * sizeof(float));
+  DeviceBuffer c(elements(p.ldc, p.n) * sizeof(float));
+  // Byte 0x3c everywhere is the float 0.0115: finite and nonzero, and memset needs no kernel.
+  for (const DeviceBuffer* buf : {&a, &b, &c}) {
+    TUNED_CUDA_CHECK(cudaMemsetAsync(buf->get(), 0x3c, buf->bytes(), nullptr));
+  }
+  TUNED_CUDA_CHECK(cudaDeviceSynchronize());
+  const float alpha = 1.0f, beta = 0.0f;
+  const auto start = Clock::now();
+  check_status(tuned_gemm(p.trans_a ? TUNED_OP_T : TUNED_OP_N, p.trans_b ? TUNED_OP_T : TUNED_OP_N,
+                          static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k),
+                          &alpha, a.as<float>(), static_cast<int>(p.lda), b.as<float>(),
+                          static_cast<int>(p.ldb), &beta, c.as<float>(), static_cast<int>(p.ldc),
+                          nullptr));
+  TUNED_CUDA_CHECK(cudaDeviceSynchronize());
+  const double ms = elapsed_ms(start);
+  std::printf("first_call_ms %.6f\n", ms);
+  return 0;
+}
+
+// Spawns this executable in child mode and reads its "first_call_ms" line; nullopt (with a message
+// on stderr) when it fails. Blocks until the child has exited, so it never overlaps our GPU work.
+std::optional<double> first_call_of_fresh_process(const Shape& s, int device, bool first_use) {
+  TempDatabase db;
+  std::vector<std::string> args = {"gemm_random", kChildFlag, s.layout};
+  for (int64_t d : {s.m, s.n, s.k}) args.push_back(std::to_string(d));
+  for (std::string a : {db.path(), std::string("--device"), std::to_string(device)}) {
+    args.push_back(std::move(a));
+  }
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  // The child's environment is built here, not after fork: TUNED_TUNING only as the mode says.
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    if (std::strncmp(*e, "TUNED_TUNING=", 13) != 0) env.emplace_back(*e);
+  }
+  if (first_use) env.emplace_back("TUNED_TUNING=first-use");
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  int fds[2];
+  if (pipe(fds) != 0) {
+    std::fprintf(stderr, "gemm_random: pipe: %s\n", std::strerror(errno));
+    return std::nullopt;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  posix_spawn_file_actions_addclose(&actions, fds[1]);
+  std::fflush(nullptr);
+  pid_t pid = 0;
+  const int spawn_error =
+      posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  if (spawn_error != 0) {
+    close(fds[0]);
+    std::fprintf(stderr, "gemm_random: cannot spawn the first-call child: %s\n",
+                 std::strerror(spawn_error));
+    return std::nullopt;
+  }
+  std::string output;
+  char buf[4096];
+  for (ssize_t got; (got = read(fds[0], buf, sizeof buf)) != 0;) {
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    output.append(buf, static_cast<size_t>(got));
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const bool exited_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  // The library may log to stdout too: take the line with our prefix.
+  std::optional<double> ms;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("first_call_ms ", 0) == 0) ms = std::strtod(line.c_str() + 14, nullptr);
+  }
+  if (!exited_ok || !ms) {
+    std::fprintf(stderr, "gemm_random: first-call child for %s %s failed (%s %d)\n",
+                 s.layout.c_str(), s.text().c_str(), WIFEXITED(status) ? "exit status" : "signal",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    return std::nullopt;
+  }
+  return ms;
+}
+
+Row run_shape(uint64_t seed, const Shape& s, bool first_use, DeviceCheck& check,
+              gemm_op::CublasHandle& cublas, cudaStream_t stream) {
+  Row row;
+  row.seed = seed;
+  row.shape = s;
+  const gemm_op::Problem p = gemm_op::packed_problem(s.layout, s.m, s.n, s.k);
+  GemmOperands ops(p, check, stream);
+  const auto op_a = p.trans_a ? TUNED_OP_T : TUNED_OP_N, op_b = p.trans_b ? TUNED_OP_T : TUNED_OP_N;
+  const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
+  const int lda = static_cast<int>(p.lda), ldb = static_cast<int>(p.ldb),
+            ldc = static_cast<int>(p.ldc);
+  const float alpha = 1.0f, beta = 0.0f;
+  auto tuned_call = [&](cudaStream_t st) {
+    check_status(tuned_gemm(op_a, op_b, m, n, k, &alpha, ops.a(), lda, ops.b(), ldb, &beta, ops.c(),
+                            ldc, st));
+  };
+  auto cublas_call = [&](cudaStream_t) {
+    gemm_op::cublas_sgemm(cublas.get(), p, alpha, ops.a(), ops.b(), beta, ops.c_ref());
+  };
+  if (first_use) {
+    // The call that tunes: timed before describe, so describe reports what it recorded.
+    TUNED_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto start = Clock::now();
+    tuned_call(stream);
+    TUNED_CUDA_CHECK(cudaDeviceSynchronize());
+    row.first_use_ms = elapsed_ms(start);
+  }
+  char text[1024];
+  check_status(tuned_gemm_describe(op_a, op_b, m, n, k, ops.a(), lda, ops.b(), ldb, ops.c(), ldc,
+                                   text, sizeof text));
+  row.origin = text;
+  row.origin = row.origin.substr(0, row.origin.find(": "));
+
+  // Correctness first: C poisoned, one call, compared with cuBLAS.
+  DeviceCheck::poison(ops.c(), ops.c_elements(), stream);
+  tuned_call(stream);
+  cublas_call(stream);
+  const MatrixCheck result = check.compare(ops.c(), p.ldc, ops.c_ref(), p.ldc, p.m, p.n, stream);
+  row.rel_error = result.rel_error;
+  row.correct = result.passed(std::max(1e-5, 2e-7 * std::sqrt(static_cast<double>(p.k))));
+
+  const PairTiming t = time_side_by_side(tuned_call, cublas_call, stream);
+  row.tuned_ms = t.first_ms;
+  row.cublas_ms = t.second_ms;
+  row.tuned_tflops = tflops(p, row.tuned_ms);
+  row.cublas_tflops = tflops(p, row.cublas_ms);
+  row.ratio = row.cublas_ms / row.tuned_ms;
+  return row;
+}
+
+struct Options {
+  std::vector<uint64_t> seeds{std::begin(kAcceptanceSeeds), std::end(kAcceptanceSeeds)};
+  int count = kShapesPerSeed;
+  int device = 0;
+  std::string db, json;
+  bool no_user_db = false, first_use = false, no_first_call = false;
+};
+
+std::string optional_ms(const std::optional<double>& v) {
+  char buf[32];
+  if (!v) return "-";
+  std::snprintf(buf, sizeof buf, "%.1f", *v);
+  return buf;
+}
+
+void write_json(const Options& o, const std::string& device_name, const std::string& mode,
+                const std::vector<Row>& rows, double geomean,
+                const std::map<std::string, std::vector<double>>& by_layout, double worst,
+                int below, const std::vector<double>& first_calls, bool all_correct) {
+  std::ofstream out(o.json);
+  out << "{\n  \"device\": " << json_escape(device_name) << ",\n  \"mode\": " << json_escape(mode)
+      << ",\n  \"seeds\": [";
+  for (size_t i = 0; i < o.seeds.size(); ++i) out << (i ? ", " : "") << o.seeds[i];
+  out << "],\n  \"geomean_ratio\": " << json_number(geomean) << ",\n  \"geomean_by_layout\": {";
+  for (size_t i = 0; i < 4; ++i) {
+    const auto it = by_layout.find(kLayouts[i]);
+    out << (i ? ", " : "") << "\"" << kLayouts[i]
+        << "\": " << json_number(it == by_layout.end() ? NAN : geometric_mean(it->second));
+  }
+  const double fc_max =
+      first_calls.empty() ? NAN : *std::max_element(first_calls.begin(), first_calls.end());
+  out << "},\n  \"worst_ratio\": " << json_number(worst) << ",\n  \"below_0_6\": " << below
+      << ",\n  \"first_call_median_ms\": " << json_number(median(first_calls))
+      << ",\n  \"first_call_max_ms\": " << json_number(fc_max)
+      << ",\n  \"all_correct\": " << (all_correct ? "true" : "false") << ",\n  \"rows\": [\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    out << "    {\"seed\": " << r.seed << ", \"shape\": " << json_escape(r.shape.text())
+        << ", \"layout\": " << json_escape(r.shape.layout)
+        << ", \"origin\": " << json_escape(r.origin)
+        << ", \"tuned_ms\": " << json_number(r.tuned_ms)
+        << ", \"cublas_ms\": " << json_number(r.cublas_ms)
+        << ", \"tuned_tflops\": " << json_number(r.tuned_tflops)
+        << ", \"cublas_tflops\": " << json_number(r.cublas_tflops)
+        << ", \"ratio\": " << json_number(r.ratio)
+        << ", \"first_call_ms\": " << json_number(r.first_call_ms)
+        << ", \"first_use_ms\": " << json_number(r.first_use_ms)
+        << ", \"rel_error\": " << json_number(r.rel_error) << "}"
+        << (i + 1 < rows.size() ? ",\n" : "\n");
+  }
+  out << "  ]\n}\n";
+  if (!out) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--json " + o.json + ": cannot write");
+}
+
+int run(const Options& o) {
+  // The mode decides whether the library tunes: not an inherited environment variable.
+  if (o.first_use) {
+    setenv("TUNED_TUNING", "first-use", 1);
+  } else {
+    unsetenv("TUNED_TUNING");
+  }
+  const std::string mode = o.first_use ? "first-use" : o.no_user_db ? "shipped" : "db";
+  const DeviceInfo device = query_device(o.device);
+  TUNED_CUDA_CHECK(cudaSetDevice(o.device));
+  std::optional<TempDatabase> fresh_db;
+  std::string db_used = o.db;
+  if (o.no_user_db || o.first_use) {
+    // An empty database of our own: only shipped data (or what first use tunes) decides.
+    fresh_db.emplace();
+    db_used = fresh_db->path();
+  }
+  if (!db_used.empty()) check_status(tuned_set_database(db_used.c_str()));
+
+  KernelCache kernels;
+  DeviceCheck check(kernels, device);
+  gemm_op::CublasHandle cublas;
+  Stream stream = Stream::create();
+  cublas.set_stream(stream.get());
+  int cublas_version = 0;
+  cublasGetVersion(cublas.get(), &cublas_version);
+
+  std::printf("gemm_random on %s (%s, %d SMs), cuBLAS %d FP32, mode %s, database: %s\n",
+              device.name.c_str(), device.arch().c_str(), device.sm_count, cublas_version,
+              mode.c_str(),
+              fresh_db          ? "fresh empty"
+              : db_used.empty() ? "default"
+                                : db_used.c_str());
+  std::printf("%-5s %-18s %-6s %10s %8s %10s %8s %7s %9s %10s%s  %s\n", "seed", "shape", "layout",
+              "tuned ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio", "rel err", "1st call",
+              o.first_use ? "  1st use ms" : "", "origin");
+  std::vector<Row> rows;
+  std::vector<double> ratios, first_calls, first_uses;
+  std::map<std::string, std::vector<double>> by_layout;
+  int wrong = 0, child_failures = 0;
+  std::optional<size_t> worst;  // index into rows
+  for (uint64_t seed : o.seeds) {
+    for (const Shape& s : random_shapes(seed, o.count)) {
+      std::optional<double> first_call;
+      if (!o.no_first_call) {
+        // Our GPU is idle while the child runs (everything before was synchronized).
+        TUNED_CUDA_CHECK(cudaDeviceSynchronize());
+        first_call = first_call_of_fresh_process(s, o.device, o.first_use);
+        if (!first_call) ++child_failures;
+      }
+      Row r = run_shape(seed, s, o.first_use, check, cublas, stream.get());
+      r.first_call_ms = first_call;
+      std::printf("%-5llu %-18s %-6s %10.4f %8.2f %10.4f %8.2f %7.3f %9.2e %10s",
+                  static_cast<unsigned long long>(seed), s.text().c_str(), s.layout.c_str(),
+                  r.tuned_ms, r.tuned_tflops, r.cublas_ms, r.cublas_tflops, r.ratio, r.rel_error,
+                  optional_ms(first_call).c_str());
+      if (o.first_use) std::printf(" %12s", optional_ms(r.first_use_ms).c_str());
+      std::printf("  %s%s\n", r.origin.c_str(), r.correct ? "" : "  WRONG RESULT");
+      std::fflush(stdout);
+      if (!r.correct) ++wrong;
+      ratios.push_back(r.ratio);
+      by_layout[s.layout].push_back(r.ratio);
+      if (first_call) first_calls.push_back(*first_call);
+      if (r.first_use_ms) first_uses.push_back(*r.first_use_ms);
+      if (!worst || r.ratio < rows[*worst].ratio) worst = rows.size();
+      rows.push_back(std::move(r));
+    }
+  }
+  const double geomean = geometric_mean(ratios);
+  const double worst_ratio = worst ? rows[*worst].ratio : NAN;
+  const int below = static_cast<int>(
+      std::count_if(ratios.begin(), ratios.end(), [](double r) { return r < 0.6; }));
+  std::printf("\ngeometric mean of cuBLAS/tuned time over %zu shapes: %.3f\n", rows.size(),
+              geomean);
+  for (const char* l : kLayouts) {
+    if (auto it = by_layout.find(l); it != by_layout.end()) {
+      std::printf("  %s: %.3f over %zu shapes\n", l, geometric_mean(it->second), it->second.size());
+    }
+  }
+  if (worst) {
+    std::printf("worst ratio %.3f (%s %s), %d below 0.6\n", worst_ratio,
+                rows[*worst].shape.layout.c_str(), rows[*worst].shape.text().c_str(), below);
+  }
+  if (!first_calls.empty()) {
+    std::printf("first call of a fresh process: median %.1f ms, max %.1f ms over %zu shapes\n",
+                median(first_calls), *std::max_element(first_calls.begin(), first_calls.end()),
+                first_calls.size());
+  }
+  if (!first_uses.empty()) {
+    std::printf("first-use (tuning) call: median %.1f ms, max %.1f ms\n", median(first_uses),
+                *std::max_element(first_uses.begin(), first_uses.end()));
+  }
+  if (child_failures) std::printf("%d first-call children FAILED\n", child_failures);
+  if (wrong) {
+    std::printf("%d WRONG RESULTS\n", wrong);
+  } else {
+    std::printf("ALL CORRECT\n");
+  }
+  if (!o.json.empty()) {
+    write_json(o, device.name, mode, rows, geomean, by_layout, worst_ratio, below, first_calls,
+               wrong == 0);
+  }
+  return wrong ? 3 : child_failures ? 4 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tuned_gemm against cuBLAS FP32 on seeded random shapes.", "gemm_random"};
+  Options o;
+  bool print_shapes = false;
+  std::vector<std::string> child;
+  app.add_option("--seeds", o.seeds, "comma-separated shape seeds (default 101,102,103)")
+      ->delimiter(',');
+  app.add_option("--count", o.count, "shapes per seed")->check(CLI::PositiveNumber);
+  app.add_option("--device", o.device, "CUDA device index")->check(CLI::NonNegativeNumber);
+  app.add_option("--db", o.db, "tuning database tuned_gemm reads (default: the user's)");
+  app.add_flag("--no-user-db", o.no_user_db, "use a fresh empty database: shipped data only");
+  app.add_option("--json", o.json, "write the results here as JSON");
+  app.add_flag("--print-shapes", print_shapes,
+               "print each seed's shapes, one per line \"seed layout MxNxK\", and exit");
+  app.add_flag("--first-use", o.first_use,
+               "TUNED_TUNING=first-use with a fresh database; time each shape's first call");
+  app.add_flag("--no-first-call", o.no_first_call, "skip the fresh-process first-call timing");
+  // Internal: the fresh process whose first call is timed (LAYOUT M N K DB).
+  app.add_option(kChildFlag, child)->expected(5)->group("");
+  CLI11_PARSE(app, argc, argv);
+
+  if (!child.empty()) {
+    try {
+      return run_child(child, o.device);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "gemm_random (first-call child): %s\n", e.what());
+      return 1;
+    }
+  }
+  if (!o.db.empty() && (o.no_user_db || o.first_use)) {
+    std::fprintf(stderr, "gemm_random: --db excludes --no-user-db and --first-use\n");
+    return 2;
+  }
+  if (print_shapes) {
+    for (uint64_t seed : o.seeds) {
+      for (const Shape& s : random_shapes(seed, o.count)) {
+        std::printf("%llu %s %s\n", static_cast<unsigned long long>(seed), s.layout.c_str(),
+                    s.text().c_str());
+      }
+    }
+    return 0;
+  }
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gemm_random: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,346 @@
+// gemm_sweep: the measurements the GEMM selection model is fitted on. Times every candidate config
+// (each fitted to the problem: VEC lowered to its alignment) and cuBLAS FP32 on a list of problems
+// (seeded random shapes of the same law as bench/gemm_random, never the acceptance seeds, plus a
+// grid of squares, skinny, tall and large-k shapes in all four layouts), checks each candidate's
+// result against cuBLAS, and writes one TSV row per (problem, candidate):
+//   layout m n k alignment config registers occupancy ms cublas_ms rel_error
+// Rows are flushed per problem, so a run cut short keeps what it measured.
+//   gemm_sweep --seeds 1-25 [--grid] [--out FILE] [--max-seconds S] [--candidates FILE]
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "bench/bench_util.hpp"
+#include "bench/random_shapes.hpp"
+#include "generator/cuda_check.hpp"
+#include "templates/gemm/gemm_op.hpp"
+#include "templates/gemm/gemm_task.hpp"
+#include "tuned/error.hpp"
+#include "tuner/compile_pool.hpp"
+
+namespace tuned::cache {
+std::string_view shipped_gemm_table();  // cache/shipped/*.tsv, built into the library
+}
+
+namespace {
+
+using namespace tuned;
+using namespace tuned::bench;
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxWorkspace = size_t{1} << 30;
+
+// A block tile with a lane layout the template accepts: per-thread accumulators near the target.
+std::optional<Config> tile_config(const DeviceInfo& device, int bm, int bn, int bk, int splitk,
+                                  int pipe) {
+  // Validity rules only: the pruning rules of any one problem would hide split-K or small tiles.
+  const Space full = gemm_op::make_space(device, gemm_op::packed_problem("NN", 4096, 4096, 4096));
+  Space space;
+  for (const auto& p : full.params()) space.add(p);
+  for (const auto& c : full.constraints()) {
+    if (!c.prune_only) space.require(c);
+  }
+  space.restrict({{"BM", {bm}}, {"BN", {bn}}, {"BK", {bk}}, {"SPLITK", {splitk}}, {"PIPE", {pipe}},
+                  {"VEC", {4}}, {"PAD", {4}}, {"AKM", {1}}, {"BKM", {1}}, {"UNROLL", {8}},
+                  {"SWZ", {0}}, {"MINB", {1}}, {"PRETB", {0}}});
+  const int target = std::clamp(bm * bn / 128, 4, 64);  // accumulators per thread
+  std::optional<Config> best;
+  double best_score = 1e9;
+  space.for_each([&](const Config& c) {
+    if (space.violation(c, /*include_pruning=*/false)) return true;
+    const int threads = gemm_op::threads_per_block(c);
+    if (threads > 256) return true;
+    const int acc = c.get("WM") * c.get("WN") / 32;
+    const double score = std::abs(std::log2(static_cast<double>(acc) / target)) +
+                         0.1 * std::abs(c.get("TM") - 4) + 0.1 * std::abs(c.get("TN") - 4);
+    if (score < best_score) {
+      best_score = score;
+      best = c;
+    }
+    return true;
+  });
+  return best;
+}
+
+// Base configs: what the project shipped and seeds (tuned on the suite), and small tiles with and
+// without split-K for the small and skinny problems most random shapes are.
+std::vector<Config> base_candidates(const DeviceInfo& device) {
+  std::vector<Config> out;
+  std::set<std::string> seen;
+  auto add = [&](const Config& c) {
+    if (seen.insert(c.canonical()).second) out.push_back(c);
+  };
+  std::istringstream table{std::string(cache::shipped_gemm_table())};
+  for (std::string line; std::getline(table, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    std::istringstream fields(line);
+    for (std::string x; std::getline(fields, x, '\t');) f.push_back(x);
+    if (f.size() == 11) add(Config::parse(f[8]));
+  }
+  for (auto [m, n, k] : {std::tuple{4096, 4096, 4096}, std::tuple{32, 4096, 4096},
+                         std::tuple{127, 127, 127}, std::tuple{16, 16, 16384}}) {
+    for (const auto& c : gemm_op::seed_configs(device, gemm_op::packed_problem("NN", m, n, k))) {
+      add(c);
+    }
+  }
+  for (int bm : {16, 32, 64, 128}) {
+    for (int bn : {16, 32, 64, 128}) {
+      for (int splitk : {1, 4, 16}) {
+        if (auto c = tile_config(device, bm, bn, 16, splitk, 3)) add(*c);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Shape> grid_shapes() {
+  std::vector<Shape> out;
+  for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+    for (int64_t s : {1, 7, 32, 100, 128, 255, 512, 1000, 2048, 3001, 4096}) {
+      out.push_back({layout, s, s, s});
+    }
+    for (int64_t small : {1, 16, 64, 200}) {
+      for (int64_t big : {1024, 4096, 16384}) {
+        if (small * big * big > (int64_t{1} << 36)) continue;
+        out.push_back({layout, small, big, big});
+        out.push_back({layout, big, small, big});
+        out.push_back({layout, big, big, small});
+        out.push_back({layout, small, small, big});
+      }
+    }
+  }
+  return out;
+}
+
+struct Candidate {
+  Config config;
+  std::string layout;
+  std::shared_ptr<const LoadedKernel> kernel;
+  int registers = 0;
+  int occupancy = 0;
+};
+
+// Per-call ms: a warm-up, a probe, then the median of 3 batches of back-to-back calls (as a user
+// calling in a loop sees them). Returns the probe alone when it is over give_up_ms.
+double time_calls(const std::function<void(cudaStream_t)>& call, cudaStream_t stream,
+                  double give_up_ms) {
+  Event start = Event::create(), stop = Event::create();
+  auto batch = [&](int reps) {
+    start.record(stream);
+    for (int r = 0; r < reps; ++r) call(stream);
+    stop.record(stream);
+    return stop.elapsed_since(start) / reps;
+  };
+  call(stream);
+  const double probe = batch(1);
+  if (give_up_ms > 0 && probe > give_up_ms) return probe;
+  const int reps = std::clamp(static_cast<int>(std::ceil(0.25 / std::max(probe, 1e-4))), 1, 100);
+  std::vector<double> t = {batch(reps), batch(reps), batch(reps)};
+  std::sort(t.begin(), t.end());
+  return t[1];
+}
+
+std::vector<uint64_t> parse_seeds(const std::string& text) {
+  std::vector<uint64_t> seeds;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    const auto dash = item.find('-');
+    if (dash == std::string::npos) {
+      seeds.push_back(std::stoull(item));
+    } else {
+      for (uint64_t s = std::stoull(item.substr(0, dash)); s <= std::stoull(item.substr(dash + 1));
+           ++s) {
+        seeds.push_back(s);
+      }
+    }
+  }
+  return seeds;
+}
+
+int run(const std::string& seeds_text, bool grid, const std::string& out_path,
+        double max_seconds, const std::string& candidates_path) {
+  const auto started = Clock::now();
+  const DeviceInfo device = query_device(0);
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+
+  // The grid first: a run cut short by --max-seconds still covers every region.
+  std::vector<Shape> shapes;
+  if (grid) {
+    for (const auto& s : grid_shapes()) {
+      if (!is_acceptance_shape(s.layout, s.m, s.n, s.k)) shapes.push_back(s);
+    }
+  }
+  for (uint64_t seed : parse_seeds(seeds_text)) {
+    for (const auto& s : random_shapes(seed)) {
+      if (!is_acceptance_shape(s.layout, s.m, s.n, s.k)) shapes.push_back(s);
+    }
+  }
+
+  std::vector<Config> bases;
+  if (!candidates_path.empty()) {
+    std::ifstream in(candidates_path);
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty() && line[0] != '#') bases.push_back(Config::parse(line));
+    }
+  } else {
+    bases = base_candidates(device);
+  }
+  // Every VEC variant of every base in every layout: compiled up front on all cores.
+  KernelCache kernels;
+  CompilePool pool(kernels, device,
+                   std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1));
+  std::map<std::string, Candidate> by_key;  // layout|canonical
+  size_t submitted = 0;
+  for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+    for (const auto& base : bases) {
+      for (int vec : {4, 2, 1}) {
+        if (vec > base.get("VEC")) continue;
+        Config c = base;
+        c.set("VEC", vec);
+        const auto p = gemm_op::packed_problem(layout, 1024, 1024, 1024);
+        if (gemm_op::make_space(device, p).violation(c, false)) continue;
+        if (!by_key.emplace(std::string(layout) + "|" + c.canonical(), Candidate{c, layout})
+                 .second) {
+          continue;
+        }
+        CompileJob job;
+        job.config = c;
+        job.spec = gemm_op::kernel_spec(c, p);
+        pool.submit(std::move(job));
+        ++submitted;
+      }
+    }
+  }
+  std::fprintf(stderr, "gemm_sweep: %zu base configs, %zu kernels, %zu shapes on %s\n",
+               bases.size(), submitted, shapes.size(), device.name.c_str());
+  while (pool.in_flight() > 0) {
+    CompileJob job = pool.wait();
+    // Kernel names start with the layout: "gemm_nn_...".
+    std::string layout = job.spec.kernel_name.substr(5, 2);
+    for (char& ch : layout) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    auto& cand = by_key.at(layout + "|" + job.config.canonical());
+    if (!job.built || job.built->cubin.spill_bytes > 0 || job.built->cubin.stack_bytes > 0) {
+      continue;
+    }
+    try {
+      cand.kernel = KernelCache::load(*job.built, job.spec);
+      cand.registers = job.built->cubin.registers;
+      const auto g = gemm_op::geometry(cand.config, gemm_op::packed_problem(layout, 64, 64, 64));
+      cand.occupancy = cand.kernel->max_active_blocks_per_sm(static_cast<int>(g.block.x),
+                                                             g.dynamic_smem_bytes);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "skip %s: %s\n", job.spec.kernel_name.c_str(), e.what());
+    }
+  }
+  std::fprintf(stderr, "gemm_sweep: compiled in %.1f s\n",
+               std::chrono::duration<double>(Clock::now() - started).count());
+
+  constexpr size_t kMaxElements = size_t{1} << 28;  // 16384^2 floats per operand
+  DeviceBuffer a(kMaxElements * 4), b(kMaxElements * 4), c(kMaxElements * 4),
+      c_ref(kMaxElements * 4), workspace(kMaxWorkspace);
+  DeviceCheck check(kernels, device);
+  Stream stream = Stream::create();
+  check.fill_uniform(a.as<float>(), kMaxElements, 1, -1.0f, 1.0f, stream.get());
+  check.fill_uniform(b.as<float>(), kMaxElements, 2, -1.0f, 1.0f, stream.get());
+  gemm_op::CublasHandle cublas;
+  cublas.set_stream(stream.get());
+
+  std::ofstream out(out_path);
+  out << "# gemm_sweep on " << device.name << " (" << device.arch() << ", " << device.sm_count
+      << " SMs)\nlayout\tm\tn\tk\talignment\tconfig\tregisters\toccupancy\tms\tcublas_ms\t"
+         "rel_error\n";
+  size_t done = 0, rows = 0;
+  for (const Shape& s : shapes) {
+    if (std::chrono::duration<double>(Clock::now() - started).count() > max_seconds) break;
+    const auto p = gemm_op::packed_problem(s.layout, s.m, s.n, s.k);
+    auto run_cublas = [&](cudaStream_t) {
+      gemm_op::cublas_sgemm(cublas.get(), p, 1.0f, a.as<float>(), b.as<float>(), 0.0f,
+                            c_ref.as<float>());
+    };
+    const double cublas_ms = time_calls(run_cublas, stream.get(), 0);
+    const Space space = gemm_op::make_space(device, p);
+    double best = 0;
+    std::ostringstream lines;
+    for (auto& [key, cand] : by_key) {
+      if (!cand.kernel || cand.layout != s.layout) continue;
+      if (cand.config.get("VEC") != std::min(p.alignment, 4) &&
+          cand.config.get("VEC") != p.alignment) {
+        // Only the variant fit_config makes of each base: VEC = min(base VEC, alignment).
+        Config wider = cand.config;
+        bool is_fitted_variant = false;
+        for (int v : {4, 2}) {
+          if (v <= cand.config.get("VEC") || v > p.alignment) continue;
+          wider.set("VEC", v);
+          is_fitted_variant = by_key.count(s.layout + "|" + wider.canonical()) > 0;
+          if (is_fitted_variant) break;
+        }
+        if (is_fitted_variant) continue;
+      }
+      if (space.violation(cand.config, false)) continue;
+      if (gemm_op::workspace_bytes(cand.config, p) > kMaxWorkspace) continue;
+      auto call = [&](cudaStream_t st) {
+        gemm_op::launch(*cand.kernel, cand.config, p, 1.0f, a.as<float>(), b.as<float>(), 0.0f,
+                        c.as<float>(), workspace.get(), st);
+      };
+      DeviceCheck::poison(c.as<float>(), static_cast<size_t>(p.ldc * p.n), stream.get());
+      call(stream.get());
+      const MatrixCheck result =
+          check.compare(c.as<float>(), p.ldc, c_ref.as<float>(), p.ldc, p.m, p.n, stream.get());
+      const double err = result.unwritten || result.nonfinite ? 1.0 : result.rel_error;
+      const double ms = time_calls(call, stream.get(), best > 0 ? 4 * best : 0);
+      if (best == 0 || ms < best) best = ms;
+      lines << s.layout << '\t' << s.m << '\t' << s.n << '\t' << s.k << '\t' << p.alignment << '\t'
+            << cand.config.canonical() << '\t' << cand.registers << '\t' << cand.occupancy << '\t'
+            << ms << '\t' << cublas_ms << '\t' << err << '\n';
+      ++rows;
+    }
+    out << lines.str();
+    out.flush();
+    ++done;
+    if (done % 50 == 0) {
+      std::fprintf(stderr, "gemm_sweep: %zu/%zu shapes, %zu rows, %.0f s\n", done, shapes.size(),
+                   rows, std::chrono::duration<double>(Clock::now() - started).count());
+    }
+  }
+  std::fprintf(stderr, "gemm_sweep: %zu/%zu shapes, %zu rows in %.0f s -> %s\n", done,
+               shapes.size(), rows, std::chrono::duration<double>(Clock::now() - started).count(),
+               out_path.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Times candidate GEMM configs and cuBLAS on many problems (selection-model data).",
+               "gemm_sweep"};
+  std::string seeds = "1-20", out = "gemm_sweep.tsv", candidates;
+  bool grid = false, list = false;
+  double max_seconds = 1e9;
+  app.add_option("--seeds", seeds, "random-shape seeds, e.g. 1-20,30 (acceptance seeds' shapes "
+                                   "are always left out)");
+  app.add_flag("--grid", grid, "add the grid of squares, skinny, tall and large-k shapes");
+  app.add_option("--out", out, "TSV file to write");
+  app.add_option("--max-seconds", max_seconds, "stop after this long (rows so far are kept)");
+  app.add_option("--candidates", candidates, "file of base configs, one per line");
+  app.add_flag("--list-candidates", list, "print the base configs and exit");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (list) {
+      for (const auto& c : base_candidates(reference_device(90))) {
+        std::printf("%s\n", c.canonical().c_str());
+      }
+      return 0;
+    }
+    return run(seeds, grid, out, max_seconds, candidates);
+  } catch (const tuned::Error& e) {
+    std::fprintf(stderr, "gemm_sweep: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,78 @@
+// Seeded random GEMM problems nobody tuned, the same on every machine (splitmix64, no library
+// distributions): m, n, k each log-uniform in [1, 16384], redrawn together while m*n*k > 2^36;
+// each dimension forced odd with probability 1/3 (a third of them); layout uniform over NN, NT,
+// TN, TT. The acceptance seeds of issue 7 are 101, 102 and 103: no shipped entry, fit or test may
+// use their shapes (is_acceptance_shape guards the fit).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "bench/bench_util.hpp"
+
+namespace tuned::bench {
+
+inline constexpr uint64_t kAcceptanceSeeds[] = {101, 102, 103};
+inline constexpr int kShapesPerSeed = 48;
+
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+
+ private:
+  uint64_t state_;
+};
+
+inline std::vector<Shape> random_shapes(uint64_t seed, int count = kShapesPerSeed) {
+  static const char* const kLayouts[] = {"NN", "NT", "TN", "TT"};
+  constexpr int64_t kMaxDim = 16384;
+  constexpr int64_t kMaxVolume = int64_t{1} << 36;
+  SplitMix64 rng(seed * 0x2545F4914F6CDD1Dull + 7);
+  std::vector<Shape> shapes;
+  for (int i = 0; i < count; ++i) {
+    int64_t d[3];
+    do {
+      for (auto& x : d) {
+        x = std::llround(std::exp(rng.uniform() * std::log(static_cast<double>(kMaxDim))));
+        x = std::clamp<int64_t>(x, 1, kMaxDim);
+      }
+    } while (d[0] * d[1] * d[2] > kMaxVolume);
+    for (auto& x : d) {
+      if (rng.uniform() < 1.0 / 3.0 && x % 2 == 0) x = x < kMaxDim ? x + 1 : x - 1;
+    }
+    const char* layout = kLayouts[rng.next() % 4];
+    shapes.push_back({layout, d[0], d[1], d[2]});
+  }
+  return shapes;
+}
+
+/// Whether layout and shape are one of the acceptance seeds' problems (any layout when layout is
+/// empty).
+inline bool is_acceptance_shape(const std::string& layout, int64_t m, int64_t n, int64_t k) {
+  static const std::set<std::tuple<std::string, int64_t, int64_t, int64_t>> shapes = [] {
+    std::set<std::tuple<std::string, int64_t, int64_t, int64_t>> s;
+    for (uint64_t seed : kAcceptanceSeeds) {
+      for (const auto& shape : random_shapes(seed)) s.emplace(shape.layout, shape.m, shape.n, shape.k);
+    }
+    return s;
+  }();
+  if (!layout.empty()) return shapes.count({layout, m, n, k}) > 0;
+  for (const char* l : {"NN", "NT", "TN", "TT"}) {
+    if (shapes.count({l, m, n, k})) return true;
+  }
+  return false;
+}
+
+}  // namespace tuned::bench
