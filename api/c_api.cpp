@@ -3,7 +3,9 @@
 #include <new>
 #include <string>
 
+#include "api/gemm_api.hpp"
 #include "api/runtime.hpp"
+#include "generator/log.hpp"
 #include "tuned/tuned.h"
 #include "tuned/tuned.hpp"
 
@@ -58,8 +60,7 @@ tuned_status_t tuned_gemm(tuned_operation_t op_a, tuned_operation_t op_b, int m,
                           const float* alpha, const float* A, int lda, const float* B, int ldb,
                           const float* beta, float* C, int ldc, cudaStream_t stream) {
   return guarded([&] {
-    tuned::Runtime::instance().gemm(op_a, op_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc,
-                                    stream);
+    tuned::api::gemm(op_a, op_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, stream);
   });
 }
 
@@ -73,10 +74,20 @@ tuned_status_t tuned_gemm_describe(tuned_operation_t op_a, tuned_operation_t op_
   return guarded([&] {
     tuned::require_argument(buf != nullptr && size > 0, "buf", "must hold at least one byte");
     const std::string text =
-        tuned::Runtime::instance().describe_gemm(op_a, op_b, m, n, k, A, lda, B, ldb, C, ldc);
+        tuned::api::describe_gemm(op_a, op_b, m, n, k, A, lda, B, ldb, C, ldc);
     const size_t copied = std::min<size_t>(text.size(), size - 1);
     text.copy(buf, copied);
     buf[copied] = '\0';
+  });
+}
+
+tuned_status_t tuned_set_tuning(tuned_tuning_t policy) {
+  return guarded([&] {
+    tuned::require_argument(policy == TUNED_TUNING_OFF || policy == TUNED_TUNING_FIRST_USE,
+                            "policy", "must be TUNED_TUNING_OFF or TUNED_TUNING_FIRST_USE");
+    tuned::Runtime::instance().set_tuning(policy == TUNED_TUNING_FIRST_USE
+                                              ? tuned::TuningPolicy::kFirstUse
+                                              : tuned::TuningPolicy::kOff);
   });
 }
 
@@ -86,18 +97,23 @@ namespace tuned {
 
 void gemm(Op op_a, Op op_b, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc, cudaStream_t stream) {
-  Runtime::instance().gemm(static_cast<int>(op_a), static_cast<int>(op_b), m, n, k, &alpha, a, lda,
-                           b, ldb, &beta, c, ldc, stream);
+  api::gemm(static_cast<int>(op_a), static_cast<int>(op_b), m, n, k, &alpha, a, lda, b, ldb, &beta,
+            c, ldc, stream);
 }
 
 std::string describe_gemm(Op op_a, Op op_b, int m, int n, int k, const float* a, int lda,
                           const float* b, int ldb, const float* c, int ldc) {
-  return Runtime::instance().describe_gemm(static_cast<int>(op_a), static_cast<int>(op_b), m, n, k,
-                                           a, lda, b, ldb, c, ldc);
+  return api::describe_gemm(static_cast<int>(op_a), static_cast<int>(op_b), m, n, k, a, lda, b,
+                            ldb, c, ldc);
 }
 
 void set_database(const std::string& path) {
   Runtime::instance().set_database(path);
+}
+
+void set_tuning(Tuning policy) {
+  Runtime::instance().set_tuning(policy == Tuning::kFirstUse ? TuningPolicy::kFirstUse
+                                                             : TuningPolicy::kOff);
 }
 
 }  // namespace tuned

@@ -1,180 +1,426 @@
 #include "api/runtime.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <limits>
 
+#include "cache/selection_model.hpp"
 #include "cache/shipped_defaults.hpp"
 #include "generator/cuda_check.hpp"
+#include "generator/cuda_raii.hpp"
+#include "generator/log.hpp"
+#include "tuner/tuning_policy.hpp"
 
 namespace tuned {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// Workspaces above this are not worth a kernel: the selection skips configs that need more.
+constexpr size_t kMaxWorkspaceBytes = size_t{1} << 30;
+// First-use tuning: candidates timed, and the time they may take (the first is always timed).
+constexpr size_t kFirstUseCandidates = 6;
+constexpr double kFirstUseBudgetMs = 250;
+
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::string(v) == value;
+}
+
+// Module loads and pool creation are not stream work, and CUDA refuses such calls while a stream
+// is being captured in the global mode: the runtime makes them in the relaxed mode, so a first
+// call inside a caller's graph capture still records only the call's stream work.
+class RelaxedCaptureMode {
+ public:
+  explicit RelaxedCaptureMode(bool capturing) : active_(capturing) {
+    if (active_) (void)cudaThreadExchangeStreamCaptureMode(&mode_);
+  }
+  ~RelaxedCaptureMode() {
+    if (active_) (void)cudaThreadExchangeStreamCaptureMode(&mode_);
+  }
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  bool active_;
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
+bool is_capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
+std::string describe_problem(const OpRegistration& op, const ProblemId& p) {
+  std::string text = op.name + " " + op.variants[p.variant] + " ";
+  for (int i = 0; i < p.rank; ++i) text += (i ? "x" : "") + std::to_string(p.dims[i]);
+  return text + " align " + std::to_string(p.alignment);
+}
+
+}  // namespace
+
+// The user's database. A lookup never creates it: a missing file means nothing is tuned yet, and
+// a new process's first call must not pay for creating a schema. Writers (cubins compiled here,
+// first-use results) open it, creating it if needed.
+struct Runtime::DatabaseSlot : public CubinStore {
+  DatabaseSlot(std::string p, bool e) : path(std::move(p)), explicit_path(e) {}
+
+  std::shared_ptr<cache::Database> reader() {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!db && !failed) {
+      std::error_code ec;
+      if (!std::filesystem::exists(path, ec)) return nullptr;
+      open_locked();
+    }
+    return db;
+  }
+  std::shared_ptr<cache::Database> writer() {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!db && !failed) open_locked();
+    return db;
+  }
+  void open_locked() {
+    try {
+      db = std::make_shared<cache::Database>(path);
+    } catch (const Error& e) {
+      // An explicitly chosen database that does not open fails the call, every call; the default
+      // one only means nothing tuned is known.
+      if (explicit_path) throw;
+      failed = true;
+      log_once(LogLevel::kWarn, "default database unusable|" + path,
+               std::string("tuning database not used: ") + e.what());
+    }
+  }
+
+  std::optional<CubinRecord> find(const CubinKey& key) override {
+    try {
+      if (auto d = reader()) return d->find_cubin(key);
+    } catch (const Error& e) {
+      log_once(LogLevel::kWarn, "cubin read|" + path, std::string("cubin lookup skipped: ") + e.what());
+    }
+    return std::nullopt;
+  }
+  void put(const CubinKey& key, const CubinRecord& cubin) override {
+    // A cubin that cannot be stored is only a missed shortcut for the next process.
+    try {
+      if (auto d = writer()) d->put_cubin(key, cubin);
+    } catch (const Error& e) {
+      log_once(LogLevel::kWarn, "cubin write|" + path, std::string("cubin not stored: ") + e.what());
+    }
+  }
+  void drop(const CubinKey& key) override {
+    try {
+      if (auto d = reader()) d->drop_cubin(key);
+    } catch (const Error&) {
+    }
+  }
+
+  const std::string path;
+  const bool explicit_path;
+  std::mutex mutex;
+  std::shared_ptr<cache::Database> db;
+  bool failed = false;
+};
 
 Runtime& Runtime::instance() {
   static Runtime runtime;
   return runtime;
 }
 
-Runtime::Runtime() {
+Runtime::Runtime(std::optional<DeviceInfo> fixed_device) : fixed_device_(std::move(fixed_device)) {
   const char* env = std::getenv("TUNED_DB");
-  db_explicit_ = env != nullptr && *env != '\0';
-  db_path_ = cache::default_database_path();
+  db_ = std::make_shared<DatabaseSlot>(cache::default_database_path(),
+                                       env != nullptr && *env != '\0');
+  kernels_.set_store(db_);
 }
+
+Runtime::~Runtime() = default;  // pools stay with the process: destroying them at exit is unsafe
 
 void Runtime::set_database(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mutex_);
   const char* env = std::getenv("TUNED_DB");
-  db_explicit_ = !path.empty() || (env != nullptr && *env != '\0');
-  db_path_ = path.empty() ? cache::default_database_path() : path;
-  kernels_.set_store(nullptr);
-  store_.reset();
-  db_.reset();
-  db_opened_ = false;
-  choices_.clear();
-  if (db_explicit_) database();  // report a bad explicit path now, not at the first gemm
+  const bool explicit_path = !path.empty() || (env != nullptr && *env != '\0');
+  auto slot = std::make_shared<DatabaseSlot>(path.empty() ? cache::default_database_path() : path,
+                                             explicit_path);
+  if (explicit_path) slot->writer();  // report a bad explicit path now, not at the first call
+  std::lock_guard<std::mutex> lock(mutex_);
+  db_ = std::move(slot);
+  kernels_.set_store(db_);
+  memo_.clear();
+  ++generation_;
 }
 
-cache::Database* Runtime::database() {
-  if (!db_opened_) {
-    db_opened_ = true;
-    try {
-      db_ = std::make_unique<cache::Database>(db_path_);
-      store_ = std::make_unique<cache::DatabaseCubinStore>(*db_);
-      kernels_.set_store(store_.get());
-    } catch (const Error&) {
-      if (db_explicit_) {
-        db_opened_ = false;  // try again next call, and say why every time
-        throw;
-      }
-    }
+void Runtime::set_tuning(TuningPolicy policy) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  tuning_ = policy;
+  memo_.clear();
+  ++generation_;
+}
+
+TuningPolicy Runtime::tuning() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!tuning_) {
+    tuning_ = env_is("TUNED_TUNING", "first-use") ? TuningPolicy::kFirstUse : TuningPolicy::kOff;
   }
-  return db_.get();
+  return *tuning_;
 }
 
 const DeviceInfo& Runtime::current_device() {
+  if (fixed_device_) return *fixed_device_;
   int index = 0;
   TUNED_CUDA_CHECK(cudaGetDevice(&index));
   if (auto it = devices_.find(index); it != devices_.end()) return it->second;
   return devices_.emplace(index, query_device(index)).first->second;
 }
 
-gemm_op::Problem Runtime::make_problem(int op_a, int op_b, int64_t m, int64_t n, int64_t k,
-                                    const void* a, int64_t lda, const void* b, int64_t ldb,
-                                    const void* c, int64_t ldc) {
-  gemm_op::Problem p;
-  p.trans_a = op_a == TUNED_OP_T;
-  p.trans_b = op_b == TUNED_OP_T;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.lda = lda;
-  p.ldb = ldb;
-  p.ldc = ldc;
-  p.alignment = gemm_op::alignment_class(a, b, c, lda, ldb, ldc);
-  return p;
-}
-
-Runtime::MemoKey Runtime::memo_key(const DeviceInfo& device, const gemm_op::Problem& p) {
-  return {device.index, p.trans_a, p.trans_b, p.m, p.n, p.k, p.alignment};
-}
-
 size_t Runtime::MemoKeyHash::operator()(const MemoKey& k) const {
-  size_t h = std::hash<int64_t>()(k.m);
-  for (int64_t v : {k.n, k.k, int64_t(k.alignment), int64_t(k.device), int64_t(k.trans_a),
-                    int64_t(k.trans_b)}) {
-    h = h * 1000003u ^ std::hash<int64_t>()(v);
-  }
-  return h;
+  size_t h = std::hash<const void*>()(k.op) ^ static_cast<size_t>(k.device) * 0x9E3779B97F4A7C15ull;
+  for (int64_t v : k.problem.dims) h = h * 1000003u ^ std::hash<int64_t>()(v);
+  return h * 31 + static_cast<size_t>(k.problem.variant * 8 + k.problem.alignment);
 }
 
-Runtime::Choice Runtime::choose_gemm(const DeviceInfo& device, const gemm_op::Problem& problem) {
-  // Repeat calls stop here: the memo key is plain numbers, built without allocating.
-  const MemoKey memo = memo_key(device, problem);
-  if (auto it = choices_.find(memo); it != choices_.end()) return it->second;
-  const cache::ProblemKey key = gemm_op::problem_key(device, problem);
-
+Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& device,
+                                const ProblemId& problem, cache::Database* db) {
+  const OpFace& face = *op.face;
+  ProblemKey key{device.uuid, op.name, op.variants[problem.variant], problem.shape(),
+                 problem.alignment};
   Choice choice;
   // A stored config that no longer fits (older template, other alignment) is skipped.
-  auto try_record = [&](const std::optional<cache::BestRecord>& best, const std::string& origin) {
-    if (!best) return false;
+  auto take = [&](const std::string& text, const std::string& origin) {
     try {
-      choice.config = gemm_op::fit_config(Config::parse(best->config), device, problem);
-      const bool same_shape = best->key.shape == key.shape;
-      choice.origin = origin == "shipped" && !same_shape ? "shipped nearest" : origin;
-      if (!same_shape) choice.origin += " " + best->key.shape_string();
+      choice.config = face.fit(Config::parse(text), device, problem);
+      choice.origin = origin;
       return true;
     } catch (const Error&) {
       return false;
     }
   };
-  // The user's own tuning for this exact key first. Otherwise the user's nearest tuned shape,
-  // unless the shipped table has a strictly nearer one (its exact key above all): a config tuned
-  // on this very shape beats one tuned elsewhere, whoever tuned it.
-  cache::Database* db = database();
-  if (!(db && try_record(db->find_best(key), "exact"))) {
-    auto& shipped = cache::ShippedDefaults::builtin();
-    const int cc = device.compute_capability();
-    std::optional<cache::BestRecord> from_shipped = shipped.find_best(key, device.name, cc);
-    if (!from_shipped) from_shipped = shipped.find_nearest(key, device.name, cc);
-    std::optional<cache::BestRecord> from_user = db ? db->find_nearest(key) : std::nullopt;
-    const auto distance = [&](const std::optional<cache::BestRecord>& r) {
-      return r ? cache::shape_distance(r->key.shape, key.shape) : HUGE_VAL;
-    };
-    if (distance(from_shipped) < distance(from_user)) {
-      if (!try_record(from_shipped, "shipped")) try_record(from_user, "nearest");
-    } else if (!try_record(from_user, "nearest")) {
-      try_record(from_shipped, "shipped");
+  std::optional<cache::BestRecord> nearest;
+  if (db) {
+    try {
+      if (auto exact = db->find_best(key)) {
+        if (take(exact->config, exact->origin == "first-use" ? "first-use" : "exact")) {
+          return choice;
+        }
+      }
+      nearest = db->find_nearest(key);
+    } catch (const Error& e) {
+      // One bad row or a lock held elsewhere must not fail the call: the shipped choices answer.
+      log(LogLevel::kWarn, "user database skipped for " + describe_problem(op, problem) + ": " +
+                               e.what());
+      nearest.reset();
     }
   }
-  if (choice.origin.empty()) {
-    choice.config = gemm_op::default_config(device, problem);
-    choice.origin = "default";
+  const int cc = device.compute_capability();
+  if (auto shipped = cache::ShippedDefaults::builtin().find_best(key, device.name, cc)) {
+    if (take(shipped->config, "shipped")) return choice;
   }
-  return choices_.emplace(memo, choice).first->second;
+  // The model's portfolio: only configs valid as they are (their kernels are precompiled), with
+  // a workspace worth having.
+  const auto& model = cache::SelectionModel::builtin();
+  const auto ranked = model.rank(
+      op.name, device.name, cc, key.layout, key.shape,
+      [&](const std::string& text) {
+        try {
+          const Config config = Config::parse(text);
+          return face.fit(config, device, problem) == config &&
+                 face.workspace_bytes(config, problem) <= kMaxWorkspaceBytes;
+        } catch (const Error&) {
+          return false;
+        }
+      },
+      1);
+  if (nearest && nearest->key.shape != key.shape) {
+    // A config tuned for another shape transfers with a regret that grows with the distance;
+    // it is used only where that beats the model's own prediction for its pick.
+    const double predicted = model.transfer_regret(op.name, device.name, cc) *
+                             shape_distance(nearest->key.shape, key.shape);
+    if ((ranked.empty() || predicted < ranked.front().score) &&
+        take(nearest->config, "nearest " + nearest->key.shape_string())) {
+      return choice;
+    }
+  }
+  if (!ranked.empty() && take(ranked.front().config, "model")) return choice;
+  choice.config = face.fallback_config(device, problem);
+  choice.origin = "default";
+  return choice;
 }
 
-void Runtime::gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const float* alpha,
-                   const float* a, int64_t lda, const float* b, int64_t ldb, const float* beta,
-                   float* c, int64_t ldc, cudaStream_t stream) {
-  gemm_op::validate_arguments(op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  if (m == 0 || n == 0) return;
-  gemm_op::Problem problem = make_problem(op_a, op_b, m, n, k, a, lda, b, ldb, c, ldc);
-  // BLAS semantics: alpha == 0 reads neither A nor B (they may be NULL); with k = 0 the kernel
-  // writes beta * C without touching them.
-  if (*alpha == 0.0f) problem.k = 0;
-  const DeviceInfo* device;
+std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
+                                                       const DeviceInfo& device,
+                                                       const ProblemId& problem,
+                                                       const Choice& fallback,
+                                                       cache::Database* db) {
+  const OpFace& face = *op.face;
+  const int cc = device.compute_capability();
+  std::vector<Config> candidates = {fallback.config};
+  auto add = [&](const std::string& text) {
+    try {
+      const Config c = face.fit(Config::parse(text), device, problem);
+      if (face.workspace_bytes(c, problem) > kMaxWorkspaceBytes) return;
+      for (const auto& have : candidates) {
+        if (have == c) return;
+      }
+      candidates.push_back(c);
+    } catch (const Error&) {
+    }
+  };
+  const std::string variant = op.variants[problem.variant];
+  for (const auto& r : cache::SelectionModel::builtin().rank(
+           op.name, device.name, cc, variant, problem.shape(),
+           [&](const std::string& text) {
+             try {
+               const Config c = Config::parse(text);
+               return face.fit(c, device, problem) == c;
+             } catch (const Error&) {
+               return false;
+             }
+           },
+           kFirstUseCandidates)) {
+    add(r.config);
+  }
+  std::lock_guard<std::mutex> one_at_a_time(tune_mutex_);
+  const auto started = Clock::now();
+  DeviceCheck check(kernels_, device);
+  auto task = face.scratch_task(device, problem, check);
+  Stream stream = Stream::create();
+  auto pick = quick_pick(*task, kernels_, device, candidates, kFirstUseBudgetMs, stream.get());
+  if (!pick) return std::nullopt;
   Choice choice;
+  choice.config = pick->config;
+  choice.origin = "first-use";
+  choice.kernel = pick->kernel;
+  if (db) {
+    cache::BestRecord best;
+    best.key = task->key();
+    best.key.device_uuid = device.uuid;
+    best.config = pick->config.canonical();
+    best.kernel_name = pick->kernel->name();
+    best.ms = pick->ms;
+    best.tflops = task->rate(pick->ms);
+    best.origin = "first-use";
+    try {
+      db->upsert_device({device.uuid, device.name, device.cc_major, device.cc_minor,
+                         device.sm_count, static_cast<int64_t>(device.memory_bytes),
+                         device.clock_khz});
+      // The cubin is not stored: first-use picks are precompiled or already in the database.
+      keep_best(*db, best, face.kernel_spec(pick->config, problem), device, nullptr);
+    } catch (const Error& e) {
+      log(LogLevel::kWarn, "first-use result not recorded: " + std::string(e.what()));
+    }
+  }
+  if (log_enabled(LogLevel::kInfo)) {
+    log(LogLevel::kInfo, describe_problem(op, problem) + ": first-use tuning timed " +
+                             std::to_string(pick->timed) + " of " +
+                             std::to_string(candidates.size()) + " candidates in " +
+                             std::to_string(ms_since(started)) + " ms, picked " +
+                             pick->config.canonical() + " (" + std::to_string(pick->ms) + " ms)");
+  }
+  return choice;
+}
+
+std::shared_ptr<const Runtime::Choice> Runtime::resolve(const OpRegistration& op,
+                                                        const DeviceInfo& device,
+                                                        const ProblemId& problem,
+                                                        cudaStream_t stream, bool with_kernel) {
+  const bool capturing = with_kernel && is_capturing(stream);
+  RelaxedCaptureMode relaxed(capturing);
+  std::shared_ptr<DatabaseSlot> slot;
+  uint64_t generation;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    slot = db_;
+    generation = generation_;
+  }
+  std::shared_ptr<cache::Database> db = slot->reader();
+  Choice choice = select(op, device, problem, db.get());
+  if (with_kernel && !capturing && tuning() == TuningPolicy::kFirstUse &&
+      choice.origin != "exact" && choice.origin != "first-use") {
+    // Tuning needs timings and a device sync: never inside a capture (the model's pick is used).
+    if (auto tuned = tune_first_use(op, device, problem, choice, slot->writer().get())) {
+      choice = std::move(*tuned);
+    }
+  }
+  choice.workspace_bytes = op.face->workspace_bytes(choice.config, problem);
+  if (with_kernel && !choice.kernel) {
+    const auto started = Clock::now();
+    std::string source;
+    choice.kernel = kernels_.get(op.face->kernel_spec(choice.config, problem), device, &source);
+    if (log_enabled(LogLevel::kInfo)) {
+      log(LogLevel::kInfo, describe_problem(op, problem) + ": " + choice.origin + " " +
+                               choice.config.canonical() + "; kernel " + source + " in " +
+                               std::to_string(ms_since(started)) + " ms");
+    }
+  }
+  if (with_kernel && choice.workspace_bytes > 0) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    workspace_pool(device.index);
+  }
+  auto shared = std::make_shared<const Choice>(std::move(choice));
+  std::lock_guard<std::mutex> lock(mutex_);
+  // A choice made with a database that was replaced meanwhile is used once, not remembered.
+  if (generation == generation_) memo_[MemoKey{device.index, &op, problem}] = shared;
+  return shared;
+}
+
+void Runtime::run(const OpRegistration& op, const ProblemId& problem, const Launcher& launch,
+                  cudaStream_t stream) {
+  const DeviceInfo* device;
+  std::shared_ptr<const Choice> choice;
+  cudaMemPool_t pool = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     device = &current_device();
-    choice = choose_gemm(*device, problem);
+    if (auto it = memo_.find(MemoKey{device->index, &op, problem}); it != memo_.end()) {
+      if (it->second->kernel) choice = it->second;
+    }
+    if (choice && choice->workspace_bytes > 0) pool = pools_.at(device->index);
   }
-  if (!choice.kernel) {
-    choice.kernel = kernels_.get(gemm_op::kernel_spec(choice.config, problem), *device);
-    std::lock_guard<std::mutex> lock(mutex_);
-    choices_[memo_key(*device, problem)].kernel = choice.kernel;
+  if (!choice) {
+    choice = resolve(op, *device, problem, stream, /*with_kernel=*/true);
+    if (choice->workspace_bytes > 0) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      pool = pools_.at(device->index);
+    }
   }
-  const size_t ws_bytes = gemm_op::workspace_bytes(choice.config, problem);
-  if (ws_bytes == 0) {
-    gemm_op::launch(*choice.kernel, choice.config, problem, *alpha, a, b, *beta, c, nullptr,
-                    stream);
+  if (choice->workspace_bytes == 0) {
+    launch(*choice->kernel, choice->config, nullptr, stream);
     return;
   }
-  // Split-K: the workspace is allocated and freed in stream order from the library's own pool,
-  // so concurrent calls on different streams never share one and repeated calls reuse memory.
-  cudaMemPool_t pool;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    pool = workspace_pool(device->index);
-  }
+  // The workspace is allocated and freed in stream order from the runtime's own pool, so
+  // concurrent calls on different streams never share one and repeated calls reuse memory.
   void* workspace = nullptr;
-  TUNED_CUDA_CHECK(cudaMallocFromPoolAsync(&workspace, ws_bytes, pool, stream));
+  TUNED_CUDA_CHECK(cudaMallocFromPoolAsync(&workspace, choice->workspace_bytes, pool, stream));
   try {
-    gemm_op::launch(*choice.kernel, choice.config, problem, *alpha, a, b, *beta, c, workspace,
-                    stream);
+    launch(*choice->kernel, choice->config, workspace, stream);
   } catch (...) {
     (void)cudaFreeAsync(workspace, stream);
     throw;
   }
   TUNED_CUDA_CHECK(cudaFreeAsync(workspace, stream));
+}
+
+std::string Runtime::describe(const OpRegistration& op, const ProblemId& problem) {
+  const DeviceInfo* device;
+  std::shared_ptr<const Choice> choice;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    device = &current_device();
+    if (auto it = memo_.find(MemoKey{device->index, &op, problem}); it != memo_.end()) {
+      choice = it->second;
+    }
+  }
+  if (!choice) choice = resolve(op, *device, problem, nullptr, /*with_kernel=*/false);
+  return choice->origin + ": " + choice->config.canonical();
 }
 
 cudaMemPool_t Runtime::workspace_pool(int device) {
@@ -189,18 +435,6 @@ cudaMemPool_t Runtime::workspace_pool(int device) {
   uint64_t keep = UINT64_MAX;
   TUNED_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
   return pools_.emplace(device, pool).first->second;
-}
-
-std::string Runtime::describe_gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k,
-                                   const float* a, int64_t lda, const float* b, int64_t ldb,
-                                   const float* c, int64_t ldc) {
-  const float one = 1.0f;
-  gemm_op::validate_arguments(op_a, op_b, m, n, k, &one, a, lda, b, ldb, &one, c, ldc);
-  const gemm_op::Problem problem = make_problem(op_a, op_b, m, n, k, a, lda, b, ldb, c, ldc);
-  std::lock_guard<std::mutex> lock(mutex_);
-  const DeviceInfo& device = current_device();
-  const Choice choice = choose_gemm(device, problem);
-  return choice.origin + ": " + choice.config.canonical();
 }
 
 }  // namespace tuned

@@ -1,78 +1,110 @@
-// What a tuned_gemm call does: key the problem, choose a config (the user's exact key; else the
-// nearer of the user's nearest tuned shape and the shipped defaults' entry; else the built-in
-// default), get the kernel (loaded once per process, cubin from the database or NVRTC) and launch
-// it. One Runtime per process, thread-safe.
+// What a call of any op does, written once: key the problem, choose a config, get its kernel
+// (loaded once per process: precompiled in the library, else from the database, else NVRTC), give
+// it a workspace and launch it. Ops plug in through their registration and runtime face
+// (templates/registry.hpp, templates/op_face.hpp); their API entry (api/gemm_api.cpp) validates
+// the arguments and hands the runtime a launcher. Thread-safe.
+//
+// Choice order for a problem nobody has seen in this process:
+//   1. the user's database, exact key (autotune's or first-use tuning's record);
+//   2. the shipped defaults' exact entry for this GPU model (configs tuned on the benchmark suite);
+//   3. with first-use tuning on (TUNED_TUNING=first-use or set_tuning), the selection model's top
+//      candidates timed on scratch buffers, the winner recorded in the user's database;
+//   4. the selection model's top pick (cache/selection_model.hpp: a portfolio per device model,
+//      ranked by the nearest measured shapes), unless the user's nearest tuned shape is predicted
+//      to do better (transfer regret x distance below the pick's predicted regret);
+//   5. the op's built-in fallback.
+// A database that cannot be read is logged and skipped: the shipped choices still answer.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
-#include "cache/cubin_store.hpp"
 #include "cache/database.hpp"
 #include "generator/device.hpp"
 #include "generator/kernel_cache.hpp"
-#include "templates/gemm/gemm_op.hpp"
+#include "templates/registry.hpp"
 
 namespace tuned {
 
+enum class TuningPolicy { kOff, kFirstUse };
+
 class Runtime {
  public:
+  /// The process's runtime (device from the CUDA current device).
   static Runtime& instance();
+  /// A runtime of its own; with a fixed device, choices are made for that device without asking
+  /// CUDA (tests of the choice logic run without a GPU).
+  explicit Runtime(std::optional<DeviceInfo> fixed_device = std::nullopt);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
 
   /// "" selects the default ($TUNED_DB, else the cache folder). An explicitly chosen database
   /// that cannot be opened is an error; an unusable default only means nothing tuned is known.
+  /// Safe while other threads call run(): they finish with the database they started with.
   void set_database(const std::string& path);
+  /// Off unless TUNED_TUNING=first-use or set here.
+  void set_tuning(TuningPolicy policy);
+  TuningPolicy tuning();
 
-  void gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const float* alpha,
-            const float* a, int64_t lda, const float* b, int64_t ldb, const float* beta, float* c,
-            int64_t ldc, cudaStream_t stream);
-  std::string describe_gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const float* a,
-                            int64_t lda, const float* b, int64_t ldb, const float* c,
-                            int64_t ldc);
+  /// Launches one call: launch(kernel, config, workspace, stream) with the chosen kernel and a
+  /// workspace of the config's size (stream-ordered from the runtime's pool; null when none).
+  using Launcher =
+      std::function<void(const LoadedKernel&, const Config&, void* workspace, cudaStream_t)>;
+  void run(const OpRegistration& op, const ProblemId& problem, const Launcher& launch,
+           cudaStream_t stream);
+  /// "origin: config" of the choice run() makes for this problem (chosen now if needed; no kernel
+  /// is loaded and nothing is tuned).
+  std::string describe(const OpRegistration& op, const ProblemId& problem);
 
  private:
   struct Choice {
     Config config;
-    std::string origin;  // "exact", "nearest MxNxK", "shipped", "shipped nearest MxNxK", "default"
-    // Set after the first launch, so later calls skip rebuilding the spec and its cubin key.
-    std::shared_ptr<const LoadedKernel> kernel;
+    std::string origin;  // "exact", "first-use", "shipped", "model", "nearest MxNxK", "default"
+    std::shared_ptr<const LoadedKernel> kernel;  // null until a run() needed it
+    size_t workspace_bytes = 0;
   };
-
-  Runtime();
-  const DeviceInfo& current_device();
-  cache::Database* database();  // nullptr when none can be used
-  Choice choose_gemm(const DeviceInfo& device, const gemm_op::Problem& problem);
-  cudaMemPool_t workspace_pool(int device);  // created on first use, kept for the process
-  // What a memoized choice depends on (the problem key without strings).
   struct MemoKey {
     int device;
-    bool trans_a, trans_b;
-    int64_t m, n, k;
-    int alignment;
+    const OpRegistration* op;
+    ProblemId problem;
     bool operator==(const MemoKey&) const = default;
   };
   struct MemoKeyHash {
     size_t operator()(const MemoKey& k) const;
   };
-  static MemoKey memo_key(const DeviceInfo& device, const gemm_op::Problem& problem);
-  gemm_op::Problem make_problem(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const void* a,
-                             int64_t lda, const void* b, int64_t ldb, const void* c, int64_t ldc);
+  // The user's database, opened when first needed; shared so a set_database() on another thread
+  // never frees one in use.
+  struct DatabaseSlot;
 
+  const DeviceInfo& current_device();  // mutex_ held
+  std::shared_ptr<const Choice> resolve(const OpRegistration& op, const DeviceInfo& device,
+                                        const ProblemId& problem, cudaStream_t stream,
+                                        bool with_kernel);
+  Choice select(const OpRegistration& op, const DeviceInfo& device, const ProblemId& problem,
+                cache::Database* db);
+  std::optional<Choice> tune_first_use(const OpRegistration& op, const DeviceInfo& device,
+                                       const ProblemId& problem, const Choice& fallback,
+                                       cache::Database* db);
+  cudaMemPool_t workspace_pool(int device);  // created on first use, kept for the process
+
+  std::optional<DeviceInfo> fixed_device_;
   std::mutex mutex_;
   std::map<int, DeviceInfo> devices_;
-  std::string db_path_;
-  bool db_explicit_ = false;
-  bool db_opened_ = false;
-  std::unique_ptr<cache::Database> db_;
-  std::unique_ptr<cache::DatabaseCubinStore> store_;
+  std::shared_ptr<DatabaseSlot> db_;
+  uint64_t generation_ = 0;  // bumped by set_database: choices made before are not memoized
+  std::optional<TuningPolicy> tuning_;
   KernelCache kernels_;
-  std::unordered_map<MemoKey, Choice, MemoKeyHash> choices_;
+  std::unordered_map<MemoKey, std::shared_ptr<const Choice>, MemoKeyHash> memo_;
   std::map<int, cudaMemPool_t> pools_;
+  std::mutex tune_mutex_;  // one first-use tuning at a time: timings must not overlap
 };
 
 }  // namespace tuned

@@ -92,7 +92,8 @@ std::vector<Config> base_candidates(const DeviceInfo& device) {
   }
   for (int bm : {16, 32, 64, 128}) {
     for (int bn : {16, 32, 64, 128}) {
-      for (int splitk : {1, 4, 16}) {
+      for (int splitk : {1, 4, 16, 32, 64}) {
+        if (splitk > 16 && bm * bn > 64 * 64) continue;  // very long k only: small tiles
         if (auto c = tile_config(device, bm, bn, 16, splitk, 3)) add(*c);
       }
     }
@@ -165,7 +166,7 @@ std::vector<uint64_t> parse_seeds(const std::string& text) {
 }
 
 int run(const std::string& seeds_text, bool grid, const std::string& out_path,
-        double max_seconds, const std::string& candidates_path) {
+        double max_seconds, const std::string& candidates_path, int min_split) {
   const auto started = Clock::now();
   const DeviceInfo device = query_device(0);
   TUNED_CUDA_CHECK(cudaSetDevice(0));
@@ -192,6 +193,7 @@ int run(const std::string& seeds_text, bool grid, const std::string& out_path,
   } else {
     bases = base_candidates(device);
   }
+  std::erase_if(bases, [&](const Config& c) { return c.get("SPLITK") < min_split; });
   // Every VEC variant of every base in every layout: compiled up front on all cores.
   KernelCache kernels;
   CompilePool pool(kernels, device,
@@ -322,6 +324,7 @@ int main(int argc, char** argv) {
                "gemm_sweep"};
   std::string seeds = "1-20", out = "gemm_sweep.tsv", candidates;
   bool grid = false, list = false;
+  int min_split = 1;
   double max_seconds = 1e9;
   app.add_option("--seeds", seeds, "random-shape seeds, e.g. 1-20,30 (acceptance seeds' shapes "
                                    "are always left out)");
@@ -330,6 +333,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-seconds", max_seconds, "stop after this long (rows so far are kept)");
   app.add_option("--candidates", candidates, "file of base configs, one per line");
   app.add_flag("--list-candidates", list, "print the base configs and exit");
+  app.add_option("--min-split", min_split, "only base configs with SPLITK at least this (a sweep "
+                                           "of configs added later)");
   CLI11_PARSE(app, argc, argv);
   try {
     if (list) {
@@ -338,7 +343,7 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    return run(seeds, grid, out, max_seconds, candidates);
+    return run(seeds, grid, out, max_seconds, candidates, min_split);
   } catch (const tuned::Error& e) {
     std::fprintf(stderr, "gemm_sweep: %s\n", e.what());
     return 1;

@@ -7,25 +7,6 @@
 
 namespace tuned::cache {
 
-double shape_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  double sum = 0;
-  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
-    double x = i < a.size() ? static_cast<double>(std::max<int64_t>(a[i], 1)) : 1.0;
-    double y = i < b.size() ? static_cast<double>(std::max<int64_t>(b[i], 1)) : 1.0;
-    sum += std::fabs(std::log2(x) - std::log2(y));
-  }
-  return sum;
-}
-
-std::string ProblemKey::shape_string() const {
-  std::string text;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) text += 'x';
-    text += std::to_string(shape[i]);
-  }
-  return text;
-}
-
 const char* to_string(Disposition d) {
   switch (d) {
     case Disposition::kOk:

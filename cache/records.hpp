@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "templates/problem_key.hpp"
+
 namespace tuned::cache {
 
 /// Identity and limits of one GPU. The UUID identifies the physical device across processes.
@@ -20,21 +22,9 @@ struct DeviceRecord {
   int clock_khz = 0;
 };
 
-/// The key of a best configuration: which device, which op in which layout, on which shape and
-/// alignment class. shape holds the op's dimensions in its own order (gemm: m, n, k).
-struct ProblemKey {
-  std::string device_uuid;
-  std::string op;      // "gemm"
-  std::string layout;  // "NN", "NT", "TN", "TT" for gemm
-  std::vector<int64_t> shape;
-  int alignment = 1;  // widest vector (in elements) every pointer and leading dimension allows
-
-  std::string shape_string() const;  // "4096x4096x4096"
-};
-
-/// Distance between two shapes in log space: sum over dims of |log2(a) - log2(b)|, dims of 0
-/// counted as 1. What "nearest shape" means everywhere.
-double shape_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+// ProblemKey and shape_distance are the ops' vocabulary (templates/problem_key.hpp).
+using tuned::ProblemKey;
+using tuned::shape_distance;
 
 /// Outcome of one candidate.
 enum class Disposition { kOk, kCompileError, kResourceLimit, kLaunchError, kWrongResult, kTimeout };

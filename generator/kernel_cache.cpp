@@ -1,5 +1,7 @@
 #include "generator/kernel_cache.hpp"
 
+#include "generator/precompiled.hpp"
+
 #include <algorithm>
 
 #include "generator/log.hpp"
@@ -30,7 +32,7 @@ CubinKey cubin_key(const KernelSpec& spec, const DeviceInfo& device) {
   return key;
 }
 
-CubinStore* KernelCache::store() {
+std::shared_ptr<CubinStore> KernelCache::store() {
   std::lock_guard<std::mutex> lock(mutex_);
   return store_;
 }
@@ -60,11 +62,17 @@ BuiltKernel KernelCache::compile(const KernelSpec& spec, const DeviceInfo& devic
 
 BuiltKernel KernelCache::build(const KernelSpec& spec, const DeviceInfo& device) {
   const CubinKey key = cubin_key(spec, device);
-  CubinStore* store = this->store();
+  if (auto cubin = find_precompiled(key, spec.kernel_name)) {
+    BuiltKernel built;
+    built.cubin = std::move(*cubin);
+    built.precompiled = true;
+    return built;
+  }
+  const std::shared_ptr<CubinStore> store = this->store();
   if (store) {
     if (auto found = store->find(key)) return BuiltKernel{std::move(*found), true};
   }
-  return compile(spec, device, key, store);
+  return compile(spec, device, key, store.get());
 }
 
 std::shared_ptr<const LoadedKernel> KernelCache::load(const BuiltKernel& built,
@@ -93,36 +101,43 @@ std::shared_ptr<const LoadedKernel> KernelCache::load_or_recompile(BuiltKernel& 
   // still be garbage (stored so by a bug) or refused by this driver. The source is at hand, so the
   // kernel is rebuilt rather than the call failed.
   const CubinKey key = cubin_key(spec, device);
-  CubinStore* store = this->store();
+  const std::shared_ptr<CubinStore> store = this->store();
   if (store) store->drop(key);
   log_once(LogLevel::kWarn,
            "cubin did not load|" + key.source_hash + "|" + key.arch + "|" + key.options,
            "cubin of " + spec.kernel_name + " from the database did not load (" + reason +
                "): dropped and recompiled");
-  built = compile(spec, device, key, store);
+  built = compile(spec, device, key, store.get());
   return load(built, spec);
 }
 
 std::shared_ptr<const LoadedKernel> KernelCache::get(const KernelSpec& spec,
-                                                     const DeviceInfo& device) {
+                                                     const DeviceInfo& device,
+                                                     std::string* source) {
   const CubinKey key = cubin_key(spec, device);
   // One image may hold several kernels (check.cu does): the name is part of what was loaded.
   const std::string map_key = std::to_string(device.index) + "|" + key.arch + "|" +
                               key.source_hash + "|" + key.options + "|" + spec.kernel_name;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (auto it = loaded_.find(map_key); it != loaded_.end()) return it->second;
+    if (auto it = loaded_.find(map_key); it != loaded_.end()) {
+      if (source) *source = "loaded";
+      return it->second;
+    }
   }
   // Built outside the lock: compiling takes tens of milliseconds and other keys must not wait.
   BuiltKernel built = build(spec, device);
   auto kernel = load_or_recompile(built, spec, device);
+  if (source) {
+    *source = built.precompiled ? "precompiled" : built.from_store ? "from the database" : "compiled";
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   return loaded_.emplace(map_key, std::move(kernel)).first->second;
 }
 
-void KernelCache::set_store(CubinStore* store) {
+void KernelCache::set_store(std::shared_ptr<CubinStore> store) {
   std::lock_guard<std::mutex> lock(mutex_);
-  store_ = store;
+  store_ = std::move(store);
 }
 
 }  // namespace tuned

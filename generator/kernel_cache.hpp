@@ -35,19 +35,25 @@ CubinKey cubin_key(const KernelSpec& spec, const DeviceInfo& device);
 struct BuiltKernel {
   CubinRecord cubin;
   bool from_store = false;
+  bool precompiled = false;  // built into the library ahead of time
 };
 
 class KernelCache {
  public:
-  explicit KernelCache(CubinStore* store = nullptr) : store_(store) {}
+  /// store: not owned, or null (tools and tests); set_store can hand over a shared one.
+  explicit KernelCache(CubinStore* store = nullptr)
+      : store_(store, [](CubinStore*) {}) {}
 
   /// The cubin for spec: from the store, else compiled by NVRTC (and put in the store). Throws
   /// Error(TUNED_STATUS_COMPILE_ERROR) with the log. Thread-safe; loads nothing.
   BuiltKernel build(const KernelSpec& spec, const DeviceInfo& device);
 
-  /// The loaded kernel for spec on the device, building and loading it once per process.
-  /// Thread-safe.
-  std::shared_ptr<const LoadedKernel> get(const KernelSpec& spec, const DeviceInfo& device);
+  /// The loaded kernel for spec on the device, building and loading it once per process: from
+  /// the kernels precompiled into the library, else the store, else NVRTC. Thread-safe. source,
+  /// when given, says where it came from ("loaded", "precompiled", "from the database",
+  /// "compiled").
+  std::shared_ptr<const LoadedKernel> get(const KernelSpec& spec, const DeviceInfo& device,
+                                          std::string* source = nullptr);
 
   /// Loads a built kernel on the current device (no caching).
   static std::shared_ptr<const LoadedKernel> load(const BuiltKernel& built, const KernelSpec& spec);
@@ -58,15 +64,16 @@ class KernelCache {
   std::shared_ptr<const LoadedKernel> load_or_recompile(BuiltKernel& built, const KernelSpec& spec,
                                                         const DeviceInfo& device);
 
-  void set_store(CubinStore* store);
+  /// Replaces the store; builds in flight finish with the one they started with.
+  void set_store(std::shared_ptr<CubinStore> store);
 
  private:
-  CubinStore* store();
+  std::shared_ptr<CubinStore> store();
   BuiltKernel compile(const KernelSpec& spec, const DeviceInfo& device, const CubinKey& key,
                       CubinStore* store);
 
   std::mutex mutex_;
-  CubinStore* store_;
+  std::shared_ptr<CubinStore> store_;
   std::map<std::string, std::shared_ptr<const LoadedKernel>> loaded_;
 };
 

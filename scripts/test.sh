@@ -7,6 +7,12 @@ scripts/install_deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$(nproc)"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
+# The runtime's thread-safety test once more, built with ThreadSanitizer: a data race fails here.
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS=-fsanitize=thread \
+  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DTUNED_BUILD_BENCH=OFF -DTUNED_PRECOMPILE=OFF
+cmake --build build-tsan -j"$(nproc)" --target tuned_cpu_tests
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  ./build-tsan/tests/tuned_cpu_tests --gtest_filter='RuntimeRace.*'
 # ctest hides the output of skipped tests: say once why the GPU tests were skipped, if they were.
 if ./build/tests/tuned_gpu_tests --gtest_filter='TunedGemm.KZeroGivesBetaTimesC' 2>&1 |
     grep -m1 "GPU test skipped"; then

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cache/records.hpp"
+#include "templates/problem_key.hpp"
 #include "generator/kernel.hpp"
 #include "generator/kernel_cache.hpp"
 #include "templates/check/device_check.hpp"
@@ -20,7 +20,7 @@ class TuningTask {
  public:
   virtual ~TuningTask() = default;
 
-  virtual cache::ProblemKey key() const = 0;
+  virtual ProblemKey key() const = 0;
   /// The space constrained for this device and problem.
   virtual const Space& space() const = 0;
   virtual KernelSpec kernel_spec(const Config& config) const = 0;

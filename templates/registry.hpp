@@ -1,22 +1,47 @@
-// The ops tuned knows. Adding an op means adding its folder and one entry in registry.cpp.
+// The ops tuned knows, each registered once: its name, shape, variants, default tuning shapes,
+// rate unit, tuning-task factory and runtime face. Adding an op means adding its folder and one
+// entry in registry.cpp; the runtime, tuner, cache and tools take everything from here.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "templates/op.hpp"
+#include "templates/op_face.hpp"
 
 namespace tuned {
 
 struct TaskRequest {
   std::string op;               // "gemm"
   std::vector<int64_t> shape;   // gemm: m, n, k
-  std::string layout;           // gemm: NN, NT, TN, TT
+  std::string layout;           // the op's variant (gemm: NN, NT, TN, TT); "" for its first
   std::map<std::string, std::vector<int>> space;  // restrictions of the op's parameters
 };
+
+struct OpRegistration {
+  std::string name;                // "gemm"
+  std::vector<std::string> dims;   // names of the shape's dimensions: {"M", "N", "K"}
+  std::vector<std::string> variants;  // {"NN", "NT", "TN", "TT"}; the first is the default
+  std::vector<std::vector<int64_t>> default_shapes;  // what `autotune --op NAME` tunes
+  std::string rate_unit;           // "TFLOP/s" or "GB/s"
+  /// A tuning task for a validated request (shape of the right rank, known variant).
+  std::function<std::unique_ptr<TuningTask>(const TaskRequest&, const DeviceInfo&, DeviceCheck&)>
+      make_task;
+  const OpFace* face = nullptr;    // what the runtime serves calls through
+
+  int rank() const { return static_cast<int>(dims.size()); }
+  /// Index of a variant name; throws Error(TUNED_STATUS_INVALID_ARGUMENT) listing the known ones.
+  int variant_index(const std::string& variant) const;
+};
+
+/// Every registered op.
+const std::vector<OpRegistration>& op_registrations();
+/// The op called name; throws Error(TUNED_STATUS_INVALID_ARGUMENT) listing the known ones.
+const OpRegistration& find_op(const std::string& name);
 
 /// Names of the ops that can be tuned.
 std::vector<std::string> op_names();
@@ -25,7 +50,7 @@ std::vector<std::string> op_names();
 std::vector<std::vector<int64_t>> default_shapes(const std::string& op);
 
 /// A tuning task for the request on the device. Throws Error(TUNED_STATUS_INVALID_ARGUMENT) for
-/// an unknown op, a shape of the wrong rank or a bad layout, and Error(TUNED_STATUS_CONFIG_ERROR)
+/// an unknown op, a shape of the wrong rank or a bad variant, and Error(TUNED_STATUS_CONFIG_ERROR)
 /// for restrictions naming unknown parameters.
 std::unique_ptr<TuningTask> make_task(const TaskRequest& request, const DeviceInfo& device,
                                       DeviceCheck& check);

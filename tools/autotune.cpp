@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "cache/database.hpp"
-#include "cache/shipped_defaults.hpp"
 #include "generator/device.hpp"
 #include "generator/kernel_cache.hpp"
 #include "templates/check/device_check.hpp"
@@ -18,6 +17,7 @@
 #include "tools/autotune_options.hpp"
 #include "tuned/error.hpp"
 #include "tuner/session.hpp"
+#include "tuner/tuning_policy.hpp"
 
 namespace {
 
@@ -81,39 +81,6 @@ class ProgressPrinter {
   std::chrono::steady_clock::time_point last_print_{};
 };
 
-// Where the search starts: the stored best for this key (re-measured, so tuning again never ends
-// worse than before), then the bests of the nearest other tuned shapes of this layout (good
-// configs transfer between neighbouring shapes), then the shipped defaults, then the op's own
-// seeds.
-std::vector<tuned::Config> starting_configs(tuned::cache::Database& db,
-                                            const tuned::TuningTask& task,
-                                            const tuned::DeviceInfo& device,
-                                            const tuned::cache::ProblemKey& key) {
-  std::vector<tuned::Config> first;
-  auto add = [&](const std::string& text) {
-    try {
-      const auto config = tuned::Config::parse(text);
-      if (!task.space().violation(config)) first.push_back(config);
-    } catch (const tuned::Error&) {  // a config of an older template
-    }
-  };
-  if (auto previous = db.find_best(key)) add(previous->config);
-  std::vector<std::pair<double, std::string>> others;
-  for (const auto& best : db.bests({key.device_uuid, key.op, 0, 0})) {
-    if (best.key.layout != key.layout || best.key.shape == key.shape) continue;
-    others.emplace_back(tuned::cache::shape_distance(best.key.shape, key.shape), best.config);
-  }
-  std::sort(others.begin(), others.end());
-  constexpr size_t kTransferred = 6;
-  for (size_t i = 0; i < others.size() && i < kTransferred; ++i) add(others[i].second);
-  // What the library ships for this GPU model (or its architecture), exact or nearest.
-  auto& shipped = tuned::cache::ShippedDefaults::builtin();
-  if (auto s = shipped.find_best(key, device.name, device.compute_capability())) add(s->config);
-  if (auto s = shipped.find_nearest(key, device.name, device.compute_capability())) add(s->config);
-  for (const auto& seed : task.seed_configs()) first.push_back(seed);
-  return first;
-}
-
 struct Row {
   std::string shape, layout, config, note;
   double ms = 0, rate = 0, baseline_ms = 0, baseline_rate = 0;
@@ -162,7 +129,7 @@ int run(const AutotuneOptions& options) {
     session_options.max_trials = options.max_trials;
     session_options.seed = options.seed ? options.seed + i : static_cast<uint64_t>(
         std::chrono::system_clock::now().time_since_epoch().count());
-    session_options.first = starting_configs(db, *task, device, key);
+    session_options.first = tuned::starting_configs(db, *task, device);
     tuned::cache::SessionRecord session =
         db.begin_session({0, device.uuid, options.op, options.strategy, session_options.budget_s, ""});
 
@@ -199,10 +166,10 @@ int run(const AutotuneOptions& options) {
       best.tflops = row.rate;
       best.baseline_ms = row.baseline_ms;
       best.session_id = session.id;
-      if (!db.offer_best(best)) row.note = "database keeps a faster earlier best";
-      if (result.best_kernel) {
-        const auto spec = task->kernel_spec(tuned::Config::parse(best.config));
-        db.put_cubin(tuned::cubin_key(spec, device), result.best_kernel->cubin);
+      const tuned::CubinRecord* cubin = result.best_kernel ? &result.best_kernel->cubin : nullptr;
+      if (!tuned::keep_best(db, best, task->kernel_spec(tuned::Config::parse(best.config)), device,
+                            cubin)) {
+        row.note = "database keeps a faster earlier best";
       }
     } else {
       row.note = "no valid config";

@@ -39,11 +39,13 @@ const char* tuned_last_error(void);
 /// C = alpha * op(A) * op(B) + beta * C in FP32, column-major, with cublasSgemm's arguments
 /// (alpha and beta by host pointer) plus a stream. op(A) is m x k, op(B) is k x n, C is m x n.
 /// lda >= max(1, op_a == N ? m : k), ldb >= max(1, op_b == N ? k : n), ldc >= max(1, m).
-/// k == 0 gives beta * C; beta == 0 never reads C. The kernel is the best configuration tuned for
-/// this device and shape: from the user's database (exact key, else the nearest tuned shape), else
-/// from the defaults shipped in the library for this GPU model (exact, else nearest), else the
-/// built-in default;
-/// compiled once per process or taken from the tuning database. Asynchronous on the stream.
+/// k == 0 gives beta * C; beta == 0 never reads C. The kernel is the user's own tuning for this
+/// exact problem if any, else the shipped defaults' entry for this GPU model and shape, else (with
+/// TUNED_TUNING_FIRST_USE) the winner of a quick first-use tuning, else the selection model's pick
+/// from a portfolio precompiled into the library (or the user's nearest tuned shape where that is
+/// predicted to be better), else a built-in default. Loaded once per process. Asynchronous on the
+/// stream; may be captured into a CUDA graph, also on its first call. TUNED_LOG_LEVEL=info (and
+/// TUNED_LOG_FILE) log each choice.
 tuned_status_t tuned_gemm(tuned_operation_t op_a, tuned_operation_t op_b, int m, int n, int k,
                           const float* alpha, const float* A, int lda, const float* B, int ldb,
                           const float* beta, float* C, int ldc, cudaStream_t stream);
@@ -52,8 +54,23 @@ tuned_status_t tuned_gemm(tuned_operation_t op_a, tuned_operation_t op_b, int m,
 /// $XDG_CACHE_HOME/tuned/). Kernels already loaded stay loaded.
 tuned_status_t tuned_set_database(const char* path);
 
+/// When tuned_gemm meets a problem nobody tuned (no exact entry in the user's database).
+typedef enum tuned_tuning_t {
+  /// Use the selection model's pick (a precompiled kernel): no timing, no compilation. Default.
+  TUNED_TUNING_OFF = 0,
+  /// Time the model's top candidates (precompiled) on scratch buffers, at most about a quarter
+  /// of a second, check the winner against cuBLAS, record it in the user's database (origin
+  /// "first-use") and use it from then on. Never inside a CUDA graph capture (the model's pick is
+  /// used there). Also set by the environment variable TUNED_TUNING=first-use.
+  TUNED_TUNING_FIRST_USE = 1
+} tuned_tuning_t;
+
+/// Sets the tuning policy for problems nobody tuned (see tuned_tuning_t).
+tuned_status_t tuned_set_tuning(tuned_tuning_t policy);
+
 /// Describes the configuration tuned_gemm would use for this problem, and where it came from
-/// ("exact", "nearest MxNxK", "shipped", "shipped nearest MxNxK", "default"), into buf (NUL-terminated, truncated to size).
+/// ("exact", "first-use", "shipped", "model", "nearest MxNxK", "default"), into buf
+/// (NUL-terminated, truncated to size).
 tuned_status_t tuned_gemm_describe(tuned_operation_t op_a, tuned_operation_t op_b, int m, int n,
                                    int k, const float* A, int lda, const float* B, int ldb,
                                    const float* C, int ldc, char* buf, unsigned long size);

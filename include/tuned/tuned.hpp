@@ -28,6 +28,10 @@ std::string describe_gemm(Op op_a, Op op_b, int m, int n, int k, const float* a,
 /// Uses the tuning database at path from now on ("" for the default).
 void set_database(const std::string& path);
 
+enum class Tuning { kOff = TUNED_TUNING_OFF, kFirstUse = TUNED_TUNING_FIRST_USE };
+/// Sets the tuning policy for problems nobody tuned (see tuned_tuning_t).
+void set_tuning(Tuning policy);
+
 }  // namespace tuned
 
 #endif  // TUNED_TUNED_HPP_

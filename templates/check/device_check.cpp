@@ -31,6 +31,10 @@ std::string MatrixCheck::describe() const {
   return text;
 }
 
+std::vector<KernelSpec> DeviceCheck::kernel_specs() {
+  return {check_spec("tuned_fill_uniform"), check_spec("tuned_compare")};
+}
+
 DeviceCheck::DeviceCheck(KernelCache& kernels, const DeviceInfo& device)
     : fill_(kernels.get(check_spec("tuned_fill_uniform"), device)),
       compare_(kernels.get(check_spec("tuned_compare"), device)),

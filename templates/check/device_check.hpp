@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "generator/cuda_raii.hpp"
 #include "generator/kernel_cache.hpp"
@@ -29,6 +30,8 @@ class DeviceCheck {
   static constexpr uint32_t kPoisonBits = 0xFFFFFFFFu;
 
   DeviceCheck(KernelCache& kernels, const DeviceInfo& device);
+  /// The kernels it uses (for building them ahead of time).
+  static std::vector<KernelSpec> kernel_specs();
 
   /// n floats uniform in [lo, hi) from a counter-based generator: the same seed gives the same data.
   void fill_uniform(float* p, size_t n, uint64_t seed, float lo, float hi, cudaStream_t stream);

@@ -39,7 +39,7 @@ const std::vector<Param>& parameters() {
       {"SWZ", {0, 4, 8, 16}, "block rows grouped in launch order for L2 reuse (0: none)"},
       {"MINB", {1, 2}, "__launch_bounds__ minimum resident blocks per SM"},
       {"PRETB", {0, 1}, "B (not transposed) copied transposed into the workspace first"},
-      {"SPLITK", {1, 2, 3, 4, 6, 8, 12, 16}, "blocks sharing one tile's k range"},
+      {"SPLITK", {1, 2, 3, 4, 6, 8, 12, 16, 32, 64}, "blocks sharing one tile's k range"},
   };
   return params;
 }
@@ -403,8 +403,8 @@ LaunchGeometry geometry(const Config& config, const Problem& problem) {
   return g;
 }
 
-cache::ProblemKey problem_key(const DeviceInfo& device, const Problem& problem) {
-  cache::ProblemKey key;
+ProblemKey problem_key(const DeviceInfo& device, const Problem& problem) {
+  ProblemKey key;
   key.device_uuid = device.uuid;
   key.op = "gemm";
   key.layout = problem.layout();

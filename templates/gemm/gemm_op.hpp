@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cache/records.hpp"
+#include "templates/problem_key.hpp"
 #include "generator/device.hpp"
 #include "generator/kernel.hpp"
 #include "generator/kernel_cache.hpp"
@@ -73,7 +73,7 @@ bool reads_b_transposed(const Config& config, const Problem& problem);
 size_t workspace_bytes(const Config& config, const Problem& problem);
 LaunchGeometry geometry(const Config& config, const Problem& problem);
 
-cache::ProblemKey problem_key(const DeviceInfo& device, const Problem& problem);
+ProblemKey problem_key(const DeviceInfo& device, const Problem& problem);
 
 /// Launches C = alpha op(A) op(B) + beta C with a kernel built from config (m, n > 0).
 /// workspace: at least workspace_bytes(config, problem) bytes of device memory, used in stream

@@ -35,7 +35,7 @@ class GemmTask : public TuningTask {
  public:
   GemmTask(const DeviceInfo& device, const Problem& problem, DeviceCheck& check);
 
-  cache::ProblemKey key() const override { return problem_key(device_, problem_); }
+  ProblemKey key() const override { return problem_key(device_, problem_); }
   const Space& space() const override { return space_; }
   Space& mutable_space() { return space_; }
   KernelSpec kernel_spec(const Config& config) const override;

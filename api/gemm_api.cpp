@@ -1,0 +1,65 @@
+#include "api/gemm_api.hpp"
+
+#include "api/runtime.hpp"
+#include "templates/gemm/gemm_face.hpp"
+#include "tuned/tuned.h"
+
+namespace tuned::api {
+namespace {
+
+const OpRegistration& gemm_registration() {
+  static const OpRegistration& op = find_op("gemm");
+  return op;
+}
+
+gemm_op::Problem make_problem(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const void* a,
+                              int64_t lda, const void* b, int64_t ldb, const void* c,
+                              int64_t ldc) {
+  gemm_op::Problem p;
+  p.trans_a = op_a == TUNED_OP_T;
+  p.trans_b = op_b == TUNED_OP_T;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.lda = lda;
+  p.ldb = ldb;
+  p.ldc = ldc;
+  p.alignment = gemm_op::alignment_class(a, b, c, lda, ldb, ldc);
+  return p;
+}
+
+}  // namespace
+
+void gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const float* alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, const float* beta, float* c, int64_t ldc,
+          cudaStream_t stream) {
+  gemm_op::validate_arguments(op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (m == 0 || n == 0) return;
+  gemm_op::Problem problem = make_problem(op_a, op_b, m, n, k, a, lda, b, ldb, c, ldc);
+  // BLAS semantics: alpha == 0 reads neither A nor B (they may be NULL); with k = 0 the kernel
+  // writes beta * C without touching them.
+  if (*alpha == 0.0f) problem.k = 0;
+  struct Args {
+    const gemm_op::Problem& problem;
+    float alpha, beta;
+    const float *a, *b;
+    float* c;
+  } args{problem, *alpha, *beta, a, b, c};
+  Runtime::instance().run(
+      gemm_registration(), gemm_op::problem_id(problem),
+      [&args](const LoadedKernel& kernel, const Config& config, void* workspace, cudaStream_t s) {
+        gemm_op::launch(kernel, config, args.problem, args.alpha, args.a, args.b, args.beta,
+                        args.c, workspace, s);
+      },
+      stream);
+}
+
+std::string describe_gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const float* a,
+                          int64_t lda, const float* b, int64_t ldb, const float* c, int64_t ldc) {
+  const float one = 1.0f;
+  gemm_op::validate_arguments(op_a, op_b, m, n, k, &one, a, lda, b, ldb, &one, c, ldc);
+  const gemm_op::Problem problem = make_problem(op_a, op_b, m, n, k, a, lda, b, ldb, c, ldc);
+  return Runtime::instance().describe(gemm_registration(), gemm_op::problem_id(problem));
+}
+
+}  // namespace tuned::api

@@ -1,0 +1,18 @@
+// GEMM's API entry: validates tuned_gemm's arguments, names the problem for the runtime and hands
+// it a launcher holding the call's pointers and scalars. The runtime itself knows no op.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+namespace tuned::api {
+
+void gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const float* alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, const float* beta, float* c, int64_t ldc,
+          cudaStream_t stream);
+std::string describe_gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const float* a,
+                          int64_t lda, const float* b, int64_t ldb, const float* c, int64_t ldc);
+
+}  // namespace tuned::api

@@ -1,0 +1,240 @@
+#include "cache/selection_model.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "tuned/error.hpp"
+
+namespace tuned::cache {
+namespace {
+
+// A portfolio entry not measured on a point (e.g. its vector width too wide for the point's
+// alignment and no narrower sibling measured) counts as 20x slower than the point's best there.
+const float kUnmeasuredRegret = static_cast<float>(std::log(20.0));
+constexpr size_t kMaxDims = 4;
+
+// Splits without allocating the pieces: parsing the shipped tables must stay in the low ms.
+void split(std::string_view line, char sep, std::vector<std::string_view>& out) {
+  out.clear();
+  size_t start = 0;
+  while (true) {
+    const size_t end = line.find(sep, start);
+    if (end == std::string_view::npos) {
+      out.push_back(line.substr(start));
+      return;
+    }
+    out.push_back(line.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+template <typename T>
+bool parse_number(std::string_view text, T& value) {
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return !text.empty() && ec == std::errc() && p == text.data() + text.size();
+}
+
+}  // namespace
+
+std::string_view shipped_selection_tables();  // generated from cache/shipped/*_selection_*.tsv
+
+const SelectionModel& SelectionModel::builtin() {
+  static const SelectionModel model(shipped_selection_tables());
+  return model;
+}
+
+SelectionModel::SelectionModel(std::string_view table) {
+  int line_no = 0;
+  auto fail = [&](const std::string& why) {
+    throw Error(TUNED_STATUS_CONFIG_ERROR,
+                "selection model, line " + std::to_string(line_no) + ": " + why);
+  };
+  auto variant_of = [&](std::string_view name) -> Variant& {
+    if (models_.empty()) fail("entry or point line before any model line");
+    auto& variants = models_.back().variants;
+    for (auto& v : variants) {
+      if (v.name == name) return v;
+    }
+    if (name.empty()) fail("empty variant");
+    variants.emplace_back();
+    variants.back().name = std::string(name);
+    return variants.back();
+  };
+  std::vector<std::string_view> f, items;
+  std::vector<double> ms;
+  size_t pos = 0;
+  while (pos < table.size()) {
+    size_t end = table.find('\n', pos);
+    if (end == std::string_view::npos) end = table.size();
+    std::string_view line = table.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty() || line[0] == '#') continue;
+    split(line, '\t', f);
+    if (f[0] == "model") {
+      if (f.size() != 6) fail("a model line has 6 fields, got " + std::to_string(f.size()));
+      Model m;
+      m.device_name = std::string(f[1]);
+      m.op = std::string(f[3]);
+      if (m.device_name.empty() || m.op.empty()) fail("empty device name or op");
+      if (!parse_number(f[2], m.cc) || m.cc <= 0) fail("cc '" + std::string(f[2]) + "'");
+      if (!parse_number(f[4], m.neighbours) || m.neighbours < 1) {
+        fail("neighbours '" + std::string(f[4]) + "' (an integer >= 1)");
+      }
+      if (!parse_number(f[5], m.transfer_regret) || !std::isfinite(m.transfer_regret) ||
+          m.transfer_regret < 0) {
+        fail("transfer_regret '" + std::string(f[5]) + "' (a number >= 0)");
+      }
+      for (const auto& other : models_) {
+        if (other.device_name == m.device_name && other.op == m.op) {
+          fail("a second model for " + m.device_name + " " + m.op);
+        }
+      }
+      models_.push_back(std::move(m));
+    } else if (f[0] == "entry") {
+      if (f.size() != 4) fail("an entry line has 4 fields, got " + std::to_string(f.size()));
+      Variant& v = variant_of(f[1]);
+      if (v.points() > 0) fail("entry after the variant's points");
+      size_t index = 0;
+      if (!parse_number(f[2], index) || index != v.configs.size()) {
+        fail("entry index '" + std::string(f[2]) + "', expected " +
+             std::to_string(v.configs.size()));
+      }
+      if (f[3].empty()) fail("empty config");
+      v.configs.emplace_back(f[3]);
+    } else if (f[0] == "point") {
+      if (f.size() != 5) fail("a point line has 5 fields, got " + std::to_string(f.size()));
+      Variant& v = variant_of(f[1]);
+      if (v.configs.empty()) fail("point before the variant's entries");
+      int alignment = 0;
+      if (!parse_number(f[2], alignment) || alignment < 1) {
+        fail("alignment '" + std::string(f[2]) + "'");
+      }
+      split(f[3], 'x', items);
+      if (items.size() > kMaxDims) fail("shape '" + std::string(f[3]) + "' has more than 4 dims");
+      if (v.dims == 0) v.dims = items.size();
+      if (items.size() != v.dims) {
+        fail("shape '" + std::string(f[3]) + "' has " + std::to_string(items.size()) +
+             " dims, the variant's points " + std::to_string(v.dims));
+      }
+      for (std::string_view d : items) {
+        int64_t value = 0;
+        if (!parse_number(d, value) || value < 0) fail("shape '" + std::string(f[3]) + "'");
+        v.shapes.push_back(value);
+        v.coords.push_back(static_cast<float>(std::log2(static_cast<double>(value) + 1.0)));
+      }
+      split(f[4], ',', items);
+      if (items.size() != v.configs.size()) {
+        fail(std::to_string(items.size()) + " times for " + std::to_string(v.configs.size()) +
+             " entries");
+      }
+      ms.assign(items.size(), -1);
+      double best = std::numeric_limits<double>::infinity();
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (items[i] == "-") continue;
+        if (!parse_number(items[i], ms[i]) || !(ms[i] > 0) || !std::isfinite(ms[i])) {
+          fail("time '" + std::string(items[i]) + "' (a positive number or '-')");
+        }
+        best = std::min(best, ms[i]);
+      }
+      if (!std::isfinite(best)) fail("a point needs at least one measured entry");
+      for (double t : ms) {
+        v.regrets.push_back(t < 0 ? kUnmeasuredRegret : static_cast<float>(std::log(t / best)));
+      }
+      v.alignments.push_back(alignment);
+    } else {
+      fail("unknown line kind '" + std::string(f[0]) + "'");
+    }
+  }
+}
+
+const SelectionModel::Model* SelectionModel::find_model(const std::string& op,
+                                                        const std::string& device_name,
+                                                        int cc) const {
+  const Model* same_cc = nullptr;
+  for (const auto& m : models_) {
+    if (m.op != op) continue;
+    if (m.device_name == device_name) return &m;
+    if (!same_cc && m.cc == cc) same_cc = &m;
+  }
+  return same_cc;
+}
+
+std::vector<SelectionModel::Ranked> SelectionModel::rank(
+    const std::string& op, const std::string& device_name, int cc, const std::string& variant,
+    const std::vector<int64_t>& shape, const std::function<bool(const std::string&)>& accept,
+    size_t max_results) const {
+  const Model* model = find_model(op, device_name, cc);
+  if (!model) return {};
+  const Variant* v = nullptr;
+  for (const auto& candidate : model->variants) {
+    if (candidate.name == variant) v = &candidate;
+  }
+  if (!v || v->points() == 0) return {};
+  const size_t dims = std::max(v->dims, shape.size());
+  std::vector<float> q(dims, 0.0f);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    q[i] = static_cast<float>(std::log2(static_cast<double>(std::max<int64_t>(shape[i], 0)) + 1));
+  }
+  // The K nearest points; the pair's index breaks distance ties in table order.
+  std::vector<std::pair<float, size_t>> by_distance(v->points());
+  for (size_t p = 0; p < v->points(); ++p) {
+    const float* c = &v->coords[p * v->dims];
+    float d = 0;
+    for (size_t i = 0; i < dims; ++i) d += std::fabs((i < v->dims ? c[i] : 0.0f) - q[i]);
+    by_distance[p] = {d, p};
+  }
+  const size_t k = std::min(by_distance.size(), static_cast<size_t>(model->neighbours));
+  std::partial_sort(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(k),
+                    by_distance.end());
+  const size_t entries = v->configs.size();
+  std::vector<Ranked> ranked;
+  for (size_t e = 0; e < entries; ++e) {
+    if (!accept(v->configs[e])) continue;
+    double sum = 0;
+    for (size_t i = 0; i < k; ++i) sum += v->regrets[by_distance[i].second * entries + e];
+    ranked.push_back({v->configs[e], sum / static_cast<double>(k), static_cast<int>(e)});
+  }
+  // Entries are in index order, so a stable sort breaks score ties by index.
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Ranked& a, const Ranked& b) { return a.score < b.score; });
+  if (max_results > 0 && ranked.size() > max_results) ranked.resize(max_results);
+  return ranked;
+}
+
+double SelectionModel::transfer_regret(const std::string& op, const std::string& device_name,
+                                       int cc) const {
+  const Model* model = find_model(op, device_name, cc);
+  return model ? model->transfer_regret : 0.0;
+}
+
+std::vector<SelectionModel::EntryRef> SelectionModel::entries() const {
+  std::vector<EntryRef> out;
+  for (const auto& m : models_) {
+    for (const auto& v : m.variants) {
+      for (const auto& c : v.configs) out.push_back({m.device_name, m.cc, m.op, v.name, c});
+    }
+  }
+  return out;
+}
+
+std::vector<SelectionModel::PointRef> SelectionModel::points() const {
+  std::vector<PointRef> out;
+  for (const auto& m : models_) {
+    for (const auto& v : m.variants) {
+      for (size_t p = 0; p < v.points(); ++p) {
+        const auto first = v.shapes.begin() + static_cast<std::ptrdiff_t>(p * v.dims);
+        out.push_back({m.device_name, m.cc, m.op, v.name, v.alignments[p],
+                       std::vector<int64_t>(first, first + static_cast<std::ptrdiff_t>(v.dims))});
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace tuned::cache

@@ -1,0 +1,91 @@
+// The selection model shipped with the library: per GPU model and op, a small portfolio of configs
+// per variant and the measured times of that portfolio on many shapes (a sweep). For a shape nobody
+// tuned, the portfolio is ranked by its regret on the nearest measured shapes. Data, not code: the
+// tables are cache/shipped/*_selection_*.tsv, written by tools/fit_selection
+// (scripts/refit_selection.sh). Nothing here knows an op.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tuned::cache {
+
+class SelectionModel {
+ public:
+  /// Parses tables (tab-separated, '#' comments):
+  ///   model  device_name  cc  op  neighbours  transfer_regret
+  ///   entry  variant  index  config                    (the variant's portfolio, index 0..E-1)
+  ///   point  variant  alignment  d0xd1x..  ms,ms,...   (one per entry; '-' not measured)
+  /// entry and point lines belong to the model line above them; a variant's entries come before
+  /// its points, and its points all have the same number of dims (1 to 4). Throws
+  /// Error(TUNED_STATUS_CONFIG_ERROR, "selection model, line N: ...").
+  explicit SelectionModel(std::string_view table);
+
+  /// The tables built into the library (cache/shipped/*_selection_*.tsv), parsed once.
+  static const SelectionModel& builtin();
+
+  struct Ranked {
+    std::string config;
+    double score = 0;  // predicted regret: mean log(time / best time) on the nearest shapes
+    int entry = 0;     // index in the variant's portfolio
+  };
+  /// The portfolio of the variant, ranked for shape (lowest score first, ties by entry index): the
+  /// model of this GPU model, else one of the same compute capability, else nothing. accept
+  /// filters entries (validity for the problem, e.g. VEC within the alignment). Neighbours: the
+  /// model's K nearest points of the variant by sum |log2(d + 1) - log2(q + 1)| (ties: table
+  /// order; a dim one side lacks counts as 0); an entry not measured on a point counts log(20)
+  /// there. At most max_results (0: all).
+  std::vector<Ranked> rank(const std::string& op, const std::string& device_name, int cc,
+                           const std::string& variant, const std::vector<int64_t>& shape,
+                           const std::function<bool(const std::string&)>& accept,
+                           size_t max_results = 0) const;
+  /// Extra log-time per unit of log2 distance when a config tuned for one shape runs another
+  /// (measured over the sweep); 0 when there is no model.
+  double transfer_regret(const std::string& op, const std::string& device_name, int cc) const;
+
+  /// Every entry of every model, for building the kernels ahead of time.
+  struct EntryRef {
+    std::string device_name;
+    int cc = 0;
+    std::string op, variant, config;
+  };
+  std::vector<EntryRef> entries() const;
+
+  /// Every point of every model (the shapes the models were fitted on).
+  struct PointRef {
+    std::string device_name;
+    int cc = 0;
+    std::string op, variant;
+    int alignment = 0;
+    std::vector<int64_t> shape;
+  };
+  std::vector<PointRef> points() const;
+  size_t models() const { return models_.size(); }
+
+ private:
+  struct Variant {
+    std::string name;
+    std::vector<std::string> configs;
+    size_t dims = 0;                  // of every point
+    std::vector<int64_t> shapes;      // per point, dims values
+    std::vector<int> alignments;      // per point
+    std::vector<float> coords;        // per point, dims values: log2(d + 1)
+    std::vector<float> regrets;       // per point, per entry: log(ms / point's best ms)
+    size_t points() const { return alignments.size(); }
+  };
+  struct Model {
+    std::string device_name, op;
+    int cc = 0;
+    int neighbours = 5;
+    double transfer_regret = 0;
+    std::vector<Variant> variants;
+  };
+  const Model* find_model(const std::string& op, const std::string& device_name, int cc) const;
+
+  std::vector<Model> models_;
+};
+
+}  // namespace tuned::cache

@@ -1,0 +1,6 @@
+// The precompiler itself is built without precompiled kernels.
+#include "generator/precompiled.hpp"
+
+namespace tuned::detail {
+PrecompiledTable precompiled_table() { return {nullptr, 0, nullptr}; }
+}  // namespace tuned::detail

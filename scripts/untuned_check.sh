@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# One device lease for shapes nobody tuned (issue 7), from binaries built on the CPU machine
+# (build/ carried). Steps, in the order given; logs and results under $OUT (or ./out), a short
+# table last:
+#   tests        the GPU tests
+#   sweep2       gemm_sweep of the configs added later (SPLITK >= 32) -> $OUT/sweep2_<tag>.tsv.gz
+#   random       gemm_random, seeds 101-103, empty user database (shipped data only), with the
+#                fresh-process first call of every shape -> $OUT/gemm_random_<tag>.json
+#   firstuse     gemm_random with TUNED_TUNING=first-use on a fresh database
+#                -> $OUT/gemm_random_first_use_<tag>.json
+#   suite        gemm_vs_cublas --no-user-db -> $OUT/gemm_shipped_<tag>.json
+#   extra        gemm_random on other seeds (201-203), shipped data only -> $OUT/gemm_random_other_<tag>.json
+#   scripts/untuned_check.sh tests random firstuse suite
+set -uo pipefail
+out=${OUT:-out}
+mkdir -p "$out"
+name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
+tag=$(echo "$name" | tr 'A-Z' 'a-z' | awk '{for (i = 2; i <= NF; i++) if ($i ~ /[0-9]/) {print $1 "-" $i; exit}}')
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >> "$out/device.txt"
+summary=()
+for step in "$@"; do
+  start=$(date +%s)
+  case "$step" in
+    tests)
+      ./build/tests/tuned_gpu_tests --gtest_color=no > "$out/gpu_tests_$tag.log" 2>&1
+      rc=$?
+      summary+=("tests rc=$rc: $(grep -E '^\[  (PASSED|FAILED) ' "$out/gpu_tests_$tag.log" | tr '\n' ' ')")
+      grep -E "^\[  FAILED|Failure" -A3 "$out/gpu_tests_$tag.log" | head -n 40 ;;
+    sweep2)
+      ./build/bench/gemm_sweep --seeds 1-40 --grid --min-split 32 --out /tmp/sweep2.tsv \
+        --max-seconds 240 2> "$out/sweep2.log"
+      rc=$?
+      gzip -c /tmp/sweep2.tsv > "$out/sweep2_$tag.tsv.gz"
+      summary+=("sweep2 rc=$rc: $(tail -n 1 "$out/sweep2.log")") ;;
+    random)
+      ./build/bench/gemm_random --no-user-db --json "$out/gemm_random_$tag.json" \
+        > "$out/gemm_random_$tag.txt" 2>&1
+      rc=$?
+      summary+=("random rc=$rc: $(tail -n 8 "$out/gemm_random_$tag.txt" | tr '\n' ' ')") ;;
+    firstuse)
+      ./build/bench/gemm_random --first-use --no-first-call \
+        --json "$out/gemm_random_first_use_$tag.json" > "$out/gemm_random_first_use_$tag.txt" 2>&1
+      rc=$?
+      summary+=("firstuse rc=$rc: $(tail -n 8 "$out/gemm_random_first_use_$tag.txt" | tr '\n' ' ')") ;;
+    suite)
+      ./build/bench/gemm_vs_cublas --no-user-db --json "$out/gemm_shipped_$tag.json" \
+        > "$out/gemm_shipped_$tag.txt" 2>&1
+      rc=$?
+      summary+=("suite rc=$rc: $(grep '^geometric' "$out/gemm_shipped_$tag.txt")") ;;
+    extra)
+      ./build/bench/gemm_random --no-user-db --seeds 201,202,203 --no-first-call \
+        --json "$out/gemm_random_other_$tag.json" > "$out/gemm_random_other_$tag.txt" 2>&1
+      rc=$?
+      summary+=("extra rc=$rc: $(tail -n 6 "$out/gemm_random_other_$tag.txt" | tr '\n' ' ')") ;;
+    *) echo "unknown step $step"; exit 2 ;;
+  esac
+  summary[-1]+=" ($(( $(date +%s) - start )) s)"
+done
+echo
+echo "== summary on $name =="
+printf '%s\n' "${summary[@]}"

@@ -1,0 +1,75 @@
+#include "templates/gemm/gemm_face.hpp"
+
+#include "templates/gemm/gemm_task.hpp"
+
+namespace tuned::gemm_op {
+namespace {
+
+const std::vector<std::string>& layouts() {
+  static const std::vector<std::string> names = {"NN", "NT", "TN", "TT"};
+  return names;
+}
+
+int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+class GemmFace : public OpFace {
+ public:
+  Config fit(const Config& config, const DeviceInfo& device,
+             const ProblemId& problem) const override {
+    return fit_config(config, device, problem_of(problem));
+  }
+  Config fallback_config(const DeviceInfo& device, const ProblemId& problem) const override {
+    return default_config(device, problem_of(problem));
+  }
+  KernelSpec kernel_spec(const Config& config, const ProblemId& problem) const override {
+    return gemm_op::kernel_spec(config, problem_of(problem));
+  }
+  size_t workspace_bytes(const Config& config, const ProblemId& problem) const override {
+    return gemm_op::workspace_bytes(config, problem_of(problem));
+  }
+  std::unique_ptr<TuningTask> scratch_task(const DeviceInfo& device, const ProblemId& problem,
+                                           DeviceCheck& check) const override {
+    return std::make_unique<GemmTask>(device, problem_of(problem), check);
+  }
+};
+
+}  // namespace
+
+ProblemId problem_id(const Problem& p) {
+  ProblemId id;
+  id.variant = (p.trans_a ? 2 : 0) + (p.trans_b ? 1 : 0);
+  id.rank = 3;
+  id.dims = {p.m, p.n, p.k, 0};
+  id.alignment = p.alignment;
+  return id;
+}
+
+Problem problem_of(const ProblemId& id) {
+  Problem p = packed_problem(layouts()[id.variant], id.dims[0], id.dims[1], id.dims[2]);
+  p.alignment = id.alignment;
+  p.lda = round_up(p.lda, id.alignment);
+  p.ldb = round_up(p.ldb, id.alignment);
+  p.ldc = round_up(p.ldc, id.alignment);
+  return p;
+}
+
+OpRegistration registration() {
+  static const GemmFace face;
+  OpRegistration op;
+  op.name = "gemm";
+  op.dims = {"M", "N", "K"};
+  op.variants = layouts();
+  op.default_shapes = {{4096, 4096, 4096}, {1024, 1024, 1024}, {1000, 1000, 1000}, {127, 127, 127}};
+  op.rate_unit = "TFLOP/s";
+  op.make_task = [](const TaskRequest& request, const DeviceInfo& device, DeviceCheck& check) {
+    auto task = std::make_unique<GemmTask>(
+        device, packed_problem(request.layout, request.shape[0], request.shape[1], request.shape[2]),
+        check);
+    task->mutable_space().restrict(request.space);
+    return std::unique_ptr<TuningTask>(std::move(task));
+  };
+  op.face = &face;
+  return op;
+}
+
+}  // namespace tuned::gemm_op

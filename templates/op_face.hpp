@@ -1,0 +1,54 @@
+// The runtime face of an op: what the generic runtime (api/runtime.*) needs to serve a call of any
+// op — fit a stored config to the call's problem, name its kernel, size its workspace, build a
+// scratch tuning task for first-use tuning — in the spirit of CUTLASS's device-level
+// can_implement / get_workspace_size / run. The launch itself is handed to the runtime by the op's
+// API entry (it alone knows the call's pointers and scalars).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "generator/device.hpp"
+#include "generator/kernel_cache.hpp"
+#include "templates/check/device_check.hpp"
+#include "templates/op.hpp"
+#include "templates/space.hpp"
+
+namespace tuned {
+
+/// What a config is chosen by: the op's variant (index into OpRegistration::variants), its shape
+/// and the alignment class of the call. Plain numbers, so the runtime memoizes without allocating.
+struct ProblemId {
+  static constexpr int kMaxRank = 4;
+  int variant = 0;
+  int rank = 0;
+  std::array<int64_t, kMaxRank> dims{};
+  int alignment = 1;
+
+  std::vector<int64_t> shape() const { return {dims.begin(), dims.begin() + rank}; }
+  bool operator==(const ProblemId&) const = default;
+};
+
+class OpFace {
+ public:
+  virtual ~OpFace() = default;
+  /// config made valid for the problem (e.g. vector width lowered to its alignment); throws
+  /// Error(TUNED_STATUS_CONFIG_ERROR) naming the broken rule when no fitting is enough.
+  virtual Config fit(const Config& config, const DeviceInfo& device,
+                     const ProblemId& problem) const = 0;
+  /// A safe config for any problem, used when nothing better is known.
+  virtual Config fallback_config(const DeviceInfo& device, const ProblemId& problem) const = 0;
+  virtual KernelSpec kernel_spec(const Config& config, const ProblemId& problem) const = 0;
+  /// Device workspace one launch needs (0: none).
+  virtual size_t workspace_bytes(const Config& config, const ProblemId& problem) const = 0;
+  /// A tuning task with its own (scratch) buffers of this problem's shape, variant and alignment
+  /// class: what first-use tuning times candidates on, never the caller's data.
+  virtual std::unique_ptr<TuningTask> scratch_task(const DeviceInfo& device,
+                                                   const ProblemId& problem,
+                                                   DeviceCheck& check) const = 0;
+};
+
+}  // namespace tuned

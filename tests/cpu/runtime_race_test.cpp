@@ -1,0 +1,78 @@
+// The runtime's choice path under threads: describe() (key -> memo -> database -> selection model)
+// on many threads while another switches databases. Runs without a GPU (a runtime with a fixed
+// reference device); scripts/test.sh also runs it built with ThreadSanitizer, where any data race
+// fails the run.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "api/runtime.hpp"
+#include "cache/database.hpp"
+#include "templates/gemm/gemm_face.hpp"
+
+namespace tuned {
+namespace {
+
+TEST(RuntimeRace, SetDatabaseWhileOtherThreadsChoose) {
+  DeviceInfo device = reference_device(90);
+  device.name = "NVIDIA H100 80GB HBM3";
+  const OpRegistration& gemm = find_op("gemm");
+  const std::string dir = ::testing::TempDir() + "race_" + std::to_string(getpid());
+  const std::string with_entry = dir + "_a.db", empty = dir + "_b.db";
+  const auto key_problem = gemm_op::packed_problem("NN", 300, 200, 100);
+  {
+    cache::Database db(with_entry);
+    cache::BestRecord best;
+    best.key = gemm_op::problem_key(device, key_problem);
+    best.config =
+        "BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
+        "SWZ=0,MINB=2,PRETB=0,SPLITK=1";
+    best.ms = 1;
+    ASSERT_TRUE(db.offer_best(best));
+    cache::Database other(empty);
+  }
+  Runtime runtime(device);
+  std::atomic<bool> stop{false};
+  std::atomic<int> calls{0}, exact{0}, bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      while (!stop) {
+        ProblemId id = gemm_op::problem_id(key_problem);
+        if (rng() % 2) {
+          id.variant = static_cast<int>(rng() % 4);
+          for (int d = 0; d < 3; ++d) id.dims[d] = 1 + static_cast<int64_t>(rng() % 5000);
+          id.alignment = 1;
+        }
+        const std::string text = runtime.describe(gemm, id);
+        // Every answer names a whole config: never an empty memo entry.
+        if (text.find(": BM=") == std::string::npos) ++bad;
+        if (text.rfind("exact: ", 0) == 0) ++exact;
+        ++calls;
+      }
+    });
+  }
+  for (int i = 0; i < 60; ++i) {
+    runtime.set_database(i % 2 ? empty : with_entry);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad, 0);
+  EXPECT_GT(calls, 100);
+  EXPECT_GT(exact, 0);  // the database with the entry was seen
+  runtime.set_database(empty);
+  EXPECT_EQ(runtime.describe(gemm, gemm_op::problem_id(key_problem)).rfind("exact: ", 0),
+            std::string::npos);
+  runtime.set_database(with_entry);
+  EXPECT_EQ(runtime.describe(gemm, gemm_op::problem_id(key_problem)).rfind("exact: ", 0), 0u);
+  std::remove(with_entry.c_str());
+  std::remove(empty.c_str());
+}
+
+}  // namespace
+}  // namespace tuned

@@ -1,0 +1,465 @@
+// fit_selection: writes a selection-model table (cache/selection_model.hpp) for one GPU model and
+// op from sweep measurements (bench/gemm_sweep's TSV: a '# <sweep> on <GPU> (sm_NN, ...)' line, a
+// header naming the columns, one row per problem and candidate config). Per variant it picks a
+// portfolio greedily, each step adding the config that most reduces the summed log regret (time
+// over the problem's best measured time, log(20) where no chosen entry has a time), and writes
+// every retained problem as a point with the portfolio's times. Wrong results are left out and the
+// problems of the acceptance seeds (bench/random_shapes.hpp) dropped: the model is never fitted
+// on them. Prints the expected quality per variant (leave-one-out) to stderr.
+//   zcat bench/results/gemm_sweep_nvidia-h100.tsv.gz |
+//     fit_selection - --op gemm --entries 16 --neighbours 5 --out TABLE
+// scripts/refit_selection.sh regenerates the shipped tables.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/random_shapes.hpp"
+#include "cache/selection_model.hpp"
+#include "templates/space.hpp"
+#include "tuned/error.hpp"
+
+namespace {
+
+using tuned::Error;
+
+const double kMissingRegret = std::log(20.0);  // as cache/selection_model.cpp counts a '-'
+constexpr int kTransferNeighbours = 5;
+// The parameter whose width the alignment class bounds (the sweep lowers it to the alignment).
+constexpr const char* kVectorParam = "VEC";
+
+struct Problem {
+  std::string variant;
+  std::vector<int64_t> shape;
+  int alignment = 1;
+  double cublas_ms = 0;
+  std::map<std::string, double> ms;  // config -> ms, valid results only
+  double best = 0;
+  std::string best_config;
+  std::vector<double> coords;  // log2(d + 1)
+};
+
+using ProblemKey = std::pair<std::string, std::vector<int64_t>>;
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t end = s.find(sep, start);
+    out.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) return out;
+    start = end + 1;
+  }
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out;
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? "x" : "") + std::to_string(shape[i]);
+  return out;
+}
+
+// The entry's time on a problem: measured; else, where the problem's alignment is below the
+// entry's vector width, the time of its sibling with the widest narrower width measured there
+// (the sweep fits each config to the alignment); else none (-1).
+double entry_ms(const std::string& config, const Problem& p) {
+  if (auto it = p.ms.find(config); it != p.ms.end()) return it->second;
+  tuned::Config c = tuned::Config::parse(config);
+  if (!c.has(kVectorParam) || c.get(kVectorParam) <= p.alignment) return -1;
+  for (int v = c.get(kVectorParam) - 1; v >= 1; --v) {
+    c.set(kVectorParam, v);
+    if (auto it = p.ms.find(c.canonical()); it != p.ms.end()) return it->second;
+  }
+  return -1;
+}
+
+double distance(const Problem& a, const Problem& b) {
+  double d = 0;
+  for (size_t i = 0; i < a.coords.size(); ++i) d += std::fabs(a.coords[i] - b.coords[i]);
+  return d;
+}
+
+double geomean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += std::log(x);
+  return v.empty() ? 0 : std::exp(s / static_cast<double>(v.size()));
+}
+
+struct Options {
+  std::vector<std::string> inputs;
+  std::string input_name;  // what '-' is, for the header
+  std::string op = "gemm";
+  std::string device_name;
+  int cc = 0;
+  int entries = 16;
+  int neighbours = 5;
+  std::string out;
+  std::string command_line;
+};
+
+struct Sweep {
+  std::map<ProblemKey, Problem> problems;
+  std::string device_line;  // the first '#' line naming the GPU
+  std::string device_name;  // named there
+  size_t rows = 0, invalid = 0, dropped_rows = 0;
+  std::set<ProblemKey> dropped;
+};
+
+// Parses "# <sweep> on <GPU name> (sm_NN, ...)".
+void device_from_comment(const std::string& line, std::string& name, int& cc) {
+  const size_t on = line.find(" on ");
+  const size_t paren = line.rfind(" (");
+  if (on == std::string::npos || paren == std::string::npos || paren < on) return;
+  name = line.substr(on + 4, paren - on - 4);
+  const size_t sm = line.find("sm_", paren);
+  if (sm != std::string::npos) cc = std::atoi(line.c_str() + sm + 3);
+}
+
+void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& sweep) {
+  std::vector<std::string> header;
+  size_t col_alignment = 0, col_config = 0, col_ms = 0, col_cublas = 0, col_error = 0;
+  int line_no = 0;
+  bool first_comment = true;
+  auto fail = [&](const std::string& why) {
+    throw Error(TUNED_STATUS_CONFIG_ERROR, path + ", line " + std::to_string(line_no) + ": " + why);
+  };
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    if (line[0] == '#') {
+      if (!first_comment) continue;
+      first_comment = false;
+      std::string name;
+      int cc = 0;
+      device_from_comment(line, name, cc);
+      if (name.empty()) continue;
+      if (sweep.device_line.empty()) {
+        sweep.device_line = line;
+        sweep.device_name = name;
+        if (opt.device_name.empty()) opt.device_name = name;
+        if (opt.cc == 0) opt.cc = cc;
+      } else if (name != sweep.device_name) {
+        fail("measured on " + name + ", the first input on " + sweep.device_name +
+             ": one GPU model per table");
+      }
+      continue;
+    }
+    const auto f = split(line, '\t');
+    if (header.empty()) {
+      // Column 0 is the variant, the dims run up to "alignment".
+      header = f;
+      auto column = [&](const std::string& name) {
+        const auto it = std::find(header.begin(), header.end(), name);
+        if (it == header.end()) fail("the header has no column '" + name + "'");
+        return static_cast<size_t>(it - header.begin());
+      };
+      col_alignment = column("alignment");
+      col_config = column("config");
+      col_ms = column("ms");
+      col_cublas = column("cublas_ms");
+      col_error = column("rel_error");
+      if (col_alignment < 2 || col_alignment > 5) fail("expected 1 to 4 dims before alignment");
+      continue;
+    }
+    if (f.size() != header.size()) {
+      fail(std::to_string(f.size()) + " fields, the header has " + std::to_string(header.size()));
+    }
+    try {
+      ProblemKey key{f[0], {}};
+      for (size_t i = 1; i < col_alignment; ++i) key.second.push_back(std::stoll(f[i]));
+      const auto& s = key.second;
+      // The acceptance seeds' GEMM problems (any op with three dims is checked the same way).
+      if (s.size() == 3 && tuned::bench::is_acceptance_shape(f[0], s[0], s[1], s[2])) {
+        sweep.dropped.insert(key);
+        ++sweep.dropped_rows;
+        continue;
+      }
+      ++sweep.rows;
+      Problem& p = sweep.problems[key];
+      if (p.shape.empty()) {
+        p.variant = f[0];
+        p.shape = s;
+        p.alignment = std::stoi(f[col_alignment]);
+        p.cublas_ms = std::stod(f[col_cublas]);
+      }
+      // Tolerance of the sweep's check: grows with the reduction length (the last dim).
+      const double err = std::stod(f[col_error]);
+      const double ms = std::stod(f[col_ms]);
+      const double tolerance =
+          std::max(1e-5, 2e-7 * std::sqrt(static_cast<double>(std::max<int64_t>(s.back(), 0))));
+      if (!(err <= tolerance) || !(ms > 0) || !std::isfinite(ms)) {  // NaN counts as wrong
+        ++sweep.invalid;
+        continue;
+      }
+      p.ms[tuned::Config::parse(f[col_config]).canonical()] = ms;
+    } catch (const std::logic_error& e) {  // stoll and friends
+      fail(std::string("not a number: ") + e.what());
+    }
+  }
+  if (header.empty()) fail("no header line");
+}
+
+// Per variant: greedy portfolio; 'current' is each problem's regret with the chosen entries.
+std::vector<std::string> choose_portfolio(const std::vector<Problem*>& list, int entries) {
+  std::set<std::string> all;
+  for (const Problem* p : list) {
+    for (const auto& [c, ms] : p->ms) all.insert(c);
+  }
+  const std::vector<std::string> candidates(all.begin(), all.end());
+  // regret[c][p]: log(ms / best), or kMissingRegret where not measured.
+  std::vector<std::vector<double>> regret(candidates.size(),
+                                          std::vector<double>(list.size(), kMissingRegret));
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (auto it = list[i]->ms.find(candidates[c]); it != list[i]->ms.end()) {
+        regret[c][i] = std::log(it->second / list[i]->best);
+      }
+    }
+  }
+  std::vector<double> current(list.size(), kMissingRegret);
+  std::vector<bool> taken(candidates.size(), false);
+  std::vector<std::string> chosen;
+  while (static_cast<int>(chosen.size()) < entries) {
+    size_t pick = candidates.size();
+    double pick_gain = 0;
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      if (taken[c]) continue;
+      double gain = 0;
+      for (size_t i = 0; i < list.size(); ++i) gain += std::max(0.0, current[i] - regret[c][i]);
+      if (gain > pick_gain) {
+        pick_gain = gain;
+        pick = c;
+      }
+    }
+    if (pick == candidates.size()) break;  // nothing left improves any problem
+    taken[pick] = true;
+    chosen.push_back(candidates[pick]);
+    for (size_t i = 0; i < list.size(); ++i) current[i] = std::min(current[i], regret[pick][i]);
+  }
+  return chosen;
+}
+
+// Mean over pairs (a, one of a's nearest others b) of log(a's best config on b / b's best) / the
+// pair's distance; pairs where a's best config was not measured on b are skipped. Also the ratio
+// of the sums (robust to tiny distances), printed for comparison.
+std::pair<double, double> transfer_regret(const std::map<std::string, std::vector<Problem*>>& by,
+                                          size_t& pairs) {
+  double ratio_sum = 0, regret_sum = 0, distance_sum = 0;
+  pairs = 0;
+  for (const auto& [variant, list] : by) {
+    for (const Problem* a : list) {
+      std::vector<std::pair<double, size_t>> near;
+      for (size_t j = 0; j < list.size(); ++j) {
+        if (list[j] != a) near.emplace_back(distance(*a, *list[j]), j);
+      }
+      const size_t k = std::min<size_t>(kTransferNeighbours, near.size());
+      std::partial_sort(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(k), near.end());
+      for (size_t i = 0; i < k; ++i) {
+        const Problem& b = *list[near[i].second];
+        const auto it = b.ms.find(a->best_config);
+        if (near[i].first <= 0 || it == b.ms.end()) continue;
+        const double r = std::log(it->second / b.best);
+        ratio_sum += r / near[i].first;
+        regret_sum += r;
+        distance_sum += near[i].first;
+        ++pairs;
+      }
+    }
+  }
+  return {pairs ? ratio_sum / static_cast<double>(pairs) : 0.0,
+          distance_sum > 0 ? regret_sum / distance_sum : 0.0};
+}
+
+int run(Options opt) {
+  Sweep sweep;
+  for (const auto& path : opt.inputs) {
+    if (path == "-") {
+      read_sweep(std::cin, opt.input_name.empty() ? "stdin" : opt.input_name, opt, sweep);
+      continue;
+    }
+    std::ifstream file(path);
+    if (!file) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "cannot read " + path);
+    read_sweep(file, path, opt, sweep);
+  }
+  if (opt.device_name.empty()) {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT, "no '# ... on <GPU> (' line: give --device-name");
+  }
+  if (opt.cc <= 0) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "no 'sm_NN' in the sweep: give --cc");
+
+  std::map<std::string, std::vector<Problem*>> by_variant;
+  size_t without_valid = 0;
+  for (auto& [key, p] : sweep.problems) {
+    if (p.ms.empty()) {
+      ++without_valid;
+      continue;
+    }
+    p.best = std::numeric_limits<double>::infinity();
+    for (const auto& [c, ms] : p.ms) {
+      if (ms < p.best) {
+        p.best = ms;
+        p.best_config = c;
+      }
+    }
+    for (int64_t d : p.shape) p.coords.push_back(std::log2(static_cast<double>(d) + 1.0));
+    by_variant[p.variant].push_back(&p);
+  }
+  std::fprintf(stderr,
+               "fit_selection: %s (sm_%d): %zu rows, %zu wrong results left out; %zu problems of "
+               "the acceptance seeds dropped (%zu rows); %zu problems kept, %zu without a valid "
+               "result left out\n",
+               opt.device_name.c_str(), opt.cc, sweep.rows, sweep.invalid, sweep.dropped.size(),
+               sweep.dropped_rows, sweep.problems.size() - without_valid, without_valid);
+  if (by_variant.empty()) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "no valid measurements");
+
+  size_t pairs = 0;
+  const auto [transfer, transfer_of_sums] = transfer_regret(by_variant, pairs);
+  std::ostringstream model_line;
+  model_line << "model\t" << opt.device_name << '\t' << opt.cc << '\t' << opt.op << '\t'
+             << opt.neighbours << '\t' << transfer << '\n';
+
+  std::ostringstream body;
+  body << model_line.str();
+  std::ostringstream quality;
+  for (const auto& [variant, list] : by_variant) {
+    const auto chosen = choose_portfolio(list, opt.entries);
+    std::ostringstream entry_lines;
+    for (size_t e = 0; e < chosen.size(); ++e) {
+      entry_lines << "entry\t" << variant << '\t' << e << '\t' << chosen[e] << '\n';
+    }
+    std::vector<std::string> points;
+    for (const Problem* p : list) {
+      std::string line = "point\t" + variant + '\t' + std::to_string(p->alignment) + '\t' +
+                         shape_text(p->shape) + '\t';
+      for (size_t e = 0; e < chosen.size(); ++e) {
+        const double ms = entry_ms(chosen[e], *p);
+        char text[32] = "-";
+        if (ms > 0) std::snprintf(text, sizeof text, "%.4g", ms);
+        line += (e ? "," : "") + std::string(text);
+      }
+      points.push_back(line + '\n');
+    }
+    body << entry_lines.str();
+    for (const auto& line : points) body << line;
+
+    // Expected quality: each problem ranked by the model without its own point, among the
+    // entries measured on it (what the caller's validity check lets through).
+    std::vector<double> sweep_best, oracle, picked;
+    size_t uncovered = 0, hits = 0;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const Problem& p = *list[i];
+      sweep_best.push_back(p.cublas_ms / p.best);
+      double portfolio_best = std::numeric_limits<double>::infinity();
+      for (const auto& c : chosen) {
+        if (auto it = p.ms.find(c); it != p.ms.end()) {
+          portfolio_best = std::min(portfolio_best, it->second);
+        }
+      }
+      if (!std::isfinite(portfolio_best) || list.size() < 2) {
+        ++uncovered;
+        continue;
+      }
+      std::string text = model_line.str() + entry_lines.str();
+      for (size_t j = 0; j < points.size(); ++j) {
+        if (j != i) text += points[j];
+      }
+      const tuned::cache::SelectionModel model(text);
+      const auto ranked = model.rank(
+          opt.op, opt.device_name, opt.cc, variant, p.shape,
+          [&](const std::string& c) { return p.ms.count(c) > 0; }, 1);
+      const double ms = p.ms.at(ranked.front().config);
+      oracle.push_back(p.cublas_ms / portfolio_best);
+      picked.push_back(p.cublas_ms / ms);
+      hits += ms == portfolio_best;
+    }
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "%s: %zu problems, %zu entries; geomean cuBLAS ms / ms: sweep best %.3f, "
+                  "portfolio oracle %.3f, kNN pick (leave-one-out) %.3f; pick = oracle on %.0f%%, "
+                  "%zu problems with no entry measured",
+                  variant.c_str(), list.size(), chosen.size(), geomean(sweep_best),
+                  geomean(oracle), geomean(picked),
+                  picked.empty() ? 0.0 : 100.0 * static_cast<double>(hits) / picked.size(),
+                  uncovered);
+    std::fprintf(stderr, "fit_selection: %s\n", line);
+    quality << "#   " << line << '\n';
+  }
+  std::fprintf(stderr,
+               "fit_selection: transfer regret %.4f per log2 unit (mean over %zu pairs of regret / "
+               "distance; ratio of the sums %.4f)\n",
+               transfer, pairs, transfer_of_sums);
+
+  char when[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  std::ostringstream table;
+  table << "# Selection model for " << opt.op << " on " << opt.device_name << " (sm_" << opt.cc
+        << "), written by tools/fit_selection on " << when << ":\n#   " << opt.command_line
+        << "\n# from";
+  for (const auto& in : opt.inputs) {
+    table << ' ' << (in == "-" && !opt.input_name.empty() ? opt.input_name : in);
+  }
+  table << (sweep.device_line.empty() ? "" : " (" + sweep.device_line.substr(2) + ")") << ".\n"
+        << "# " << sweep.rows << " rows, " << sweep.invalid << " wrong results left out, "
+        << sweep.dropped.size() << " problems of the acceptance seeds 101-103 dropped. Per "
+        << "variant, up to " << opt.entries << " entries chosen greedily by summed log regret;\n"
+        << "# points: every retained problem with each entry's ms ('-': not measured; a narrower "
+           "VEC sibling's time where the alignment is below the entry's).\n"
+        << "# Expected quality:\n"
+        << quality.str() << body.str();
+  std::ofstream out(opt.out);
+  out << table.str();
+  out.close();
+  if (!out) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "cannot write " + opt.out);
+  std::fprintf(stderr, "fit_selection: wrote %s\n", opt.out.c_str());
+  return 0;
+}
+
+std::string quoted_command_line(int argc, char** argv) {
+  std::string out = std::filesystem::path(argv[0]).filename().string();
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool plain = !arg.empty() && arg.find_first_of(" \t'\"$\\") == std::string::npos;
+    out += ' ' + (plain ? arg : "'" + arg + "'");
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Fits a selection-model table for one GPU model from sweep measurements.",
+               "fit_selection"};
+  Options opt;
+  app.add_option("inputs", opt.inputs, "sweep TSV files ('-': stdin, e.g. from zcat)")->required();
+  app.add_option("--input-name", opt.input_name, "what '-' is, for the table's header");
+  app.add_option("--op", opt.op, "op name")->capture_default_str();
+  app.add_option("--device-name", opt.device_name,
+                 "GPU model (default: from the sweep's '# ... on <GPU> (' line)");
+  app.add_option("--cc", opt.cc, "compute capability, e.g. 90 (default: the sweep's sm_NN)")
+      ->check(CLI::Range(10, 1000));
+  app.add_option("--entries", opt.entries, "portfolio entries per variant")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--neighbours", opt.neighbours, "nearest points the ranking averages over")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--out", opt.out, "table to write")->required();
+  CLI11_PARSE(app, argc, argv);
+  opt.command_line = quoted_command_line(argc, argv);
+  try {
+    return run(opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fit_selection: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,89 @@
+#include "tuner/tuning_policy.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "cache/selection_model.hpp"
+#include "cache/shipped_defaults.hpp"
+#include "generator/cuda_check.hpp"
+#include "tuner/session.hpp"
+
+namespace tuned {
+
+std::vector<Config> starting_configs(cache::Database& db, const TuningTask& task,
+                                     const DeviceInfo& device) {
+  const ProblemKey key = task.key();
+  std::vector<Config> first;
+  auto add = [&](const std::string& text) {
+    try {
+      const auto config = Config::parse(text);
+      if (!task.space().violation(config)) first.push_back(config);
+    } catch (const Error&) {  // a config of an older template
+    }
+  };
+  if (auto previous = db.find_best(key)) add(previous->config);
+  std::vector<std::pair<double, std::string>> others;
+  for (const auto& best : db.bests({key.device_uuid, key.op, 0, 0})) {
+    if (best.key.layout != key.layout || best.key.shape == key.shape) continue;
+    others.emplace_back(shape_distance(best.key.shape, key.shape), best.config);
+  }
+  std::sort(others.begin(), others.end());
+  constexpr size_t kTransferred = 6;
+  for (size_t i = 0; i < others.size() && i < kTransferred; ++i) add(others[i].second);
+  constexpr size_t kModelPicks = 8;
+  for (const auto& r : cache::SelectionModel::builtin().rank(
+           key.op, device.name, device.compute_capability(), key.layout, key.shape,
+           [&](const std::string&) { return true; }, kModelPicks)) {
+    add(r.config);
+  }
+  auto& shipped = cache::ShippedDefaults::builtin();
+  if (auto s = shipped.find_best(key, device.name, device.compute_capability())) add(s->config);
+  for (const auto& seed : task.seed_configs()) first.push_back(seed);
+  return first;
+}
+
+bool keep_best(cache::Database& db, const cache::BestRecord& best, const KernelSpec& spec,
+               const DeviceInfo& device, const CubinRecord* cubin) {
+  if (!db.offer_best(best)) return false;
+  if (cubin != nullptr) db.put_cubin(cubin_key(spec, device), *cubin);
+  return true;
+}
+
+std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
+                                    const DeviceInfo& device, const std::vector<Config>& candidates,
+                                    double budget_ms, cudaStream_t stream) {
+  using Clock = std::chrono::steady_clock;
+  const auto started = Clock::now();
+  auto spent_ms = [&] {
+    return std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  };
+  task.allocate();
+  task.fresh_inputs(1, stream);
+  std::vector<QuickPick> timed;
+  for (const Config& config : candidates) {
+    if (!timed.empty() && spent_ms() > budget_ms) break;
+    QuickPick pick;
+    pick.config = config;
+    try {
+      pick.kernel = kernels.get(task.kernel_spec(config), device);
+      auto run = [&](cudaStream_t s) { task.run(*pick.kernel, config, s); };
+      pick.ms = time_runs(run, stream, 5).ms_median;
+    } catch (const Error&) {
+      continue;  // a candidate that does not run is skipped, never fatal
+    }
+    timed.push_back(std::move(pick));
+  }
+  std::sort(timed.begin(), timed.end(),
+            [](const QuickPick& a, const QuickPick& b) { return a.ms < b.ms; });
+  // The winner must compute the function (on fresh inputs, poisoned output); else the next.
+  for (auto& pick : timed) {
+    task.fresh_inputs(2, stream);
+    if (task.check(*pick.kernel, pick.config, stream).passed(task.tolerance())) {
+      pick.timed = static_cast<int>(timed.size());
+      return pick;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace tuned

@@ -1,0 +1,47 @@
+// Tuning policy shared by `autotune` and the runtime's first-use tuning, written once: where a
+// search starts, how a winner is kept (best row and its cubin), and the quick timing of a few
+// precompiled candidates on scratch buffers.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/database.hpp"
+#include "generator/kernel_cache.hpp"
+#include "templates/op.hpp"
+
+namespace tuned {
+
+/// Where a search starts: the stored best for this key (re-measured, so tuning again never ends
+/// worse than before), the bests of the nearest other tuned shapes of this variant (good configs
+/// transfer between neighbouring shapes), the selection model's top picks and the shipped entry
+/// for this GPU model, then the op's own seeds. Configs outside the task's space are left out.
+std::vector<Config> starting_configs(cache::Database& db, const TuningTask& task,
+                                     const DeviceInfo& device);
+
+/// Offers best to the database (kept only if faster than what it holds) and, when kept and a
+/// cubin is given, stores the cubin too, so a new process loads instead of compiling. Returns
+/// whether it was kept.
+bool keep_best(cache::Database& db, const cache::BestRecord& best, const KernelSpec& spec,
+               const DeviceInfo& device, const CubinRecord* cubin);
+
+/// The outcome of timing a few candidates.
+struct QuickPick {
+  Config config;
+  double ms = 0;
+  std::shared_ptr<const LoadedKernel> kernel;
+  int timed = 0;  // candidates timed before the budget ran out
+};
+
+/// Times candidates (best guess first) on the task's own buffers, a few runs each, until budget_ms
+/// is spent (the first candidate is always timed), and returns the fastest one that computes the
+/// right result on fresh inputs; nothing if none does. Synchronizes the stream.
+std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
+                                    const DeviceInfo& device, const std::vector<Config>& candidates,
+                                    double budget_ms, cudaStream_t stream);
+
+}  // namespace tuned
