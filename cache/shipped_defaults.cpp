@@ -44,60 +44,65 @@ ShippedDefaults::ShippedDefaults(std::string_view table) {
     };
     if (f.size() != 11) fail("expected 11 tab-separated fields, got " + std::to_string(f.size()));
     try {
-      const int cc = std::stoi(f[1]);
-      DeviceRecord device;
-      device.uuid = model_uuid(f[0], cc);
-      device.name = f[0];
-      device.cc_major = cc / 10;
-      device.cc_minor = cc % 10;
-      db_.upsert_device(device);
-      BestRecord best;
-      best.key.device_uuid = device.uuid;
-      best.key.op = f[2];
-      best.key.layout = f[3];
-      best.key.shape = {std::stoll(f[4]), std::stoll(f[5]), std::stoll(f[6])};
-      best.key.alignment = std::stoi(f[7]);
-      best.config = f[8];
-      best.ms = std::stod(f[9]);
-      best.baseline_ms = std::stod(f[10]);
-      db_.offer_best(best);
-      ++rows_;
+      Row row;
+      row.device_name = f[0];
+      row.cc = std::stoi(f[1]);
+      row.best.key.device_uuid = model_uuid(f[0], row.cc);
+      row.best.key.op = f[2];
+      row.best.key.layout = f[3];
+      row.best.key.shape = {std::stoll(f[4]), std::stoll(f[5]), std::stoll(f[6])};
+      row.best.key.alignment = std::stoi(f[7]);
+      row.best.config = f[8];
+      row.best.ms = std::stod(f[9]);
+      row.best.baseline_ms = std::stod(f[10]);
+      row.best.origin = "shipped";
+      rows_.push_back(std::move(row));
     } catch (const std::logic_error& e) {  // stoi and friends
       fail(std::string("not a number: ") + e.what());
     }
   }
 }
 
-std::optional<ProblemKey> ShippedDefaults::shipped_key(const ProblemKey& key,
-                                                       const std::string& device_name, int cc) {
-  // This model's rows if it has any, else those of a model with the same compute capability.
-  const std::string exact = model_uuid(device_name, cc);
-  std::optional<std::string> model;
-  for (const auto& d : db_.devices()) {
-    if (d.uuid == exact) {
-      model = exact;
-      break;
-    }
-    if (!model && d.cc_major * 10 + d.cc_minor == cc) model = d.uuid;
+std::string ShippedDefaults::model_of(const std::string& device_name, int cc) const {
+  std::string same_cc;
+  for (const auto& r : rows_) {
+    if (r.device_name == device_name) return r.device_name;
+    if (same_cc.empty() && r.cc == cc) same_cc = r.device_name;
   }
-  if (model) {
-    ProblemKey shipped = key;
-    shipped.device_uuid = *model;
-    return shipped;
-  }
-  return std::nullopt;
+  return same_cc;
 }
 
 std::optional<BestRecord> ShippedDefaults::find_best(const ProblemKey& key,
                                                      const std::string& device_name, int cc) {
-  const auto shipped = shipped_key(key, device_name, cc);
-  return shipped ? db_.find_best(*shipped) : std::nullopt;
+  const std::string model = model_of(device_name, cc);
+  const BestRecord* found = nullptr;
+  for (const auto& r : rows_) {
+    const ProblemKey& k = r.best.key;
+    if (r.device_name != model || k.op != key.op || k.layout != key.layout ||
+        k.shape != key.shape || k.alignment != key.alignment) {
+      continue;
+    }
+    if (!found || r.best.ms < found->ms) found = &r.best;  // the fastest row of a key
+  }
+  return found ? std::optional<BestRecord>(*found) : std::nullopt;
 }
 
 std::optional<BestRecord> ShippedDefaults::find_nearest(const ProblemKey& key,
                                                         const std::string& device_name, int cc) {
-  const auto shipped = shipped_key(key, device_name, cc);
-  return shipped ? db_.find_nearest(*shipped) : std::nullopt;
+  const std::string model = model_of(device_name, cc);
+  const BestRecord* found = nullptr;
+  std::pair<int, double> found_rank{};
+  for (const auto& r : rows_) {
+    const ProblemKey& k = r.best.key;
+    if (r.device_name != model || k.op != key.op || k.layout != key.layout) continue;
+    const int tier = k.alignment == key.alignment ? 0 : key.alignment % k.alignment == 0 ? 1 : 2;
+    const std::pair<int, double> rank{tier, shape_distance(k.shape, key.shape)};
+    if (!found || rank <= found_rank) {
+      found = &r.best;
+      found_rank = rank;
+    }
+  }
+  return found ? std::optional<BestRecord>(*found) : std::nullopt;
 }
 
 std::string ShippedDefaults::row(const BestRecord& best, const std::string& device_name, int cc) {

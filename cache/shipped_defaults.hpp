@@ -8,7 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "cache/database.hpp"
+#include <vector>
+
 #include "cache/records.hpp"
 
 namespace tuned::cache {
@@ -27,20 +28,29 @@ class ShippedDefaults {
   /// same compute capability. key.device_uuid is ignored.
   std::optional<BestRecord> find_best(const ProblemKey& key, const std::string& device_name,
                                       int compute_capability);
+  /// The nearest shape in log space (cache::shape_distance) of the same op and layout: entries of
+  /// the same alignment class first, then narrower ones that divide it, then wider ones (the
+  /// caller checks those). Ties: the later row.
   std::optional<BestRecord> find_nearest(const ProblemKey& key, const std::string& device_name,
                                          int compute_capability);
-  size_t size() const { return rows_; }
+  size_t size() const { return rows_.size(); }
 
   /// One table row for a stored best (what `tunedb export --format shipped` prints).
   static std::string row(const BestRecord& best, const std::string& device_name,
                          int compute_capability);
 
  private:
-  std::optional<ProblemKey> shipped_key(const ProblemKey& key, const std::string& device_name,
-                                        int compute_capability);
+  struct Row {
+    std::string device_name;
+    int cc = 0;
+    BestRecord best;
+  };
+  // The rows of this model, else of a model with the same compute capability; empty if none.
+  std::string model_of(const std::string& device_name, int compute_capability) const;
 
-  Database db_{":memory:"};
-  size_t rows_ = 0;
+  // A plain list, scanned: a few dozen rows, and a new process's first call must not pay for
+  // building anything.
+  std::vector<Row> rows_;
 };
 
 }  // namespace tuned::cache

@@ -28,7 +28,7 @@ for step in "$@"; do
       grep -E "^\[  FAILED|Failure" -A3 "$out/gpu_tests_$tag.log" | head -n 40 ;;
     sweep2)
       ./build/bench/gemm_sweep --seeds 1-40 --grid --min-split 32 --out /tmp/sweep2.tsv \
-        --max-seconds 240 2> "$out/sweep2.log"
+        --max-seconds 150 2> "$out/sweep2.log"
       rc=$?
       gzip -c /tmp/sweep2.tsv > "$out/sweep2_$tag.tsv.gz"
       summary+=("sweep2 rc=$rc: $(tail -n 1 "$out/sweep2.log")") ;;

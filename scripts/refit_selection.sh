@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Regenerates the shipped selection-model tables from the committed sweeps:
+#   scripts/refit_selection.sh [SWEEP_TSV_GZ...]   (default: every bench/results/gemm_sweep_*.tsv.gz)
+# Each bench/results/<op>_sweep_<gpu>.tsv.gz becomes cache/shipped/<op>_selection_<tag>.tsv, the
+# GPU model and compute capability taken from the sweep's first line, the tag made from the model
+# name as scripts/gemm_bench.sh makes it ("NVIDIA H100 80GB HBM3" -> nvidia-h100). Rebuild
+# afterwards: the tables are built into libtuned and their kernels precompiled.
+#
+# A sweep is measured on the GPU (about an hour on an H100; rows are flushed per problem):
+#   build/bench/gemm_sweep --seeds 1-40 --grid --out gemm_sweep_<tag>.tsv
+#   gzip gemm_sweep_<tag>.tsv && mv gemm_sweep_<tag>.tsv.gz bench/results/
+# (seeds 101-103 are the acceptance seeds: never sweep them; fit_selection drops their shapes.)
+#
+# fit_selection is built in build-fit/ (no precompiled kernels, no tests): BUILD_DIR overrides.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD_DIR:-build-fit}
+entries=${ENTRIES:-24}
+neighbours=${NEIGHBOURS:-5}
+
+sweeps=("$@")
+if [ ${#sweeps[@]} -eq 0 ]; then
+  shopt -s nullglob
+  sweeps=(bench/results/gemm_sweep_*.tsv.gz)
+fi
+if [ ${#sweeps[@]} -eq 0 ]; then
+  echo "refit_selection: no sweep given and none in bench/results/" >&2
+  exit 2
+fi
+
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTUNED_PRECOMPILE=OFF \
+    -DTUNED_BUILD_TESTS=OFF -DTUNED_BUILD_BENCH=OFF > /dev/null
+fi
+cmake --build "$build" --target fit_selection -j"$(nproc)" > /dev/null
+
+for sweep in "${sweeps[@]}"; do
+  first=$(zcat -f "$sweep" | head -n 1 || true)  # zcat ends on SIGPIPE
+  # "# gemm_sweep on NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)"
+  name=$(sed -n 's/^# [^ ]* on \(.*\) (.*$/\1/p' <<< "$first")
+  if [ -z "$name" ]; then
+    echo "refit_selection: $sweep: first line names no GPU: $first" >&2
+    exit 1
+  fi
+  tag=$(echo "$name" | tr 'A-Z' 'a-z' |
+    awk '{for (i = 2; i <= NF; i++) if ($i ~ /[0-9]/) {print $1 "-" $i; exit}}')
+  base=$(basename "$sweep")
+  op=${base%%_sweep_*}
+  out=cache/shipped/${op}_selection_${tag}.tsv
+  echo "== $sweep ($name) -> $out"
+  zcat -f "$sweep" | "$build/tools/fit_selection" - --input-name "$sweep" --op "$op" \
+    --entries "$entries" --neighbours "$neighbours" --out "$out"
+done

@@ -1,0 +1,368 @@
+// The selection model (cache/selection_model.*): parsing, kNN ranking, model fallback, the
+// builtin tables, and tools/fit_selection run as a subprocess on small synthetic sweeps.
+#include "cache/selection_model.hpp"
+
+#include <gtest/gtest.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/random_shapes.hpp"
+#include "tuned/error.hpp"
+
+namespace tuned::cache {
+std::string_view shipped_selection_tables();  // generated from cache/shipped/*_selection_*.tsv
+}
+
+namespace {
+
+using tuned::cache::SelectionModel;
+
+const auto kAll = [](const std::string&) { return true; };
+
+std::vector<std::string> configs_of(const std::vector<SelectionModel::Ranked>& ranked) {
+  std::vector<std::string> out;
+  for (const auto& r : ranked) out.push_back(r.config);
+  return out;
+}
+
+// The message of the Error a table throws ("" when it parses).
+std::string parse_error(const std::string& table) {
+  try {
+    SelectionModel model(table);
+  } catch (const tuned::Error& e) {
+    EXPECT_EQ(e.status(), TUNED_STATUS_CONFIG_ERROR);
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SelectionModel, ParseErrorsNameTheLine) {
+  const std::string model = "# comment\nmodel\tGPU A\t90\tgemm\t3\t0.1\n";  // lines 1-2
+  const std::string entries = "entry\tNN\t0\tC0\nentry\tNN\t1\tC1\n";       // lines 3-4
+  EXPECT_EQ(parse_error(model + entries + "point\tNN\t4\t8x8x8\t1,2\n"), "");
+  struct Case {
+    std::string table;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"entry\tNN\t0\tC0\n", "line 1: entry or point line before any model line"},
+      {model + "model\tGPU A\t90\tgemm\t3\n", "line 3: a model line has 6 fields, got 5"},
+      {model + "model\tGPU A\tninety\tgemm\t3\t0.1\n", "line 3: cc 'ninety'"},
+      {model + "model\tGPU B\t90\tgemm\t0\t0.1\n", "line 3: neighbours '0'"},
+      {model + "model\tGPU A\t90\tgemm\t3\t0.1\n", "line 3: a second model for GPU A gemm"},
+      {model + "entry\tNN\t1\tC0\n", "line 3: entry index '1', expected 0"},
+      {model + "point\tNN\t4\t8x8x8\t1\n", "line 3: point before the variant's entries"},
+      {model + entries + "point\tNN\t4\t8x8x8\t1,2,3\n", "line 5: 3 times for 2 entries"},
+      {model + entries + "point\tNN\t4\t8x8x8\t1,abc\n", "line 5: time 'abc'"},
+      {model + entries + "point\tNN\t4\t8x8x8\t1,0\n", "line 5: time '0'"},
+      {model + entries + "point\tNN\t4\t8x8x8\t-,-\n", "line 5: a point needs at least one"},
+      {model + entries + "point\tNN\t4\t8x-8x8\t1,2\n", "line 5: shape '8x-8x8'"},
+      {model + entries + "point\tNN\t4\t1x2x3x4x5\t1,2\n", "line 5: shape '1x2x3x4x5' has more"},
+      {model + entries + "point\tNN\t4\t8x8x8\t1,2\npoint\tNN\t4\t8x8\t1,2\n",
+       "line 6: shape '8x8' has 2 dims"},
+      {model + entries + "point\tNN\t0\t8x8x8\t1,2\n", "line 5: alignment '0'"},
+      {model + entries + "point\tNN\t4\t8x8x8\t1,2\nentry\tNN\t2\tC2\n",
+       "line 6: entry after the variant's points"},
+      {model + entries + "pont\tNN\t4\t8x8x8\t1,2\n", "line 5: unknown line kind 'pont'"},
+  };
+  for (const auto& c : cases) {
+    const std::string message = parse_error(c.table);
+    EXPECT_EQ(message.rfind("selection model, ", 0), 0u) << message;
+    EXPECT_NE(message.find(c.message), std::string::npos)
+        << "expected '" << c.message << "', got '" << message << "'";
+  }
+}
+
+// K = 2; entries C0-C3. Near 100^3: C0 best on both points, C3 never measured.
+const char* const kTable =
+    "model\tGPU A\t90\tgemm\t2\t0.25\n"
+    "entry\tNN\t0\tC0\n"
+    "entry\tNN\t1\tC1\n"
+    "entry\tNN\t2\tC2\n"
+    "entry\tNN\t3\tC3\n"
+    "point\tNN\t4\t100x100x100\t1,2,4,-\n"
+    "point\tNN\t4\t120x100x100\t1,4,2,-\n"
+    "point\tNN\t4\t4096x4096x4096\t3,1,1.5,-\n"
+    "point\tNN\t4\t4096x4096x2048\t3,1,1.5,-\n"
+    "entry\tTN\t0\tT0\n"
+    "entry\tTN\t1\tT1\n"
+    "point\tTN\t1\t100x100x100\t2,1\n";
+
+TEST(SelectionModel, RanksByMeanLogRegretOnTheNearestPoints) {
+  const SelectionModel model(kTable);
+  const auto ranked = model.rank("gemm", "GPU A", 90, "NN", {110, 100, 100}, kAll);
+  ASSERT_EQ(ranked.size(), 4u);
+  EXPECT_EQ(configs_of(ranked), (std::vector<std::string>{"C0", "C1", "C2", "C3"}));
+  EXPECT_DOUBLE_EQ(ranked[0].score, 0.0);
+  EXPECT_NEAR(ranked[1].score, (std::log(2.0) + std::log(4.0)) / 2, 1e-6);
+  EXPECT_NEAR(ranked[2].score, (std::log(4.0) + std::log(2.0)) / 2, 1e-6);
+  EXPECT_EQ(ranked[1].entry, 1);  // C1 and C2 tie: entry index order
+  EXPECT_EQ(ranked[2].entry, 2);
+  // '-' counts as 20x slower than the point's best.
+  EXPECT_NEAR(ranked[3].score, std::log(20.0), 1e-6);
+
+  const auto large = model.rank("gemm", "GPU A", 90, "NN", {4096, 4096, 3000}, kAll);
+  EXPECT_EQ(configs_of(large), (std::vector<std::string>{"C1", "C2", "C0", "C3"}));
+  EXPECT_EQ(model.rank("gemm", "GPU A", 90, "TN", {4096, 4096, 4096}, kAll)[0].config, "T1");
+  EXPECT_DOUBLE_EQ(model.transfer_regret("gemm", "GPU A", 90), 0.25);
+}
+
+TEST(SelectionModel, ReadsTimesInAnyDecimalForm) {
+  const SelectionModel model(
+      "model\tGPU A\t90\tgemm\t1\t0\n"
+      "entry\tNN\t0\tC0\nentry\tNN\t1\tC1\nentry\tNN\t2\tC2\nentry\tNN\t3\tC3\n"
+      "entry\tNN\t4\tC4\n"
+      "point\tNN\t1\t8x8x8\t1.5e-3,0.003,3E-3,30e-4,0.0030000000000000000001\n");
+  const auto ranked = model.rank("gemm", "GPU A", 90, "NN", {8, 8, 8}, kAll);
+  ASSERT_EQ(ranked.size(), 5u);
+  EXPECT_EQ(ranked[0].config, "C0");
+  EXPECT_NEAR(ranked[0].score, 0.0, 1e-7);
+  for (size_t i = 1; i < 5; ++i) EXPECT_NEAR(ranked[i].score, std::log(2.0), 1e-6) << i;
+}
+
+TEST(SelectionModel, AcceptFiltersAndMaxResultsCuts) {
+  const SelectionModel model(kTable);
+  const auto ranked = model.rank("gemm", "GPU A", 90, "NN", {110, 100, 100},
+                                 [](const std::string& c) { return c != "C0"; });
+  EXPECT_EQ(configs_of(ranked), (std::vector<std::string>{"C1", "C2", "C3"}));
+  const auto top = model.rank("gemm", "GPU A", 90, "NN", {110, 100, 100}, kAll, 1);
+  EXPECT_EQ(configs_of(top), (std::vector<std::string>{"C0"}));
+  EXPECT_TRUE(model.rank("gemm", "GPU A", 90, "NN", {110, 100, 100},
+                         [](const std::string&) { return false; })
+                  .empty());
+}
+
+TEST(SelectionModel, NearestIsBySumOfLog2Differences) {
+  // K = 1: the winner is the best entry of the nearest point. One variant per question.
+  const SelectionModel model(
+      "model\tGPU A\t90\tgemm\t1\t0\n"
+      "entry\tA\t0\tnear_small\nentry\tA\t1\tnear_large\n"
+      "point\tA\t1\t10x10x10\t1,9\n"
+      "point\tA\t1\t1000x1000x1000\t9,1\n"
+      "entry\tB\t0\tone_dim_off\nentry\tB\t1\tall_dims_off\n"
+      "point\tB\t1\t64x64x454\t1,9\n"  // from 64^3: log2(455/65) = 2.81 in one dim
+      "point\tB\t1\t32x32x32\t9,1\n"   // log2(65/33) = 0.98 in each of three
+      "entry\tC\t0\ttie_first\nentry\tC\t1\ttie_second\n"
+      "point\tC\t1\t1x3x3\t1,9\n"  // both at distance 1 from 3x3x3: table order decides
+      "point\tC\t1\t7x3x3\t9,1\n");
+  auto top = [&](const std::string& variant, std::vector<int64_t> shape) {
+    return model.rank("gemm", "GPU A", 90, variant, shape, kAll, 1).at(0).config;
+  };
+  EXPECT_EQ(top("A", {300, 300, 300}), "near_large");  // nearer 10^3 in linear distance
+  EXPECT_EQ(top("A", {12, 12, 12}), "near_small");
+  EXPECT_EQ(top("B", {64, 64, 64}), "one_dim_off");  // a Euclidean distance would pick 32^3
+  EXPECT_EQ(top("C", {3, 3, 3}), "tie_first");
+}
+
+TEST(SelectionModel, FallsBackToTheSameComputeCapability) {
+  const SelectionModel model(
+      "model\tGPU B\t90\tgemm\t1\t0.5\nentry\tNN\t0\tB0\npoint\tNN\t1\t8x8x8\t1\n"
+      "model\tGPU A\t90\tgemm\t1\t0.25\nentry\tNN\t0\tA0\npoint\tNN\t1\t8x8x8\t1\n"
+      "model\tGPU C\t80\tgemm\t1\t0.125\nentry\tNN\t0\tC0\npoint\tNN\t1\t8x8x8\t1\n"
+      "model\tGPU A\t90\tconv\t1\t0\nentry\tNN\t0\tconv0\npoint\tNN\t1\t8x8x8x8\t1\n");
+  auto top = [&](const std::string& op, const std::string& device, int cc) {
+    const auto ranked = model.rank(op, device, cc, "NN", {8, 8, 8}, kAll);
+    return ranked.empty() ? std::string("none") : ranked[0].config;
+  };
+  EXPECT_EQ(top("gemm", "GPU A", 90), "A0");  // the model's own table before an earlier same-cc
+  EXPECT_EQ(top("gemm", "GPU X", 90), "B0");  // the first of the same compute capability
+  EXPECT_EQ(top("gemm", "GPU X", 80), "C0");
+  EXPECT_EQ(top("gemm", "GPU X", 75), "none");
+  EXPECT_EQ(top("conv", "GPU A", 90), "conv0");
+  EXPECT_EQ(top("conv", "GPU X", 80), "none");
+  EXPECT_EQ(top("gemv", "GPU A", 90), "none");
+  EXPECT_TRUE(model.rank("gemm", "GPU A", 90, "TT", {8, 8, 8}, kAll).empty());
+  EXPECT_DOUBLE_EQ(model.transfer_regret("gemm", "GPU X", 80), 0.125);
+  EXPECT_DOUBLE_EQ(model.transfer_regret("gemm", "GPU X", 75), 0.0);
+  EXPECT_EQ(model.models(), 4u);
+  EXPECT_EQ(model.entries().size(), 4u);
+  EXPECT_EQ(model.entries()[3].op, "conv");
+  EXPECT_EQ(model.points()[3].shape, (std::vector<int64_t>{8, 8, 8, 8}));
+}
+
+TEST(SelectionModel, BuiltinHasNoAcceptanceShapeAndParsesFast) {
+  const std::string_view text = tuned::cache::shipped_selection_tables();
+  const SelectionModel& builtin = SelectionModel::builtin();
+  ASSERT_GE(builtin.models(), 1u) << "no cache/shipped/*_selection_*.tsv built in";
+  const auto points = builtin.points();
+  ASSERT_FALSE(points.empty());
+  size_t checked = 0;
+  for (const auto& p : points) {
+    if (p.shape.size() != 3) continue;
+    ++checked;
+    EXPECT_FALSE(tuned::bench::is_acceptance_shape(p.variant, p.shape[0], p.shape[1], p.shape[2]))
+        << p.device_name << " " << p.op << " " << p.variant << " " << p.shape[0] << "x"
+        << p.shape[1] << "x" << p.shape[2] << " is an acceptance shape (seeds 101-103)";
+  }
+  EXPECT_GT(checked, 0u);
+  EXPECT_FALSE(builtin.entries().empty());
+
+  double best_ms = 1e9;
+  for (int i = 0; i < 5; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const SelectionModel parsed(text);
+    best_ms = std::min(best_ms, std::chrono::duration<double, std::milli>(
+                                    std::chrono::steady_clock::now() - start)
+                                    .count());
+    ASSERT_EQ(parsed.points().size(), points.size());
+  }
+  std::printf("selection model: %zu points, %zu entries, %zu bytes parsed in %.2f ms\n",
+              points.size(), builtin.entries().size(), text.size(), best_ms);
+  EXPECT_LT(best_ms, 5.0);
+}
+
+// ---- tools/fit_selection as a subprocess ----
+
+std::filesystem::path fit_selection_path() {
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path() / ".." / "tools" /
+         "fit_selection";
+}
+
+struct Fit {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+  std::string table;
+};
+
+class FitSelectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(std::filesystem::exists(fit_selection_path()))
+        << fit_selection_path() << " is missing: build the fit_selection target";
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tuned_fit_selection_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Writes the sweep and runs fit_selection on it (arguments hold no quote).
+  Fit fit(const std::string& sweep, const std::string& arguments) {
+    std::ofstream(dir_ / "sweep.tsv") << sweep;
+    const auto out = dir_ / "table.tsv";
+    std::string command = "'";  // appended piece by piece: GCC 12 warns on "'" + string&&
+    command += fit_selection_path().string();
+    command += "' '" + (dir_ / "sweep.tsv").string() + "' --out '" + out.string() + "' ";
+    command += arguments + " 2>&1";
+    Fit result;
+    FILE* pipe = popen(command.c_str(), "r");
+    if (pipe == nullptr) return result;
+    std::array<char, 4096> buffer;
+    size_t n;
+    while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
+      result.output.append(buffer.data(), n);
+    }
+    const int status = pclose(pipe);
+    if (status != -1 && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+    std::ifstream in(out);
+    std::stringstream text;
+    text << in.rdbuf();
+    result.table = text.str();
+    return result;
+  }
+
+  std::filesystem::path dir_;
+};
+
+const char* const kHeader =
+    "# gemm_sweep on Test GPU 7 (sm_86, 10 SMs)\n"
+    "layout\tm\tn\tk\talignment\tconfig\tregisters\toccupancy\tms\tcublas_ms\trel_error\n";
+
+std::string row(const std::string& layout, int64_t m, int64_t n, int64_t k, int alignment,
+                const std::string& config, double ms, double error = 0) {
+  std::ostringstream out;
+  out << layout << '\t' << m << '\t' << n << '\t' << k << '\t' << alignment << '\t' << config
+      << "\t64\t2\t" << ms << "\t1.0\t" << error << '\n';
+  return out.str();
+}
+
+// NN: A=1 is fastest everywhere, A=3 would be faster but its results fail the check; the odd
+// shape's alignment is 1, so there the sweep measured the VEC=1 siblings.
+std::string synthetic_sweep() {
+  std::string s = kHeader;
+  const int64_t sizes[] = {64, 128, 256, 512, 1024};
+  for (int64_t m : sizes) {
+    for (int64_t k : sizes) {
+      s += row("NN", m, m, k, 4, "A=1,VEC=4", 1.0);
+      s += row("NN", m, m, k, 4, "A=2,VEC=4", 2.0);
+      s += row("NN", m, m, k, 4, "A=3,VEC=4", 0.5, /*error=*/1e-2);  // wrong result
+    }
+  }
+  s += row("NN", 333, 333, 333, 1, "A=1,VEC=1", 1.5);
+  s += row("NN", 333, 333, 333, 1, "A=2,VEC=1", 3.0);
+  s += row("TN", 100, 100, 100, 4, "A=2,VEC=4", 1.0);
+  s += row("TN", 100, 100, 100, 4, "A=1,VEC=4", 2.0);
+  return s;
+}
+
+TEST_F(FitSelectionTest, FitsATableThatRanksTheWinnerFirst) {
+  const Fit fit = this->fit(synthetic_sweep(), "--entries 3 --neighbours 3");
+  ASSERT_EQ(fit.exit_code, 0) << fit.output;
+  EXPECT_NE(fit.output.find("25 wrong results left out"), std::string::npos) << fit.output;
+  const SelectionModel model(fit.table);
+  ASSERT_EQ(model.models(), 1u) << fit.table;
+  EXPECT_EQ(model.entries()[0].device_name, "Test GPU 7");  // from the sweep's first line
+  EXPECT_EQ(model.entries()[0].cc, 86);
+  // NN: the winner, then what covers the odd shape; nothing else improves any problem.
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{100, 100, 100}, {700, 700, 2000}}) {
+    const auto ranked = model.rank("gemm", "Test GPU 7", 86, "NN", shape, kAll);
+    EXPECT_EQ(configs_of(ranked), (std::vector<std::string>{"A=1,VEC=4", "A=1,VEC=1"}))
+        << fit.table;
+  }
+  const auto vec1 = model.rank("gemm", "Test GPU 7", 86, "NN", {333, 333, 333},
+                               [](const std::string& c) { return c.find("VEC=1") != c.npos; });
+  EXPECT_EQ(configs_of(vec1), (std::vector<std::string>{"A=1,VEC=1"}));
+  EXPECT_EQ(fit.table.find("A=3"), std::string::npos) << fit.table;
+  EXPECT_EQ(configs_of(model.rank("gemm", "Test GPU 7", 86, "TN", {64, 64, 64}, kAll)),
+            (std::vector<std::string>{"A=2,VEC=4"}));
+  // The odd shape's point gives the VEC=4 entry its VEC=1 sibling's time; the VEC=1 entry was
+  // not measured on the aligned shapes.
+  EXPECT_NE(fit.table.find("point\tNN\t1\t333x333x333\t1.5,1.5\n"), std::string::npos)
+      << fit.table;
+  EXPECT_NE(fit.table.find("point\tNN\t4\t64x64x64\t1,-\n"), std::string::npos) << fit.table;
+  // The header says how the table was made.
+  EXPECT_NE(fit.table.find("--entries 3 --neighbours 3"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("gemm_sweep on Test GPU 7"), std::string::npos) << fit.table;
+}
+
+TEST_F(FitSelectionTest, DropsTheAcceptanceSeedsShapes) {
+  const auto accepted = tuned::bench::random_shapes(tuned::bench::kAcceptanceSeeds[1])[0];
+  ASSERT_TRUE(tuned::bench::is_acceptance_shape(accepted.layout, accepted.m, accepted.n,
+                                                accepted.k));
+  std::string sweep = kHeader;
+  sweep += row(accepted.layout, accepted.m, accepted.n, accepted.k, 1, "A=2,VEC=1", 0.1);
+  sweep += row(accepted.layout, accepted.m, accepted.n, accepted.k, 1, "A=1,VEC=1", 1.0);
+  sweep += row(accepted.layout, 2, 3, 5, 1, "A=1,VEC=1", 0.5);
+  sweep += row(accepted.layout, 2, 3, 5, 1, "A=2,VEC=1", 1.0);
+  const Fit fit = this->fit(sweep, "--entries 2");
+  ASSERT_EQ(fit.exit_code, 0) << fit.output;
+  EXPECT_NE(fit.output.find("1 problems of the acceptance seeds dropped"), std::string::npos)
+      << fit.output;
+  const SelectionModel model(fit.table);
+  const auto points = model.points();
+  ASSERT_EQ(points.size(), 1u) << fit.table;
+  EXPECT_EQ(points[0].shape, (std::vector<int64_t>{2, 3, 5}));
+  // Fitted on 2x3x5 alone, where A=1 wins (at the acceptance shape A=2 would have).
+  const auto ranked = model.rank("gemm", "Test GPU 7", 86, accepted.layout,
+                                 {accepted.m, accepted.n, accepted.k}, kAll);
+  ASSERT_FALSE(ranked.empty());
+  EXPECT_EQ(ranked[0].config, "A=1,VEC=1");
+}
+
+TEST_F(FitSelectionTest, BadInputExitsOneNamingTheLine) {
+  const Fit fit = this->fit(std::string(kHeader) + "NN\t1\t2\n", "");
+  EXPECT_EQ(fit.exit_code, 1) << fit.output;
+  EXPECT_NE(fit.output.find("line 3: 3 fields"), std::string::npos) << fit.output;
+}
+
+}  // namespace
