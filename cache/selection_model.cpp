@@ -76,16 +76,22 @@ bool parse_time(std::string_view text, double& value) {
 std::string_view shipped_selection_tables();  // generated from cache/shipped/*_selection_*.tsv
 
 const SelectionModel& SelectionModel::builtin() {
-  static const SelectionModel model(shipped_selection_tables());
+  static const SelectionModel model(shipped_selection_tables(), /*lazy=*/true);
   return model;
 }
 
-SelectionModel::SelectionModel(std::string_view table) {
+namespace {
+
+[[noreturn]] void fail_at(int line_no, const std::string& why) {
+  throw Error(TUNED_STATUS_CONFIG_ERROR,
+              "selection model, line " + std::to_string(line_no) + ": " + why);
+}
+
+}  // namespace
+
+SelectionModel::SelectionModel(std::string_view table, bool lazy) {
   int line_no = 0;
-  auto fail = [&](const std::string& why) {
-    throw Error(TUNED_STATUS_CONFIG_ERROR,
-                "selection model, line " + std::to_string(line_no) + ": " + why);
-  };
+  auto fail = [&](const std::string& why) { fail_at(line_no, why); };
   auto variant_of = [&](std::string_view name) -> Variant& {
     if (models_.empty()) fail("entry or point line before any model line");
     auto& variants = models_.back().variants;
@@ -132,7 +138,7 @@ SelectionModel::SelectionModel(std::string_view table) {
     } else if (f[0] == "entry") {
       if (f.size() != 4) fail("an entry line has 4 fields, got " + std::to_string(f.size()));
       Variant& v = variant_of(f[1]);
-      if (v.points() > 0) fail("entry after the variant's points");
+      if (!v.pending.empty() || v.points() > 0) fail("entry after the variant's points");
       size_t index = 0;
       if (!parse_number(f[2], index) || index != v.configs.size()) {
         fail("entry index '" + std::string(f[2]) + "', expected " +
@@ -144,6 +150,27 @@ SelectionModel::SelectionModel(std::string_view table) {
       if (f.size() != 5) fail("a point line has 5 fields, got " + std::to_string(f.size()));
       Variant& v = variant_of(f[1]);
       if (v.configs.empty()) fail("point before the variant's entries");
+      v.pending.emplace_back(line, line_no);
+    } else {
+      fail("unknown line kind '" + std::string(f[0]) + "'");
+    }
+  }
+  if (!lazy) {  // the caller's text may not outlive this object
+    for (const auto& m : models_) {
+      for (const auto& v : m.variants) ready(v);
+    }
+  }
+}
+
+const SelectionModel::Variant& SelectionModel::ready(const Variant& variant) {
+  std::call_once(*variant.parsed, [&variant] {
+    // Written once, under the once_flag; every reader comes through here first.
+    Variant& v = const_cast<Variant&>(variant);
+    std::vector<std::string_view> f, items;
+    std::vector<double> ms;
+    for (const auto& [line, line_no] : v.pending) {
+      auto fail = [line_no = line_no](const std::string& why) { fail_at(line_no, why); };
+      split(line, '\t', f);
       int alignment = 0;
       if (!parse_number(f[2], alignment) || alignment < 1) {
         fail("alignment '" + std::string(f[2]) + "'");
@@ -180,10 +207,11 @@ SelectionModel::SelectionModel(std::string_view table) {
         v.regrets.push_back(t < 0 ? kUnmeasuredRegret : static_cast<float>(std::log(t / best)));
       }
       v.alignments.push_back(alignment);
-    } else {
-      fail("unknown line kind '" + std::string(f[0]) + "'");
     }
-  }
+    v.pending.clear();
+    v.pending.shrink_to_fit();
+  });
+  return variant;
 }
 
 const SelectionModel::Model* SelectionModel::find_model(const std::string& op,
@@ -206,7 +234,7 @@ std::vector<SelectionModel::Ranked> SelectionModel::rank(
   if (!model) return {};
   const Variant* v = nullptr;
   for (const auto& candidate : model->variants) {
-    if (candidate.name == variant) v = &candidate;
+    if (candidate.name == variant) v = &ready(candidate);
   }
   if (!v || v->points() == 0) return {};
   const size_t dims = std::max(v->dims, shape.size());
@@ -259,7 +287,8 @@ std::vector<SelectionModel::EntryRef> SelectionModel::entries() const {
 std::vector<SelectionModel::PointRef> SelectionModel::points() const {
   std::vector<PointRef> out;
   for (const auto& m : models_) {
-    for (const auto& v : m.variants) {
+    for (const auto& variant : m.variants) {
+      const Variant& v = ready(variant);
       for (size_t p = 0; p < v.points(); ++p) {
         const auto first = v.shapes.begin() + static_cast<std::ptrdiff_t>(p * v.dims);
         out.push_back({m.device_name, m.cc, m.op, v.name, v.alignments[p],

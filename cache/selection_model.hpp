@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,7 +24,7 @@ class SelectionModel {
   /// entry and point lines belong to the model line above them; a variant's entries come before
   /// its points, and its points all have the same number of dims (1 to 4). Throws
   /// Error(TUNED_STATUS_CONFIG_ERROR, "selection model, line N: ...").
-  explicit SelectionModel(std::string_view table);
+  explicit SelectionModel(std::string_view table) : SelectionModel(table, false) {}
 
   /// The tables built into the library (cache/shipped/*_selection_*.tsv), parsed once.
   static const SelectionModel& builtin();
@@ -68,6 +70,10 @@ class SelectionModel {
  private:
   struct Variant {
     std::string name;
+    // Point lines not parsed yet (the built-in tables only: their text lives as long as the
+    // process), parsed once on first use, so a call pays for one variant of one GPU model.
+    std::vector<std::pair<std::string_view, int>> pending;  // line, line number
+    std::unique_ptr<std::once_flag> parsed = std::make_unique<std::once_flag>();
     std::vector<std::string> configs;
     size_t dims = 0;                  // of every point
     std::vector<int64_t> shapes;      // per point, dims values
@@ -83,7 +89,10 @@ class SelectionModel {
     double transfer_regret = 0;
     std::vector<Variant> variants;
   };
+  SelectionModel(std::string_view table, bool lazy);
   const Model* find_model(const std::string& op, const std::string& device_name, int cc) const;
+  // The variant with its points parsed (throws Error naming the line of a malformed one).
+  static const Variant& ready(const Variant& v);
 
   std::vector<Model> models_;
 };
