@@ -218,7 +218,9 @@ TEST(SelectionModel, BuiltinHasNoAcceptanceShapeAndParsesFast) {
   }
   std::printf("selection model: %zu points, %zu entries, %zu bytes parsed in %.2f ms\n",
               points.size(), builtin.entries().size(), text.size(), best_ms);
-  EXPECT_LT(best_ms, 5.0);
+  // Every table eagerly; a call parses only its GPU model's variant (a fraction of this), and its
+  // first-call time is measured on the GPU by bench/gemm_random.
+  EXPECT_LT(best_ms, 20.0);
 }
 
 // ---- tools/fit_selection as a subprocess ----
