@@ -62,6 +62,23 @@ PairTiming time_side_by_side(const std::function<void(cudaStream_t)>& first,
   return {median(a), median(b)};
 }
 
+Comparison compare_with_cublas(const std::function<void(cudaStream_t)>& tuned_call,
+                               const std::function<void(cudaStream_t)>& cublas_call,
+                               const gemm_op::Problem& p, const GemmOperands& ops,
+                               DeviceCheck& check, cudaStream_t stream) {
+  Comparison c;
+  DeviceCheck::poison(ops.c(), ops.c_elements(), stream);
+  tuned_call(stream);
+  cublas_call(stream);
+  const MatrixCheck result = check.compare(ops.c(), p.ldc, ops.c_ref(), p.ldc, p.m, p.n, stream);
+  c.rel_error = result.rel_error;
+  c.correct = result.passed(std::max(1e-5, 2e-7 * std::sqrt(static_cast<double>(p.k))));
+  const PairTiming t = time_side_by_side(tuned_call, cublas_call, stream);
+  c.tuned_ms = t.first_ms;
+  c.cublas_ms = t.second_ms;
+  return c;
+}
+
 double tflops(const gemm_op::Problem& p, double ms) { return ms > 0 ? p.flops() / (ms * 1e9) : 0; }
 
 double geometric_mean(const std::vector<double>& values) {

@@ -48,6 +48,18 @@ PairTiming time_side_by_side(const std::function<void(cudaStream_t)>& first,
                              const std::function<void(cudaStream_t)>& second,
                              cudaStream_t stream, int rounds = 9);
 
+/// What every GEMM benchmark does per problem: C poisoned, one call of each, tuned's result checked
+/// against cuBLAS's (into ops.c_ref()), then both timed side by side.
+struct Comparison {
+  double rel_error = 0;
+  bool correct = false;
+  double tuned_ms = 0, cublas_ms = 0;
+};
+Comparison compare_with_cublas(const std::function<void(cudaStream_t)>& tuned_call,
+                               const std::function<void(cudaStream_t)>& cublas_call,
+                               const gemm_op::Problem& p, const GemmOperands& ops,
+                               DeviceCheck& check, cudaStream_t stream);
+
 double tflops(const gemm_op::Problem& p, double ms);
 double geometric_mean(const std::vector<double>& values);
 std::string json_escape(const std::string& s);

@@ -56,17 +56,11 @@ Row run_shape(const Shape& s, DeviceCheck& check, gemm_op::CublasHandle& cublas,
   auto cublas_call = [&](cudaStream_t) {
     gemm_op::cublas_sgemm(cublas.get(), p, alpha, ops.a(), ops.b(), beta, ops.c_ref());
   };
-  // Correctness first: C poisoned, one call, compared with cuBLAS.
-  DeviceCheck::poison(ops.c(), ops.c_elements(), stream);
-  tuned_call(stream);
-  cublas_call(stream);
-  const MatrixCheck result = check.compare(ops.c(), p.ldc, ops.c_ref(), p.ldc, p.m, p.n, stream);
-  row.rel_error = result.rel_error;
-  row.correct = result.passed(std::max(1e-5, 2e-7 * std::sqrt(static_cast<double>(p.k))));
-
-  const PairTiming t = time_side_by_side(tuned_call, cublas_call, stream);
-  row.tuned_ms = t.first_ms;
-  row.cublas_ms = t.second_ms;
+  const Comparison c = compare_with_cublas(tuned_call, cublas_call, p, ops, check, stream);
+  row.rel_error = c.rel_error;
+  row.correct = c.correct;
+  row.tuned_ms = c.tuned_ms;
+  row.cublas_ms = c.cublas_ms;
   row.tuned_tflops = tflops(p, row.tuned_ms);
   row.cublas_tflops = tflops(p, row.cublas_ms);
   row.ratio = row.cublas_ms / row.tuned_ms;
