@@ -351,15 +351,16 @@ std::shared_ptr<const Runtime::Choice> Runtime::resolve(const OpRegistration& op
     }
   }
   choice.workspace_bytes = op.face->workspace_bytes(choice.config, problem);
+  std::string kernel_note;  // where the kernel came from, for the log
   if (with_kernel && !choice.kernel) {
     const auto started = Clock::now();
     std::string source;
     choice.kernel = kernels_.get(op.face->kernel_spec(choice.config, problem), device, &source);
-    if (log_enabled(LogLevel::kInfo)) {
-      log(LogLevel::kInfo, describe_problem(op, problem) + ": " + choice.origin + " " +
-                               choice.config.canonical() + "; kernel " + source + " in " +
-                               std::to_string(ms_since(started)) + " ms");
-    }
+    kernel_note = "; kernel " + source + " in " + std::to_string(ms_since(started)) + " ms";
+  }
+  if (log_enabled(LogLevel::kInfo)) {
+    log(LogLevel::kInfo, describe_problem(op, problem) + ": " + choice.origin + " " +
+                             choice.config.canonical() + kernel_note);
   }
   if (with_kernel && choice.workspace_bytes > 0) {
     std::lock_guard<std::mutex> lock(mutex_);

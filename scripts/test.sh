@@ -9,7 +9,8 @@ cmake --build build -j"$(nproc)"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 # The runtime's thread-safety test once more, built with ThreadSanitizer: a data race fails here.
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS=-fsanitize=thread \
-  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DTUNED_BUILD_BENCH=OFF -DTUNED_PRECOMPILE=OFF
+  "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -Wl,--as-needed" -DTUNED_BUILD_BENCH=OFF \
+  -DTUNED_PRECOMPILE=OFF
 cmake --build build-tsan -j"$(nproc)" --target tuned_cpu_tests
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ./build-tsan/tests/tuned_cpu_tests --gtest_filter='RuntimeRace.*'

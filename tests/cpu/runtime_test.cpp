@@ -1,16 +1,18 @@
-// The runtime's choice path under threads: describe() (key -> memo -> database -> selection model)
-// on many threads while another switches databases. Runs without a GPU (a runtime with a fixed
-// reference device); scripts/test.sh also runs it built with ThreadSanitizer, where any data race
-// fails the run.
+// The runtime without a GPU (a runtime with a fixed reference device): its choice path
+// (key -> memo -> database -> selection model) on many threads while another switches databases —
+// scripts/test.sh also runs this built with ThreadSanitizer, where any data race fails the run —
+// and the log of its choices.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <fstream>
 #include <random>
 #include <thread>
 
 #include "api/runtime.hpp"
 #include "cache/database.hpp"
+#include "generator/log.hpp"
 #include "templates/gemm/gemm_face.hpp"
 
 namespace tuned {
@@ -56,14 +58,15 @@ TEST(RuntimeRace, SetDatabaseWhileOtherThreadsChoose) {
       }
     });
   }
-  for (int i = 0; i < 60; ++i) {
+  // At least 60 switches, and enough choices between them (ThreadSanitizer slows them down).
+  for (int i = 0; i < 60 || (calls < 400 && i < 3000); ++i) {
     runtime.set_database(i % 2 ? empty : with_entry);
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   stop = true;
   for (auto& t : threads) t.join();
   EXPECT_EQ(bad, 0);
-  EXPECT_GT(calls, 100);
+  EXPECT_GT(calls, 100);  // the threads ran while the databases switched
   EXPECT_GT(exact, 0);  // the database with the entry was seen
   runtime.set_database(empty);
   EXPECT_EQ(runtime.describe(gemm, gemm_op::problem_id(key_problem)).rfind("exact: ", 0),
@@ -72,6 +75,39 @@ TEST(RuntimeRace, SetDatabaseWhileOtherThreadsChoose) {
   EXPECT_EQ(runtime.describe(gemm, gemm_op::problem_id(key_problem)).rfind("exact: ", 0), 0u);
   std::remove(with_entry.c_str());
   std::remove(empty.c_str());
+}
+
+}  // namespace
+}  // namespace tuned
+
+namespace tuned {
+namespace {
+
+// With TUNED_LOG_LEVEL=info (here set_log_level) every choice is logged with its origin and
+// config; silent otherwise.
+TEST(RuntimeLog, NamesEachChoiceWhenEnabled) {
+  DeviceInfo device = reference_device(90);
+  device.name = "NVIDIA H100 80GB HBM3";
+  const OpRegistration& gemm = find_op("gemm");
+  const std::string log_path = ::testing::TempDir() + "runtime_log_" + std::to_string(getpid());
+  std::remove(log_path.c_str());
+  set_log_file(log_path);
+  Runtime runtime(device);
+  runtime.set_database(log_path + ".db");
+  set_log_level(LogLevel::kOff);
+  runtime.describe(gemm, gemm_op::problem_id(gemm_op::packed_problem("TN", 300, 7, 5000)));
+  set_log_level(LogLevel::kInfo);
+  const std::string choice =
+      runtime.describe(gemm, gemm_op::problem_id(gemm_op::packed_problem("NT", 1000, 33, 77)));
+  set_log_level(LogLevel::kOff);
+  set_log_file("");
+  std::ifstream in(log_path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find("300x7x5000"), std::string::npos) << text;  // silent while off
+  EXPECT_NE(text.find("gemm NT 1000x33x77 align 1: model "), std::string::npos) << text;
+  EXPECT_NE(text.find(choice.substr(choice.find(": ") + 2)), std::string::npos) << text;
+  std::remove(log_path.c_str());
+  std::remove((log_path + ".db").c_str());
 }
 
 }  // namespace
