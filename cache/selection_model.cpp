@@ -89,7 +89,7 @@ namespace {
 
 }  // namespace
 
-SelectionModel::SelectionModel(std::string_view table, bool lazy) {
+SelectionModel::SelectionModel(std::string_view table, bool lazy) : lazy_(lazy) {
   int line_no = 0;
   auto fail = [&](const std::string& why) { fail_at(line_no, why); };
   auto variant_of = [&](std::string_view name) -> Variant& {
@@ -157,17 +157,16 @@ SelectionModel::SelectionModel(std::string_view table, bool lazy) {
   }
   if (!lazy) {  // the caller's text may not outlive this object
     for (const auto& m : models_) {
-      for (const auto& v : m.variants) ready(v);
+      for (const auto& v : m.variants) ready(v, false);
     }
   }
 }
 
-const SelectionModel::Variant& SelectionModel::ready(const Variant& variant) {
-  std::call_once(*variant.parsed, [&variant] {
+const SelectionModel::Variant& SelectionModel::ready(const Variant& variant, bool lazy) {
+  std::call_once(*variant.parsed, [&variant, lazy] {
     // Written once, under the once_flag; every reader comes through here first.
     Variant& v = const_cast<Variant&>(variant);
     std::vector<std::string_view> f, items;
-    std::vector<double> ms;
     for (const auto& [line, line_no] : v.pending) {
       auto fail = [line_no = line_no](const std::string& why) { fail_at(line_no, why); };
       split(line, '\t', f);
@@ -188,30 +187,46 @@ const SelectionModel::Variant& SelectionModel::ready(const Variant& variant) {
         v.shapes.push_back(value);
         v.coords.push_back(static_cast<float>(std::log2(static_cast<double>(value) + 1.0)));
       }
-      split(f[4], ',', items);
-      if (items.size() != v.configs.size()) {
-        fail(std::to_string(items.size()) + " times for " + std::to_string(v.configs.size()) +
-             " entries");
-      }
-      ms.assign(items.size(), -1);
-      double best = std::numeric_limits<double>::infinity();
-      for (size_t i = 0; i < items.size(); ++i) {
-        if (items[i] == "-") continue;
-        if (!parse_time(items[i], ms[i]) || !(ms[i] > 0) || !std::isfinite(ms[i])) {
-          fail("time '" + std::string(items[i]) + "' (a positive number or '-')");
-        }
-        best = std::min(best, ms[i]);
-      }
-      if (!std::isfinite(best)) fail("a point needs at least one measured entry");
-      for (double t : ms) {
-        v.regrets.push_back(t < 0 ? kUnmeasuredRegret : static_cast<float>(std::log(t / best)));
-      }
+      v.times.push_back(f[4]);
+      v.times_parsed.push_back(0);
+      v.line_nos.push_back(line_no);
+      v.regrets.resize(v.regrets.size() + v.configs.size());
       v.alignments.push_back(alignment);
     }
     v.pending.clear();
     v.pending.shrink_to_fit();
+    if (!lazy) {  // every time checked now; the text may not outlive the model
+      for (size_t p = 0; p < v.points(); ++p) parse_times(v, p);
+    }
   });
   return variant;
+}
+
+void SelectionModel::parse_times(Variant& v, size_t p) {
+  if (v.times_parsed[p]) return;
+  const int line_no = v.line_nos[p];
+  auto fail = [line_no](const std::string& why) { fail_at(line_no, why); };
+  std::vector<std::string_view> items;
+  split(v.times[p], ',', items);
+  const size_t entries = v.configs.size();
+  if (items.size() != entries) {
+    fail(std::to_string(items.size()) + " times for " + std::to_string(entries) + " entries");
+  }
+  std::vector<double> ms(entries, -1);
+  double best = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < entries; ++i) {
+    if (items[i] == "-") continue;
+    if (!parse_time(items[i], ms[i]) || !(ms[i] > 0) || !std::isfinite(ms[i])) {
+      fail("time '" + std::string(items[i]) + "' (a positive number or '-')");
+    }
+    best = std::min(best, ms[i]);
+  }
+  if (!std::isfinite(best)) fail("a point needs at least one measured entry");
+  for (size_t i = 0; i < entries; ++i) {
+    v.regrets[p * entries + i] =
+        ms[i] < 0 ? kUnmeasuredRegret : static_cast<float>(std::log(ms[i] / best));
+  }
+  v.times_parsed[p] = 1;
 }
 
 const SelectionModel::Model* SelectionModel::find_model(const std::string& op,
@@ -234,7 +249,7 @@ std::vector<SelectionModel::Ranked> SelectionModel::rank(
   if (!model) return {};
   const Variant* v = nullptr;
   for (const auto& candidate : model->variants) {
-    if (candidate.name == variant) v = &ready(candidate);
+    if (candidate.name == variant) v = &ready(candidate, lazy_);
   }
   if (!v || v->points() == 0) return {};
   const size_t dims = std::max(v->dims, shape.size());
@@ -254,6 +269,10 @@ std::vector<SelectionModel::Ranked> SelectionModel::rank(
   std::partial_sort(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(k),
                     by_distance.end());
   const size_t entries = v->configs.size();
+  {
+    std::lock_guard<std::mutex> lock(*v->times_mutex);
+    for (size_t i = 0; i < k; ++i) parse_times(const_cast<Variant&>(*v), by_distance[i].second);
+  }
   std::vector<Ranked> ranked;
   for (size_t e = 0; e < entries; ++e) {
     if (!accept(v->configs[e])) continue;
@@ -288,7 +307,7 @@ std::vector<SelectionModel::PointRef> SelectionModel::points() const {
   std::vector<PointRef> out;
   for (const auto& m : models_) {
     for (const auto& variant : m.variants) {
-      const Variant& v = ready(variant);
+      const Variant& v = ready(variant, lazy_);
       for (size_t p = 0; p < v.points(); ++p) {
         const auto first = v.shapes.begin() + static_cast<std::ptrdiff_t>(p * v.dims);
         out.push_back({m.device_name, m.cc, m.op, v.name, v.alignments[p],

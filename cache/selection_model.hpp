@@ -80,6 +80,12 @@ class SelectionModel {
     std::vector<int> alignments;      // per point
     std::vector<float> coords;        // per point, dims values: log2(d + 1)
     std::vector<float> regrets;       // per point, per entry: log(ms / point's best ms)
+    // Built-in tables keep each point's times as text until a ranking needs that point (only the
+    // nearest few ever are): the first call of a process parses shapes, not ~25k times.
+    std::vector<std::string_view> times;  // per point
+    std::vector<char> times_parsed;       // per point: regrets filled
+    std::vector<int> line_nos;            // per point, for errors
+    std::unique_ptr<std::mutex> times_mutex = std::make_unique<std::mutex>();
     size_t points() const { return alignments.size(); }
   };
   struct Model {
@@ -91,8 +97,11 @@ class SelectionModel {
   };
   SelectionModel(std::string_view table, bool lazy);
   const Model* find_model(const std::string& op, const std::string& device_name, int cc) const;
+  bool lazy_ = false;
   // The variant with its points parsed (throws Error naming the line of a malformed one).
-  static const Variant& ready(const Variant& v);
+  static const Variant& ready(const Variant& v, bool lazy);
+  // Fills point p's regrets from its text if still pending; times_mutex held.
+  static void parse_times(Variant& v, size_t p);
 
   std::vector<Model> models_;
 };
