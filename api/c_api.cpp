@@ -5,7 +5,6 @@
 
 #include "api/gemm_api.hpp"
 #include "api/runtime.hpp"
-#include "generator/log.hpp"
 #include "tuned/tuned.h"
 #include "tuned/tuned.hpp"
 

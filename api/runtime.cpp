@@ -1,10 +1,9 @@
 #include "api/runtime.hpp"
 
+#include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <limits>
 
 #include "cache/selection_model.hpp"
 #include "cache/shipped_defaults.hpp"
@@ -59,6 +58,20 @@ bool is_capturing(cudaStream_t stream) {
     return false;
   }
   return status != cudaStreamCaptureStatusNone;
+}
+
+// Whether a portfolio entry can serve the problem as it is: its kernel is then precompiled (a
+// config the face would have to change, e.g. to a narrower vector, would need NVRTC), and its
+// workspace is worth having.
+bool runs_as_is(const OpFace& face, const std::string& text, const DeviceInfo& device,
+                const ProblemId& problem) {
+  try {
+    const Config config = Config::parse(text);
+    return face.fit(config, device, problem) == config &&
+           face.workspace_bytes(config, problem) <= kMaxWorkspaceBytes;
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 std::string describe_problem(const OpRegistration& op, const ProblemId& p) {
@@ -224,21 +237,10 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
   if (auto shipped = cache::ShippedDefaults::builtin().find_best(key, device.name, cc)) {
     if (take(shipped->config, "shipped")) return choice;
   }
-  // The model's portfolio: only configs valid as they are (their kernels are precompiled), with
-  // a workspace worth having.
   const auto& model = cache::SelectionModel::builtin();
   const auto ranked = model.rank(
       op.name, device.name, cc, key.layout, key.shape,
-      [&](const std::string& text) {
-        try {
-          const Config config = Config::parse(text);
-          return face.fit(config, device, problem) == config &&
-                 face.workspace_bytes(config, problem) <= kMaxWorkspaceBytes;
-        } catch (const Error&) {
-          return false;
-        }
-      },
-      1);
+      [&](const std::string& text) { return runs_as_is(face, text, device, problem); }, 1);
   if (nearest && nearest->key.shape != key.shape) {
     // A config tuned for another shape transfers with a regret that grows with the distance;
     // it is used only where that beats the model's own prediction for its pick.
@@ -263,30 +265,14 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
   const OpFace& face = *op.face;
   const int cc = device.compute_capability();
   std::vector<Config> candidates = {fallback.config};
-  auto add = [&](const std::string& text) {
-    try {
-      const Config c = face.fit(Config::parse(text), device, problem);
-      if (face.workspace_bytes(c, problem) > kMaxWorkspaceBytes) return;
-      for (const auto& have : candidates) {
-        if (have == c) return;
-      }
-      candidates.push_back(c);
-    } catch (const Error&) {
-    }
-  };
-  const std::string variant = op.variants[problem.variant];
   for (const auto& r : cache::SelectionModel::builtin().rank(
-           op.name, device.name, cc, variant, problem.shape(),
-           [&](const std::string& text) {
-             try {
-               const Config c = Config::parse(text);
-               return face.fit(c, device, problem) == c;
-             } catch (const Error&) {
-               return false;
-             }
-           },
+           op.name, device.name, cc, op.variants[problem.variant], problem.shape(),
+           [&](const std::string& text) { return runs_as_is(face, text, device, problem); },
            kFirstUseCandidates)) {
-    add(r.config);
+    const Config c = Config::parse(r.config);
+    if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) {
+      candidates.push_back(c);
+    }
   }
   std::lock_guard<std::mutex> one_at_a_time(tune_mutex_);
   const auto started = Clock::now();

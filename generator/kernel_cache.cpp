@@ -1,10 +1,9 @@
 #include "generator/kernel_cache.hpp"
 
-#include "generator/precompiled.hpp"
-
 #include <algorithm>
 
 #include "generator/log.hpp"
+#include "generator/precompiled.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned {

@@ -1,5 +1,6 @@
-// Where kernels come from: the in-process map of loaded kernels, then a cubin store (the tuning
-// database), then NVRTC. Knows nothing of which op it is building, nor of the database.
+// Where kernels come from: the in-process map of loaded kernels, then the images precompiled into
+// the library, then a cubin store (the tuning database), then NVRTC. Knows nothing of which op it
+// is building, nor of the database.
 #pragma once
 
 #include <map>
@@ -44,8 +45,8 @@ class KernelCache {
   explicit KernelCache(CubinStore* store = nullptr)
       : store_(store, [](CubinStore*) {}) {}
 
-  /// The cubin for spec: from the store, else compiled by NVRTC (and put in the store). Throws
-  /// Error(TUNED_STATUS_COMPILE_ERROR) with the log. Thread-safe; loads nothing.
+  /// The cubin for spec: precompiled, else from the store, else compiled by NVRTC (and put in the
+  /// store). Throws Error(TUNED_STATUS_COMPILE_ERROR) with the log. Thread-safe; loads nothing.
   BuiltKernel build(const KernelSpec& spec, const DeviceInfo& device);
 
   /// The loaded kernel for spec on the device, building and loading it once per process: from

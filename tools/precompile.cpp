@@ -9,12 +9,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "cache/selection_model.hpp"
 #include "generator/device.hpp"
 #include "generator/kernel_cache.hpp"
-#include "generator/nvrtc_compiler.hpp"
 #include "templates/check/device_check.hpp"
 #include "templates/registry.hpp"
 #include "tuned/error.hpp"
@@ -27,7 +27,7 @@ struct Job {
   KernelSpec spec;
   int cc = 0;
   CubinKey key;
-  CompiledKernel compiled;
+  BuiltKernel built;
   std::string error;
 };
 
@@ -49,7 +49,7 @@ int run(const std::string& out_dir, int jobs_wanted) {
     job.key = cubin_key(spec, reference_device(cc));
     jobs.emplace(job.key.arch + "|" + spec.kernel_name + "|" + job.key.options, std::move(job));
   };
-  std::map<int, bool> archs;
+  std::set<int> archs;
   for (const auto& e : cache::SelectionModel::builtin().entries()) {
     const OpRegistration& op = find_op(e.op);
     ProblemId id;
@@ -58,25 +58,20 @@ int run(const std::string& out_dir, int jobs_wanted) {
     for (int i = 0; i < id.rank; ++i) id.dims[i] = 1024;
     id.alignment = 4;
     add(op.face->kernel_spec(Config::parse(e.config), id), e.cc);
-    archs[e.cc] = true;
+    archs.insert(e.cc);
   }
-  for (const auto& [cc, unused] : archs) {
+  for (int cc : archs) {
     for (const auto& spec : DeviceCheck::kernel_specs()) add(spec, cc);
   }
   std::vector<Job*> list;
   for (auto& [k, job] : jobs) list.push_back(&job);
   std::atomic<size_t> next{0};
+  KernelCache kernels;  // no store: every image is compiled here
   auto work = [&] {
     for (size_t i; (i = next++) < list.size();) {
       Job& job = *list[i];
-      CompileRequest request;
-      request.source_name = job.spec.source_name;
-      request.source = job.spec.source;
-      request.kernel_name = job.spec.kernel_name;
-      request.options = job.spec.options;
-      request.compute_capability = job.cc;
       try {
-        job.compiled = compile_kernel(request);
+        job.built = kernels.build(job.spec, reference_device(job.cc));
       } catch (const Error& e) {
         job.error = e.what();
       }
@@ -105,16 +100,16 @@ int run(const std::string& out_dir, int jobs_wanted) {
       std::fprintf(stderr, "precompile: %s\n", job->error.c_str());
       return 1;
     }
-    const auto& image = job->compiled.image;
+    const auto& image = job->built.cubin.image;
     blob.write(image.data(), static_cast<std::streamsize>(image.size()));
     src << "  {" << c_string(job->key.source_hash) << ", " << c_string(job->key.options) << ", "
         << c_string(job->key.arch) << ", " << c_string(job->spec.kernel_name) << ", " << offset
-        << ", " << image.size() << ", " << job->compiled.resources.registers << "},\n";
+        << ", " << image.size() << ", " << job->built.cubin.registers << "},\n";
     offset += image.size();
     ++count;
-    if (job->compiled.resources.spill_bytes() > 0) {
+    if (job->built.cubin.spill_bytes > 0) {
       std::fprintf(stderr, "precompile: warning: %s spills %d bytes\n",
-                   job->spec.kernel_name.c_str(), job->compiled.resources.spill_bytes());
+                   job->spec.kernel_name.c_str(), job->built.cubin.spill_bytes);
     }
   }
   if (count == 0) src << "  {\"\", \"\", \"\", \"\", 0, 0, 0},\n";
