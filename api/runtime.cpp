@@ -239,7 +239,7 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
   }
   const auto& model = cache::SelectionModel::builtin();
   const auto ranked = model.rank(
-      op.name, device.name, cc, key.layout, key.shape,
+      op.name, device.name, cc, key.layout, key.shape, key.alignment,
       [&](const std::string& text) { return runs_as_is(face, text, device, problem); }, 1);
   if (nearest && nearest->key.shape != key.shape) {
     // A config tuned for another shape transfers with a regret that grows with the distance;
@@ -267,7 +267,7 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
   std::vector<Config> candidates = {fallback.config};
   for (const auto& r : cache::SelectionModel::builtin().rank(
            op.name, device.name, cc, op.variants[problem.variant], problem.shape(),
-           [&](const std::string& text) { return runs_as_is(face, text, device, problem); },
+           problem.alignment, [&](const std::string& text) { return runs_as_is(face, text, device, problem); },
            kFirstUseCandidates)) {
     const Config c = Config::parse(r.config);
     if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) {

@@ -243,8 +243,8 @@ const SelectionModel::Model* SelectionModel::find_model(const std::string& op,
 
 std::vector<SelectionModel::Ranked> SelectionModel::rank(
     const std::string& op, const std::string& device_name, int cc, const std::string& variant,
-    const std::vector<int64_t>& shape, const std::function<bool(const std::string&)>& accept,
-    size_t max_results) const {
+    const std::vector<int64_t>& shape, int alignment,
+    const std::function<bool(const std::string&)>& accept, size_t max_results) const {
   const Model* model = find_model(op, device_name, cc);
   if (!model) return {};
   const Variant* v = nullptr;
@@ -257,11 +257,13 @@ std::vector<SelectionModel::Ranked> SelectionModel::rank(
   for (size_t i = 0; i < shape.size(); ++i) {
     q[i] = static_cast<float>(std::log2(static_cast<double>(std::max<int64_t>(shape[i], 0)) + 1));
   }
+  const float q_alignment = static_cast<float>(std::log2(std::max(alignment, 1)));
   // The K nearest points; the pair's index breaks distance ties in table order.
   std::vector<std::pair<float, size_t>> by_distance(v->points());
   for (size_t p = 0; p < v->points(); ++p) {
     const float* c = &v->coords[p * v->dims];
-    float d = 0;
+    float d = kAlignmentWeight *
+              std::fabs(static_cast<float>(std::log2(v->alignments[p])) - q_alignment);
     for (size_t i = 0; i < dims; ++i) d += std::fabs((i < v->dims ? c[i] : 0.0f) - q[i]);
     by_distance[p] = {d, p};
   }

@@ -34,15 +34,23 @@ class SelectionModel {
     double score = 0;  // predicted regret: mean log(time / best time) on the nearest shapes
     int entry = 0;     // index in the variant's portfolio
   };
-  /// The portfolio of the variant, ranked for shape (lowest score first, ties by entry index): the
-  /// model of this GPU model, else one of the same compute capability, else nothing. accept
-  /// filters entries (validity for the problem, e.g. VEC within the alignment). Neighbours: the
-  /// model's K nearest points of the variant by sum |log2(d + 1) - log2(q + 1)| (ties: table
-  /// order; a dim one side lacks counts as 0); an entry not measured on a point counts log(20)
-  /// there. At most max_results (0: all).
+  /// Weight of |log2(point alignment) - log2(call alignment)| in the neighbour distance, in log2
+  /// units of shape: a config's time on an aligned shape (vector loads, 128-bit C stores) says
+  /// little about the same config on an unaligned one, so the neighbours of a call come from its
+  /// own alignment class wherever that has points nearby (on the H100 sweep, leave-one-out picks
+  /// below 0.6x cuBLAS fell from 5.5 % to 3 % of problems with weight 3; 1 to 10 measure alike).
+  static constexpr float kAlignmentWeight = 3.0f;
+
+  /// The portfolio of the variant, ranked for a call of this shape and alignment class (lowest
+  /// score first, ties by entry index): the model of this GPU model, else one of the same compute
+  /// capability, else nothing. accept filters entries (validity for the problem, e.g. VEC within
+  /// the alignment). Neighbours: the model's K nearest points of the variant by
+  /// sum |log2(d + 1) - log2(q + 1)| + kAlignmentWeight * |log2(point alignment) -
+  /// log2(alignment)| (ties: table order; a dim one side lacks counts as 0); an entry not
+  /// measured on a point counts log(20) there. At most max_results (0: all).
   std::vector<Ranked> rank(const std::string& op, const std::string& device_name, int cc,
                            const std::string& variant, const std::vector<int64_t>& shape,
-                           const std::function<bool(const std::string&)>& accept,
+                           int alignment, const std::function<bool(const std::string&)>& accept,
                            size_t max_results = 0) const;
   /// Extra log-time per unit of log2 distance when a config tuned for one shape runs another
   /// (measured over the sweep); 0 when there is no model.

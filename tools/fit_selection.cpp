@@ -357,7 +357,8 @@ int run(Options opt) {
     // Expected quality: each problem ranked by the model without its own point, among the
     // entries measured on it (what the caller's validity check lets through).
     std::vector<double> sweep_best, oracle, picked;
-    size_t uncovered = 0, hits = 0;
+    size_t uncovered = 0, hits = 0, picked_slow = 0, oracle_slow = 0;
+    constexpr double kSlow = 0.6;  // the untuned-shape benchmark's floor (x cuBLAS)
     for (size_t i = 0; i < list.size(); ++i) {
       const Problem& p = *list[i];
       sweep_best.push_back(p.cublas_ms / p.best);
@@ -377,22 +378,24 @@ int run(Options opt) {
       }
       const tuned::cache::SelectionModel model(text);
       const auto ranked = model.rank(
-          opt.op, opt.device_name, opt.cc, variant, p.shape,
+          opt.op, opt.device_name, opt.cc, variant, p.shape, p.alignment,
           [&](const std::string& c) { return p.ms.count(c) > 0; }, 1);
       const double ms = p.ms.at(ranked.front().config);
       oracle.push_back(p.cublas_ms / portfolio_best);
       picked.push_back(p.cublas_ms / ms);
       hits += ms == portfolio_best;
+      picked_slow += picked.back() < kSlow;
+      oracle_slow += oracle.back() < kSlow;
     }
     char line[512];
     std::snprintf(line, sizeof line,
                   "%s: %zu problems, %zu entries; geomean cuBLAS ms / ms: sweep best %.3f, "
                   "portfolio oracle %.3f, kNN pick (leave-one-out) %.3f; pick = oracle on %.0f%%, "
-                  "%zu problems with no entry measured",
+                  "below %.1fx cuBLAS: %zu picks, %zu oracles; %zu problems with no entry measured",
                   variant.c_str(), list.size(), chosen.size(), geomean(sweep_best),
                   geomean(oracle), geomean(picked),
-                  picked.empty() ? 0.0 : 100.0 * static_cast<double>(hits) / picked.size(),
-                  uncovered);
+                  picked.empty() ? 0.0 : 100.0 * static_cast<double>(hits) / picked.size(), kSlow,
+                  picked_slow, oracle_slow, uncovered);
     std::fprintf(stderr, "fit_selection: %s\n", line);
     quality << "#   " << line << '\n';
   }

@@ -32,7 +32,7 @@ std::vector<Config> starting_configs(cache::Database& db, const TuningTask& task
   for (size_t i = 0; i < others.size() && i < kTransferred; ++i) add(others[i].second);
   constexpr size_t kModelPicks = 8;
   for (const auto& r : cache::SelectionModel::builtin().rank(
-           key.op, device.name, device.compute_capability(), key.layout, key.shape,
+           key.op, device.name, device.compute_capability(), key.layout, key.shape, key.alignment,
            [&](const std::string&) { return true; }, kModelPicks)) {
     add(r.config);
   }

@@ -100,7 +100,7 @@ const char* const kTable =
 
 TEST(SelectionModel, RanksByMeanLogRegretOnTheNearestPoints) {
   const SelectionModel model(kTable);
-  const auto ranked = model.rank("gemm", "GPU A", 90, "NN", {110, 100, 100}, kAll);
+  const auto ranked = model.rank("gemm", "GPU A", 90, "NN", {110, 100, 100}, 4, kAll);
   ASSERT_EQ(ranked.size(), 4u);
   EXPECT_EQ(configs_of(ranked), (std::vector<std::string>{"C0", "C1", "C2", "C3"}));
   EXPECT_DOUBLE_EQ(ranked[0].score, 0.0);
@@ -111,9 +111,9 @@ TEST(SelectionModel, RanksByMeanLogRegretOnTheNearestPoints) {
   // '-' counts as 20x slower than the point's best.
   EXPECT_NEAR(ranked[3].score, std::log(20.0), 1e-6);
 
-  const auto large = model.rank("gemm", "GPU A", 90, "NN", {4096, 4096, 3000}, kAll);
+  const auto large = model.rank("gemm", "GPU A", 90, "NN", {4096, 4096, 3000}, 4, kAll);
   EXPECT_EQ(configs_of(large), (std::vector<std::string>{"C1", "C2", "C0", "C3"}));
-  EXPECT_EQ(model.rank("gemm", "GPU A", 90, "TN", {4096, 4096, 4096}, kAll)[0].config, "T1");
+  EXPECT_EQ(model.rank("gemm", "GPU A", 90, "TN", {4096, 4096, 4096}, 4, kAll)[0].config, "T1");
   EXPECT_DOUBLE_EQ(model.transfer_regret("gemm", "GPU A", 90), 0.25);
 }
 
@@ -123,7 +123,7 @@ TEST(SelectionModel, ReadsTimesInAnyDecimalForm) {
       "entry\tNN\t0\tC0\nentry\tNN\t1\tC1\nentry\tNN\t2\tC2\nentry\tNN\t3\tC3\n"
       "entry\tNN\t4\tC4\n"
       "point\tNN\t1\t8x8x8\t1.5e-3,0.003,3E-3,30e-4,0.0030000000000000000001\n");
-  const auto ranked = model.rank("gemm", "GPU A", 90, "NN", {8, 8, 8}, kAll);
+  const auto ranked = model.rank("gemm", "GPU A", 90, "NN", {8, 8, 8}, 1, kAll);
   ASSERT_EQ(ranked.size(), 5u);
   EXPECT_EQ(ranked[0].config, "C0");
   EXPECT_NEAR(ranked[0].score, 0.0, 1e-7);
@@ -132,12 +132,12 @@ TEST(SelectionModel, ReadsTimesInAnyDecimalForm) {
 
 TEST(SelectionModel, AcceptFiltersAndMaxResultsCuts) {
   const SelectionModel model(kTable);
-  const auto ranked = model.rank("gemm", "GPU A", 90, "NN", {110, 100, 100},
+  const auto ranked = model.rank("gemm", "GPU A", 90, "NN", {110, 100, 100}, 4,
                                  [](const std::string& c) { return c != "C0"; });
   EXPECT_EQ(configs_of(ranked), (std::vector<std::string>{"C1", "C2", "C3"}));
-  const auto top = model.rank("gemm", "GPU A", 90, "NN", {110, 100, 100}, kAll, 1);
+  const auto top = model.rank("gemm", "GPU A", 90, "NN", {110, 100, 100}, 4, kAll, 1);
   EXPECT_EQ(configs_of(top), (std::vector<std::string>{"C0"}));
-  EXPECT_TRUE(model.rank("gemm", "GPU A", 90, "NN", {110, 100, 100},
+  EXPECT_TRUE(model.rank("gemm", "GPU A", 90, "NN", {110, 100, 100}, 4,
                          [](const std::string&) { return false; })
                   .empty());
 }
@@ -156,12 +156,32 @@ TEST(SelectionModel, NearestIsBySumOfLog2Differences) {
       "point\tC\t1\t1x3x3\t1,9\n"  // both at distance 1 from 3x3x3: table order decides
       "point\tC\t1\t7x3x3\t9,1\n");
   auto top = [&](const std::string& variant, std::vector<int64_t> shape) {
-    return model.rank("gemm", "GPU A", 90, variant, shape, kAll, 1).at(0).config;
+    return model.rank("gemm", "GPU A", 90, variant, shape, 1, kAll, 1).at(0).config;
   };
   EXPECT_EQ(top("A", {300, 300, 300}), "near_large");  // nearer 10^3 in linear distance
   EXPECT_EQ(top("A", {12, 12, 12}), "near_small");
   EXPECT_EQ(top("B", {64, 64, 64}), "one_dim_off");  // a Euclidean distance would pick 32^3
   EXPECT_EQ(top("C", {3, 3, 3}), "tie_first");
+}
+
+TEST(SelectionModel, NeighboursComeFromTheCallsAlignmentClass) {
+  // K = 1. The aligned point is nearer in shape; a call of alignment 1 still takes the unaligned
+  // point (log2 4 = 2 alignment units, weighted, outweigh the 1000 -> 1001 -> 1100 shape step).
+  const SelectionModel model(
+      "model\tGPU A\t90\tgemm\t1\t0\n"
+      "entry\tNN\t0\twide_stores\nentry\tNN\t1\tstaged_stores\n"
+      "point\tNN\t4\t1000x1000x16\t1,9\n"
+      "point\tNN\t1\t1101x1001x17\t9,1\n");
+  auto top = [&](int alignment) {
+    return model.rank("gemm", "GPU A", 90, "NN", {1001, 1000, 16}, alignment, kAll, 1)
+        .at(0)
+        .config;
+  };
+  EXPECT_EQ(top(4), "wide_stores");
+  EXPECT_EQ(top(1), "staged_stores");
+  // Alignment 2 lies one log2 unit from each class; the shape decides.
+  EXPECT_EQ(top(2), "wide_stores");
+  EXPECT_FLOAT_EQ(SelectionModel::kAlignmentWeight, 3.0f);
 }
 
 TEST(SelectionModel, FallsBackToTheSameComputeCapability) {
@@ -171,7 +191,7 @@ TEST(SelectionModel, FallsBackToTheSameComputeCapability) {
       "model\tGPU C\t80\tgemm\t1\t0.125\nentry\tNN\t0\tC0\npoint\tNN\t1\t8x8x8\t1\n"
       "model\tGPU A\t90\tconv\t1\t0\nentry\tNN\t0\tconv0\npoint\tNN\t1\t8x8x8x8\t1\n");
   auto top = [&](const std::string& op, const std::string& device, int cc) {
-    const auto ranked = model.rank(op, device, cc, "NN", {8, 8, 8}, kAll);
+    const auto ranked = model.rank(op, device, cc, "NN", {8, 8, 8}, 1, kAll);
     return ranked.empty() ? std::string("none") : ranked[0].config;
   };
   EXPECT_EQ(top("gemm", "GPU A", 90), "A0");  // the model's own table before an earlier same-cc
@@ -181,7 +201,7 @@ TEST(SelectionModel, FallsBackToTheSameComputeCapability) {
   EXPECT_EQ(top("conv", "GPU A", 90), "conv0");
   EXPECT_EQ(top("conv", "GPU X", 80), "none");
   EXPECT_EQ(top("gemv", "GPU A", 90), "none");
-  EXPECT_TRUE(model.rank("gemm", "GPU A", 90, "TT", {8, 8, 8}, kAll).empty());
+  EXPECT_TRUE(model.rank("gemm", "GPU A", 90, "TT", {8, 8, 8}, 1, kAll).empty());
   EXPECT_DOUBLE_EQ(model.transfer_regret("gemm", "GPU X", 80), 0.125);
   EXPECT_DOUBLE_EQ(model.transfer_regret("gemm", "GPU X", 75), 0.0);
   EXPECT_EQ(model.models(), 4u);
@@ -317,15 +337,15 @@ TEST_F(FitSelectionTest, FitsATableThatRanksTheWinnerFirst) {
   EXPECT_EQ(model.entries()[0].cc, 86);
   // NN: the winner, then what covers the odd shape; nothing else improves any problem.
   for (std::vector<int64_t> shape : {std::vector<int64_t>{100, 100, 100}, {700, 700, 2000}}) {
-    const auto ranked = model.rank("gemm", "Test GPU 7", 86, "NN", shape, kAll);
+    const auto ranked = model.rank("gemm", "Test GPU 7", 86, "NN", shape, 4, kAll);
     EXPECT_EQ(configs_of(ranked), (std::vector<std::string>{"A=1,VEC=4", "A=1,VEC=1"}))
         << fit.table;
   }
-  const auto vec1 = model.rank("gemm", "Test GPU 7", 86, "NN", {333, 333, 333},
+  const auto vec1 = model.rank("gemm", "Test GPU 7", 86, "NN", {333, 333, 333}, 1,
                                [](const std::string& c) { return c.find("VEC=1") != c.npos; });
   EXPECT_EQ(configs_of(vec1), (std::vector<std::string>{"A=1,VEC=1"}));
   EXPECT_EQ(fit.table.find("A=3"), std::string::npos) << fit.table;
-  EXPECT_EQ(configs_of(model.rank("gemm", "Test GPU 7", 86, "TN", {64, 64, 64}, kAll)),
+  EXPECT_EQ(configs_of(model.rank("gemm", "Test GPU 7", 86, "TN", {64, 64, 64}, 4, kAll)),
             (std::vector<std::string>{"A=2,VEC=4"}));
   // The odd shape's point gives the VEC=4 entry its VEC=1 sibling's time; the VEC=1 entry was
   // not measured on the aligned shapes.
@@ -356,7 +376,7 @@ TEST_F(FitSelectionTest, DropsTheAcceptanceSeedsShapes) {
   EXPECT_EQ(points[0].shape, (std::vector<int64_t>{2, 3, 5}));
   // Fitted on 2x3x5 alone, where A=1 wins (at the acceptance shape A=2 would have).
   const auto ranked = model.rank("gemm", "Test GPU 7", 86, accepted.layout,
-                                 {accepted.m, accepted.n, accepted.k}, kAll);
+                                 {accepted.m, accepted.n, accepted.k}, 1, kAll);
   ASSERT_FALSE(ranked.empty());
   EXPECT_EQ(ranked[0].config, "A=1,VEC=1");
 }
