@@ -23,6 +23,9 @@ double ms_since(Clock::time_point t) {
 
 // Workspaces above this are not worth a kernel: the selection skips configs that need more.
 constexpr size_t kMaxWorkspaceBytes = size_t{1} << 30;
+// Nor may a workspace outgrow the call's own operands by much: the first call maps it into the
+// pool (H100: a 100 MB split-K workspace made a 50 ms first call of a 52 MB problem).
+constexpr size_t kWorkspaceFreeBytes = size_t{32} << 20;
 // First-use tuning: candidates timed, and the time they may take (the first is always timed).
 constexpr size_t kFirstUseCandidates = 6;
 constexpr double kFirstUseBudgetMs = 250;
@@ -62,13 +65,14 @@ bool is_capturing(cudaStream_t stream) {
 
 // Whether a portfolio entry can serve the problem as it is: its kernel is then precompiled (a
 // config the face would have to change, e.g. to a narrower vector, would need NVRTC), and its
-// workspace is worth having.
+// workspace is worth having (at most 32 MB or the operands' size, and below kMaxWorkspaceBytes).
 bool runs_as_is(const OpFace& face, const std::string& text, const DeviceInfo& device,
                 const ProblemId& problem) {
   try {
     const Config config = Config::parse(text);
-    return face.fit(config, device, problem) == config &&
-           face.workspace_bytes(config, problem) <= kMaxWorkspaceBytes;
+    const size_t workspace = face.workspace_bytes(config, problem);
+    return face.fit(config, device, problem) == config && workspace <= kMaxWorkspaceBytes &&
+           workspace <= std::max(kWorkspaceFreeBytes, face.operand_bytes(problem));
   } catch (const Error&) {
     return false;
   }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the shipped selection-model tables from the committed sweeps:
 #   scripts/refit_selection.sh [SWEEP_TSV_GZ...]   (default: every bench/results/gemm_sweep_*.tsv.gz)
-# Each bench/results/<op>_sweep_<gpu>.tsv.gz becomes cache/shipped/<op>_selection_<tag>.tsv, the
+# The sweeps bench/results/<op>_sweep_<gpu>*.tsv.gz of one GPU model (a first sweep and later
+# additions, e.g. gemm_sweep_nvidia-h100_families.tsv.gz) become cache/shipped/<op>_selection_<tag>.tsv, the
 # GPU model and compute capability taken from the sweep's first line, the tag made from the model
 # name as scripts/gemm_bench.sh makes it ("NVIDIA H100 80GB HBM3" -> nvidia-h100). Rebuild
 # afterwards: the tables are built into libtuned and their kernels precompiled.
@@ -34,6 +35,9 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
 fi
 cmake --build "$build" --target fit_selection -j"$(nproc)" > /dev/null
 
+# Sweeps of one GPU model (several runs of bench/gemm_sweep) are fitted together into its table.
+declare -A inputs names
+order=()
 for sweep in "${sweeps[@]}"; do
   first=$(zcat -f "$sweep" | head -n 1 || true)  # zcat ends on SIGPIPE
   # "# gemm_sweep on NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)"
@@ -45,9 +49,25 @@ for sweep in "${sweeps[@]}"; do
   tag=$(echo "$name" | tr 'A-Z' 'a-z' |
     awk '{for (i = 2; i <= NF; i++) if ($i ~ /[0-9]/) {print $1 "-" $i; exit}}')
   base=$(basename "$sweep")
-  op=${base%%_sweep_*}
-  out=cache/shipped/${op}_selection_${tag}.tsv
-  echo "== $sweep ($name) -> $out"
-  zcat -f "$sweep" | "$build/tools/fit_selection" - --input-name "$sweep" --op "$op" \
-    --entries "$entries" --neighbours "$neighbours" --out "$out"
+  out=cache/shipped/${base%%_sweep_*}_selection_${tag}.tsv
+  [ -z "${inputs[$out]:-}" ] && order+=("$out")
+  inputs[$out]="${inputs[$out]:-} $sweep"
+  names[$out]=$name
+done
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for out in "${order[@]}"; do
+  base=$(basename "$out")
+  op=${base%%_selection_*}
+  read -r -a files <<< "${inputs[$out]}"
+  echo "== ${files[*]} (${names[$out]}) -> $out"
+  plain=()
+  for f in "${files[@]}"; do  # fit_selection reads plain files, each with its own header
+    plain+=("$(basename "$f" .gz)")
+    zcat -f "$f" > "$tmp/${plain[-1]}"
+  done
+  # Run from the folder of the unpacked sweeps so the table's header names them, not $tmp.
+  (cd "$tmp" && "$OLDPWD/$build/tools/fit_selection" "${plain[@]}" --op "$op" \
+    --entries "$entries" --neighbours "$neighbours" --out "$OLDPWD/$out")
 done

@@ -44,6 +44,8 @@ class OpFace {
   virtual KernelSpec kernel_spec(const Config& config, const ProblemId& problem) const = 0;
   /// Device workspace one launch needs (0: none).
   virtual size_t workspace_bytes(const Config& config, const ProblemId& problem) const = 0;
+  /// Bytes of the operands a call reads and writes (the scale a workspace is judged against).
+  virtual size_t operand_bytes(const ProblemId& problem) const = 0;
   /// A tuning task with its own (scratch) buffers of this problem's shape, variant and alignment
   /// class: what first-use tuning times candidates on, never the caller's data.
   virtual std::unique_ptr<TuningTask> scratch_task(const DeviceInfo& device,

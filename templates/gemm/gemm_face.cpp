@@ -27,6 +27,11 @@ class GemmFace : public OpFace {
   size_t workspace_bytes(const Config& config, const ProblemId& problem) const override {
     return gemm_op::workspace_bytes(config, problem_of(problem));
   }
+  size_t operand_bytes(const ProblemId& problem) const override {
+    const auto m = static_cast<size_t>(problem.dims[0]), n = static_cast<size_t>(problem.dims[1]),
+               k = static_cast<size_t>(problem.dims[2]);
+    return (m * k + k * n + m * n) * sizeof(float);
+  }
   std::unique_ptr<TuningTask> scratch_task(const DeviceInfo& device, const ProblemId& problem,
                                            DeviceCheck& check) const override {
     return std::make_unique<GemmTask>(device, problem_of(problem), check);
