@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build-fit}
-entries=${ENTRIES:-24}
+entries=${ENTRIES:-32}
 neighbours=${NEIGHBOURS:-5}
 
 sweeps=("$@")
