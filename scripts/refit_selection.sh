@@ -2,7 +2,8 @@
 # Regenerates the shipped selection-model tables from the committed sweeps:
 #   scripts/refit_selection.sh [SWEEP_TSV_GZ...]   (default: every bench/results/gemm_sweep_*.tsv.gz)
 # The sweeps bench/results/<op>_sweep_<gpu>*.tsv.gz of one GPU model (a first sweep and later
-# additions, e.g. gemm_sweep_nvidia-h100_families.tsv.gz) become cache/shipped/<op>_selection_<tag>.tsv, the
+# additions, e.g. gemm_sweep_nvidia-h100_families.tsv.gz) become one table,
+# cache/shipped/<op>_selection_<tag>.tsv, the
 # GPU model and compute capability taken from the sweep's first line, the tag made from the model
 # name as scripts/gemm_bench.sh makes it ("NVIDIA H100 80GB HBM3" -> nvidia-h100). Rebuild
 # afterwards: the tables are built into libtuned and their kernels precompiled.
@@ -10,6 +11,8 @@
 # A sweep is measured on the GPU (about an hour on an H100; rows are flushed per problem):
 #   build/bench/gemm_sweep --seeds 1-40 --grid --out gemm_sweep_<tag>.tsv
 #   gzip gemm_sweep_<tag>.tsv && mv gemm_sweep_<tag>.tsv.gz bench/results/
+# Denser data where picks miss most (minutes; F: configs from autotune runs on family shapes):
+#   build/bench/gemm_sweep --seeds 1000-1099 --hard-families [--candidates F] --out FILE
 # (seeds 101-103 are the acceptance seeds: never sweep them; fit_selection drops their shapes.)
 #
 # fit_selection is built in build-fit/ (no precompiled kernels, no tests): BUILD_DIR overrides.
