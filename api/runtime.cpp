@@ -271,7 +271,8 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
   std::vector<Config> candidates = {fallback.config};
   for (const auto& r : cache::SelectionModel::builtin().rank(
            op.name, device.name, cc, op.variants[problem.variant], problem.shape(),
-           problem.alignment, [&](const std::string& text) { return runs_as_is(face, text, device, problem); },
+           problem.alignment,
+           [&](const std::string& text) { return runs_as_is(face, text, device, problem); },
            kFirstUseCandidates)) {
     const Config c = Config::parse(r.config);
     if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) {
