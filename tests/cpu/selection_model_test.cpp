@@ -238,9 +238,11 @@ TEST(SelectionModel, BuiltinHasNoAcceptanceShapeAndParsesFast) {
   }
   std::printf("selection model: %zu points, %zu entries, %zu bytes parsed in %.2f ms\n",
               points.size(), builtin.entries().size(), text.size(), best_ms);
-  // Every table eagerly; a call parses only its GPU model's variant (a fraction of this), and its
-  // first-call time is measured on the GPU by bench/gemm_random.
-  EXPECT_LT(best_ms, 20.0);
+  // Every table eagerly (2.2 MB, ~9k points: 11-18 ms on one idle core here); a call parses only
+  // its GPU model's variant (a fraction of this), and its first-call time is measured on the GPU
+  // by bench/gemm_random. The bound catches a parser gone quadratic, with room for a loaded
+  // 2-core CI machine running tests in parallel.
+  EXPECT_LT(best_ms, 50.0);
 }
 
 // ---- tools/fit_selection as a subprocess ----
