@@ -192,6 +192,7 @@ const SelectionModel::Variant& SelectionModel::ready(const Variant& variant, boo
       v.line_nos.push_back(line_no);
       v.regrets.resize(v.regrets.size() + v.configs.size());
       v.alignments.push_back(alignment);
+      v.alignment_coords.push_back(static_cast<float>(std::log2(alignment)));
     }
     v.pending.clear();
     v.pending.shrink_to_fit();
@@ -262,8 +263,7 @@ std::vector<SelectionModel::Ranked> SelectionModel::rank(
   std::vector<std::pair<float, size_t>> by_distance(v->points());
   for (size_t p = 0; p < v->points(); ++p) {
     const float* c = &v->coords[p * v->dims];
-    float d = kAlignmentWeight *
-              std::fabs(static_cast<float>(std::log2(v->alignments[p])) - q_alignment);
+    float d = kAlignmentWeight * std::fabs(v->alignment_coords[p] - q_alignment);
     for (size_t i = 0; i < dims; ++i) d += std::fabs((i < v->dims ? c[i] : 0.0f) - q[i]);
     by_distance[p] = {d, p};
   }

@@ -86,6 +86,7 @@ class SelectionModel {
     size_t dims = 0;                  // of every point
     std::vector<int64_t> shapes;      // per point, dims values
     std::vector<int> alignments;      // per point
+    std::vector<float> alignment_coords;  // per point: log2(alignment), weighted into distances
     std::vector<float> coords;        // per point, dims values: log2(d + 1)
     std::vector<float> regrets;       // per point, per entry: log(ms / point's best ms)
     // Built-in tables keep each point's times as text until a ranking needs that point (only the

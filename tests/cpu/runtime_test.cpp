@@ -18,9 +18,15 @@
 namespace tuned {
 namespace {
 
-TEST(RuntimeRace, SetDatabaseWhileOtherThreadsChoose) {
+// The reference sm_90 device named as an H100, so the shipped H100 tables answer for it.
+DeviceInfo reference_h100() {
   DeviceInfo device = reference_device(90);
   device.name = "NVIDIA H100 80GB HBM3";
+  return device;
+}
+
+TEST(RuntimeRace, SetDatabaseWhileOtherThreadsChoose) {
+  const DeviceInfo device = reference_h100();
   const OpRegistration& gemm = find_op("gemm");
   const std::string dir = ::testing::TempDir() + "race_" + std::to_string(getpid());
   const std::string with_entry = dir + "_a.db", empty = dir + "_b.db";
@@ -77,17 +83,10 @@ TEST(RuntimeRace, SetDatabaseWhileOtherThreadsChoose) {
   std::remove(empty.c_str());
 }
 
-}  // namespace
-}  // namespace tuned
-
-namespace tuned {
-namespace {
-
 // With TUNED_LOG_LEVEL=info (here set_log_level) every choice is logged with its origin and
 // config; silent otherwise.
 TEST(RuntimeLog, NamesEachChoiceWhenEnabled) {
-  DeviceInfo device = reference_device(90);
-  device.name = "NVIDIA H100 80GB HBM3";
+  const DeviceInfo device = reference_h100();
   const OpRegistration& gemm = find_op("gemm");
   const std::string log_path = ::testing::TempDir() + "runtime_log_" + std::to_string(getpid());
   std::remove(log_path.c_str());
