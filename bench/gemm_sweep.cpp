@@ -5,7 +5,7 @@
 // result against cuBLAS, and writes one TSV row per (problem, candidate):
 //   layout m n k alignment config registers occupancy ms cublas_ms rel_error
 // Rows are flushed per problem, so a run cut short keeps what it measured.
-//   gemm_sweep --seeds 1-25 [--grid] [--hard-families] [--out FILE] [--max-seconds S]
+//   gemm_sweep --seeds 1-25 [--grid] [--hard-families] [--gemv] [--out FILE] [--max-seconds S]
 //              [--candidates FILE]
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -172,8 +172,23 @@ bool in_hard_family(const Shape& s) {
   return (std::min(s.m, s.n) <= 256 && s.k >= 2000) || (s.k <= 128 && s.m * s.n >= (1 << 20));
 }
 
-int run(const std::string& seeds_text, bool grid, bool hard_families, const std::string& out_path,
-        double max_seconds, const std::string& candidates_path, int min_split) {
+bool is_vector_shape(const Shape& s) { return s.m == 1 || s.n == 1; }
+
+// The matrix-vector kernel's configs (m or n of 1): rows per block and splits of k, VEC 4 (the
+// narrower variants follow as for every base).
+std::vector<Config> gemv_candidates() {
+  std::vector<Config> out;
+  for (int rows : {8, 16, 32, 64, 128, 256}) {
+    for (int splits : {1, 2, 4, 8, 16, 32, 64}) {
+      out.push_back(gemm_op::gemv_config(rows, rows % 32 == 0 ? 4 : rows / 8, splits));
+    }
+  }
+  return out;
+}
+
+int run(const std::string& seeds_text, bool grid, bool hard_families, bool gemv,
+        const std::string& out_path, double max_seconds, const std::string& candidates_path,
+        int min_split) {
   const auto started = Clock::now();
   const DeviceInfo device = query_device(0);
   TUNED_CUDA_CHECK(cudaSetDevice(0));
@@ -182,12 +197,14 @@ int run(const std::string& seeds_text, bool grid, bool hard_families, const std:
   std::vector<Shape> shapes;
   if (grid) {
     for (const auto& s : grid_shapes()) {
+      if (gemv && !is_vector_shape(s)) continue;
       if (!is_acceptance_shape(s.layout, s.m, s.n, s.k)) shapes.push_back(s);
     }
   }
   for (uint64_t seed : parse_seeds(seeds_text)) {
     for (const auto& s : random_shapes(seed)) {
       if (hard_families && !in_hard_family(s)) continue;
+      if (gemv && !is_vector_shape(s)) continue;
       if (!is_acceptance_shape(s.layout, s.m, s.n, s.k)) shapes.push_back(s);
     }
   }
@@ -198,6 +215,8 @@ int run(const std::string& seeds_text, bool grid, bool hard_families, const std:
     for (std::string line; std::getline(in, line);) {
       if (!line.empty() && line[0] != '#') bases.push_back(Config::parse(line));
     }
+  } else if (gemv) {
+    bases = gemv_candidates();
   } else {
     bases = base_candidates(device);
   }
@@ -214,7 +233,8 @@ int run(const std::string& seeds_text, bool grid, bool hard_families, const std:
         if (vec > base.get("VEC")) continue;
         Config c = base;
         c.set("VEC", vec);
-        const auto p = gemm_op::packed_problem(layout, 1024, 1024, 1024);
+        // (A matrix-vector config is valid only where m or n is 1.)
+        const auto p = gemm_op::packed_problem(layout, 1024, c.get("GEMV") > 0 ? 1 : 1024, 1024);
         if (gemm_op::make_space(device, p).violation(c, false)) continue;
         if (!by_key.emplace(std::string(layout) + "|" + c.canonical(), Candidate{c, layout})
                  .second) {
@@ -242,7 +262,7 @@ int run(const std::string& seeds_text, bool grid, bool hard_families, const std:
     try {
       cand.kernel = KernelCache::load(*job.built, job.spec);
       cand.registers = job.built->cubin.registers;
-      const auto g = gemm_op::geometry(cand.config, gemm_op::packed_problem(layout, 64, 64, 64));
+      const auto g = gemm_op::geometry(cand.config, gemm_op::packed_problem(layout, 64, 1, 64));
       cand.occupancy = cand.kernel->max_active_blocks_per_sm(static_cast<int>(g.block.x),
                                                              g.dynamic_smem_bytes);
     } catch (const Error& e) {
@@ -331,7 +351,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Times candidate GEMM configs and cuBLAS on many problems (selection-model data).",
                "gemm_sweep"};
   std::string seeds = "1-20", out = "gemm_sweep.tsv", candidates;
-  bool grid = false, hard_families = false, list = false;
+  bool grid = false, hard_families = false, gemv = false, list = false;
   int min_split = 1;
   double max_seconds = 1e9;
   app.add_option("--seeds", seeds, "random-shape seeds, e.g. 1-20,30 (acceptance seeds' shapes "
@@ -340,6 +360,9 @@ int main(int argc, char** argv) {
   app.add_flag("--hard-families", hard_families,
                "keep only random shapes of the hard families (min(m, n) <= 256 with k >= 2000; "
                "k <= 128 with m*n >= 2^20): denser data where picks miss most");
+  app.add_flag("--gemv", gemv,
+               "keep only shapes with m or n of 1 and time the matrix-vector configs on them "
+               "(rows per block x splits of k; the tile configs' times come from other sweeps)");
   app.add_option("--out", out, "TSV file to write");
   app.add_option("--max-seconds", max_seconds, "stop after this long (rows so far are kept)");
   app.add_option("--candidates", candidates, "file of base configs, one per line");
@@ -349,12 +372,12 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (list) {
-      for (const auto& c : base_candidates(reference_device(90))) {
+      for (const auto& c : gemv ? gemv_candidates() : base_candidates(reference_device(90))) {
         std::printf("%s\n", c.canonical().c_str());
       }
       return 0;
     }
-    return run(seeds, grid, hard_families, out, max_seconds, candidates, min_split);
+    return run(seeds, grid, hard_families, gemv, out, max_seconds, candidates, min_split);
   } catch (const tuned::Error& e) {
     std::fprintf(stderr, "gemm_sweep: %s\n", e.what());
     return 1;

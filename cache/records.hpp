@@ -45,7 +45,7 @@ struct SessionRecord {
 struct TrialRecord {
   int64_t session_id = 0;
   ProblemKey key;
-  std::string config;       // canonical "BM=128,BN=128,..."
+  std::string config;       // canonical "GEMV=0,BM=128,BN=128,..."
   std::string kernel_name;  // "gemm_nn_bm128_bn128_..."
   Disposition disposition = Disposition::kOk;
   std::string message;   // why it was rejected (compile log excerpt, error, max error)

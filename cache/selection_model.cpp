@@ -191,6 +191,7 @@ const SelectionModel::Variant& SelectionModel::ready(const Variant& variant, boo
       v.times_parsed.push_back(0);
       v.line_nos.push_back(line_no);
       v.regrets.resize(v.regrets.size() + v.configs.size());
+      v.measured.resize(v.measured.size() + v.configs.size());
       v.alignments.push_back(alignment);
       v.alignment_coords.push_back(static_cast<float>(std::log2(alignment)));
     }
@@ -226,6 +227,7 @@ void SelectionModel::parse_times(Variant& v, size_t p) {
   for (size_t i = 0; i < entries; ++i) {
     v.regrets[p * entries + i] =
         ms[i] < 0 ? kUnmeasuredRegret : static_cast<float>(std::log(ms[i] / best));
+    v.measured[p * entries + i] = ms[i] > 0;
   }
   v.times_parsed[p] = 1;
 }
@@ -268,18 +270,31 @@ std::vector<SelectionModel::Ranked> SelectionModel::rank(
     by_distance[p] = {d, p};
   }
   const size_t k = std::min(by_distance.size(), static_cast<size_t>(model->neighbours));
-  std::partial_sort(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(k),
+  const size_t window = std::min(by_distance.size(), kNeighbourWindow * k);
+  std::partial_sort(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(window),
                     by_distance.end());
   const size_t entries = v->configs.size();
   {
     std::lock_guard<std::mutex> lock(*v->times_mutex);
-    for (size_t i = 0; i < k; ++i) parse_times(const_cast<Variant&>(*v), by_distance[i].second);
+    for (size_t i = 0; i < window; ++i) {
+      parse_times(const_cast<Variant&>(*v), by_distance[i].second);
+    }
   }
+  // Each accepted entry is judged on the K nearest points of the window where it was measured:
+  // an entry valid for some shapes only (e.g. a kernel for m = 1) on shapes of its kind, an entry
+  // swept on fewer problems on those it ran. Fewer than K in the window: log(20) for each missing.
   std::vector<Ranked> ranked;
   for (size_t e = 0; e < entries; ++e) {
     if (!accept(v->configs[e])) continue;
     double sum = 0;
-    for (size_t i = 0; i < k; ++i) sum += v->regrets[by_distance[i].second * entries + e];
+    size_t used = 0;
+    for (size_t i = 0; i < window && used < k; ++i) {
+      const size_t p = by_distance[i].second;
+      if (!v->measured[p * entries + e]) continue;
+      sum += v->regrets[p * entries + e];
+      ++used;
+    }
+    sum += static_cast<double>(k - used) * kUnmeasuredRegret;
     ranked.push_back({v->configs[e], sum / static_cast<double>(k), static_cast<int>(e)});
   }
   // Entries are in index order, so a stable sort breaks score ties by index.

@@ -40,14 +40,19 @@ class SelectionModel {
   /// own alignment class wherever that has points nearby (on the H100 sweep, leave-one-out picks
   /// below 0.6x cuBLAS fell from 5.5 % to 3 % of problems with weight 3; 1 to 10 measure alike).
   static constexpr float kAlignmentWeight = 3.0f;
+  /// Each entry is judged on the K nearest points where it was measured among the
+  /// kNeighbourWindow * K nearest: an entry valid for some shapes only (the GEMM matrix-vector
+  /// kernel for m or n = 1) on shapes of its kind, an entry swept on fewer problems where it ran.
+  static constexpr size_t kNeighbourWindow = 8;
 
   /// The portfolio of the variant, ranked for a call of this shape and alignment class (lowest
   /// score first, ties by entry index): the model of this GPU model, else one of the same compute
   /// capability, else nothing. accept filters entries (validity for the problem, e.g. VEC within
   /// the alignment). Neighbours: the model's K nearest points of the variant by
   /// sum |log2(d + 1) - log2(q + 1)| + kAlignmentWeight * |log2(point alignment) -
-  /// log2(alignment)| (ties: table order; a dim one side lacks counts as 0); an entry not
-  /// measured on a point counts log(20) there. At most max_results (0: all).
+  /// log2(alignment)| (ties: table order; a dim one side lacks counts as 0), each entry's own K
+  /// nearest where it was measured (see kNeighbourWindow; log(20) for each missing one). At most
+  /// max_results (0: all).
   std::vector<Ranked> rank(const std::string& op, const std::string& device_name, int cc,
                            const std::string& variant, const std::vector<int64_t>& shape,
                            int alignment, const std::function<bool(const std::string&)>& accept,
@@ -89,6 +94,7 @@ class SelectionModel {
     std::vector<float> alignment_coords;  // per point: log2(alignment), weighted into distances
     std::vector<float> coords;        // per point, dims values: log2(d + 1)
     std::vector<float> regrets;       // per point, per entry: log(ms / point's best ms)
+    std::vector<char> measured;       // per point, per entry: a time was given
     // Built-in tables keep each point's times as text until a ranking needs that point (only the
     // nearest few ever are): the first call of a process parses shapes, not ~25k times.
     std::vector<std::string_view> times;  // per point

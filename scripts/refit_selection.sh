@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build-fit}
-entries=${ENTRIES:-32}
+entries=${ENTRIES:-40}
 neighbours=${NEIGHBOURS:-5}
 
 sweeps=("$@")

@@ -3,7 +3,9 @@
 # (build/ carried). Steps, in the order given; logs and results under $OUT (or ./out), a short
 # table last:
 #   tests        the GPU tests
-#   sweep2       gemm_sweep of the configs added later (SPLITK >= 32) -> $OUT/sweep2_<tag>.tsv.gz
+#   gemvsweep    gemm_sweep --gemv: the matrix-vector configs on the shapes with m or n of 1 of
+#                the committed sweeps (seeds 1-60, 81-112 and the grid; hard families of
+#                1000-1099) -> $OUT/gemm_sweep_<tag>_gemv.tsv.gz
 #   random       gemm_random, seeds 101-103, empty user database (shipped data only), with the
 #                fresh-process first call of every shape -> $OUT/gemm_random_<tag>.json
 #   firstuse     gemm_random with TUNED_TUNING=first-use on a fresh database
@@ -26,12 +28,16 @@ for step in "$@"; do
       rc=$?
       summary+=("tests rc=$rc: $(grep -E '^\[  (PASSED|FAILED) ' "$out/gpu_tests_$tag.log" | tr '\n' ' ')")
       grep -E "^\[  FAILED|Failure" -A3 "$out/gpu_tests_$tag.log" | head -n 40 ;;
-    sweep2)
-      ./build/bench/gemm_sweep --seeds 1-40 --grid --min-split 32 --out /tmp/sweep2.tsv \
-        --max-seconds 150 2> "$out/sweep2.log"
+    gemvsweep)
+      ./build/bench/gemm_sweep --gemv --grid --seeds 1-60,81-112 --out /tmp/gemv_a.tsv \
+        2> "$out/gemv_sweep.log"
       rc=$?
-      gzip -c /tmp/sweep2.tsv > "$out/sweep2_$tag.tsv.gz"
-      summary+=("sweep2 rc=$rc: $(tail -n 1 "$out/sweep2.log")") ;;
+      ./build/bench/gemm_sweep --gemv --hard-families --seeds 1000-1099 --out /tmp/gemv_b.tsv \
+        2>> "$out/gemv_sweep.log"
+      rc=$(( rc | $? ))
+      { cat /tmp/gemv_a.tsv; grep -v -e '^#' -e '^layout' /tmp/gemv_b.tsv; } |
+        gzip -9 > "$out/gemm_sweep_${tag}_gemv.tsv.gz"
+      summary+=("gemvsweep rc=$rc: $(grep -- '->' "$out/gemv_sweep.log" | tr '\n' ' ')") ;;
     random)
       ./build/bench/gemm_random --no-user-db --json "$out/gemm_random_$tag.json" \
         > "$out/gemm_random_$tag.txt" 2>&1

@@ -31,7 +31,7 @@ class Config {
   int value(size_t i) const { return values_[i]; }
   void set_value(size_t i, int value);
 
-  /// "BM=128,BN=128,BK=8,..." in parameter order.
+  /// "GEMV=0,BM=128,BN=128,BK=8,..." in parameter order.
   std::string canonical() const;
   /// "-DBM=128", ... in parameter order.
   std::vector<std::string> defines() const;

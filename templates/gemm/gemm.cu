@@ -24,7 +24,12 @@
 //   SPLITK > 1 splits k among that many blocks per tile: each writes its partial tile to a
 //   workspace, and the last to finish (an integer ticket) sums them in split order, so results
 //   are deterministic and no float atomics are involved.
+// GEMV > 0 replaces all of that with a matrix-vector kernel for m == 1 or n == 1 (see below);
+// the tile parameters then hold fixed placeholder values and only VEC and SPLITK are read.
 
+#ifndef GEMV
+#error "gemm.cu: GEMV must be defined (-DGEMV=<value>)"
+#endif
 #ifndef KERNEL_NAME
 #error "gemm.cu: KERNEL_NAME must be defined (-DKERNEL_NAME=<value>)"
 #endif
@@ -277,6 +282,8 @@ __device__ __forceinline__ void read_shared(float* dst, const float* src) {
 
 }  // namespace
 
+#if GEMV == 0
+
 extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     KERNEL_NAME(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
@@ -502,6 +509,157 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     }
   }
 }
+
+#else  // GEMV > 0
+
+// m == 1 or n == 1: y = alpha * Mat x + beta * y, a matrix-vector product. It is bound by reading
+// Mat once, so the tile kernel's shared staging and register tiles only cost here: each element of
+// Mat is read straight from global memory, VEC wide along its contiguous direction.
+//   n == 1: Mat = op(A) (m x k), x = op(B)'s only column, y = C's column;
+//   m == 1: Mat = op(B)^T (n x k), x = op(A)'s only row, y = C's row (stride ldc).
+// Each block owns GEMV rows of y and one split of k (gridDim.y splits, sums as in the tile kernel).
+// Rows adjacent in memory (A not transposed, or B transposed): GEMV / VEC threads across the rows
+// (VEC rows each), the other threads of the block across k, then a shared-memory sum per row.
+// k contiguous: each warp takes every 8th row of the block (up to 4 at once), its lanes stride
+// along k, then a shuffle sum per row.
+constexpr int kGemvThreads = 256;
+constexpr int kGemvWarps = kGemvThreads / 32;
+constexpr int kGemvRowThreads = GEMV / VEC;
+constexpr int kGemvKThreads = kGemvThreads / kGemvRowThreads;
+constexpr int kGemvRowsAtOnce = GEMV / kGemvWarps < 4 ? GEMV / kGemvWarps : 4;
+static_assert(GEMV % (kGemvWarps * VEC) == 0 && GEMV <= kGemvThreads,
+              "GEMV rows: a multiple of 8 * VEC, at most 256");
+
+extern "C" __global__ void __launch_bounds__(kGemvThreads)
+    KERNEL_NAME(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
+                const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
+                float* __restrict__ workspace) {
+  const bool column = N == 1;  // n == 1 (also when m == 1 too); else m == 1
+  const int rows = column ? M : N;
+  const float* __restrict__ mat = column ? A : B;
+  const long long ld = column ? lda : ldb;
+  const bool rows_adjacent = column ? TRANS_A == 0 : TRANS_B == 1;
+  const float* __restrict__ x = column ? B : A;
+  const long long incx = column ? (TRANS_B ? ldb : 1) : (TRANS_A ? 1 : lda);
+  const long long incy = column ? 1 : ldc;
+
+  const int tid = threadIdx.x;
+  const int r0 = blockIdx.x * GEMV;
+  // Splits take whole multiples of 32 elements of k, so vector loads along k stay aligned.
+  const int splits = gridDim.y;
+  const int chunk = ((K + splits - 1) / splits + 31) / 32 * 32;
+  const int k_begin = min(K, (int)blockIdx.y * chunk);
+  const int k_end = min(K, k_begin + chunk);
+
+  __shared__ float partial[kGemvThreads * VEC];  // per (k thread, row) sums; then per row
+  if (rows_adjacent) {
+    const int tx = tid % kGemvRowThreads, ty = tid / kGemvRowThreads;
+    const int r = r0 + tx * VEC;
+    float acc[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) acc[e] = 0.0f;
+    if (r + VEC <= rows) {
+#pragma unroll 4
+      for (int k = k_begin + ty; k < k_end; k += kGemvKThreads) {
+        const Vec<VEC> v = *reinterpret_cast<const Vec<VEC>*>(mat + r + k * ld);
+        const float xk = x[k * incx];
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) acc[e] = fmaf(v.v[e], xk, acc[e]);
+      }
+    } else if (r < rows) {
+#pragma unroll 4
+      for (int k = k_begin + ty; k < k_end; k += kGemvKThreads) {
+        const float xk = x[k * incx];
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+          if (r + e < rows) acc[e] = fmaf(mat[r + e + k * ld], xk, acc[e]);
+        }
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) partial[ty * GEMV + tx * VEC + e] = acc[e];
+    __syncthreads();
+    float sum = 0.0f;
+    if (tid < GEMV) {
+      for (int t = 0; t < kGemvKThreads; ++t) sum += partial[t * GEMV + tid];  // fixed order
+    }
+    __syncthreads();
+    if (tid < GEMV) partial[tid] = sum;
+  } else {
+    // kGemvRowsAtOnce rows per pass of a warp: independent loads in flight, one x load for all.
+    const int lane = tid % 32, warp = tid / 32;
+    for (int i0 = warp; i0 < GEMV; i0 += kGemvWarps * kGemvRowsAtOnce) {
+      const float* __restrict__ row[kGemvRowsAtOnce];
+      float sum[kGemvRowsAtOnce];
+#pragma unroll
+      for (int j = 0; j < kGemvRowsAtOnce; ++j) {
+        const int r = r0 + i0 + j * kGemvWarps;
+        row[j] = mat + (r < rows ? r : 0) * ld;  // rows past the end re-read row 0, unused
+        sum[j] = 0.0f;
+      }
+      int k = k_begin + lane * VEC;
+#pragma unroll 2
+      for (; k + VEC <= k_end; k += 32 * VEC) {
+        Vec<VEC> xv;
+        if (incx == 1) {
+          xv = *reinterpret_cast<const Vec<VEC>*>(x + k);
+        } else {
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) xv.v[e] = x[(k + e) * incx];
+        }
+#pragma unroll
+        for (int j = 0; j < kGemvRowsAtOnce; ++j) {
+          const Vec<VEC> v = *reinterpret_cast<const Vec<VEC>*>(row[j] + k);
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) sum[j] = fmaf(v.v[e], xv.v[e], sum[j]);
+        }
+      }
+      // This lane's part of a last, partial vector.
+      for (int e = 0; e < VEC && k + e < k_end; ++e) {
+        const float xe = x[(k + e) * incx];
+#pragma unroll
+        for (int j = 0; j < kGemvRowsAtOnce; ++j) sum[j] = fmaf(row[j][k + e], xe, sum[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < kGemvRowsAtOnce; ++j) {
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) sum[j] += __shfl_xor_sync(0xffffffffu, sum[j], o);
+        if (lane == 0) partial[i0 + j * kGemvWarps] = sum[j];
+      }
+    }
+    __syncthreads();
+  }
+
+  // partial[0 .. GEMV) holds this block's sums over its split of k.
+  float sum = tid < GEMV ? partial[tid] : 0.0f;
+  if (splits > 1) {
+    // Partials per split, then one int ticket per row block (layout in gemm_op.cpp).
+    const long long padded_rows = (long long)gridDim.x * GEMV;
+    int* tickets = reinterpret_cast<int*>(workspace + splits * padded_rows);
+    if (tid < GEMV) __stcg(workspace + blockIdx.y * padded_rows + r0 + tid, sum);
+    __threadfence();
+    __syncthreads();
+    __shared__ int last;
+    if (tid == 0) {
+      last = atomicAdd(tickets + blockIdx.x, 1) == splits - 1;
+      if (last) tickets[blockIdx.x] = 0;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    sum = 0.0f;
+    if (tid < GEMV) {
+      for (int s = 0; s < splits; ++s) sum += __ldcg(workspace + s * padded_rows + r0 + tid);
+    }
+  }
+  if (tid < GEMV && r0 + tid < rows) {
+    float* y = C + (r0 + tid) * incy;
+    // beta == 0 never reads y (NaNs there must not leak).
+    *y = beta != 0.0f ? fmaf(beta, *y, alpha * sum) : alpha * sum;
+  }
+}
+
+#endif  // GEMV
 
 // B (K x N, column-major, k contiguous) -> Bt (N x K, n contiguous, leading dimension ldt) for
 // PRETB = 1: 32 x 32 tiles through shared memory, padded against bank conflicts; 32 x 8 threads.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <optional>
 
 #include "generator/cuda_check.hpp"
 #include "templates/template_source.hpp"
@@ -22,6 +23,9 @@ int64_t pow2_at_least(int64_t x) {
 // Values every parameter may take before constraints; see gemm.cu for their meaning.
 const std::vector<Param>& parameters() {
   static const std::vector<Param> params = {
+      // First, so the rules that pin the tile parameters of a GEMV config prune at once.
+      {"GEMV", {0, 8, 16, 32, 64, 128, 256},
+       "0: tile kernel; else matrix-vector kernel (m or n is 1) with GEMV rows per block"},
       {"BM", {16, 32, 64, 128, 256}, "block tile rows (m)"},
       {"BN", {16, 32, 64, 128, 256}, "block tile columns (n)"},
       {"BK", {8, 16, 32}, "k slice staged in shared memory"},
@@ -43,6 +47,23 @@ const std::vector<Param>& parameters() {
   };
   return params;
 }
+
+// A GEMV config's tile parameters: placeholders (the kernel reads only VEC and SPLITK), fixed so
+// the space holds one GEMV config per (GEMV, VEC, SPLITK) and they pass the tile rules.
+const std::vector<std::pair<const char*, int>>& gemv_tile_placeholders() {
+  static const std::vector<std::pair<const char*, int>> values = {
+      {"BM", 16},  {"BN", 16},  {"BK", 8},     {"WM", 16},   {"WN", 16},  {"TM", 2},
+      {"TN", 2},   {"LM", 8},   {"PAD", 4},    {"AKM", 1},   {"BKM", 1},  {"UNROLL", 8},
+      {"PIPE", 0}, {"SWZ", 0},  {"MINB", 1},   {"PRETB", 0}};
+  return values;
+}
+
+constexpr int kGemvThreads = 256;  // gemm.cu's kGemvThreads
+
+bool is_gemv(const Config& c) { return c.has("GEMV") && c.get("GEMV") > 0; }
+
+// Rows of y a GEMV kernel computes: m when n == 1, else n.
+int64_t gemv_rows(const Problem& p) { return p.n == 1 ? p.m : p.n; }
 
 }  // namespace
 
@@ -129,6 +150,18 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   const int64_t sms = std::max(1, device.sm_count);
 
   // Validity: what the kernel needs to compile, launch and compute the right result.
+  space.require({"gemv_needs_m_or_n_of_1", {"GEMV"}, [=](const Config& c) {
+                   return c.get("GEMV") == 0 || problem.m == 1 || problem.n == 1;
+                 }});
+  for (const auto& [name, value] : gemv_tile_placeholders()) {
+    space.require({std::string("gemv_fixes_") + name, {"GEMV", name},
+                   [name = std::string(name), value = value](const Config& c) {
+                     return c.get("GEMV") == 0 || c.get(name) == value;
+                   }});
+  }
+  space.require({"gemv_rows_hold_warps_of_vectors", {"GEMV", "VEC"}, [](const Config& c) {
+                   return c.get("GEMV") == 0 || c.get("GEMV") % (8 * c.get("VEC")) == 0;
+                 }});
   space.require({"warp_tile_divides_block_tile", {"BM", "BN", "WM", "WN"}, [](const Config& c) {
                    return c.get("BM") % c.get("WM") == 0 && c.get("BN") % c.get("WN") == 0;
                  }});
@@ -195,13 +228,14 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                  true});
   // Split-K pays for its workspace traffic only when the tiles alone leave SMs idle, and each
   // split needs at least two slices of k to amortize its epilogue.
-  space.require({"split_k_when_few_tiles", {"BM", "BN", "BK", "SPLITK"},
+  // (GEMV: row blocks for tiles, splits of at least two 32-element steps of k.)
+  space.require({"split_k_when_few_tiles", {"GEMV", "BM", "BN", "BK", "SPLITK"},
                  [=](const Config& c) {
                    const int64_t s = c.get("SPLITK");
                    if (s == 1) return true;
-                   const int64_t tiles = ((problem.m + c.get("BM") - 1) / c.get("BM")) *
-                                         ((problem.n + c.get("BN") - 1) / c.get("BN"));
-                   const int64_t slices = (problem.k + c.get("BK") - 1) / c.get("BK");
+                   const int64_t tiles = tile_count(c, problem);
+                   const int64_t step = is_gemv(c) ? 32 : c.get("BK");
+                   const int64_t slices = (problem.k + step - 1) / step;
                    return tiles < 2 * sms && slices >= 2 * s;
                  },
                  true});
@@ -224,13 +258,13 @@ Config default_config(const DeviceInfo& device, const Problem& problem) {
   // The classic 128x128x8 tile with 8x8 per thread (two strided 4x4 sub-tiles each way) for
   // problems that fill the GPU; smaller tiles where there would be too few blocks.
   const Config large = Config::parse(
-      "BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
+      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
       "SWZ=0,MINB=1,PRETB=0,SPLITK=1");
   const Config medium = Config::parse(
-      "BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
+      "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
       "SWZ=0,MINB=1,PRETB=0,SPLITK=1");
   const Config small = Config::parse(
-      "BM=32,BN=32,BK=8,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
+      "GEMV=0,BM=32,BN=32,BK=8,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
       "SWZ=0,MINB=1,PRETB=0,SPLITK=1");
   const double blocks_large = static_cast<double>((problem.m + 127) / 128) * ((problem.n + 127) / 128);
   const double blocks_medium = static_cast<double>((problem.m + 63) / 64) * ((problem.n + 63) / 64);
@@ -246,37 +280,37 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
   static const char* const kFamilies[] = {
       // The best NT and TT tiles, reading B transposed into the workspace (NN and TN, large m),
       // and the best large NN tile found on an H200.
-      "BM=128,BN=256,BK=16,WM=128,WN=32,TM=4,TN=8,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
+      "GEMV=0,BM=128,BN=256,BK=16,WM=128,WN=32,TM=4,TN=8,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
       "SWZ=0,MINB=1,PRETB=1,SPLITK=1",
-      "BM=128,BN=128,BK=16,WM=128,WN=32,TM=8,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=4,"
+      "GEMV=0,BM=128,BN=128,BK=16,WM=128,WN=32,TM=8,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=4,"
       "SWZ=4,MINB=1,PRETB=1,SPLITK=1",
-      "BM=128,BN=256,BK=16,WM=32,WN=128,TM=4,TN=4,LM=2,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
+      "GEMV=0,BM=128,BN=256,BK=16,WM=32,WN=128,TM=4,TN=4,LM=2,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
       "SWZ=0,MINB=1,PRETB=1,SPLITK=1",
-      "BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
+      "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
       "SWZ=0,MINB=1,PRETB=0,SPLITK=1",
-      "BM=256,BN=128,BK=16,WM=128,WN=32,TM=4,TN=8,LM=16,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
+      "GEMV=0,BM=256,BN=128,BK=16,WM=128,WN=32,TM=4,TN=8,LM=16,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
       "SWZ=0,MINB=1,PRETB=0,SPLITK=1",
-      "BM=256,BN=128,BK=8,WM=64,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
+      "GEMV=0,BM=256,BN=128,BK=8,WM=64,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
       "SWZ=8,MINB=1,PRETB=0,SPLITK=1",
-      "BM=128,BN=256,BK=8,WM=64,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
+      "GEMV=0,BM=128,BN=256,BK=8,WM=64,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
       "SWZ=8,MINB=1,PRETB=0,SPLITK=1",
-      "BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
+      "GEMV=0,BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=1",
-      "BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
+      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
       "SWZ=0,MINB=1,PRETB=0,SPLITK=1",
-      "BM=128,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
+      "GEMV=0,BM=128,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=1",
-      "BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
+      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=1",
-      "BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
+      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=3,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=4",
-      "BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
+      "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=8",
-      "BM=64,BN=32,BK=32,WM=16,WN=32,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
+      "GEMV=0,BM=64,BN=32,BK=32,WM=16,WN=32,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=8",
-      "BM=32,BN=32,BK=16,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=2,"
+      "GEMV=0,BM=32,BN=32,BK=16,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=2,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=1",
-      "BM=32,BN=32,BK=32,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
+      "GEMV=0,BM=32,BN=32,BK=32,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=4",
   };
   const Space space = make_space(device, problem);
@@ -286,8 +320,60 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
     c.set("VEC", std::min(c.get("VEC"), problem.alignment));
     if (!space.violation(c, /*include_pruning=*/true)) seeds.push_back(c);
   }
+  // m or n of 1: the matrix-vector kernel, with and without splitting k.
+  if (problem.m == 1 || problem.n == 1) {
+    for (int rows : {32, 64, 128}) {
+      for (int splits : {1, 4, 16}) {
+        Config c = gemv_config(rows, std::min(4, problem.alignment), splits);
+        if (!space.violation(c, /*include_pruning=*/true)) seeds.push_back(c);
+      }
+    }
+  }
   return seeds;
 }
+
+Config gemv_config(int rows, int vec, int splits) {
+  std::string text = "GEMV=" + std::to_string(rows);
+  for (const auto& [name, value] : gemv_tile_placeholders()) {
+    text += std::string(",") + name + "=" + std::to_string(value);
+    if (std::string(name) == "LM") text += ",VEC=" + std::to_string(vec);
+  }
+  return Config::parse(text + ",SPLITK=" + std::to_string(splits));
+}
+
+namespace {
+
+// The space of the last (device, problem) this thread fitted configs for: ranking a new shape fits
+// every portfolio entry to the same problem, and building a space (some 50 named rules) costs
+// more than checking a config against it.
+const Space& space_for_fitting(const DeviceInfo& device, const Problem& problem) {
+  struct Last {
+    DeviceInfo device;
+    Problem problem;
+    std::optional<Space> space;
+  };
+  thread_local Last last;
+  auto same_device = [](const DeviceInfo& a, const DeviceInfo& b) {
+    return a.compute_capability() == b.compute_capability() && a.sm_count == b.sm_count &&
+           a.max_threads_per_block == b.max_threads_per_block &&
+           a.max_threads_per_sm == b.max_threads_per_sm &&
+           a.smem_per_block_optin == b.smem_per_block_optin && a.smem_per_sm == b.smem_per_sm &&
+           a.regs_per_sm == b.regs_per_sm;
+  };
+  auto same_problem = [](const Problem& a, const Problem& b) {
+    return a.trans_a == b.trans_a && a.trans_b == b.trans_b && a.m == b.m && a.n == b.n &&
+           a.k == b.k && a.lda == b.lda && a.ldb == b.ldb && a.ldc == b.ldc &&
+           a.alignment == b.alignment;
+  };
+  if (!last.space || !same_device(last.device, device) || !same_problem(last.problem, problem)) {
+    last.space.emplace(make_space(device, problem));
+    last.device = device;
+    last.problem = problem;
+  }
+  return *last.space;
+}
+
+}  // namespace
 
 Config fit_config(const Config& config, const DeviceInfo& device, const Problem& problem) {
   Config fitted = config;
@@ -295,7 +381,7 @@ Config fit_config(const Config& config, const DeviceInfo& device, const Problem&
     // Any narrower vector is valid wherever a wider one was: only alignment decides.
     fitted.set("VEC", std::min(fitted.get("VEC"), problem.alignment));
   }
-  const Space space = make_space(device, problem);
+  const Space& space = space_for_fitting(device, problem);
   if (auto broken = space.violation(fitted, /*include_pruning=*/false)) {
     throw Error(TUNED_STATUS_CONFIG_ERROR,
                 "gemm config " + config.canonical() + " breaks constraint " + *broken);
@@ -337,6 +423,7 @@ int stages(const Config& c) {
 }
 
 size_t shared_bytes(const Config& c) {
+  if (is_gemv(c)) return 0;  // static shared memory only
   const size_t bm = c.get("BM"), bn = c.get("BN"), bk = c.get("BK"), pad = c.get("PAD");
   const size_t a = c.get("AKM") ? bk * (bm + pad) : bm * (bk + pad);
   const size_t b = c.get("BKM") ? bk * (bn + pad) : bn * (bk + pad);
@@ -344,10 +431,12 @@ size_t shared_bytes(const Config& c) {
 }
 
 int threads_per_block(const Config& c) {
+  if (is_gemv(c)) return kGemvThreads;
   return 32 * (c.get("BM") / c.get("WM")) * (c.get("BN") / c.get("WN"));
 }
 
 int64_t tile_count(const Config& config, const Problem& problem) {
+  if (is_gemv(config)) return (gemv_rows(problem) + config.get("GEMV") - 1) / config.get("GEMV");
   const int64_t bm = config.get("BM"), bn = config.get("BN");
   return ((problem.m + bm - 1) / bm) * ((problem.n + bn - 1) / bn);
 }
@@ -375,8 +464,10 @@ size_t split_bytes(const Config& config, const Problem& problem) {
   const int64_t splits = config.get("SPLITK");
   if (splits == 1) return 0;
   const int64_t tiles = tile_count(config, problem);
-  // Partial tiles of every split, then one int ticket per tile (see gemm.cu).
-  return static_cast<size_t>(splits * tiles * config.get("BM") * config.get("BN")) * sizeof(float) +
+  // Partial tiles (GEMV: row blocks) of every split, then one int ticket per tile (see gemm.cu).
+  const int64_t tile_floats =
+      is_gemv(config) ? config.get("GEMV") : int64_t{config.get("BM")} * config.get("BN");
+  return static_cast<size_t>(splits * tiles * tile_floats) * sizeof(float) +
          static_cast<size_t>(tiles) * sizeof(int);
 }
 
@@ -430,6 +521,10 @@ void launch(const LoadedKernel& kernel, const Config& config, const Problem& pro
     throw Error(TUNED_STATUS_INVALID_ARGUMENT,
                 "workspace: config " + config.canonical() + " needs " + std::to_string(ws_bytes) +
                     " bytes of workspace, got NULL");
+  }
+  if (is_gemv(config) && problem.m != 1 && problem.n != 1) {
+    throw Error(TUNED_STATUS_CONFIG_ERROR, "gemm config " + config.canonical() +
+                                               ": GEMV > 0 needs m or n to be 1");
   }
   if (config.get("PRETB") && problem.trans_b) {
     throw Error(TUNED_STATUS_CONFIG_ERROR,

@@ -53,6 +53,10 @@ Config default_config(const DeviceInfo& device, const Problem& problem);
 /// The default plus known-good families that fit the problem: where a search starts.
 std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& problem);
 
+/// The matrix-vector config (m or n of 1): rows of y per block, vector width, splits of k; the tile
+/// parameters at their placeholder values, in the space's parameter order.
+Config gemv_config(int rows, int vec, int splits);
+
 /// Registers per thread the kernel is expected to need (for pruning before compiling).
 int estimated_registers(const Config& config);
 

@@ -46,11 +46,12 @@ void CublasHandle::set_stream(cudaStream_t stream) {
 GemmTask::GemmTask(const DeviceInfo& device, const Problem& problem, DeviceCheck& check)
     : device_(device), problem_(problem), space_(make_space(device, problem)), check_(check) {
   // Odd in every dimension so each edge path runs; leading dims padded but still multiples of
-  // the alignment class, so the candidate's VEC stays valid.
+  // the alignment class, so the candidate's VEC stays valid. An m or n of 1 stays 1: the
+  // matrix-vector kernel is valid only there.
   edge_.trans_a = problem.trans_a;
   edge_.trans_b = problem.trans_b;
-  edge_.m = 131;
-  edge_.n = 77;
+  edge_.m = problem.m == 1 ? 1 : 131;
+  edge_.n = problem.n == 1 && problem.m != 1 ? 1 : 77;
   edge_.k = 45;
   edge_.alignment = problem.alignment;
   edge_.lda = round_up(edge_.min_lda(), problem.alignment) + problem.alignment;

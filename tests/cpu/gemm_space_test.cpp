@@ -16,19 +16,20 @@ namespace {
 
 TEST(GemmSpace, ConfigRendersOptionsNameAndCanonicalText) {
   const Config c = Config::parse(
-      "BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1");
+      "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1");
   EXPECT_EQ(c.canonical(),
-            "BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1");
+            "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1");
   EXPECT_EQ(Config::parse(c.canonical()), c);
   const Problem p = packed_problem("TN", 100, 200, 300);
   EXPECT_EQ(kernel_name(c, p),
-            "gemm_tn_bm128_bn64_bk8_wm64_wn32_tm4_tn4_lm8_vec4_pad4_akm1_bkm1_unroll8_pipe1_swz0_minb1_"
-            "pretb0_splitk1");
+            "gemm_tn_gemv0_bm128_bn64_bk8_wm64_wn32_tm4_tn4_lm8_vec4_pad4_akm1_bkm1_unroll8_pipe1_swz0_"
+            "minb1_pretb0_splitk1");
   const KernelSpec spec = kernel_spec(c, p);
   EXPECT_EQ(spec.options[0], "-DKERNEL_NAME=" + spec.kernel_name);
   EXPECT_EQ(spec.options[1], "-DTRANS_A=1");
   EXPECT_EQ(spec.options[2], "-DTRANS_B=0");
-  EXPECT_EQ(spec.options[3], "-DBM=128");
+  EXPECT_EQ(spec.options[3], "-DGEMV=0");
+  EXPECT_EQ(spec.options[4], "-DBM=128");
   EXPECT_EQ(spec.options.back(), "-DSPLITK=1");
   // Geometry comes from the same values: 4 warps of 64x32 in a 128x64 tile.
   const LaunchGeometry g = geometry(c, p);
@@ -83,9 +84,9 @@ TEST(GemmSpace, EnumerationMeetsEveryConstraint) {
   }
   // The classic ladder rungs are points of the space.
   for (const char* rung :
-       {"BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1",
-        "BM=32,BN=32,BK=32,WM=32,WN=1,TM=1,TN=1,LM=32,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=32,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1",
-        "BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1"}) {
+       {"GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1",
+        "GEMV=0,BM=32,BN=32,BK=32,WM=32,WN=1,TM=1,TN=1,LM=32,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=32,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1",
+        "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1"}) {
     EXPECT_FALSE(space.violation(Config::parse(rung)).has_value()) << rung;
   }
 }
@@ -96,7 +97,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   EXPECT_EQ(p.alignment, 1);
   const Space space = make_space(dev, p);
   auto c = Config::parse(
-      "BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1");
+      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1");
   EXPECT_EQ(space.violation(c).value_or(""), "vec_fits_alignment");
   c.set("VEC", 1);
   EXPECT_FALSE(space.violation(c).has_value());
@@ -105,7 +106,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   EXPECT_EQ(space.violation(c).value_or(""), "accumulators_per_thread");
   // fit_config lowers VEC for an unaligned problem and keeps everything else.
   const Config fitted = fit_config(Config::parse(
-      "BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1"),
+      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1"),
       dev, p);
   EXPECT_EQ(fitted.get("VEC"), 1);
   EXPECT_EQ(fitted.get("BM"), 128);
@@ -169,7 +170,7 @@ TEST(GemmSpace, SplitKGeometryAndWorkspace) {
   const DeviceInfo dev = reference_device(90);
   const Problem p = packed_problem("NN", 32, 4096, 4096);
   Config c = Config::parse(
-      "BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
+      "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=8");
   EXPECT_FALSE(make_space(dev, p).violation(c).has_value());
   const LaunchGeometry g = geometry(c, p);
@@ -192,7 +193,7 @@ TEST(GemmSpace, PretransposedBReadsTheWorkspaceAsTransposed) {
   const DeviceInfo dev = reference_device(90);
   const Problem nn = packed_problem("NN", 4096, 1000, 4096);
   Config c = Config::parse(
-      "BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
+      "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
       "SWZ=0,MINB=1,PRETB=1,SPLITK=1");
   EXPECT_FALSE(make_space(dev, nn).violation(c).has_value());
   const KernelSpec spec = kernel_spec(c, nn);
@@ -211,7 +212,7 @@ TEST(GemmSpace, RegisterEstimatePrunesConfigsThatWouldSpill) {
   const Space space = make_space(dev, packed_problem("NN", 4096, 4096, 4096));
   // 128 accumulators with register prefetch fit one block of 256 threads per SM ...
   Config c = Config::parse(
-      "BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
+      "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
       "SWZ=0,MINB=1,PRETB=0,SPLITK=1");
   EXPECT_FALSE(space.violation(c).has_value());
   EXPECT_GT(estimated_registers(c), 128);
@@ -270,13 +271,13 @@ TEST_P(GemmCompileSample, EveryFamilyCompilesWithoutSpills) {
   const int cc = GetParam();
   const DeviceInfo dev = reference_device(cc);
   const char* families[] = {
-      "BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,PIPE=0,"
+      "GEMV=0,BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,PIPE=0,"
       "SWZ=4,MINB=1,PRETB=0,SPLITK=1",
-      "BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,PIPE=2,"
+      "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,PIPE=2,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=3",
-      "BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,PIPE=4,"
+      "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,PIPE=4,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=8",
-      "BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
+      "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
       "SWZ=8,MINB=1,PRETB=1,SPLITK=2",
   };
   for (const char* layout : {"NN", "NT", "TN", "TT"}) {
@@ -303,7 +304,7 @@ INSTANTIATE_TEST_SUITE_P(Archs, GemmCompileSample, ::testing::Values(80, 90));
 TEST(GemmCompile, MissingParameterFailsWithTheNvrtcLog) {
   const Problem p = packed_problem("NN", 64, 64, 64);
   KernelSpec spec = kernel_spec(default_config(reference_device(90), p), p);
-  spec.options.erase(spec.options.begin() + 4);  // drop -DBN=...
+  spec.options.erase(spec.options.begin() + 5);  // drop -DBN=... (after -DGEMV, -DBM)
   CompileRequest request{spec.source_name, spec.source, spec.kernel_name, spec.options, 90};
   try {
     compile_kernel(request);

@@ -184,6 +184,34 @@ TEST(SelectionModel, NeighboursComeFromTheCallsAlignmentClass) {
   EXPECT_FLOAT_EQ(SelectionModel::kAlignmentWeight, 3.0f);
 }
 
+TEST(SelectionModel, AnEntryValidOnSomeShapesIsJudgedWhereItRan) {
+  // K = 2. "vector_kernel" runs only where m = 1 ('-' elsewhere). The query's two nearest points
+  // have m = 2; judged there it would count log(20) twice and lose to "tile". Judged on the
+  // nearest points where it ran (m = 1, farther, inside the window), it is the better.
+  const SelectionModel model(
+      "model\tGPU A\t90\tgemm\t2\t0\n"
+      "entry\tNN\t0\ttile\nentry\tNN\t1\tvector_kernel\nentry\tNN\t2\tother\n"
+      "point\tNN\t1\t2x5000x5000\t1.5,-,1\n"
+      "point\tNN\t1\t2x5100x5000\t1.5,-,1\n"
+      "point\tNN\t1\t1x7000x7000\t3,1,3\n"
+      "point\tNN\t1\t1x3500x3500\t3,1,3\n");
+  const auto ranked = model.rank("gemm", "GPU A", 90, "NN", {1, 5000, 5000}, 1,
+                                 [](const std::string& c) { return c != "other"; });
+  ASSERT_EQ(ranked.size(), 2u);
+  EXPECT_EQ(ranked[0].config, "vector_kernel");
+  EXPECT_NEAR(ranked[0].score, 0.0, 1e-6);
+  EXPECT_NEAR(ranked[1].score, std::log(1.5), 1e-6);  // tile, on its own nearest (m = 2)
+  // Where the window has too few points that ran it, each missing one counts log(20).
+  const SelectionModel sparse(
+      "model\tGPU A\t90\tgemm\t2\t0\n"
+      "entry\tNN\t0\ttile\nentry\tNN\t1\tvector_kernel\n"
+      "point\tNN\t1\t2x5000x5000\t1,-\n"
+      "point\tNN\t1\t1x6000x6000\t3,1\n");
+  const auto few = sparse.rank("gemm", "GPU A", 90, "NN", {2, 5000, 5000}, 1, kAll);
+  EXPECT_EQ(few[0].config, "tile");
+  EXPECT_NEAR(few[1].score, std::log(20.0) / 2, 1e-6);
+}
+
 TEST(SelectionModel, FallsBackToTheSameComputeCapability) {
   const SelectionModel model(
       "model\tGPU B\t90\tgemm\t1\t0.5\nentry\tNN\t0\tB0\npoint\tNN\t1\t8x8x8\t1\n"

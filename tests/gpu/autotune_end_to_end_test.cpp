@@ -44,18 +44,18 @@ TEST(AutotuneEndToEnd, TunesRecordsAndAnotherProcessUsesTheResult) {
                                 sizeof(text)),
             TUNED_STATUS_SUCCESS)
       << tuned_last_error();
-  EXPECT_EQ(std::string(text).rfind("exact: BM=", 0), 0u) << text;
+  EXPECT_EQ(std::string(text).rfind("exact: GEMV=0,BM=", 0), 0u) << text;
   ASSERT_EQ(tuned_gemm_describe(TUNED_OP_N, TUNED_OP_T, 500, 400, 250, d, 500, d, 400, d, 500, text,
                                 sizeof(text)),
             TUNED_STATUS_SUCCESS);
-  EXPECT_EQ(std::string(text).rfind("nearest 512x384x256: BM=", 0), 0u) << text;
+  EXPECT_EQ(std::string(text).rfind("nearest 512x384x256: GEMV=0,BM=", 0), 0u) << text;
   // A layout this database has no entry for falls back to the shipped selection model (GPU
   // models the library ships one for) or the built-in default.
   ASSERT_EQ(tuned_gemm_describe(TUNED_OP_T, TUNED_OP_T, 512, 384, 256, d, 256, d, 384, d, 512, text,
                                 sizeof(text)),
             TUNED_STATUS_SUCCESS);
   const std::string fallback = text;
-  EXPECT_TRUE(fallback.rfind("model: BM=", 0) == 0 || fallback.rfind("default: BM=", 0) == 0)
+  EXPECT_TRUE(fallback.rfind("model: GEMV=0,BM=", 0) == 0 || fallback.rfind("default: GEMV=0,BM=", 0) == 0)
       << fallback;
   cudaFree(d);
 
@@ -65,7 +65,7 @@ TEST(AutotuneEndToEnd, TunesRecordsAndAnotherProcessUsesTheResult) {
                    &out);
   std::printf("%s\n", out.c_str());
   ASSERT_EQ(rc, 0) << out;
-  EXPECT_NE(out.find("exact: BM="), std::string::npos) << out;
+  EXPECT_NE(out.find("exact: GEMV=0,BM="), std::string::npos) << out;
   std::remove(db.c_str());
 }
 

@@ -2,7 +2,8 @@
 // prefetch, 2-4 cp.async stages), both shared layouts of A and B, block grouping, launch bounds
 // and split-K, in all four layouts, on odd shapes (1, 7, 127, 1000, 4097 among them) with fresh
 // random inputs and a NaN-poisoned C, plus the task's padded alpha/beta edge shape; then split-K
-// through the public API (workspace from the library's pool) with repeated, concurrent calls.
+// through the public API (workspace from the library's pool) with repeated, concurrent calls; the
+// matrix-vector kernel for m or n of 1 alike.
 #include <cublas_v2.h>
 #include <gtest/gtest.h>
 
@@ -24,17 +25,17 @@ namespace {
 std::vector<Config> families(const DeviceInfo& device) {
   std::vector<Config> configs;
   for (const char* text : {
-           "BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,PIPE=0,"
+           "GEMV=0,BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,PIPE=0,"
            "SWZ=4,MINB=1,PRETB=0,SPLITK=1",
-           "BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,PIPE=2,"
+           "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,PIPE=2,"
            "SWZ=0,MINB=2,PRETB=0,SPLITK=3",
-           "BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,PIPE=4,"
+           "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,PIPE=4,"
            "SWZ=0,MINB=2,PRETB=0,SPLITK=8",
-           "BM=16,BN=16,BK=8,WM=16,WN=8,TM=1,TN=2,LM=16,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=2,PIPE=3,"
+           "GEMV=0,BM=16,BN=16,BK=8,WM=16,WN=8,TM=1,TN=2,LM=16,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=2,PIPE=3,"
            "SWZ=0,MINB=1,PRETB=0,SPLITK=16",
-           "BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
+           "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
            "SWZ=8,MINB=1,PRETB=1,SPLITK=2",
-           "BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,PIPE=3,"
+           "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,PIPE=3,"
            "SWZ=0,MINB=2,PRETB=1,SPLITK=1",
        }) {
     configs.push_back(Config::parse(text));
@@ -113,15 +114,93 @@ TEST(GemmFamilies, EveryFamilyIsRightOnOddShapesInEveryLayout) {
   EXPECT_EQ(checked, static_cast<int>(runs_per_shape * shapes.size() * 2));
 }
 
+// The matrix-vector kernel (m or n of 1): both of its paths (rows adjacent in memory, k
+// contiguous) come from the layout and which of m, n is 1; every rows-per-block value with and
+// without splits of k, on odd lengths, padded and packed leading dims, NaN-poisoned C.
+TEST(GemmFamilies, MatrixVectorKernelIsRightWhereMOrNIsOne) {
+  TUNED_REQUIRE_GPU();
+  const DeviceInfo device = query_device(0);
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  KernelCache kernels;
+  DeviceCheck check(kernels, device);
+  Stream stream = Stream::create();
+  std::vector<Config> configs;
+  for (int rows : {8, 32, 256}) {
+    for (int splits : {1, 3, 16}) configs.push_back(gemv_config(rows, rows == 8 ? 1 : 4, splits));
+  }
+  const std::vector<std::tuple<int, int, int>> shapes = {
+      {1, 1, 1}, {1, 1000, 4097}, {4097, 1, 127}, {1, 7, 1}, {127, 1, 1000}, {1, 257, 33}};
+  int checked = 0;
+  for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+    const Problem any = packed_problem(layout, 8, 1, 8);
+    std::map<std::string, std::shared_future<BuiltKernel>> built;
+    for (const auto& config : configs) {
+      for (int vec : {4, 2, 1}) {
+        Config v = config;
+        v.set("VEC", std::min(v.get("VEC"), vec));
+        if (built.count(v.canonical())) continue;
+        built[v.canonical()] = std::async(std::launch::async, [&, v] {
+          return kernels.build(kernel_spec(v, any), device);
+        }).share();
+      }
+    }
+    for (const Config& config : configs) {
+      for (auto [m, n, k] : shapes) {
+        for (bool padded : {true, false}) {
+          Problem p = packed_problem(layout, m, n, k);
+          if (padded) {
+            p.lda = (p.lda + 3) / 4 * 4 + 4;
+            p.ldb = (p.ldb + 3) / 4 * 4 + 8;
+            p.ldc = (p.ldc + 3) / 4 * 4 + 4;
+            p.alignment = 4;
+          }
+          const Config c = fit_config(config, device, p);
+          SCOPED_TRACE(std::string(layout) + " " + std::to_string(m) + "x" + std::to_string(n) +
+                       "x" + std::to_string(k) + " lda=" + std::to_string(p.lda) +
+                       " ldb=" + std::to_string(p.ldb) + " ldc=" + std::to_string(p.ldc) + " " +
+                       c.canonical());
+          const auto kernel = KernelCache::load(built.at(c.canonical()).get(), kernel_spec(c, any));
+          GemmTask task(device, p, check);
+          task.allocate();
+          task.fresh_inputs(2000 + checked, stream.get());
+          const MatrixCheck result = task.check(*kernel, c, stream.get());
+          EXPECT_TRUE(result.passed(task.tolerance()))
+              << "rel error " << result.rel_error << ", unwritten " << result.unwritten
+              << ", non-finite " << result.nonfinite;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, static_cast<int>(4 * configs.size() * shapes.size() * 2));
+}
+
 // Split-K through tuned_gemm: a user database whose best for one shape is a split-K config, so
 // the runtime allocates workspace from its pool; repeated calls must give identical bits
 // (deterministic reduction) and match cuBLAS.
+void check_split_through_the_api(int m, int n, int k, const std::string& config,
+                                 const std::string& expect_in_description);
+
 TEST(GemmFamilies, SplitKThroughThePublicApiIsDeterministic) {
   TUNED_REQUIRE_GPU();
+  check_split_through_the_api(
+      96, 200, 3001,
+      "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=6",
+      "SPLITK=6");
+}
+
+// The same for the matrix-vector kernel with split k: m = 1 (B's rows, n contiguous, in NT).
+TEST(GemmFamilies, MatrixVectorSplitKThroughThePublicApiIsDeterministic) {
+  TUNED_REQUIRE_GPU();
+  check_split_through_the_api(1, 3001, 5001, gemv_config(64, 1, 12).canonical(), "GEMV=64");
+}
+
+void check_split_through_the_api(int m, int n, int k, const std::string& config,
+                                 const std::string& expect_in_description) {
   const DeviceInfo device = query_device(0);
   const std::string path =
       ::testing::TempDir() + "gemm_families_" + std::to_string(getpid()) + ".db";
-  const int m = 96, n = 200, k = 3001;
   {
     cache::Database db(path);
     cache::DeviceRecord d;
@@ -130,9 +209,7 @@ TEST(GemmFamilies, SplitKThroughThePublicApiIsDeterministic) {
     db.upsert_device(d);
     cache::BestRecord best;
     best.key = problem_key(device, packed_problem("NT", m, n, k));
-    best.config =
-        "BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-        "SWZ=0,MINB=2,PRETB=0,SPLITK=6";
+    best.config = config;
     best.ms = 1;
     ASSERT_TRUE(db.offer_best(best));
   }
@@ -147,7 +224,7 @@ TEST(GemmFamilies, SplitKThroughThePublicApiIsDeterministic) {
             TUNED_STATUS_SUCCESS)
       << tuned_last_error();
   EXPECT_EQ(std::string(text).rfind("exact: ", 0), 0u) << text;
-  EXPECT_NE(std::string(text).find("SPLITK=6"), std::string::npos) << text;
+  EXPECT_NE(std::string(text).find(expect_in_description), std::string::npos) << text;
   Stream s1 = Stream::create(), s2 = Stream::create();
   check.fill_uniform(a.as<float>(), size_t(m) * k, 11, -1, 1, s1.get());
   check.fill_uniform(b.as<float>(), size_t(n) * k, 12, -1, 1, s1.get());
