@@ -5,7 +5,8 @@
 // result against cuBLAS, and writes one TSV row per (problem, candidate):
 //   layout m n k alignment config registers occupancy ms cublas_ms rel_error
 // Rows are flushed per problem, so a run cut short keeps what it measured.
-//   gemm_sweep --seeds 1-25 [--grid] [--hard-families] [--gemv] [--out FILE] [--max-seconds S]
+//   gemm_sweep --seeds 1-25 [--grid] [--hard-families] [--skinny] [--gemv] [--portfolio]
+//              [--out FILE] [--max-seconds S]
 //              [--candidates FILE]
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -19,6 +20,7 @@
 
 #include "bench/bench_util.hpp"
 #include "bench/random_shapes.hpp"
+#include "cache/selection_model.hpp"
 #include "generator/cuda_check.hpp"
 #include "templates/gemm/gemm_op.hpp"
 #include "templates/gemm/gemm_task.hpp"
@@ -174,6 +176,28 @@ bool in_hard_family(const Shape& s) {
 
 bool is_vector_shape(const Shape& s) { return s.m == 1 || s.n == 1; }
 
+// Skinny products big enough to matter (the model's worst picks sit there): min(m, n) <= 256
+// with m*n*k >= 2^27.
+bool is_skinny(const Shape& s) {
+  return std::min(s.m, s.n) <= 256 && s.m * s.n * s.k >= (int64_t{1} << 27);
+}
+
+// The built-in selection model's portfolio of this GPU model, per layout: timing it on more shapes
+// adds points to the model without changing the portfolio.
+std::map<std::string, std::vector<Config>> shipped_portfolio(const DeviceInfo& device) {
+  std::map<std::string, std::vector<Config>> out;
+  for (const auto& e : cache::SelectionModel::builtin().entries()) {
+    if (e.op == "gemm" && e.device_name == device.name) {
+      out[e.variant].push_back(Config::parse(e.config));
+    }
+  }
+  if (out.empty()) {
+    throw Error(TUNED_STATUS_CONFIG_ERROR,
+                "--portfolio: the library has no selection model for " + device.name);
+  }
+  return out;
+}
+
 // The matrix-vector kernel's configs (m or n of 1): rows per block and splits of k, VEC 4 (the
 // narrower variants follow as for every base).
 std::vector<Config> gemv_candidates() {
@@ -186,9 +210,13 @@ std::vector<Config> gemv_candidates() {
   return out;
 }
 
-int run(const std::string& seeds_text, bool grid, bool hard_families, bool gemv,
-        const std::string& out_path, double max_seconds, const std::string& candidates_path,
-        int min_split) {
+struct Selection {
+  bool grid = false, hard_families = false, skinny = false, gemv = false, portfolio = false;
+};
+
+int run(const std::string& seeds_text, const Selection& sel, const std::string& out_path,
+        double max_seconds, const std::string& candidates_path, int min_split) {
+  const bool grid = sel.grid, hard_families = sel.hard_families, gemv = sel.gemv;
   const auto started = Clock::now();
   const DeviceInfo device = query_device(0);
   TUNED_CUDA_CHECK(cudaSetDevice(0));
@@ -204,6 +232,7 @@ int run(const std::string& seeds_text, bool grid, bool hard_families, bool gemv,
   for (uint64_t seed : parse_seeds(seeds_text)) {
     for (const auto& s : random_shapes(seed)) {
       if (hard_families && !in_hard_family(s)) continue;
+      if (sel.skinny && !is_skinny(s)) continue;
       if (gemv && !is_vector_shape(s)) continue;
       if (!is_acceptance_shape(s.layout, s.m, s.n, s.k)) shapes.push_back(s);
     }
@@ -221,6 +250,9 @@ int run(const std::string& seeds_text, bool grid, bool hard_families, bool gemv,
     bases = base_candidates(device);
   }
   std::erase_if(bases, [&](const Config& c) { return c.get("SPLITK") < min_split; });
+  std::map<std::string, std::vector<Config>> bases_by_layout;
+  for (const char* layout : {"NN", "NT", "TN", "TT"}) bases_by_layout[layout] = bases;
+  if (sel.portfolio) bases_by_layout = shipped_portfolio(device);
   // Every VEC variant of every base in every layout: compiled up front on all cores.
   KernelCache kernels;
   CompilePool pool(kernels, device,
@@ -228,7 +260,7 @@ int run(const std::string& seeds_text, bool grid, bool hard_families, bool gemv,
   std::map<std::string, Candidate> by_key;  // layout|canonical
   size_t submitted = 0;
   for (const char* layout : {"NN", "NT", "TN", "TT"}) {
-    for (const auto& base : bases) {
+    for (const auto& base : bases_by_layout[layout]) {
       for (int vec : {4, 2, 1}) {
         if (vec > base.get("VEC")) continue;
         Config c = base;
@@ -351,16 +383,23 @@ int main(int argc, char** argv) {
   CLI::App app{"Times candidate GEMM configs and cuBLAS on many problems (selection-model data).",
                "gemm_sweep"};
   std::string seeds = "1-20", out = "gemm_sweep.tsv", candidates;
-  bool grid = false, hard_families = false, gemv = false, list = false;
+  Selection sel;
+  bool list = false;
   int min_split = 1;
   double max_seconds = 1e9;
   app.add_option("--seeds", seeds, "random-shape seeds, e.g. 1-20,30 (acceptance seeds' shapes "
                                    "are always left out)");
-  app.add_flag("--grid", grid, "add the grid of squares, skinny, tall and large-k shapes");
-  app.add_flag("--hard-families", hard_families,
+  app.add_flag("--grid", sel.grid, "add the grid of squares, skinny, tall and large-k shapes");
+  app.add_flag("--hard-families", sel.hard_families,
                "keep only random shapes of the hard families (min(m, n) <= 256 with k >= 2000; "
                "k <= 128 with m*n >= 2^20): denser data where picks miss most");
-  app.add_flag("--gemv", gemv,
+  app.add_flag("--skinny", sel.skinny,
+               "keep only skinny random shapes big enough to matter (min(m, n) <= 256, "
+               "m*n*k >= 2^27)");
+  app.add_flag("--portfolio", sel.portfolio,
+               "time the library's selection-model portfolio of this GPU, per layout, instead of "
+               "the base configs (more points for the model, the same portfolio)");
+  app.add_flag("--gemv", sel.gemv,
                "keep only shapes with m or n of 1 and time the matrix-vector configs on them "
                "(rows per block x splits of k; the tile configs' times come from other sweeps)");
   app.add_option("--out", out, "TSV file to write");
@@ -372,12 +411,12 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (list) {
-      for (const auto& c : gemv ? gemv_candidates() : base_candidates(reference_device(90))) {
+      for (const auto& c : sel.gemv ? gemv_candidates() : base_candidates(reference_device(90))) {
         std::printf("%s\n", c.canonical().c_str());
       }
       return 0;
     }
-    return run(seeds, grid, hard_families, gemv, out, max_seconds, candidates, min_split);
+    return run(seeds, sel, out, max_seconds, candidates, min_split);
   } catch (const tuned::Error& e) {
     std::fprintf(stderr, "gemm_sweep: %s\n", e.what());
     return 1;

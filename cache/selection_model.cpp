@@ -106,6 +106,7 @@ SelectionModel::SelectionModel(std::string_view table, bool lazy) : lazy_(lazy) 
   std::vector<std::string_view> f, items;
   std::vector<double> ms;
   size_t pos = 0;
+  Variant* last_points = nullptr;  // the variant of the previous point line (they come in runs)
   while (pos < table.size()) {
     size_t end = table.find('\n', pos);
     if (end == std::string_view::npos) end = table.size();
@@ -114,7 +115,35 @@ SelectionModel::SelectionModel(std::string_view table, bool lazy) : lazy_(lazy) 
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty() || line[0] == '#') continue;
+    // Most lines are points of the same variant as the line before: kept whole for ready(),
+    // which checks their fields on first use.
+    if (last_points && line.size() > 6 + last_points->name.size() &&
+        line.compare(0, 6, "point\t") == 0 &&
+        line.compare(6, last_points->name.size(), last_points->name) == 0 &&
+        line[6 + last_points->name.size()] == '\t') {
+      last_points->pending.emplace_back(line, line_no);
+      continue;
+    }
+    last_points = nullptr;
     split(line, '\t', f);
+    if (f[0] == "points") {
+      // A block of point lines whose size is known: skipped here unread (a process touches only
+      // the pages of the variant it ranks), split into lines on the variant's first use.
+      if (f.size() != 4) fail("a points line has 4 fields, got " + std::to_string(f.size()));
+      Variant& v = variant_of(f[1]);
+      if (v.configs.empty()) fail("points before the variant's entries");
+      size_t count = 0, bytes = 0;
+      if (!parse_number(f[2], count) || !parse_number(f[3], bytes) ||
+          bytes > table.size() - std::min(pos, table.size()) ||
+          (bytes > 0 && table[pos + bytes - 1] != '\n') || (count == 0) != (bytes == 0)) {
+        fail("points block '" + std::string(f[2]) + "' lines, '" + std::string(f[3]) +
+             "' bytes does not fit the table");
+      }
+      v.blocks.push_back({table.substr(pos, bytes), line_no + 1, count});
+      pos += bytes;
+      line_no += static_cast<int>(count);
+      continue;
+    }
     if (f[0] == "model") {
       if (f.size() != 6) fail("a model line has 6 fields, got " + std::to_string(f.size()));
       Model m;
@@ -138,7 +167,9 @@ SelectionModel::SelectionModel(std::string_view table, bool lazy) : lazy_(lazy) 
     } else if (f[0] == "entry") {
       if (f.size() != 4) fail("an entry line has 4 fields, got " + std::to_string(f.size()));
       Variant& v = variant_of(f[1]);
-      if (!v.pending.empty() || v.points() > 0) fail("entry after the variant's points");
+      if (!v.pending.empty() || !v.blocks.empty() || v.points() > 0) {
+        fail("entry after the variant's points");
+      }
       size_t index = 0;
       if (!parse_number(f[2], index) || index != v.configs.size()) {
         fail("entry index '" + std::string(f[2]) + "', expected " +
@@ -151,6 +182,7 @@ SelectionModel::SelectionModel(std::string_view table, bool lazy) : lazy_(lazy) 
       Variant& v = variant_of(f[1]);
       if (v.configs.empty()) fail("point before the variant's entries");
       v.pending.emplace_back(line, line_no);
+      last_points = &v;
     } else {
       fail("unknown line kind '" + std::string(f[0]) + "'");
     }
@@ -167,9 +199,51 @@ const SelectionModel::Variant& SelectionModel::ready(const Variant& variant, boo
     // Written once, under the once_flag; every reader comes through here first.
     Variant& v = const_cast<Variant&>(variant);
     std::vector<std::string_view> f, items;
+    for (const auto& block : v.blocks) {
+      size_t pos = 0, lines = 0;
+      const std::string prefix = "point\t" + v.name + "\t";
+      while (pos < block.text.size()) {
+        const size_t end = block.text.find('\n', pos);  // the block ends with one
+        const int line_no = block.first_line + static_cast<int>(lines);
+        if (lines == block.lines) fail_at(line_no, "more lines than its points line says");
+        std::string_view line = block.text.substr(pos, end - pos);
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (line.compare(0, prefix.size(), prefix) != 0) {
+          fail_at(line_no, "a points block holds point lines of variant " + v.name + " only");
+        }
+        v.pending.emplace_back(line, line_no);
+        pos = end + 1;
+        ++lines;
+      }
+      if (lines != block.lines) {
+        fail_at(block.first_line, "points block of " + std::to_string(block.lines) +
+                                      " lines holds " + std::to_string(lines));
+      }
+    }
+    v.blocks.clear();
+    const size_t n = v.pending.size(), entries = v.configs.size();
+    v.shapes.reserve(n * kMaxDims);
+    v.coords.reserve(n * kMaxDims);
+    v.times.reserve(n);
+    v.times_parsed.reserve(n);
+    v.line_nos.reserve(n);
+    v.alignments.reserve(n);
+    v.alignment_coords.reserve(n);
+    v.regrets.reserve(n * entries);
+    v.measured.reserve(n * entries);
     for (const auto& [line, line_no] : v.pending) {
       auto fail = [line_no = line_no](const std::string& why) { fail_at(line_no, why); };
-      split(line, '\t', f);
+      // Four tab-ended fields, then the times: their commas are read only if a ranking needs
+      // this point, so the long last field is not scanned here.
+      f.clear();
+      size_t start = 0;
+      for (int field = 0; field < 4; ++field) {
+        const size_t tab = line.find('\t', start);
+        if (tab == std::string_view::npos) fail("a point line has 5 fields, got " + std::to_string(field + 1));
+        f.push_back(line.substr(start, tab - start));
+        start = tab + 1;
+      }
+      f.push_back(line.substr(start));
       int alignment = 0;
       if (!parse_number(f[2], alignment) || alignment < 1) {
         fail("alignment '" + std::string(f[2]) + "'");

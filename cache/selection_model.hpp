@@ -21,6 +21,8 @@ class SelectionModel {
   ///   model  device_name  cc  op  neighbours  transfer_regret
   ///   entry  variant  index  config                    (the variant's portfolio, index 0..E-1)
   ///   point  variant  alignment  d0xd1x..  ms,ms,...   (one per entry; '-' not measured)
+  ///   points variant  count  bytes   (optional: the next count lines, bytes in all, are point
+  ///                                   lines of the variant; read only when it is first ranked)
   /// entry and point lines belong to the model line above them; a variant's entries come before
   /// its points, and its points all have the same number of dims (1 to 4). Throws
   /// Error(TUNED_STATUS_CONFIG_ERROR, "selection model, line N: ...").
@@ -86,6 +88,12 @@ class SelectionModel {
     // Point lines not parsed yet (the built-in tables only: their text lives as long as the
     // process), parsed once on first use, so a call pays for one variant of one GPU model.
     std::vector<std::pair<std::string_view, int>> pending;  // line, line number
+    struct Block {
+      std::string_view text;  // whole point lines, each ending in '\n'
+      int first_line = 0;
+      size_t lines = 0;
+    };
+    std::vector<Block> blocks;  // "points" blocks not split into lines yet
     std::unique_ptr<std::once_flag> parsed = std::make_unique<std::once_flag>();
     std::vector<std::string> configs;
     size_t dims = 0;                  // of every point

@@ -74,6 +74,15 @@ TEST(SelectionModel, ParseErrorsNameTheLine) {
       {model + entries + "point\tNN\t4\t8x8x8\t1,2\nentry\tNN\t2\tC2\n",
        "line 6: entry after the variant's points"},
       {model + entries + "pont\tNN\t4\t8x8x8\t1,2\n", "line 5: unknown line kind 'pont'"},
+      // A points block: its size must fit the table, its line count must be right, and it holds
+      // point lines of its variant only (checked when the variant is read: here, at once).
+      {model + entries + "points\tNN\t1\t99\npoint\tNN\t4\t8x8x8\t1,2\n",
+       "line 5: points block '1' lines, '99' bytes does not fit"},
+      {model + entries + "points\tNN\t2\t21\npoint\tNN\t4\t8x8x8\t1,2\n",
+       "line 6: points block of 2 lines holds 1"},
+      {model + entries + "points\tNN\t1\t21\npoint\tTN\t4\t8x8x8\t1,2\n",
+       "line 6: a points block holds point lines of variant NN only"},
+      {model + entries + "points\tNN\t1\t21\npoint\tNN\t4\t8x8x8\t1,x\n", "line 6: time 'x'"},
   };
   for (const auto& c : cases) {
     const std::string message = parse_error(c.table);
@@ -115,6 +124,45 @@ TEST(SelectionModel, RanksByMeanLogRegretOnTheNearestPoints) {
   EXPECT_EQ(configs_of(large), (std::vector<std::string>{"C1", "C2", "C0", "C3"}));
   EXPECT_EQ(model.rank("gemm", "GPU A", 90, "TN", {4096, 4096, 4096}, 4, kAll)[0].config, "T1");
   EXPECT_DOUBLE_EQ(model.transfer_regret("gemm", "GPU A", 90), 0.25);
+}
+
+// fit_selection writes each variant's points as a sized block ("points variant count bytes"), so
+// the library reads a block only when it ranks that variant: the same model as plain point lines.
+TEST(SelectionModel, SizedPointBlocksRankLikePlainPointLines) {
+  std::string blocked;
+  std::istringstream in(kTable);
+  std::vector<std::string> run;
+  auto flush = [&] {
+    if (run.empty()) return;
+    size_t bytes = 0;
+    for (const auto& l : run) bytes += l.size() + 1;
+    const std::string variant = run[0].substr(6, 2);
+    blocked += "points\t" + variant + "\t" + std::to_string(run.size()) + "\t" +
+               std::to_string(bytes) + "\n";
+    for (const auto& l : run) blocked += l + "\n";
+    run.clear();
+  };
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("point\t", 0) == 0) {
+      run.push_back(line);
+    } else {
+      flush();
+      blocked += line + "\n";
+    }
+  }
+  flush();
+  ASSERT_NE(blocked.find("points\tNN\t4\t"), std::string::npos) << blocked;
+  const SelectionModel plain(kTable), sized(blocked);
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{100, 100, 100},
+                                            std::vector<int64_t>{3000, 4096, 4096}}) {
+    for (const char* variant : {"NN", "TN"}) {
+      const auto a = plain.rank("gemm", "GPU A", 90, variant, shape, 4, kAll);
+      const auto b = sized.rank("gemm", "GPU A", 90, variant, shape, 4, kAll);
+      ASSERT_EQ(configs_of(a), configs_of(b)) << variant;
+      for (size_t i = 0; i < a.size(); ++i) EXPECT_DOUBLE_EQ(a[i].score, b[i].score);
+    }
+  }
+  EXPECT_EQ(sized.points().size(), plain.points().size());
 }
 
 TEST(SelectionModel, ReadsTimesInAnyDecimalForm) {

@@ -49,65 +49,77 @@ std::vector<Config> families(const DeviceInfo& device) {
   return configs;
 }
 
-TEST(GemmFamilies, EveryFamilyIsRightOnOddShapesInEveryLayout) {
-  TUNED_REQUIRE_GPU();
-  const DeviceInfo device = query_device(0);
-  TUNED_CUDA_CHECK(cudaSetDevice(0));
+using Shapes = std::vector<std::tuple<int, int, int>>;
+
+// Checks every config on every shape in one layout against cuBLAS (GemmTask::check: NaN-poisoned
+// C with beta = 0, then the padded alpha/beta edge shape). Each shape runs twice: with leading dims
+// padded to a multiple of 4 (alignment class 4, the config as it is) and packed (odd leading dims:
+// the config with VEC lowered to fit). The layout's kernels (every VEC variant) compile in
+// parallel first. Returns the number of checks.
+int check_on_shapes(const DeviceInfo& device, const char* layout, const std::vector<Config>& configs,
+                    const Shapes& shapes, int seed) {
   KernelCache kernels;
   DeviceCheck check(kernels, device);
   Stream stream = Stream::create();
-  const auto configs = families(device);
-  const std::vector<std::tuple<int, int, int>> shapes = {
-      {1, 1, 1}, {7, 127, 1000}, {1000, 7, 127}, {127, 1000, 4097}, {257, 129, 7}};
-  // Each shape runs twice: with leading dims padded to a multiple of 4 (alignment class 4, the
-  // config as it is) and packed (odd leading dims: the config with VEC lowered to fit).
   auto with_vec = [](Config c, int vec) {
     c.set("VEC", std::min(c.get("VEC"), vec));
     return c;
   };
+  const Problem any = packed_problem(layout, 8, 8, 8);  // kernel specs depend on the layout only
+  std::map<std::string, std::shared_future<BuiltKernel>> built;
+  for (const auto& c : configs) {
+    for (int vec : {4, 2, 1}) {
+      const Config v = with_vec(c, vec);
+      if (built.count(v.canonical())) continue;
+      built[v.canonical()] = std::async(std::launch::async, [&, v] {
+        return kernels.build(kernel_spec(v, any), device);
+      }).share();
+    }
+  }
+  int checked = 0;
+  for (const Config& config : configs) {
+    for (auto [m, n, k] : shapes) {
+      for (bool padded : {true, false}) {
+        Problem p = packed_problem(layout, m, n, k);
+        if (padded) {
+          p.lda = (p.lda + 3) / 4 * 4 + 4;
+          p.ldb = (p.ldb + 3) / 4 * 4 + 8;
+          p.ldc = (p.ldc + 3) / 4 * 4 + 4;
+          p.alignment = 4;
+        }
+        const Config c = with_vec(config, p.alignment);
+        SCOPED_TRACE(std::string(layout) + " " + std::to_string(m) + "x" + std::to_string(n) +
+                     "x" + std::to_string(k) + " lda=" + std::to_string(p.lda) +
+                     " ldb=" + std::to_string(p.ldb) + " ldc=" + std::to_string(p.ldc) + " " +
+                     c.canonical());
+        const auto kernel = KernelCache::load(built.at(c.canonical()).get(), kernel_spec(c, any));
+        GemmTask task(device, p, check);
+        task.allocate();
+        task.fresh_inputs(seed + checked, stream.get());
+        const MatrixCheck result = task.check(*kernel, c, stream.get());
+        EXPECT_TRUE(result.passed(task.tolerance()))
+            << "rel error " << result.rel_error << ", unwritten " << result.unwritten
+            << ", non-finite " << result.nonfinite;
+        ++checked;
+      }
+    }
+  }
+  return checked;
+}
+
+TEST(GemmFamilies, EveryFamilyIsRightOnOddShapesInEveryLayout) {
+  TUNED_REQUIRE_GPU();
+  const DeviceInfo device = query_device(0);
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  const auto configs = families(device);
+  const Shapes shapes = {{1, 1, 1}, {7, 127, 1000}, {1000, 7, 127}, {127, 1000, 4097}, {257, 129, 7}};
   int checked = 0;
   for (const char* layout : {"NN", "NT", "TN", "TT"}) {
-    // Compile the layout's kernels (every VEC variant) in parallel; check them one by one.
-    const Problem any = packed_problem(layout, 8, 8, 8);
-    std::map<std::string, std::shared_future<BuiltKernel>> built;
-    for (const auto& c : configs) {
-      if (c.get("PRETB") && any.trans_b) continue;  // B is already n-contiguous
-      for (int vec : {4, 2, 1}) {
-        const Config v = with_vec(c, vec);
-        if (built.count(v.canonical())) continue;
-        built[v.canonical()] = std::async(std::launch::async, [&, v] {
-          return kernels.build(kernel_spec(v, any), device);
-        }).share();
-      }
+    std::vector<Config> in_layout = configs;
+    if (layout[1] == 'T') {  // PRETB: B not transposed only (a transposed B is n-contiguous)
+      std::erase_if(in_layout, [](const Config& c) { return c.get("PRETB") == 1; });
     }
-    for (const Config& config : configs) {
-      if (config.get("PRETB") && any.trans_b) continue;
-      for (auto [m, n, k] : shapes) {
-        for (bool padded : {true, false}) {
-          Problem p = packed_problem(layout, m, n, k);
-          if (padded) {
-            p.lda = (p.lda + 3) / 4 * 4 + 4;
-            p.ldb = (p.ldb + 3) / 4 * 4 + 8;
-            p.ldc = (p.ldc + 3) / 4 * 4 + 4;
-            p.alignment = 4;
-          }
-          const Config c = with_vec(config, p.alignment);
-          SCOPED_TRACE(std::string(layout) + " " + std::to_string(m) + "x" + std::to_string(n) +
-                       "x" + std::to_string(k) + " lda=" + std::to_string(p.lda) +
-                       " ldb=" + std::to_string(p.ldb) + " ldc=" + std::to_string(p.ldc) + " " +
-                       c.canonical());
-          const auto kernel = KernelCache::load(built.at(c.canonical()).get(), kernel_spec(c, any));
-          GemmTask task(device, p, check);
-          task.allocate();
-          task.fresh_inputs(1000 + checked, stream.get());
-          const MatrixCheck result = task.check(*kernel, c, stream.get());
-          EXPECT_TRUE(result.passed(task.tolerance()))
-              << "rel error " << result.rel_error << ", unwritten " << result.unwritten
-              << ", non-finite " << result.nonfinite;
-          ++checked;
-        }
-      }
-    }
+    checked += check_on_shapes(device, layout, in_layout, shapes, 1000 + checked);
   }
   int runs_per_shape = 0;  // PRETB configs run in the two layouts with B not transposed
   for (const auto& c : configs) runs_per_shape += c.get("PRETB") ? 2 : 4;
@@ -121,56 +133,15 @@ TEST(GemmFamilies, MatrixVectorKernelIsRightWhereMOrNIsOne) {
   TUNED_REQUIRE_GPU();
   const DeviceInfo device = query_device(0);
   TUNED_CUDA_CHECK(cudaSetDevice(0));
-  KernelCache kernels;
-  DeviceCheck check(kernels, device);
-  Stream stream = Stream::create();
   std::vector<Config> configs;
   for (int rows : {8, 32, 256}) {
     for (int splits : {1, 3, 16}) configs.push_back(gemv_config(rows, rows == 8 ? 1 : 4, splits));
   }
-  const std::vector<std::tuple<int, int, int>> shapes = {
-      {1, 1, 1}, {1, 1000, 4097}, {4097, 1, 127}, {1, 7, 1}, {127, 1, 1000}, {1, 257, 33}};
+  const Shapes shapes = {{1, 1, 1}, {1, 1000, 4097}, {4097, 1, 127}, {1, 7, 1}, {127, 1, 1000},
+                         {1, 257, 33}};
   int checked = 0;
   for (const char* layout : {"NN", "NT", "TN", "TT"}) {
-    const Problem any = packed_problem(layout, 8, 1, 8);
-    std::map<std::string, std::shared_future<BuiltKernel>> built;
-    for (const auto& config : configs) {
-      for (int vec : {4, 2, 1}) {
-        Config v = config;
-        v.set("VEC", std::min(v.get("VEC"), vec));
-        if (built.count(v.canonical())) continue;
-        built[v.canonical()] = std::async(std::launch::async, [&, v] {
-          return kernels.build(kernel_spec(v, any), device);
-        }).share();
-      }
-    }
-    for (const Config& config : configs) {
-      for (auto [m, n, k] : shapes) {
-        for (bool padded : {true, false}) {
-          Problem p = packed_problem(layout, m, n, k);
-          if (padded) {
-            p.lda = (p.lda + 3) / 4 * 4 + 4;
-            p.ldb = (p.ldb + 3) / 4 * 4 + 8;
-            p.ldc = (p.ldc + 3) / 4 * 4 + 4;
-            p.alignment = 4;
-          }
-          const Config c = fit_config(config, device, p);
-          SCOPED_TRACE(std::string(layout) + " " + std::to_string(m) + "x" + std::to_string(n) +
-                       "x" + std::to_string(k) + " lda=" + std::to_string(p.lda) +
-                       " ldb=" + std::to_string(p.ldb) + " ldc=" + std::to_string(p.ldc) + " " +
-                       c.canonical());
-          const auto kernel = KernelCache::load(built.at(c.canonical()).get(), kernel_spec(c, any));
-          GemmTask task(device, p, check);
-          task.allocate();
-          task.fresh_inputs(2000 + checked, stream.get());
-          const MatrixCheck result = task.check(*kernel, c, stream.get());
-          EXPECT_TRUE(result.passed(task.tolerance()))
-              << "rel error " << result.rel_error << ", unwritten " << result.unwritten
-              << ", non-finite " << result.nonfinite;
-          ++checked;
-        }
-      }
-    }
+    checked += check_on_shapes(device, layout, configs, shapes, 2000 + checked);
   }
   EXPECT_EQ(checked, static_cast<int>(4 * configs.size() * shapes.size() * 2));
 }
