@@ -239,7 +239,9 @@ const SelectionModel::Variant& SelectionModel::ready(const Variant& variant, boo
       size_t start = 0;
       for (int field = 0; field < 4; ++field) {
         const size_t tab = line.find('\t', start);
-        if (tab == std::string_view::npos) fail("a point line has 5 fields, got " + std::to_string(field + 1));
+        if (tab == std::string_view::npos) {
+          fail("a point line has 5 fields, got " + std::to_string(field + 1));
+        }
         f.push_back(line.substr(start, tab - start));
         start = tab + 1;
       }

@@ -193,8 +193,8 @@ TEST(GemmSpace, PretransposedBReadsTheWorkspaceAsTransposed) {
   const DeviceInfo dev = reference_device(90);
   const Problem nn = packed_problem("NN", 4096, 1000, 4096);
   Config c = Config::parse(
-      "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
-      "SWZ=0,MINB=1,PRETB=1,SPLITK=1");
+      "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
+      "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1");
   EXPECT_FALSE(make_space(dev, nn).violation(c).has_value());
   const KernelSpec spec = kernel_spec(c, nn);
   EXPECT_EQ(spec.options[2], "-DTRANS_B=1");  // the kernel reads B^T from the workspace
@@ -212,8 +212,8 @@ TEST(GemmSpace, RegisterEstimatePrunesConfigsThatWouldSpill) {
   const Space space = make_space(dev, packed_problem("NN", 4096, 4096, 4096));
   // 128 accumulators with register prefetch fit one block of 256 threads per SM ...
   Config c = Config::parse(
-      "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
-      "SWZ=0,MINB=1,PRETB=0,SPLITK=1");
+      "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1");
   EXPECT_FALSE(space.violation(c).has_value());
   EXPECT_GT(estimated_registers(c), 128);
   // ... but not two (128 registers each at most).
@@ -277,8 +277,8 @@ TEST_P(GemmCompileSample, EveryFamilyCompilesWithoutSpills) {
       "SWZ=0,MINB=2,PRETB=0,SPLITK=3",
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,PIPE=4,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=8",
-      "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
-      "SWZ=8,MINB=1,PRETB=1,SPLITK=2",
+      "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+      "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2",
   };
   for (const char* layout : {"NN", "NT", "TN", "TT"}) {
     const Problem p = packed_problem(layout, 1000, 1000, 1000);

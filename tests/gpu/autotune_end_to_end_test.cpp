@@ -55,7 +55,8 @@ TEST(AutotuneEndToEnd, TunesRecordsAndAnotherProcessUsesTheResult) {
                                 sizeof(text)),
             TUNED_STATUS_SUCCESS);
   const std::string fallback = text;
-  EXPECT_TRUE(fallback.rfind("model: GEMV=0,BM=", 0) == 0 || fallback.rfind("default: GEMV=0,BM=", 0) == 0)
+  EXPECT_TRUE(fallback.rfind("model: GEMV=0,BM=", 0) == 0 ||
+              fallback.rfind("default: GEMV=0,BM=", 0) == 0)
       << fallback;
   cudaFree(d);
 

@@ -25,18 +25,18 @@ namespace {
 std::vector<Config> families(const DeviceInfo& device) {
   std::vector<Config> configs;
   for (const char* text : {
-           "GEMV=0,BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,PIPE=0,"
-           "SWZ=4,MINB=1,PRETB=0,SPLITK=1",
-           "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,PIPE=2,"
-           "SWZ=0,MINB=2,PRETB=0,SPLITK=3",
-           "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,PIPE=4,"
-           "SWZ=0,MINB=2,PRETB=0,SPLITK=8",
-           "GEMV=0,BM=16,BN=16,BK=8,WM=16,WN=8,TM=1,TN=2,LM=16,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=2,PIPE=3,"
-           "SWZ=0,MINB=1,PRETB=0,SPLITK=16",
-           "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,PIPE=1,"
-           "SWZ=8,MINB=1,PRETB=1,SPLITK=2",
-           "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,PIPE=3,"
-           "SWZ=0,MINB=2,PRETB=1,SPLITK=1",
+           "GEMV=0,BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,"
+           "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1",
+           "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=3",
+           "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,"
+           "PIPE=4,SWZ=0,MINB=2,PRETB=0,SPLITK=8",
+           "GEMV=0,BM=16,BN=16,BK=8,WM=16,WN=8,TM=1,TN=2,LM=16,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=2,"
+           "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=16",
+           "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+           "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2",
+           "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,"
+           "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1",
        }) {
     configs.push_back(Config::parse(text));
   }
@@ -56,8 +56,8 @@ using Shapes = std::vector<std::tuple<int, int, int>>;
 // padded to a multiple of 4 (alignment class 4, the config as it is) and packed (odd leading dims:
 // the config with VEC lowered to fit). The layout's kernels (every VEC variant) compile in
 // parallel first. Returns the number of checks.
-int check_on_shapes(const DeviceInfo& device, const char* layout, const std::vector<Config>& configs,
-                    const Shapes& shapes, int seed) {
+int check_on_shapes(const DeviceInfo& device, const char* layout,
+                    const std::vector<Config>& configs, const Shapes& shapes, int seed) {
   KernelCache kernels;
   DeviceCheck check(kernels, device);
   Stream stream = Stream::create();
@@ -112,7 +112,8 @@ TEST(GemmFamilies, EveryFamilyIsRightOnOddShapesInEveryLayout) {
   const DeviceInfo device = query_device(0);
   TUNED_CUDA_CHECK(cudaSetDevice(0));
   const auto configs = families(device);
-  const Shapes shapes = {{1, 1, 1}, {7, 127, 1000}, {1000, 7, 127}, {127, 1000, 4097}, {257, 129, 7}};
+  const Shapes shapes = {
+      {1, 1, 1}, {7, 127, 1000}, {1000, 7, 127}, {127, 1000, 4097}, {257, 129, 7}};
   int checked = 0;
   for (const char* layout : {"NN", "NT", "TN", "TT"}) {
     std::vector<Config> in_layout = configs;
