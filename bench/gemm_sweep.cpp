@@ -216,24 +216,23 @@ struct Selection {
 
 int run(const std::string& seeds_text, const Selection& sel, const std::string& out_path,
         double max_seconds, const std::string& candidates_path, int min_split) {
-  const bool grid = sel.grid, hard_families = sel.hard_families, gemv = sel.gemv;
   const auto started = Clock::now();
   const DeviceInfo device = query_device(0);
   TUNED_CUDA_CHECK(cudaSetDevice(0));
 
   // The grid first: a run cut short by --max-seconds still covers every region.
   std::vector<Shape> shapes;
-  if (grid) {
+  if (sel.grid) {
     for (const auto& s : grid_shapes()) {
-      if (gemv && !is_vector_shape(s)) continue;
+      if (sel.gemv && !is_vector_shape(s)) continue;
       if (!is_acceptance_shape(s.layout, s.m, s.n, s.k)) shapes.push_back(s);
     }
   }
   for (uint64_t seed : parse_seeds(seeds_text)) {
     for (const auto& s : random_shapes(seed)) {
-      if (hard_families && !in_hard_family(s)) continue;
+      if (sel.hard_families && !in_hard_family(s)) continue;
       if (sel.skinny && !is_skinny(s)) continue;
-      if (gemv && !is_vector_shape(s)) continue;
+      if (sel.gemv && !is_vector_shape(s)) continue;
       if (!is_acceptance_shape(s.layout, s.m, s.n, s.k)) shapes.push_back(s);
     }
   }
@@ -244,7 +243,7 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
     for (std::string line; std::getline(in, line);) {
       if (!line.empty() && line[0] != '#') bases.push_back(Config::parse(line));
     }
-  } else if (gemv) {
+  } else if (sel.gemv) {
     bases = gemv_candidates();
   } else {
     bases = base_candidates(device);

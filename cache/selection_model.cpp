@@ -199,29 +199,9 @@ const SelectionModel::Variant& SelectionModel::ready(const Variant& variant, boo
     // Written once, under the once_flag; every reader comes through here first.
     Variant& v = const_cast<Variant&>(variant);
     std::vector<std::string_view> f, items;
-    for (const auto& block : v.blocks) {
-      size_t pos = 0, lines = 0;
-      const std::string prefix = "point\t" + v.name + "\t";
-      while (pos < block.text.size()) {
-        const size_t end = block.text.find('\n', pos);  // the block ends with one
-        const int line_no = block.first_line + static_cast<int>(lines);
-        if (lines == block.lines) fail_at(line_no, "more lines than its points line says");
-        std::string_view line = block.text.substr(pos, end - pos);
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        if (line.compare(0, prefix.size(), prefix) != 0) {
-          fail_at(line_no, "a points block holds point lines of variant " + v.name + " only");
-        }
-        v.pending.emplace_back(line, line_no);
-        pos = end + 1;
-        ++lines;
-      }
-      if (lines != block.lines) {
-        fail_at(block.first_line, "points block of " + std::to_string(block.lines) +
-                                      " lines holds " + std::to_string(lines));
-      }
-    }
-    v.blocks.clear();
-    const size_t n = v.pending.size(), entries = v.configs.size();
+    size_t n = v.pending.size();
+    for (const auto& block : v.blocks) n += block.lines;
+    const size_t entries = v.configs.size();
     v.shapes.reserve(n * kMaxDims);
     v.coords.reserve(n * kMaxDims);
     v.times.reserve(n);
@@ -231,8 +211,8 @@ const SelectionModel::Variant& SelectionModel::ready(const Variant& variant, boo
     v.alignment_coords.reserve(n);
     v.regrets.reserve(n * entries);
     v.measured.reserve(n * entries);
-    for (const auto& [line, line_no] : v.pending) {
-      auto fail = [line_no = line_no](const std::string& why) { fail_at(line_no, why); };
+    auto add_point = [&](std::string_view line, int line_no) {
+      auto fail = [line_no](const std::string& why) { fail_at(line_no, why); };
       // Four tab-ended fields, then the times: their commas are read only if a ranking needs
       // this point, so the long last field is not scanned here.
       f.clear();
@@ -266,11 +246,35 @@ const SelectionModel::Variant& SelectionModel::ready(const Variant& variant, boo
       v.times.push_back(f[4]);
       v.times_parsed.push_back(0);
       v.line_nos.push_back(line_no);
-      v.regrets.resize(v.regrets.size() + v.configs.size());
-      v.measured.resize(v.measured.size() + v.configs.size());
+      v.regrets.resize(v.regrets.size() + entries);
+      v.measured.resize(v.measured.size() + entries);
       v.alignments.push_back(alignment);
       v.alignment_coords.push_back(static_cast<float>(std::log2(alignment)));
+    };
+    for (const auto& [line, line_no] : v.pending) add_point(line, line_no);
+    const std::string prefix = "point\t" + v.name + "\t";
+    for (const auto& block : v.blocks) {
+      size_t pos = 0, lines = 0;
+      while (pos < block.text.size()) {
+        const size_t end = block.text.find('\n', pos);  // the block ends with one
+        const int line_no = block.first_line + static_cast<int>(lines);
+        if (lines == block.lines) fail_at(line_no, "more lines than its points line says");
+        std::string_view line = block.text.substr(pos, end - pos);
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (line.compare(0, prefix.size(), prefix) != 0) {
+          fail_at(line_no, "a points block holds point lines of variant " + v.name + " only");
+        }
+        add_point(line, line_no);
+        pos = end + 1;
+        ++lines;
+      }
+      if (lines != block.lines) {
+        fail_at(block.first_line, "points block of " + std::to_string(block.lines) +
+                                      " lines holds " + std::to_string(lines));
+      }
     }
+    v.blocks.clear();
+    v.blocks.shrink_to_fit();
     v.pending.clear();
     v.pending.shrink_to_fit();
     if (!lazy) {  // every time checked now; the text may not outlive the model

@@ -333,12 +333,16 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
 }
 
 Config gemv_config(int rows, int vec, int splits) {
-  std::string text = "GEMV=" + std::to_string(rows);
-  for (const auto& [name, value] : gemv_tile_placeholders()) {
-    text += std::string(",") + name + "=" + std::to_string(value);
-    if (std::string(name) == "LM") text += ",VEC=" + std::to_string(vec);
+  // In the space's parameter order: the three GEMV reads, the placeholders for the rest.
+  std::string text;
+  for (const auto& p : parameters()) {
+    int value = p.name == "GEMV" ? rows : p.name == "VEC" ? vec : p.name == "SPLITK" ? splits : -1;
+    for (const auto& [name, placeholder] : gemv_tile_placeholders()) {
+      if (p.name == name) value = placeholder;
+    }
+    text += (text.empty() ? "" : ",") + p.name + "=" + std::to_string(value);
   }
-  return Config::parse(text + ",SPLITK=" + std::to_string(splits));
+  return Config::parse(text);
 }
 
 namespace {
