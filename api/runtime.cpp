@@ -78,6 +78,21 @@ bool runs_as_is(const OpFace& face, const std::string& text, const DeviceInfo& d
   }
 }
 
+// The op's analytic features as the selection model takes them (no names: none are weighed).
+cache::SelectionModel::Features selection_features(const OpFace& face, const DeviceInfo& device) {
+  cache::SelectionModel::Features features;
+  features.names = face.selection_feature_names();
+  features.sm_count = device.sm_count;
+  if (features.names.empty()) return features;
+  features.values = [&face](const std::string& text,
+                            const std::vector<std::pair<int, std::vector<int64_t>>>& at,
+                            std::vector<double>& out) {
+    const Config config = Config::parse(text);
+    for (const auto& [sm_count, shape] : at) face.selection_features(config, sm_count, shape, out);
+  };
+  return features;
+}
+
 std::string describe_problem(const OpRegistration& op, const ProblemId& p) {
   std::string text = op.name + " " + op.variants[p.variant] + " ";
   for (int i = 0; i < p.rank; ++i) text += (i ? "x" : "") + std::to_string(p.dims[i]);
@@ -242,9 +257,11 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
     if (take(shipped->config, "shipped")) return choice;
   }
   const auto& model = cache::SelectionModel::builtin();
+  const auto features = selection_features(face, device);
   const auto ranked = model.rank(
       op.name, device.name, cc, key.layout, key.shape, key.alignment,
-      [&](const std::string& text) { return runs_as_is(face, text, device, problem); }, 1);
+      [&](const std::string& text) { return runs_as_is(face, text, device, problem); }, 1,
+      &features);
   if (nearest && nearest->key.shape != key.shape) {
     // A config tuned for another shape transfers with a regret that grows with the distance;
     // it is used only where that beats the model's own prediction for its pick.
@@ -269,11 +286,12 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
   const OpFace& face = *op.face;
   const int cc = device.compute_capability();
   std::vector<Config> candidates = {fallback.config};
+  const auto features = selection_features(face, device);
   for (const auto& r : cache::SelectionModel::builtin().rank(
            op.name, device.name, cc, op.variants[problem.variant], problem.shape(),
            problem.alignment,
            [&](const std::string& text) { return runs_as_is(face, text, device, problem); },
-           kFirstUseCandidates)) {
+           kFirstUseCandidates, &features)) {
     const Config c = Config::parse(r.config);
     if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) {
       candidates.push_back(c);

@@ -164,6 +164,23 @@ SelectionModel::SelectionModel(std::string_view table, bool lazy) : lazy_(lazy) 
         }
       }
       models_.push_back(std::move(m));
+    } else if (f[0] == "features") {
+      if (models_.empty()) fail("features line before any model line");
+      Model& m = models_.back();
+      if (m.feature_sm_count > 0) fail("a second features line for the model");
+      if (f.size() < 3) fail("a features line has an SM count and at least one name=weight");
+      if (!parse_number(f[1], m.feature_sm_count) || m.feature_sm_count < 1) {
+        fail("features SM count '" + std::string(f[1]) + "' (an integer >= 1)");
+      }
+      for (size_t i = 2; i < f.size(); ++i) {
+        const size_t eq = f[i].find('=');
+        double weight = 0;
+        if (eq == 0 || eq == std::string_view::npos ||
+            !parse_number(f[i].substr(eq + 1), weight) || !std::isfinite(weight)) {
+          fail("feature '" + std::string(f[i]) + "' (name=weight)");
+        }
+        m.feature_weights.emplace_back(std::string(f[i].substr(0, eq)), weight);
+      }
     } else if (f[0] == "entry") {
       if (f.size() != 4) fail("an entry line has 4 fields, got " + std::to_string(f.size()));
       Variant& v = variant_of(f[1]);
@@ -327,7 +344,8 @@ const SelectionModel::Model* SelectionModel::find_model(const std::string& op,
 std::vector<SelectionModel::Ranked> SelectionModel::rank(
     const std::string& op, const std::string& device_name, int cc, const std::string& variant,
     const std::vector<int64_t>& shape, int alignment,
-    const std::function<bool(const std::string&)>& accept, size_t max_results) const {
+    const std::function<bool(const std::string&)>& accept, size_t max_results,
+    const Features* features) const {
   const Model* model = find_model(op, device_name, cc);
   if (!model) return {};
   const Variant* v = nullptr;
@@ -360,6 +378,22 @@ std::vector<SelectionModel::Ranked> SelectionModel::rank(
       parse_times(const_cast<Variant&>(*v), by_distance[i].second);
     }
   }
+  // The model's feature weights in the order of the caller's feature names (none: no features).
+  std::vector<double> weights;
+  if (features && features->values && model->feature_sm_count > 0) {
+    for (const auto& name : features->names) {
+      double w = 0;
+      for (const auto& [n, weight] : model->feature_weights) {
+        if (n == name) w = weight;
+      }
+      weights.push_back(w);
+    }
+    if (std::all_of(weights.begin(), weights.end(), [](double w) { return w == 0; })) {
+      weights.clear();
+    }
+  }
+  std::vector<std::pair<int, std::vector<int64_t>>> at;
+  std::vector<double> values;
   // Each accepted entry is judged on the K nearest points of the window where it was measured:
   // an entry valid for some shapes only (e.g. a kernel for m = 1) on shapes of its kind, an entry
   // swept on fewer problems on those it ran. Fewer than K in the window: log(20) for each missing.
@@ -368,11 +402,32 @@ std::vector<SelectionModel::Ranked> SelectionModel::rank(
     if (!accept(v->configs[e])) continue;
     double sum = 0;
     size_t used = 0;
+    if (!weights.empty()) at.assign(1, {features->sm_count, shape});
     for (size_t i = 0; i < window && used < k; ++i) {
       const size_t p = by_distance[i].second;
       if (!v->measured[p * entries + e]) continue;
       sum += v->regrets[p * entries + e];
       ++used;
+      if (!weights.empty()) {
+        const auto first = v->shapes.begin() + static_cast<std::ptrdiff_t>(p * v->dims);
+        at.emplace_back(model->feature_sm_count,
+                        std::vector<int64_t>(first, first + static_cast<std::ptrdiff_t>(v->dims)));
+      }
+    }
+    if (!weights.empty() && used > 0) {
+      // sum_f w_f * (f(call) - f(neighbour)) over the neighbours used.
+      values.clear();
+      features->values(v->configs[e], at, values);
+      const size_t nf = weights.size();
+      if (values.size() != at.size() * nf) {
+        throw Error(TUNED_STATUS_INTERNAL_ERROR,
+                    "selection features: " + std::to_string(values.size()) + " values for " +
+                        std::to_string(at.size()) + " shapes of " + std::to_string(nf) +
+                        " features");
+      }
+      for (size_t j = 1; j < at.size(); ++j) {
+        for (size_t f = 0; f < nf; ++f) sum += weights[f] * (values[f] - values[j * nf + f]);
+      }
     }
     sum += static_cast<double>(k - used) * kUnmeasuredRegret;
     ranked.push_back({v->configs[e], sum / static_cast<double>(k), static_cast<int>(e)});

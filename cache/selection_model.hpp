@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tuned::cache {
@@ -19,6 +20,7 @@ class SelectionModel {
  public:
   /// Parses tables (tab-separated, '#' comments):
   ///   model  device_name  cc  op  neighbours  transfer_regret
+  ///   features  sm_count  name=weight ...      (optional, once per model: see Features)
   ///   entry  variant  index  config                    (the variant's portfolio, index 0..E-1)
   ///   point  variant  alignment  d0xd1x..  ms,ms,...   (one per entry; '-' not measured)
   ///   points variant  count  bytes   (optional: the next count lines, bytes in all, are point
@@ -47,6 +49,23 @@ class SelectionModel {
   /// kernel for m or n = 1) on shapes of its kind, an entry swept on fewer problems where it ran.
   static constexpr size_t kNeighbourWindow = 8;
 
+  /// Analytic features a ranking may weigh in (an op's OpFace::selection_features), each a
+  /// log-time inefficiency of a config on a shape (e.g. work on partial tiles, SMs idle in the
+  /// last wave). A neighbour measures the config where its inefficiency may differ from the
+  /// call's, so each neighbour regret is moved by sum_f weight_f * (f(call) - f(neighbour)): the
+  /// weights and the SM count of the measuring GPU come from the model's features line (chosen by
+  /// leave-one-out over the sweep, tools/fit_selection --feature-weights); a name the table lacks
+  /// weighs 0.
+  struct Features {
+    std::vector<std::string> names;
+    /// For each (SM count, shape) of at, names.size() values of config appended to out.
+    std::function<void(const std::string& config,
+                       const std::vector<std::pair<int, std::vector<int64_t>>>& at,
+                       std::vector<double>& out)>
+        values;
+    int sm_count = 0;  // of the calling GPU
+  };
+
   /// The portfolio of the variant, ranked for a call of this shape and alignment class (lowest
   /// score first, ties by entry index): the model of this GPU model, else one of the same compute
   /// capability, else nothing. accept filters entries (validity for the problem, e.g. VEC within
@@ -54,11 +73,11 @@ class SelectionModel {
   /// sum |log2(d + 1) - log2(q + 1)| + kAlignmentWeight * |log2(point alignment) -
   /// log2(alignment)| (ties: table order; a dim one side lacks counts as 0), each entry's own K
   /// nearest where it was measured (see kNeighbourWindow; log(20) for each missing one). At most
-  /// max_results (0: all).
+  /// max_results (0: all). features (optional): see Features.
   std::vector<Ranked> rank(const std::string& op, const std::string& device_name, int cc,
                            const std::string& variant, const std::vector<int64_t>& shape,
                            int alignment, const std::function<bool(const std::string&)>& accept,
-                           size_t max_results = 0) const;
+                           size_t max_results = 0, const Features* features = nullptr) const;
   /// Extra log-time per unit of log2 distance when a config tuned for one shape runs another
   /// (measured over the sweep); 0 when there is no model.
   double transfer_regret(const std::string& op, const std::string& device_name, int cc) const;
@@ -116,6 +135,8 @@ class SelectionModel {
     int cc = 0;
     int neighbours = 5;
     double transfer_regret = 0;
+    int feature_sm_count = 0;  // of the GPU the points were measured on
+    std::vector<std::pair<std::string, double>> feature_weights;  // name, weight
     std::vector<Variant> variants;
   };
   SelectionModel(std::string_view table, bool lazy);

@@ -21,6 +21,10 @@ cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build-fit}
 entries=${ENTRIES:-40}
 neighbours=${NEIGHBOURS:-5}
+# Weights of the op's analytic features (OpFace::selection_features): chosen by leave-one-out on
+# the H100 sweeps (picks below 0.6x cuBLAS 226 -> 122 of 10944, geomean 1.186 -> 1.202); the
+# table header prints fit_selection's own leave-one-out figures, so a change can be compared.
+feature_weights=${FEATURE_WEIGHTS-padding=0.75,waves=0.5}
 
 sweeps=("$@")
 if [ ${#sweeps[@]} -eq 0 ]; then
@@ -72,5 +76,6 @@ for out in "${order[@]}"; do
   done
   # Run from the folder of the unpacked sweeps so the table's header names them, not $tmp.
   (cd "$tmp" && "$OLDPWD/$build/tools/fit_selection" "${plain[@]}" --op "$op" \
-    --entries "$entries" --neighbours "$neighbours" --out "$OLDPWD/$out")
+    --entries "$entries" --neighbours "$neighbours" \
+    ${feature_weights:+--feature-weights "$feature_weights"} --out "$OLDPWD/$out")
 done

@@ -51,6 +51,16 @@ class OpFace {
   virtual std::unique_ptr<TuningTask> scratch_task(const DeviceInfo& device,
                                                    const ProblemId& problem,
                                                    DeviceCheck& check) const = 0;
+
+  /// Analytic features of a config on a shape, each a log-time inefficiency the selection model
+  /// weighs against its measured neighbours (cache::SelectionModel::Features): e.g. work wasted
+  /// on partial tiles, SMs idle in the last wave. Names in a fixed order; none by default.
+  virtual std::vector<std::string> selection_feature_names() const { return {}; }
+  /// selection_feature_names().size() values of config on shape (sizes in the op's dims order)
+  /// on a GPU of sm_count SMs, appended to out.
+  virtual void selection_features(const Config& /*config*/, int /*sm_count*/,
+                                  const std::vector<int64_t>& /*shape*/,
+                                  std::vector<double>& /*out*/) const {}
 };
 
 }  // namespace tuned

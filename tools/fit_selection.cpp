@@ -26,6 +26,7 @@
 
 #include "bench/random_shapes.hpp"
 #include "cache/selection_model.hpp"
+#include "templates/registry.hpp"
 #include "templates/space.hpp"
 #include "tuned/error.hpp"
 
@@ -102,6 +103,8 @@ struct Options {
   int cc = 0;
   int entries = 16;
   int neighbours = 5;
+  int sm_count = 0;              // of the GPU the sweep ran on
+  std::string feature_weights;   // "padding=0.75,waves=0.5": the op's selection features
   std::string out;
   std::string command_line;
 };
@@ -114,14 +117,18 @@ struct Sweep {
   std::set<ProblemKey> dropped;
 };
 
-// Parses "# <sweep> on <GPU name> (sm_NN, ...)".
-void device_from_comment(const std::string& line, std::string& name, int& cc) {
+// Parses "# <sweep> on <GPU name> (sm_NN, S SMs)".
+void device_from_comment(const std::string& line, std::string& name, int& cc, int& sms) {
   const size_t on = line.find(" on ");
   const size_t paren = line.rfind(" (");
   if (on == std::string::npos || paren == std::string::npos || paren < on) return;
   name = line.substr(on + 4, paren - on - 4);
   const size_t sm = line.find("sm_", paren);
   if (sm != std::string::npos) cc = std::atoi(line.c_str() + sm + 3);
+  const size_t count = line.find(", ", paren);
+  if (count != std::string::npos && line.find(" SMs", count) != std::string::npos) {
+    sms = std::atoi(line.c_str() + count + 2);
+  }
 }
 
 void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& sweep) {
@@ -140,14 +147,15 @@ void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& 
       if (!first_comment) continue;
       first_comment = false;
       std::string name;
-      int cc = 0;
-      device_from_comment(line, name, cc);
+      int cc = 0, sms = 0;
+      device_from_comment(line, name, cc, sms);
       if (name.empty()) continue;
       if (sweep.device_line.empty()) {
         sweep.device_line = line;
         sweep.device_name = name;
         if (opt.device_name.empty()) opt.device_name = name;
         if (opt.cc == 0) opt.cc = cc;
+        if (opt.sm_count == 0) opt.sm_count = sms;
       } else if (name != sweep.device_name) {
         fail("measured on " + name + ", the first input on " + sweep.device_name +
              ": one GPU model per table");
@@ -329,6 +337,37 @@ int run(Options opt) {
   std::ostringstream model_line;
   model_line << "model\t" << opt.device_name << '\t' << opt.cc << '\t' << opt.op << '\t'
              << opt.neighbours << '\t' << transfer << '\n';
+  // The op's analytic features the ranking weighs (what the library passes at run time).
+  const tuned::OpFace& face = *tuned::find_op(opt.op).face;
+  tuned::cache::SelectionModel::Features features;
+  if (!opt.feature_weights.empty()) {
+    if (opt.sm_count < 1) {
+      throw Error(TUNED_STATUS_INVALID_ARGUMENT, "no ', S SMs)' in the sweep: give --sm-count");
+    }
+    features.names = face.selection_feature_names();
+    features.sm_count = opt.sm_count;
+    features.values = [&face](const std::string& text,
+                              const std::vector<std::pair<int, std::vector<int64_t>>>& at,
+                              std::vector<double>& out) {
+      const tuned::Config config = tuned::Config::parse(text);
+      for (const auto& [sms, shape] : at) face.selection_features(config, sms, shape, out);
+    };
+    model_line << "features\t" << opt.sm_count;
+    for (const auto& item : split(opt.feature_weights, ',')) {
+      const size_t eq = item.find('=');
+      const std::string name = item.substr(0, eq);
+      if (eq == std::string::npos ||
+          std::find(features.names.begin(), features.names.end(), name) == features.names.end()) {
+        std::string known;
+        for (const auto& n : features.names) known += (known.empty() ? "" : ", ") + n;
+        throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                    "--feature-weights: '" + item + "' is not name=weight with a feature of " +
+                        opt.op + " (" + (known.empty() ? "it has none" : known) + ")");
+      }
+      model_line << '\t' << item;
+    }
+    model_line << '\n';
+  }
 
   std::ostringstream body;
   body << model_line.str();
@@ -383,7 +422,7 @@ int run(Options opt) {
       const tuned::cache::SelectionModel model(text);
       const auto ranked = model.rank(
           opt.op, opt.device_name, opt.cc, variant, p.shape, p.alignment,
-          [&](const std::string& c) { return p.ms.count(c) > 0; }, 1);
+          [&](const std::string& c) { return p.ms.count(c) > 0; }, 1, &features);
       const double ms = p.ms.at(ranked.front().config);
       oracle.push_back(p.cublas_ms / portfolio_best);
       picked.push_back(p.cublas_ms / ms);
@@ -424,6 +463,10 @@ int run(Options opt) {
         << "variant, up to " << opt.entries << " entries chosen greedily by summed log regret;\n"
         << "# points: every retained problem with each entry's ms ('-': not measured; a narrower "
            "VEC sibling's time where the alignment is below the entry's).\n"
+        << (opt.feature_weights.empty()
+                ? std::string()
+                : "# features: " + opt.feature_weights + " (" + std::to_string(opt.sm_count) +
+                      " SMs), weighed into each neighbour's regret as the library ranks.\n")
         << "# Expected quality:\n"
         << quality.str() << "# transfer_regret: mean log regret of a problem's best config on its "
         << kTransferNeighbours << " nearest problems over their mean log2 distance (" << pairs
@@ -466,6 +509,12 @@ int main(int argc, char** argv) {
   app.add_option("--neighbours", opt.neighbours, "nearest points the ranking averages over")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  app.add_option("--sm-count", opt.sm_count,
+                 "SMs of the sweep's GPU (default: the sweep's ', S SMs)')")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--feature-weights", opt.feature_weights,
+                 "weights of the op's selection features, e.g. padding=0.75,waves=0.5 (default: "
+                 "none weighed)");
   app.add_option("--out", opt.out, "table to write")->required();
   CLI11_PARSE(app, argc, argv);
   opt.command_line = quoted_command_line(argc, argv);

@@ -1,5 +1,8 @@
 #include "templates/gemm/gemm_face.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "templates/gemm/gemm_task.hpp"
 
 namespace tuned::gemm_op {
@@ -35,6 +38,26 @@ class GemmFace : public OpFace {
   std::unique_ptr<TuningTask> scratch_task(const DeviceInfo& device, const ProblemId& problem,
                                            DeviceCheck& check) const override {
     return std::make_unique<GemmTask>(device, problem_of(problem), check);
+  }
+  // padding: log(computed / useful outputs) of the tile grid; waves: log(blocks the last wave
+  // could hold / blocks it holds) at one block per SM, splits included. The matrix-vector kernel
+  // has neither (0): its blocks are rows of y, not output tiles.
+  std::vector<std::string> selection_feature_names() const override {
+    return {"padding", "waves"};
+  }
+  void selection_features(const Config& config, int sm_count, const std::vector<int64_t>& shape,
+                          std::vector<double>& out) const override {
+    if (is_gemv(config) || shape.size() < 2) {
+      out.insert(out.end(), {0.0, 0.0});
+      return;
+    }
+    const double m = static_cast<double>(std::max<int64_t>(shape[0], 1));
+    const double n = static_cast<double>(std::max<int64_t>(shape[1], 1));
+    const double bm = config.get("BM"), bn = config.get("BN");
+    const double rows = std::ceil(m / bm), cols = std::ceil(n / bn);
+    const double wave = rows * cols * config.get("SPLITK") / std::max(sm_count, 1);
+    out.push_back(std::log(rows * bm * cols * bn / (m * n)));
+    out.push_back(std::log(std::ceil(wave) / wave));
   }
 };
 

@@ -60,12 +60,12 @@ const std::vector<std::pair<const char*, int>>& gemv_tile_placeholders() {
 
 constexpr int kGemvThreads = 256;  // gemm.cu's kGemvThreads
 
-bool is_gemv(const Config& c) { return c.has("GEMV") && c.get("GEMV") > 0; }
-
 // Rows of y a GEMV kernel computes: m when n == 1, else n.
 int64_t gemv_rows(const Problem& p) { return p.n == 1 ? p.m : p.n; }
 
 }  // namespace
+
+bool is_gemv(const Config& c) { return c.has("GEMV") && c.get("GEMV") > 0; }
 
 std::string Problem::layout() const {
   return std::string(trans_a ? "T" : "N") + (trans_b ? "T" : "N");

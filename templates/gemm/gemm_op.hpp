@@ -71,6 +71,8 @@ int stages(const Config& config);  // shared-memory stages PIPE implies
 size_t shared_bytes(const Config& config);
 int threads_per_block(const Config& config);
 int64_t tile_count(const Config& config, const Problem& problem);
+/// Whether config is the matrix-vector kernel (GEMV > 0) rather than the tile kernel.
+bool is_gemv(const Config& config);
 /// Whether the main kernel reads B as (n, k), n contiguous: B transposed, or PRETB.
 bool reads_b_transposed(const Config& config, const Problem& problem);
 /// Bytes of device workspace a launch needs (0 unless PRETB or SPLITK > 1).

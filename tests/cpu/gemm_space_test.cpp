@@ -2,11 +2,13 @@
 // of the space for sm_80 and sm_90 with their resource reports.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <set>
 #include <tuple>
 
 #include "generator/nvrtc_compiler.hpp"
+#include "templates/gemm/gemm_face.hpp"
 #include "templates/gemm/gemm_op.hpp"
 #include "templates/template_source.hpp"
 #include "tuned/error.hpp"
@@ -187,6 +189,34 @@ TEST(GemmSpace, SplitKGeometryAndWorkspace) {
   c.set("WN", 32);
   EXPECT_EQ(big.violation(c).value_or(""), "split_k_when_few_tiles");
   EXPECT_FALSE(big.violation(c, /*include_pruning=*/false).has_value());
+}
+
+// The face's selection features (the selection model weighs them against measured neighbours):
+// padding = log(computed / useful outputs) of the tile grid, waves = log(slots of the last wave /
+// blocks in it) at one block per SM; the matrix-vector kernel has neither.
+TEST(GemmSpace, SelectionFeaturesArePaddingAndWaveQuantization) {
+  const OpFace& face = *registration().face;
+  EXPECT_EQ(face.selection_feature_names(), (std::vector<std::string>{"padding", "waves"}));
+  const Config c = Config::parse(
+      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4");
+  std::vector<double> f;
+  // 7573 x 41: 119 x 1 tiles of 64 x 64, 4 splits: 476 blocks on 132 SMs, 3.6 waves.
+  face.selection_features(c, 132, {7573, 41, 11185}, f);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_NEAR(f[0], std::log(119.0 * 64 * 64 / (7573.0 * 41)), 1e-12);
+  EXPECT_NEAR(f[1], std::log(4.0 / (476.0 / 132)), 1e-12);
+  // Exact tiles filling whole waves: no inefficiency. Fewer blocks than SMs: the idle share.
+  face.selection_features(c, 132, {64 * 33, 64 * 4, 100}, f);  // 33 x 4 x 4 = 528 = 4 waves
+  face.selection_features(c, 132, {64, 64, 100}, f);            // 4 blocks
+  ASSERT_EQ(f.size(), 6u);
+  EXPECT_NEAR(f[2], 0.0, 1e-12);
+  EXPECT_NEAR(f[3], 0.0, 1e-12);
+  EXPECT_NEAR(f[4], 0.0, 1e-12);
+  EXPECT_NEAR(f[5], std::log(132.0 / 4), 1e-12);
+  f.clear();
+  face.selection_features(gemv_config(32, 1, 8), 132, {5000, 1, 5000}, f);
+  EXPECT_EQ(f, (std::vector<double>{0.0, 0.0}));
 }
 
 TEST(GemmSpace, PretransposedBReadsTheWorkspaceAsTransposed) {

@@ -126,6 +126,64 @@ TEST(SelectionModel, RanksByMeanLogRegretOnTheNearestPoints) {
   EXPECT_DOUBLE_EQ(model.transfer_regret("gemm", "GPU A", 90), 0.25);
 }
 
+// A features line weighs the caller's analytic features into each neighbour's regret:
+// regret + w * (f(call) - f(neighbour)), f at the call on the calling GPU's SM count and at a
+// neighbour on the model's; a feature the table does not weigh changes nothing.
+TEST(SelectionModel, AnalyticFeaturesMoveEachNeighboursRegret) {
+  const std::string table = std::string(kTable).insert(std::string(kTable).find("entry"),
+                                                       "features\t100\tpad=1\n");
+  const SelectionModel model(table);
+  std::vector<int> sm_counts;
+  SelectionModel::Features features;
+  features.names = {"other", "pad"};
+  features.sm_count = 132;
+  // pad: C0 wastes 4x where n > 200 (think: a tile too wide for the call), nothing elsewhere;
+  // other: large everywhere, but the table gives it no weight.
+  features.values = [&](const std::string& config,
+                        const std::vector<std::pair<int, std::vector<int64_t>>>& at,
+                        std::vector<double>& out) {
+    for (const auto& [sms, shape] : at) {
+      sm_counts.push_back(sms);
+      out.push_back(1000.0 * static_cast<double>(shape[0]));
+      out.push_back(config == "C0" && shape[1] > 200 ? std::log(4.0) : 0.0);
+    }
+  };
+  // Without features C0 wins at n = 300 (its neighbours at n = 100 know nothing of the waste).
+  const std::vector<int64_t> call = {110, 300, 100};
+  EXPECT_EQ(model.rank("gemm", "GPU A", 90, "NN", call, 4, kAll)[0].config, "C0");
+  const auto ranked = model.rank("gemm", "GPU A", 90, "NN", call, 4, kAll, 0, &features);
+  ASSERT_EQ(ranked.size(), 4u);
+  EXPECT_EQ(configs_of(ranked), (std::vector<std::string>{"C1", "C2", "C0", "C3"}));
+  EXPECT_NEAR(ranked[2].score, std::log(4.0), 1e-6);  // 0 on both neighbours, + log 4 here
+  EXPECT_NEAR(ranked[0].score, (std::log(2.0) + std::log(4.0)) / 2, 1e-6);
+  // C3 (never measured) has no neighbour to move: its values are not asked for.
+  ASSERT_EQ(sm_counts.size(), 3u * 3);  // C0, C1, C2: the call, then two neighbours
+  EXPECT_EQ(sm_counts[0], 132);
+  EXPECT_EQ(sm_counts[1], 100);
+  EXPECT_EQ(sm_counts[2], 100);
+  // At n = 100 the feature is the same at the call and its neighbours: nothing moves.
+  EXPECT_EQ(configs_of(model.rank("gemm", "GPU A", 90, "NN", {110, 100, 100}, 4, kAll, 0,
+                                  &features)),
+            (std::vector<std::string>{"C0", "C1", "C2", "C3"}));
+  // A table without a features line ignores the caller's features.
+  EXPECT_EQ(SelectionModel(kTable).rank("gemm", "GPU A", 90, "NN", call, 4, kAll, 0,
+                                        &features)[0].config,
+            "C0");
+
+  const std::string model_line = "model\tGPU A\t90\tgemm\t3\t0.1\n";
+  EXPECT_NE(parse_error("features\t100\tpad=1\n").find("line 1: features line before any model"),
+            std::string::npos);
+  EXPECT_NE(parse_error(model_line + "features\tmany\tpad=1\n").find("features SM count 'many'"),
+            std::string::npos);
+  EXPECT_NE(parse_error(model_line + "features\t100\tpad\n").find("feature 'pad' (name=weight)"),
+            std::string::npos);
+  EXPECT_NE(parse_error(model_line + "features\t100\n").find("at least one name=weight"),
+            std::string::npos);
+  EXPECT_NE(parse_error(model_line + "features\t100\tpad=1\nfeatures\t100\tpad=1\n")
+                .find("line 3: a second features line"),
+            std::string::npos);
+}
+
 // fit_selection writes each variant's points as a sized block ("points variant count bytes"), so
 // the library reads a block only when it ranks that variant: the same model as plain point lines.
 TEST(SelectionModel, SizedPointBlocksRankLikePlainPointLines) {
@@ -457,6 +515,30 @@ TEST_F(FitSelectionTest, DropsTheAcceptanceSeedsShapes) {
                                  {accepted.m, accepted.n, accepted.k}, 1, kAll);
   ASSERT_FALSE(ranked.empty());
   EXPECT_EQ(ranked[0].config, "A=1,VEC=1");
+}
+
+// --feature-weights: the op's features (gemm: padding, waves) weighed as the library ranks, on
+// the sweep's SM count; the leave-one-out figures in the header are computed with them.
+TEST_F(FitSelectionTest, WritesTheFeatureWeightsItWasGiven) {
+  std::string sweep = kHeader;
+  for (int64_t n : {40, 64, 100, 128}) {
+    sweep += row("NN", 4096, n, 4096, 4, "GEMV=0,BM=64,BN=64,SPLITK=1,VEC=4", 1.0);
+    sweep += row("NN", 4096, n, 4096, 4, "GEMV=0,BM=64,BN=32,SPLITK=1,VEC=4", 1.2);
+  }
+  const Fit fit = this->fit(sweep, "--entries 2 --feature-weights padding=0.75,waves=0.5");
+  ASSERT_EQ(fit.exit_code, 0) << fit.output;
+  EXPECT_NE(fit.table.find("\nfeatures\t10\tpadding=0.75\twaves=0.5\n"), std::string::npos)
+      << fit.table;
+  EXPECT_NE(fit.table.find("# features: padding=0.75,waves=0.5 (10 SMs)"), std::string::npos)
+      << fit.table;
+  EXPECT_NO_THROW(SelectionModel{fit.table});
+
+  const Fit unknown = this->fit(sweep, "--feature-weights tiles=1");
+  EXPECT_EQ(unknown.exit_code, 1) << unknown.output;
+  EXPECT_NE(unknown.output.find("--feature-weights: 'tiles=1' is not name=weight with a feature "
+                                "of gemm (padding, waves)"),
+            std::string::npos)
+      << unknown.output;
 }
 
 TEST_F(FitSelectionTest, BadInputExitsOneNamingTheLine) {
