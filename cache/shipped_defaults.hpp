@@ -35,16 +35,19 @@ class ShippedDefaults {
                                          int compute_capability);
   size_t size() const { return rows_.size(); }
 
-  /// One table row for a stored best (what `tunedb export --format shipped` prints).
-  static std::string row(const BestRecord& best, const std::string& device_name,
-                         int compute_capability);
-
- private:
   struct Row {
     std::string device_name;
     int cc = 0;
     BestRecord best;
   };
+  /// Every row, in table order (what tools/precompile builds kernels for).
+  const std::vector<Row>& rows() const { return rows_; }
+
+  /// One table row for a stored best (what `tunedb export --format shipped` prints).
+  static std::string row(const BestRecord& best, const std::string& device_name,
+                         int compute_capability);
+
+ private:
   // The rows of this model, else of a model with the same compute capability; empty if none.
   std::string model_of(const std::string& device_name, int compute_capability) const;
 

@@ -2,7 +2,12 @@
 // same-architecture fallback, and errors naming the line.
 #include <gtest/gtest.h>
 
+#include "cache/selection_model.hpp"
 #include "cache/shipped_defaults.hpp"
+#include "generator/device.hpp"
+#include "generator/kernel_cache.hpp"
+#include "generator/precompiled.hpp"
+#include "templates/registry.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::cache {
@@ -80,6 +85,46 @@ TEST(ShippedDefaults, RowRoundTripsThroughTheParser) {
 TEST(ShippedDefaults, BuiltinTableParses) {
   // Whatever the library ships must parse (an error here would surface in every tuned_gemm).
   EXPECT_NO_THROW(ShippedDefaults::builtin());
+}
+
+
+// Every config the library can answer with before any tuning — the shipped exact bests and the
+// selection model's portfolio — is built into libtuned, so a fresh process's first call of such a
+// shape loads a module instead of compiling one (1.4 s of NVRTC for a suite shape before).
+TEST(ShippedDefaults, EveryShippedAndPortfolioKernelIsPrecompiled) {
+  if (tuned::precompiled_count() == 0) GTEST_SKIP() << "built with TUNED_PRECOMPILE=OFF";
+  auto precompiled = [](const OpRegistration& op, const std::string& config, const ProblemId& id,
+                        int cc) {
+    const KernelSpec spec = op.face->kernel_spec(Config::parse(config), id);
+    return tuned::find_precompiled(cubin_key(spec, reference_device(cc)), spec.kernel_name)
+        .has_value();
+  };
+  size_t rows = 0;
+  for (const auto& row : ShippedDefaults::builtin().rows()) {
+    const OpRegistration& op = find_op(row.best.key.op);
+    ProblemId id;
+    id.variant = op.variant_index(row.best.key.layout);
+    id.rank = op.rank();
+    for (int i = 0; i < id.rank; ++i) id.dims[i] = row.best.key.shape.at(i);
+    id.alignment = row.best.key.alignment;
+    EXPECT_TRUE(precompiled(op, row.best.config, id, row.cc))
+        << row.device_name << " " << row.best.key.layout << " " << row.best.key.shape_string()
+        << ": " << row.best.config;
+    ++rows;
+  }
+  EXPECT_GT(rows, 20u);
+  size_t entries = 0;
+  for (const auto& e : SelectionModel::builtin().entries()) {
+    const OpRegistration& op = find_op(e.op);
+    ProblemId id;
+    id.variant = op.variant_index(e.variant);
+    id.rank = op.rank();
+    for (int i = 0; i < id.rank; ++i) id.dims[i] = 1024;
+    id.alignment = 4;
+    EXPECT_TRUE(precompiled(op, e.config, id, e.cc)) << e.device_name << " " << e.config;
+    ++entries;
+  }
+  EXPECT_GT(entries, 100u);
 }
 
 }  // namespace
