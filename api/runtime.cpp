@@ -267,7 +267,7 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
     // it is used only where that beats the model's own prediction for its pick.
     const double predicted = model.transfer_regret(op.name, device.name, cc) *
                              shape_distance(nearest->key.shape, key.shape);
-    if ((ranked.empty() || predicted < ranked.front().score) &&
+    if ((ranked.empty() || predicted < ranked.front().neighbour_regret) &&
         take(nearest->config, "nearest " + nearest->key.shape_string())) {
       return choice;
     }

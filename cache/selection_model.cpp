@@ -400,7 +400,7 @@ std::vector<SelectionModel::Ranked> SelectionModel::rank(
   std::vector<Ranked> ranked;
   for (size_t e = 0; e < entries; ++e) {
     if (!accept(v->configs[e])) continue;
-    double sum = 0;
+    double sum = 0, moved = 0;
     size_t used = 0;
     if (!weights.empty()) at.assign(1, {features->sm_count, shape});
     for (size_t i = 0; i < window && used < k; ++i) {
@@ -426,11 +426,13 @@ std::vector<SelectionModel::Ranked> SelectionModel::rank(
                         " features");
       }
       for (size_t j = 1; j < at.size(); ++j) {
-        for (size_t f = 0; f < nf; ++f) sum += weights[f] * (values[f] - values[j * nf + f]);
+        for (size_t f = 0; f < nf; ++f) moved += weights[f] * (values[f] - values[j * nf + f]);
       }
     }
     sum += static_cast<double>(k - used) * kUnmeasuredRegret;
-    ranked.push_back({v->configs[e], sum / static_cast<double>(k), static_cast<int>(e)});
+    const double regret = sum / static_cast<double>(k);
+    ranked.push_back(
+        {v->configs[e], regret + moved / static_cast<double>(k), static_cast<int>(e), regret});
   }
   // Entries are in index order, so a stable sort breaks score ties by index.
   std::stable_sort(ranked.begin(), ranked.end(),

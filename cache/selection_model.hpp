@@ -35,8 +35,13 @@ class SelectionModel {
 
   struct Ranked {
     std::string config;
-    double score = 0;  // predicted regret: mean log(time / best time) on the nearest shapes
+    double score = 0;  // what ranks: mean log(time / best time) on the nearest shapes, each
+                       // moved by the features (see Features); without them, neighbour_regret
     int entry = 0;     // index in the variant's portfolio
+    // The measured regret alone (no feature moves): the confidence to weigh against another
+    // prediction measured the same way, e.g. transfer_regret. Features shift every entry's score
+    // by the shape's own inefficiencies, so score is an order, not a calibrated regret.
+    double neighbour_regret = 0;
   };
   /// Weight of |log2(point alignment) - log2(call alignment)| in the neighbour distance, in log2
   /// units of shape: a config's time on an aligned shape (vector loads, 128-bit C stores) says

@@ -119,6 +119,7 @@ TEST(SelectionModel, RanksByMeanLogRegretOnTheNearestPoints) {
   EXPECT_EQ(ranked[2].entry, 2);
   // '-' counts as 20x slower than the point's best.
   EXPECT_NEAR(ranked[3].score, std::log(20.0), 1e-6);
+  for (const auto& r : ranked) EXPECT_EQ(r.neighbour_regret, r.score);  // no features
 
   const auto large = model.rank("gemm", "GPU A", 90, "NN", {4096, 4096, 3000}, 4, kAll);
   EXPECT_EQ(configs_of(large), (std::vector<std::string>{"C1", "C2", "C0", "C3"}));
@@ -155,6 +156,7 @@ TEST(SelectionModel, AnalyticFeaturesMoveEachNeighboursRegret) {
   ASSERT_EQ(ranked.size(), 4u);
   EXPECT_EQ(configs_of(ranked), (std::vector<std::string>{"C1", "C2", "C0", "C3"}));
   EXPECT_NEAR(ranked[2].score, std::log(4.0), 1e-6);  // 0 on both neighbours, + log 4 here
+  EXPECT_NEAR(ranked[2].neighbour_regret, 0.0, 1e-6);  // as measured, unmoved
   EXPECT_NEAR(ranked[0].score, (std::log(2.0) + std::log(4.0)) / 2, 1e-6);
   // C3 (never measured) has no neighbour to move: its values are not asked for.
   ASSERT_EQ(sm_counts.size(), 3u * 3);  // C0, C1, C2: the call, then two neighbours
