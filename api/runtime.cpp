@@ -101,29 +101,30 @@ std::string describe_problem(const OpRegistration& op, const ProblemId& p) {
 
 }  // namespace
 
-// The user's database. A lookup never creates it: a missing file means nothing is tuned yet, and
-// a new process's first call must not pay for creating a schema. Writers (cubins compiled here,
-// first-use results) open it, creating it if needed.
+// The user's database. Lookups open it for reading (no byte of it changes, a read-only file is
+// fine, a missing file means nothing is tuned yet, and a new process's first call pays for no
+// schema); writers (cubins compiled here, first-use results) open a second handle for writing,
+// creating it if needed.
 struct Runtime::DatabaseSlot : public CubinStore {
   DatabaseSlot(std::string p, bool e) : path(std::move(p)), explicit_path(e) {}
 
   std::shared_ptr<cache::Database> reader() {
     std::lock_guard<std::mutex> lock(mutex);
-    if (!db && !failed) {
+    if (!read_db && !read_failed) {
       std::error_code ec;
       if (!std::filesystem::exists(path, ec)) return nullptr;
-      open_locked();
+      read_db = open_locked(cache::Access::kRead, read_failed);
     }
-    return db;
+    return read_db;
   }
   std::shared_ptr<cache::Database> writer() {
     std::lock_guard<std::mutex> lock(mutex);
-    if (!db && !failed) open_locked();
-    return db;
+    if (!write_db && !write_failed) write_db = open_locked(cache::Access::kWrite, write_failed);
+    return write_db;
   }
-  void open_locked() {
+  std::shared_ptr<cache::Database> open_locked(cache::Access access, bool& failed) {
     try {
-      db = std::make_shared<cache::Database>(path);
+      return std::make_shared<cache::Database>(path, access);
     } catch (const Error& e) {
       // An explicitly chosen database that does not open fails the call, every call; the default
       // one only means nothing tuned is known.
@@ -131,6 +132,7 @@ struct Runtime::DatabaseSlot : public CubinStore {
       failed = true;
       log_once(LogLevel::kWarn, "default database unusable|" + path,
                std::string("tuning database not used: ") + e.what());
+      return nullptr;
     }
   }
 
@@ -152,7 +154,7 @@ struct Runtime::DatabaseSlot : public CubinStore {
   }
   void drop(const CubinKey& key) override {
     try {
-      if (auto d = reader()) d->drop_cubin(key);
+      if (auto d = writer()) d->drop_cubin(key);
     } catch (const Error&) {
     }
   }
@@ -160,8 +162,8 @@ struct Runtime::DatabaseSlot : public CubinStore {
   const std::string path;
   const bool explicit_path;
   std::mutex mutex;
-  std::shared_ptr<cache::Database> db;
-  bool failed = false;
+  std::shared_ptr<cache::Database> read_db, write_db;
+  bool read_failed = false, write_failed = false;
 };
 
 Runtime& Runtime::instance() {
@@ -183,7 +185,16 @@ void Runtime::set_database(const std::string& path) {
   const bool explicit_path = !path.empty() || (env != nullptr && *env != '\0');
   auto slot = std::make_shared<DatabaseSlot>(path.empty() ? cache::default_database_path() : path,
                                              explicit_path);
-  if (explicit_path) slot->writer();  // report a bad explicit path now, not at the first call
+  // A bad explicit path is reported now, not at the first call: an existing file is checked by
+  // reading it (a read-only one is fine for lookups), a missing one is created.
+  if (explicit_path) {
+    std::error_code ec;
+    if (std::filesystem::exists(slot->path, ec)) {
+      slot->reader();
+    } else {
+      slot->writer();
+    }
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   db_ = std::move(slot);
   kernels_.set_store(db_);

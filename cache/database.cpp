@@ -1,9 +1,11 @@
 #include "cache/database.hpp"
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +13,7 @@
 #include <functional>
 #include <limits>
 #include <system_error>
+#include <thread>
 #include <tuple>
 
 #include "generator/log.hpp"
@@ -23,7 +26,6 @@ namespace {
 constexpr int kSchemaVersion = 2;
 // PRAGMA application_id marks the file as ours ("tund"), so a foreign SQLite file is refused.
 constexpr int kApplicationId = 0x74756e64;
-constexpr int kBusyTimeoutMs = 5000;
 
 #define TUNED_NOW "strftime('%Y-%m-%dT%H:%M:%SZ','now')"
 
@@ -51,7 +53,7 @@ std::string describe(sqlite3* db, int rc, const std::string& what) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
       return what + ": " + text + " (another process held the database for more than " +
-             std::to_string(kBusyTimeoutMs / 1000) + " s)";
+             std::to_string(Database::kBusyWaitSeconds) + " s)";
     default:
       return what + ": " + text;
   }
@@ -175,7 +177,7 @@ std::vector<int64_t> parse_shape(const std::string& path, const std::string& tex
   while (p < end) {
     int64_t value = 0;
     auto [next, ec] = std::from_chars(p, end, value);
-    if (ec != std::errc() || (next != end && *next != 'x')) {
+    if (ec != std::errc() || value < 0 || (next != end && *next != 'x')) {
       fail(path, "malformed shape '" + text + "' in the database");
     }
     shape.push_back(value);
@@ -299,15 +301,12 @@ void migrate_to_2(sqlite3* db, const std::string& path) {
 using Migration = void (*)(sqlite3*, const std::string&);
 constexpr Migration kMigrations[kSchemaVersion] = {migrate_to_1, migrate_to_2};
 
-void open_schema(sqlite3* db, const std::string& path) {
-  // journal_mode cannot change inside a transaction; this is also the first read of the file, so a
-  // garbage file fails here with SQLITE_NOTADB.
-  exec(db, path, "PRAGMA journal_mode=WAL", "enable WAL");
-  exec(db, path, "PRAGMA foreign_keys=ON", "enable foreign keys");
-
-  Transaction transaction(db, path);
-  int version = query_int(db, path, "PRAGMA user_version");
-  int application = query_int(db, path, "PRAGMA application_id");
+// Whether the file is ours, by reads only (the first read of the file, so a garbage file fails
+// here with SQLITE_NOTADB): a writer calls it before its first write, a reader instead of
+// writing. Returns the schema version (0: a new, empty database).
+int check_identity(sqlite3* db, const std::string& path, Access access) {
+  const int version = query_int(db, path, "PRAGMA user_version");
+  const int application = query_int(db, path, "PRAGMA application_id");
   if (application != 0 && application != kApplicationId) {
     fail(path, "file is not a tuned database (it belongs to another application)");
   }
@@ -316,11 +315,30 @@ void open_schema(sqlite3* db, const std::string& path) {
                    "supports (" + std::to_string(kSchemaVersion) +
                    "); use a newer tuned or another database path");
   }
-  if (version == 0 &&
-      query_int(db, path, "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'") >
-          0) {
+  const int tables =
+      query_int(db, path, "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'");
+  if (version == 0 && tables > 0) {
     fail(path, "file is not a tuned database (it holds other tables and no tuned schema)");
   }
+  if (access == Access::kRead && version == 0) {
+    fail(path, "file holds no tuned schema yet (nothing tuned)");
+  }
+  if (access == Access::kRead && version < kSchemaVersion) {
+    fail(path, "schema version " + std::to_string(version) + " is older than this build's (" +
+                   std::to_string(kSchemaVersion) +
+                   "); readers do not upgrade it: run autotune on it once");
+  }
+  return version;
+}
+
+// A writer's schema: WAL, then the migrations in one transaction.
+void open_schema(sqlite3* db, const std::string& path) {
+  // journal_mode cannot change inside a transaction.
+  exec(db, path, "PRAGMA journal_mode=WAL", "enable WAL");
+  exec(db, path, "PRAGMA foreign_keys=ON", "enable foreign keys");
+
+  Transaction transaction(db, path);
+  const int version = check_identity(db, path, Access::kWrite);  // again, under the lock
   for (int v = version; v < kSchemaVersion; ++v) kMigrations[v](db, path);
   // Written on every open, even when current: it proves now, not at the first trial, that the
   // file can be written.
@@ -333,6 +351,32 @@ void open_schema(sqlite3* db, const std::string& path) {
 struct Closer {
   void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 };
+
+// SQLite's busy handler: another process holds a lock. Sleeps 1, 2, 4 ... 100 ms between tries,
+// says once (warn) that it waits, gives up after Database::kBusyWaitSeconds.
+template <typename Wait>
+int wait_for_lock(void* context, int attempt) {
+  auto* wait = static_cast<Wait*>(context);
+  const int64_t sleep_ms = std::min<int64_t>(int64_t{1} << std::min(attempt, 7), 100);
+  // Tries 0-6 sleep 1+2+...+64 = 127 ms, every later one 100 ms.
+  const int64_t waited_ms = attempt < 7 ? (int64_t{1} << attempt) - 1 : 127 + (attempt - 7) * 100;
+  if (waited_ms >= int64_t{Database::kBusyWaitSeconds} * 1000) return 0;
+  if (waited_ms >= 1000 && !wait->said) {
+    wait->said = true;
+    log(LogLevel::kWarn, "tuning database '" + wait->path +
+                             "' is locked by another process; waiting (up to " +
+                             std::to_string(Database::kBusyWaitSeconds) + " s)");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+  return 1;
+}
+
+// A row this build cannot read is left out of listings and lookups, named once in the log.
+void skip_row(const std::string& path, const char* table, int64_t id, const Error& e) {
+  log_once(LogLevel::kWarn, "malformed row|" + path + "|" + table + "|" + std::to_string(id),
+           "tuning database '" + path + "': " + table + " row " + std::to_string(id) +
+               " skipped: " + e.what());
+}
 
 constexpr const char* kBestColumns =
     "device_uuid, op, layout, shape, alignment, config, kernel_name, ms, tflops, baseline_ms, "
@@ -413,11 +457,15 @@ std::string default_database_path() {
 
 int Database::schema_version() { return kSchemaVersion; }
 
-Database::Database(const std::string& path) : path_(path) {
+Database::Database(const std::string& path, Access access) : path_(path), access_(access) {
   namespace fs = std::filesystem;
   if (path_.empty()) fail(path_, "empty path");
+  busy_.path = path_;
+  const bool reading = access_ == Access::kRead;
+  std::error_code exists_ec;
+  if (reading && !fs::exists(path_, exists_ec)) fail(path_, "no such file");
   fs::path parent = fs::path(path_).parent_path();
-  if (!parent.empty()) {
+  if (!parent.empty() && !reading) {
     std::error_code ec;
     fs::create_directories(parent, ec);
     if (ec || !fs::is_directory(parent, ec)) {
@@ -427,7 +475,8 @@ Database::Database(const std::string& path) : path_(path) {
   }
   if (fs::is_directory(path_)) fail(path_, "is a folder, not a database file");
   // SQLite reads a short foreign file as an empty database and the schema would overwrite it. An
-  // empty file is fine: a new database, or one whose pages are all still in the -wal file.
+  // empty file is ours only with its pages still in the -wal file (a writer killed before a
+  // checkpoint); a zero-byte file alone is refused untouched, not turned into a database.
   if (std::ifstream in(path_, std::ios::binary); in) {
     char header[16] = {};
     in.read(header, sizeof header);
@@ -435,28 +484,66 @@ Database::Database(const std::string& path) : path_(path) {
         (in.gcount() < 16 || std::string(header, 16) != std::string("SQLite format 3", 16))) {
       fail(path_, kNotADatabase);
     }
+    std::error_code ec;
+    const auto wal_bytes = fs::file_size(path_ + "-wal", ec);
+    if (in.gcount() == 0 && (ec || wal_bytes == 0)) {
+      fail(path_, "file is empty, not a tuned database (remove it to start a new one there)");
+    }
   }
 
   sqlite3* raw = nullptr;
-  int rc =
-      sqlite3_open_v2(path_.c_str(), &raw,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  int flags = (reading ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+              SQLITE_OPEN_FULLMUTEX;
+  std::string open_path = path_;
+  if (reading && !fs::exists(path_ + "-shm") &&
+      ::access((parent.empty() ? std::string(".") : parent.string()).c_str(), W_OK) != 0) {
+    // A WAL database is read through its -shm file beside it; where none exists and the folder
+    // cannot be written (another user's database), the file is read as immutable: no side files,
+    // no locks (nobody else is writing it then, or they would have made the -shm).
+    open_path = "file:";
+    for (char c : path_) {
+      if (c == '%' || c == '?' || c == '#') {
+        static const char kHex[] = "0123456789ABCDEF";
+        open_path += '%';
+        open_path += kHex[static_cast<unsigned char>(c) >> 4];
+        open_path += kHex[static_cast<unsigned char>(c) & 15];
+      } else {
+        open_path += c;
+      }
+    }
+    open_path += "?immutable=1";
+    flags |= SQLITE_OPEN_URI;
+  }
+  int rc = sqlite3_open_v2(open_path.c_str(), &raw, flags, nullptr);
   // SQLite hands back a handle even when opening fails; the owner closes it on every path.
   std::unique_ptr<sqlite3, Closer> handle(raw);
   if (rc != SQLITE_OK) fail(path_, describe(raw, rc, "cannot open"));
   sqlite3_extended_result_codes(raw, 1);
-  sqlite3_busy_timeout(raw, kBusyTimeoutMs);
-  // READWRITE silently falls back to read-only for a write-protected file.
-  if (sqlite3_db_readonly(raw, "main") == 1) {
-    fail(path_, "file is read-only (tuned records trials and needs to write it)");
+  sqlite3_busy_handler(raw, wait_for_lock<BusyWait>, &busy_);
+  if (reading) {
+    check_identity(raw, path_, Access::kRead);
+  } else {
+    // READWRITE silently falls back to read-only for a write-protected file.
+    if (sqlite3_db_readonly(raw, "main") == 1) {
+      fail(path_, "file is read-only (tuned records trials and needs to write it)");
+    }
+    check_identity(raw, path_, Access::kWrite);  // before the first write, WAL included
+    open_schema(raw, path_);
   }
-  open_schema(raw, path_);
   db_ = handle.release();
+}
+
+void Database::writing(const char* what) const {
+  if (access_ == Access::kRead) {
+    throw Error(TUNED_STATUS_INTERNAL_ERROR,
+                "tuning database '" + path_ + "' is open for reading: cannot " + what);
+  }
 }
 
 Database::~Database() { sqlite3_close_v2(db_); }
 
 void Database::upsert_device(const DeviceRecord& device) {
+  writing("store a device");
   std::lock_guard lock(mutex_);
   Transaction transaction(db_, path_);
   Statement s(db_, path_,
@@ -534,7 +621,9 @@ std::optional<CubinRecord> Database::find_cubin(const CubinKey& key) {
   // replaced it meanwhile); a failed delete is harmless, since the caller's recompiled cubin
   // replaces the row.
   std::string outcome = "deleted";
-  try {
+  if (access_ == Access::kRead) {
+    outcome = "left in place (a read-only lookup)";
+  } else try {
     Transaction transaction(db_, path_);
     Statement s(db_, path_,
                 "DELETE FROM cubins WHERE source_hash = ? AND options = ? AND arch = ? AND "
@@ -558,6 +647,7 @@ std::optional<CubinRecord> Database::find_cubin(const CubinKey& key) {
 }
 
 void Database::put_cubin(const CubinKey& key, const CubinRecord& cubin) {
+  writing("store a cubin");
   std::lock_guard lock(mutex_);
   Transaction transaction(db_, path_);
   Statement s(db_, path_,
@@ -582,6 +672,7 @@ void Database::put_cubin(const CubinKey& key, const CubinRecord& cubin) {
 }
 
 void Database::drop_cubin(const CubinKey& key) {
+  writing("drop a cubin");
   std::lock_guard lock(mutex_);
   Transaction transaction(db_, path_);
   Statement s(db_, path_,
@@ -594,6 +685,7 @@ void Database::drop_cubin(const CubinKey& key) {
 }
 
 SessionRecord Database::begin_session(const SessionRecord& session) {
+  writing("begin a session");
   std::lock_guard lock(mutex_);
   Transaction transaction(db_, path_);
   SessionRecord result = session;
@@ -615,6 +707,7 @@ SessionRecord Database::begin_session(const SessionRecord& session) {
 }
 
 void Database::record_trials(const std::vector<TrialRecord>& trials) {
+  writing("record trials");
   if (trials.empty()) return;
   std::lock_guard lock(mutex_);
   Transaction transaction(db_, path_);
@@ -651,34 +744,44 @@ void Database::record_trials(const std::vector<TrialRecord>& trials) {
 }
 
 std::vector<TrialRecord> Database::trials(const Filter& filter) {
+  std::vector<TrialRecord> result;
+  for_each_trial(filter, [&](const TrialRecord& t) { result.push_back(t); });
+  return result;
+}
+
+void Database::for_each_trial(const Filter& filter,
+                              const std::function<void(const TrialRecord&)>& visit) {
   std::lock_guard lock(mutex_);
   Where where = filter_where(filter, "session_id = ?");
-  std::string sql =
+  const std::string columns =
       "SELECT id, session_id, device_uuid, op, layout, shape, alignment, config, kernel_name, "
       "disposition, message, ms_median, ms_min, runs, tflops, rel_error, registers, "
       "spill_bytes, compile_ms, created_at FROM trials" +
-      where.sql() + " ORDER BY id DESC";
-  if (filter.limit > 0) sql += " LIMIT " + std::to_string(filter.limit);
-  // The limit keeps the most recent rows; they are listed oldest first.
-  sql = "SELECT * FROM (" + sql + ") ORDER BY id";
+      where.sql();
+  // In id (rowid) order the rows stream with no sort; a limit keeps the most recent rows, listed
+  // oldest first.
+  const std::string sql = filter.limit > 0 ? "SELECT * FROM (" + columns +
+                                                 " ORDER BY id DESC LIMIT " +
+                                                 std::to_string(filter.limit) + ") ORDER BY id"
+                                           : columns + " ORDER BY id";
   Statement s(db_, path_, sql, "list trials");
   where.bind(s);
-  std::vector<TrialRecord> result;
   while (s.step()) {
     TrialRecord t;
+    try {
+      t.key.shape = parse_shape(path_, s.text(5));
+      t.disposition = disposition_from_string(s.text(9));
+    } catch (const Error& e) {
+      skip_row(path_, "trials", s.int64(0), e);
+      continue;
+    }
     t.session_id = s.int64(1);
     t.key.device_uuid = s.text(2);
     t.key.op = s.text(3);
     t.key.layout = s.text(4);
-    t.key.shape = parse_shape(path_, s.text(5));
     t.key.alignment = s.integer(6);
     t.config = s.text(7);
     t.kernel_name = s.text(8);
-    try {
-      t.disposition = disposition_from_string(s.text(9));
-    } catch (const Error& e) {
-      fail(path_, std::string("trial ") + std::to_string(s.int64(0)) + ": " + e.what());
-    }
     t.message = s.text(10);
     t.ms_median = s.real(11);
     t.ms_min = s.real(12);
@@ -689,9 +792,8 @@ std::vector<TrialRecord> Database::trials(const Filter& filter) {
     t.spill_bytes = s.integer(17);
     t.compile_ms = s.real(18);
     t.created_at = s.text(19);
-    result.push_back(std::move(t));
+    visit(t);
   }
-  return result;
 }
 
 std::vector<SessionRecord> Database::sessions(const Filter& filter) {
@@ -721,6 +823,7 @@ bool Database::offer_best(const BestRecord& best) {
   // A NaN or zero time would win every later comparison and pin a bogus entry forever.
   require_argument(std::isfinite(best.ms) && best.ms > 0, "best.ms",
                    "must be a positive, finite time in milliseconds");
+  writing("store a best config");
   std::lock_guard lock(mutex_);
   Transaction transaction(db_, path_);
   const ProblemKey& key = best.key;
@@ -764,7 +867,12 @@ std::optional<BestRecord> Database::find_best(const ProblemKey& key) {
   s.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.layout).bind(4, key.shape_string());
   s.bind(5, key.alignment);
   if (!s.step()) return std::nullopt;
-  return read_best(s, path_);
+  try {
+    return read_best(s, path_);
+  } catch (const Error& e) {
+    skip_row(path_, "best", s.int64(12), e);
+    return std::nullopt;
+  }
 }
 
 std::optional<BestRecord> Database::find_nearest(const ProblemKey& key) {
@@ -782,8 +890,14 @@ std::optional<BestRecord> Database::find_nearest(const ProblemKey& key) {
   double chosen_distance = 0;
   int64_t chosen_id = 0;
   while (s.step()) {
-    BestRecord b = read_best(s, path_);
-    int64_t id = s.int64(12);
+    const int64_t id = s.int64(12);
+    BestRecord b;
+    try {
+      b = read_best(s, path_);
+    } catch (const Error& e) {
+      skip_row(path_, "best", id, e);
+      continue;
+    }
     int tier = alignment_tier(b.key.alignment, key.alignment);
     double distance = shape_distance(b.key.shape, key.shape);
     bool better;
@@ -813,7 +927,13 @@ std::vector<BestRecord> Database::bests(const Filter& filter) {
   Statement s(db_, path_, sql, "list best configurations");
   where.bind(s);
   std::vector<BestRecord> result;
-  while (s.step()) result.push_back(read_best(s, path_));
+  while (s.step()) {
+    try {
+      result.push_back(read_best(s, path_));
+    } catch (const Error& e) {
+      skip_row(path_, "best", s.int64(12), e);
+    }
+  }
   return result;
 }
 

@@ -2,6 +2,7 @@
 // every write inside a transaction, so a crash or a full disk never loses what was recorded.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -28,18 +29,28 @@ struct Filter {
                            // oldest first), best configs the first N in listing order
 };
 
+/// How a database is opened. A reader never changes a byte of the file: no journal-mode switch,
+/// no schema or header write, no lock a writer would wait on, and a file it cannot write is fine.
+/// A writer checks that the file is ours (or new) before its first write.
+enum class Access { kRead, kWrite };
+
 /// One open database. Thread-safe: every method takes the connection's mutex.
 class Database {
  public:
-  /// Opens (creating the file, its folders and the schema if needed) or throws
-  /// Error(TUNED_STATUS_DATABASE_ERROR) naming the path and the reason: unwritable folder,
-  /// not a database / corrupt, schema newer than this build.
-  explicit Database(const std::string& path);
+  /// Opens or throws Error(TUNED_STATUS_DATABASE_ERROR) naming the path and the reason: not a
+  /// database / corrupt, an empty file (a zero-byte file is refused untouched), another
+  /// application's SQLite file, a schema newer than this build (or, for a reader, older: readers
+  /// do not migrate). kWrite creates the file, its folders and the schema if needed (an unwritable
+  /// folder or file is an error); kRead needs an existing file. Both wait for another process's
+  /// lock up to kBusyWaitSeconds, backing off, and say once that they wait.
+  explicit Database(const std::string& path, Access access = Access::kWrite);
+  static constexpr int kBusyWaitSeconds = 600;
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
 
   const std::string& path() const { return path_; }
+  Access access() const { return access_; }
   static int schema_version();
 
   /// Inserts or updates the device row keyed by uuid.
@@ -47,8 +58,9 @@ class Database {
   std::vector<DeviceRecord> devices();
 
   /// The cubin stored for key. A row whose image no longer matches the size and checksum stored
-  /// with it (damaged at rest) is deleted, logged once at warn level, and reported as absent, so
-  /// the caller recompiles. Rows written by schema version 1 have no checksum and are trusted.
+  /// with it (damaged at rest) is logged once at warn level and reported as absent, so the caller
+  /// recompiles (and put_cubin replaces it); a writer also deletes it. Rows written by schema
+  /// version 1 have no checksum and are trusted.
   std::optional<CubinRecord> find_cubin(const CubinKey& key);
   /// Stores (replacing) the cubin with its size and checksum.
   void put_cubin(const CubinKey& key, const CubinRecord& cubin);
@@ -60,6 +72,8 @@ class Database {
   /// Records trials in one transaction.
   void record_trials(const std::vector<TrialRecord>& trials);
   std::vector<TrialRecord> trials(const Filter& filter);
+  /// The trials of trials(filter), one at a time (memory independent of their number).
+  void for_each_trial(const Filter& filter, const std::function<void(const TrialRecord&)>& visit);
   std::vector<SessionRecord> sessions(const Filter& filter);
 
   /// Stores best (with its origin) unless the database already holds a faster one for the same
@@ -76,10 +90,21 @@ class Database {
   std::optional<BestRecord> find_nearest(const ProblemKey& key);
   std::vector<BestRecord> bests(const Filter& filter);
 
+  /// Listings and lookups skip a malformed row (a shape or disposition this build cannot read)
+  /// with a warning naming it (log_once, warn level) and go on.
+
  private:
+  // Throws Error(TUNED_STATUS_INTERNAL_ERROR) when a reader is asked to write.
+  void writing(const char* what) const;
+
   std::string path_;
+  Access access_ = Access::kWrite;
   sqlite3* db_ = nullptr;
   std::mutex mutex_;
+  struct BusyWait {
+    std::string path;
+    bool said = false;
+  } busy_;
 };
 
 }  // namespace tuned::cache

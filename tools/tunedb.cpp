@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -14,6 +15,7 @@
 
 #include "cache/database.hpp"
 #include "cache/shipped_defaults.hpp"
+#include "generator/log.hpp"
 #include "tuned/error.hpp"
 
 namespace {
@@ -190,16 +192,6 @@ std::string csv_field(const std::string& value) {
   return quoted + "\"";
 }
 
-void write_csv(std::ostream& out, const std::vector<std::string>& header,
-               const std::vector<std::vector<std::string>>& rows) {
-  auto line = [&](const std::vector<std::string>& fields) {
-    for (size_t i = 0; i < fields.size(); ++i) out << (i > 0 ? "," : "") << csv_field(fields[i]);
-    out << "\r\n";  // RFC 4180
-  };
-  line(header);
-  for (const auto& row : rows) line(row);
-}
-
 // JSON string literal; bytes that are not valid UTF-8 (compiler logs may hold any) become U+FFFD
 // so the document stays valid.
 std::string json_string(const std::string& s) {
@@ -261,31 +253,11 @@ std::string json_dims(const std::vector<int64_t>& shape) {
   return out + "]";
 }
 
-// A table of one record kind, as header + CSV cells + JSON values, so both formats share columns.
-struct Export {
-  std::vector<std::string> header;
-  std::vector<std::vector<std::string>> csv;
-  std::vector<std::vector<std::string>> json;
-};
-
 struct Column {
   std::string name;
   std::string csv;
   std::string json;
 };
-
-void add_row(Export& e, const std::vector<Column>& columns) {
-  if (e.header.empty()) {
-    for (const auto& c : columns) e.header.push_back(c.name);
-  }
-  std::vector<std::string> csv, json;
-  for (const auto& c : columns) {
-    csv.push_back(c.csv);
-    json.push_back(c.json);
-  }
-  e.csv.push_back(std::move(csv));
-  e.json.push_back(std::move(json));
-}
 
 Column text_col(const std::string& name, const std::string& value) {
   return {name, value, json_string(value)};
@@ -297,110 +269,144 @@ Column real_col(const std::string& name, double value) {
   return {name, exact(value), json_number(value)};
 }
 
-// Headers are fixed even when a table is empty, so a CSV consumer always sees the columns.
-Export export_devices(const std::vector<DeviceRecord>& devices) {
-  Export e;
-  e.header = {"uuid", "name", "cc_major", "cc_minor", "sm_count", "memory_bytes", "clock_khz"};
-  for (const auto& d : devices) {
-    add_row(e, {text_col("uuid", d.uuid), text_col("name", d.name), int_col("cc_major", d.cc_major),
-                int_col("cc_minor", d.cc_minor), int_col("sm_count", d.sm_count),
-                int_col("memory_bytes", d.memory_bytes), int_col("clock_khz", d.clock_khz)});
+// Rows written as they come, so an export's memory does not grow with the table (trials can be
+// millions): CSV lines under a fixed header, or the objects of one JSON array.
+class RowStream {
+ public:
+  RowStream(std::ostream& out, bool csv, std::vector<std::string> header, std::string indent = "")
+      : out_(out), csv_(csv), header_(std::move(header)), indent_(std::move(indent)) {
+    // Headers are fixed even when a table is empty, so a CSV consumer always sees the columns.
+    if (csv_) write_csv_line(header_);
   }
-  return e;
+  void add(const std::vector<Column>& columns) {
+    if (csv_) {
+      std::vector<std::string> fields;
+      for (const auto& c : columns) fields.push_back(c.csv);
+      write_csv_line(fields);
+      return;
+    }
+    out_ << (rows_ == 0 ? "[\n" : ",\n") << indent_ << "  {";
+    for (size_t c = 0; c < columns.size(); ++c) {
+      out_ << (c > 0 ? ", " : "") << json_string(columns[c].name) << ": " << columns[c].json;
+    }
+    out_ << "}";
+    ++rows_;
+  }
+  void finish() {
+    if (!csv_) out_ << (rows_ == 0 ? "[]" : "\n" + indent_ + "]");
+  }
+
+ private:
+  void write_csv_line(const std::vector<std::string>& fields) {
+    for (size_t i = 0; i < fields.size(); ++i) out_ << (i > 0 ? "," : "") << csv_field(fields[i]);
+    out_ << "\r\n";  // RFC 4180
+  }
+  std::ostream& out_;
+  bool csv_;
+  std::vector<std::string> header_;
+  std::string indent_;
+  size_t rows_ = 0;
+};
+
+const std::vector<std::string> kDeviceColumns = {"uuid",     "name",         "cc_major", "cc_minor",
+                                                 "sm_count", "memory_bytes", "clock_khz"};
+const std::vector<std::string> kBestColumns = {
+    "device_uuid", "device_name", "op",          "layout", "shape",      "dims",      "alignment",
+    "config",      "kernel_name", "ms",          "tflops", "baseline_ms", "ratio",    "session_id",
+    "updated_at"};
+const std::vector<std::string> kTrialColumns = {
+    "session_id", "device_uuid", "op",          "layout",      "shape",      "dims",
+    "alignment",  "config",      "kernel_name", "disposition", "message",    "ms_median",
+    "ms_min",     "runs",        "tflops",      "rel_error",   "registers",  "spill_bytes",
+    "compile_ms", "created_at"};
+const std::vector<std::string> kSessionColumns = {"id",       "device_uuid", "op",
+                                                  "strategy", "budget_s",    "started_at"};
+
+void export_devices(Database& db, RowStream& out) {
+  for (const auto& d : db.devices()) {
+    out.add({text_col("uuid", d.uuid), text_col("name", d.name), int_col("cc_major", d.cc_major),
+             int_col("cc_minor", d.cc_minor), int_col("sm_count", d.sm_count),
+             int_col("memory_bytes", d.memory_bytes), int_col("clock_khz", d.clock_khz)});
+  }
 }
 
-Export export_best(const std::vector<BestRecord>& bests,
-                   const std::map<std::string, std::string>& names) {
-  Export e;
-  e.header = {"device_uuid", "device_name", "op",     "layout",      "shape",
-              "dims",        "alignment",   "config", "kernel_name", "ms",
-              "tflops",      "baseline_ms", "ratio",  "session_id",  "updated_at"};
-  for (const auto& b : bests) {
+void export_best(Database& db, const Filter& filter, RowStream& out) {
+  const auto names = device_names(db.devices());
+  for (const auto& b : db.bests(filter)) {
     double ratio = b.baseline_ms > 0 && b.ms > 0 ? b.baseline_ms / b.ms : NAN;
     std::string dims = json_dims(b.key.shape);
-    add_row(e, {text_col("device_uuid", b.key.device_uuid),
-                text_col("device_name", device_name(names, b.key.device_uuid)),
-                text_col("op", b.key.op),
-                text_col("layout", b.key.layout),
-                text_col("shape", b.key.shape_string()),
-                {"dims", dims, dims},
-                int_col("alignment", b.key.alignment),
-                text_col("config", b.config),
-                text_col("kernel_name", b.kernel_name),
-                real_col("ms", b.ms),
-                real_col("tflops", b.tflops),
-                real_col("baseline_ms", b.baseline_ms),
-                real_col("ratio", ratio),
-                int_col("session_id", b.session_id),
-                text_col("updated_at", b.updated_at)});
+    out.add({text_col("device_uuid", b.key.device_uuid),
+             text_col("device_name", device_name(names, b.key.device_uuid)),
+             text_col("op", b.key.op),
+             text_col("layout", b.key.layout),
+             text_col("shape", b.key.shape_string()),
+             {"dims", dims, dims},
+             int_col("alignment", b.key.alignment),
+             text_col("config", b.config),
+             text_col("kernel_name", b.kernel_name),
+             real_col("ms", b.ms),
+             real_col("tflops", b.tflops),
+             real_col("baseline_ms", b.baseline_ms),
+             real_col("ratio", ratio),
+             int_col("session_id", b.session_id),
+             text_col("updated_at", b.updated_at)});
   }
-  return e;
 }
 
-Export export_trials(const std::vector<TrialRecord>& trials) {
-  Export e;
-  e.header = {"session_id", "device_uuid", "op",          "layout",      "shape",
-              "dims",       "alignment",   "config",      "kernel_name", "disposition",
-              "message",    "ms_median",   "ms_min",      "runs",        "tflops",
-              "rel_error",  "registers",   "spill_bytes", "compile_ms",  "created_at"};
-  for (const auto& t : trials) {
+void export_trials(Database& db, const Filter& filter, RowStream& out) {
+  db.for_each_trial(filter, [&](const TrialRecord& t) {
     std::string dims = json_dims(t.key.shape);
-    add_row(e, {int_col("session_id", t.session_id),
-                text_col("device_uuid", t.key.device_uuid),
-                text_col("op", t.key.op),
-                text_col("layout", t.key.layout),
-                text_col("shape", t.key.shape_string()),
-                {"dims", dims, dims},
-                int_col("alignment", t.key.alignment),
-                text_col("config", t.config),
-                text_col("kernel_name", t.kernel_name),
-                text_col("disposition", tuned::cache::to_string(t.disposition)),
-                text_col("message", t.message),
-                real_col("ms_median", t.ms_median),
-                real_col("ms_min", t.ms_min),
-                int_col("runs", t.runs),
-                real_col("tflops", t.tflops),
-                real_col("rel_error", t.rel_error),
-                int_col("registers", t.registers),
-                int_col("spill_bytes", t.spill_bytes),
-                real_col("compile_ms", t.compile_ms),
-                text_col("created_at", t.created_at)});
-  }
-  return e;
+    out.add({int_col("session_id", t.session_id),
+             text_col("device_uuid", t.key.device_uuid),
+             text_col("op", t.key.op),
+             text_col("layout", t.key.layout),
+             text_col("shape", t.key.shape_string()),
+             {"dims", dims, dims},
+             int_col("alignment", t.key.alignment),
+             text_col("config", t.config),
+             text_col("kernel_name", t.kernel_name),
+             text_col("disposition", tuned::cache::to_string(t.disposition)),
+             text_col("message", t.message),
+             real_col("ms_median", t.ms_median),
+             real_col("ms_min", t.ms_min),
+             int_col("runs", t.runs),
+             real_col("tflops", t.tflops),
+             real_col("rel_error", t.rel_error),
+             int_col("registers", t.registers),
+             int_col("spill_bytes", t.spill_bytes),
+             real_col("compile_ms", t.compile_ms),
+             text_col("created_at", t.created_at)});
+  });
 }
 
-Export export_sessions(const std::vector<SessionRecord>& sessions) {
-  Export e;
-  e.header = {"id", "device_uuid", "op", "strategy", "budget_s", "started_at"};
-  for (const auto& s : sessions) {
-    add_row(e, {int_col("id", s.id), text_col("device_uuid", s.device_uuid), text_col("op", s.op),
-                text_col("strategy", s.strategy), real_col("budget_s", s.budget_s),
-                text_col("started_at", s.started_at)});
+void export_sessions(Database& db, const Filter& filter, RowStream& out) {
+  for (const auto& s : db.sessions(filter)) {
+    out.add({int_col("id", s.id), text_col("device_uuid", s.device_uuid), text_col("op", s.op),
+             text_col("strategy", s.strategy), real_col("budget_s", s.budget_s),
+             text_col("started_at", s.started_at)});
   }
-  return e;
 }
 
-void write_json_array(std::ostream& out, const Export& e, const std::string& indent) {
-  if (e.json.empty()) {
-    out << "[]";
-    return;
+// One table (devices, sessions, best, trials) as CSV or as a JSON array, streamed.
+void write_table(std::ostream& out, Database& db, const std::string& table, const Filter& filter,
+                 bool csv, const std::string& indent = "") {
+  if (table == "devices") {
+    RowStream rows(out, csv, kDeviceColumns, indent);
+    export_devices(db, rows);
+    rows.finish();
+  } else if (table == "trials") {
+    RowStream rows(out, csv, kTrialColumns, indent);
+    export_trials(db, filter, rows);
+    rows.finish();
+  } else if (table == "sessions") {
+    RowStream rows(out, csv, kSessionColumns, indent);
+    export_sessions(db, filter, rows);
+    rows.finish();
+  } else {
+    RowStream rows(out, csv, kBestColumns, indent);
+    export_best(db, filter, rows);
+    rows.finish();
   }
-  out << "[\n";
-  for (size_t r = 0; r < e.json.size(); ++r) {
-    out << indent << "  {";
-    for (size_t c = 0; c < e.header.size(); ++c) {
-      out << (c > 0 ? ", " : "") << json_string(e.header[c]) << ": " << e.json[r][c];
-    }
-    out << (r + 1 < e.json.size() ? "},\n" : "}\n");
-  }
-  out << indent << "]";
-}
-
-Export export_of(Database& db, const std::string& table, const Filter& filter) {
-  if (table == "devices") return export_devices(db.devices());
-  if (table == "trials") return export_trials(db.trials(filter));
-  if (table == "sessions") return export_sessions(db.sessions(filter));
-  return export_best(db.bests(filter), device_names(db.devices()));
 }
 
 void run_export(Database& db, const Options& options) {
@@ -418,8 +424,7 @@ void run_export(Database& db, const Options& options) {
     return;
   }
   if (options.format == "csv") {
-    Export e = export_of(db, options.table, options.filter);
-    write_csv(std::cout, e.header, e.csv);
+    write_table(std::cout, db, options.table, options.filter, /*csv=*/true);
     return;
   }
   // JSON: everything in one document.
@@ -427,7 +432,7 @@ void run_export(Database& db, const Options& options) {
   const char* tables[] = {"devices", "sessions", "best", "trials"};
   for (size_t i = 0; i < std::size(tables); ++i) {
     std::cout << "  " << json_string(tables[i]) << ": ";
-    write_json_array(std::cout, export_of(db, tables[i], options.filter), "  ");
+    write_table(std::cout, db, tables[i], options.filter, /*csv=*/false, "  ");
     std::cout << (i + 1 < std::size(tables) ? ",\n" : "\n");
   }
   std::cout << "}\n";
@@ -435,13 +440,8 @@ void run_export(Database& db, const Options& options) {
 
 // A listing in CSV or JSON (tunedb best --format csv) rather than an aligned table.
 void run_listing_as(Database& db, const Options& options) {
-  Export e = export_of(db, options.command, options.filter);
-  if (options.format == "csv") {
-    write_csv(std::cout, e.header, e.csv);
-  } else {
-    write_json_array(std::cout, e, "");
-    std::cout << "\n";
-  }
+  write_table(std::cout, db, options.command, options.filter, options.format == "csv");
+  if (options.format != "csv") std::cout << "\n";
 }
 
 // --device accepts a unique prefix of a recorded uuid ("GPU-1a2b").
@@ -493,6 +493,8 @@ int main(int argc, char** argv) {
   options.command = app.get_subcommands().front()->get_name();
   if (options.command == "export" && options.format.empty()) options.format = "json";
 
+  // A row this build cannot read is skipped with a warning: shown unless the user set a level.
+  if (std::getenv("TUNED_LOG_LEVEL") == nullptr) tuned::set_log_level(tuned::LogLevel::kWarn);
   if (options.db_path.empty()) options.db_path = tuned::cache::default_database_path();
   std::error_code ec;
   // Database would create an empty file; a listing of nothing would hide a wrong path.
@@ -502,7 +504,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   try {
-    Database db(options.db_path);
+    Database db(options.db_path, tuned::cache::Access::kRead);
     options.filter.device_uuid = resolve_device(db, options.filter.device_uuid);
     if (options.command == "export") {
       run_export(db, options);

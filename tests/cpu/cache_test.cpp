@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -927,6 +928,80 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// Listings change no byte of the database, and one malformed row is skipped with a warning
+// naming it: the listing goes on.
+TEST_F(TunedbTest, ListingsChangeNoByteAndSkipMalformedRows) {
+  fill();
+  { Database db(db_path_); }  // a writer's close checkpoints: the file holds everything
+  sqlite_exec(db_path_, "UPDATE trials SET disposition = 'fast' WHERE disposition = 'ok'");
+  const std::string before = slurp(db_path_);
+  for (const char* command : {"devices", "best", "trials", "sessions", "export",
+                              "export --format csv --table trials", "best --format json"}) {
+    Result r = run("--db '" + db_path_ + "' " + command);
+    EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;
+    EXPECT_EQ(slurp(db_path_), before) << command;
+    if (std::string(command) == "trials") {
+      EXPECT_TRUE(contains(r.err, "trials row 1 skipped")) << r.err;
+      EXPECT_TRUE(contains(r.err, "'fast'")) << r.err;
+      EXPECT_TRUE(contains(r.out, "compile_error")) << r.out;  // the other row is listed
+    }
+  }
+  // A zero-byte file is refused untouched, as is another application's SQLite file.
+  const std::string empty = dir_.file("empty.db");
+  std::ofstream(empty).close();
+  Result r = run("--db '" + empty + "' best");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "file is empty, not a tuned database")) << r.err;
+  EXPECT_EQ(fs::file_size(empty), 0u);
+}
+
+// Export streams: 1,000,000 trials exported as JSON with the process's peak memory far below the
+// 200 MB the whole table would take (the old export held every row, twice, as text).
+TEST_F(TunedbTest, ExportOfAMillionTrialsStaysSmall) {
+  fill();
+  sqlite_exec(db_path_,
+              "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 999998) "
+              "INSERT INTO trials (session_id, device_uuid, op, layout, shape, d0, d1, d2, "
+              "alignment, config, kernel_name, disposition, message, ms_median, ms_min, runs, "
+              "tflops, rel_error, registers, spill_bytes, compile_ms, created_at) "
+              "SELECT session_id, device_uuid, op, layout, shape, d0, d1, d2, alignment, config, "
+              "kernel_name, disposition, message, ms_median, ms_min, runs, tflops, rel_error, "
+              "registers, spill_bytes, compile_ms, created_at FROM trials, n "
+              "WHERE trials.disposition = 'ok'");
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const std::string out = dir_.file("export.json");
+    if (!freopen(out.c_str(), "w", stdout)) _exit(9);
+    execl(tunedb_.c_str(), "tunedb", "--db", db_path_.c_str(), "export", (char*)nullptr);
+    _exit(8);
+  }
+  // The peak is tunedb's own: VmHWM of its process image, read while it runs (a forked child's
+  // rusage would count this test's memory, copied at the fork).
+  int status = 0;
+  double peak_mb = 0;
+  const std::string proc = "/proc/" + std::to_string(child) + "/status";
+  while (waitpid(child, &status, WNOHANG) == 0) {
+    std::ifstream in(proc);
+    bool is_tunedb = false;
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("Name:", 0) == 0) is_tunedb = line.find("tunedb") != std::string::npos;
+      if (is_tunedb && line.rfind("VmHWM:", 0) == 0) {
+        peak_mb = std::max(peak_mb, std::atof(line.c_str() + 6) / 1024);  // kB
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_GT(peak_mb, 1.0);  // it was seen running
+  const auto exported = fs::file_size(dir_.file("export.json"));
+  EXPECT_GT(exported, 300u * 1000 * 1000);  // a million rows of a few hundred bytes each
+  EXPECT_LT(peak_mb, 200) << "peak " << peak_mb << " MB for " << exported << " bytes";
+  std::printf("tunedb export: 1,000,000 trials, %.0f MB of JSON, peak memory %.1f MB\n",
+              static_cast<double>(exported) / 1e6, peak_mb);
+}
+
 TEST_F(TunedbTest, Devices) {
   fill();
   Result r = run("--db '" + db_path_ + "' devices");
@@ -1058,6 +1133,210 @@ TEST_F(TunedbTest, BadArgumentsExitTwo) {
   Result help = run("--help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_TRUE(contains(help.out, "export")) << help.out;
+}
+
+}  // namespace
+}  // namespace tuned::cache
+
+// ----- readers and faults (issue: the database survives what users do to it) --------------------
+namespace tuned::cache {
+namespace {
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A reader lists and looks up without changing a byte of the file. (Where the folder is
+// writable SQLite's WAL protocol may leave an empty -wal and its -shm index beside it: they are
+// not the database, and a writer removes them when it closes.)
+TEST(CacheDatabaseFaults, ReadersChangeNoByte) {
+  TempDir dir;
+  const std::string path = dir.file("tuned.db");
+  {
+    Database db(path);
+    db.upsert_device(device(kH100, "NVIDIA H100 80GB HBM3"));
+    const auto session = db.begin_session({0, kH100, "gemm", "guided", 10, ""});
+    db.record_trials({trial(session.id, key(kH100, {64, 64, 64}), Disposition::kOk)});
+    EXPECT_TRUE(db.offer_best(best(key(kH100, {64, 64, 64}), 1.0)));
+  }
+  ASSERT_FALSE(fs::exists(path + "-wal"));
+  const std::string before = file_bytes(path);
+  {
+    Database reader(path, Access::kRead);
+    EXPECT_EQ(reader.devices().size(), 1u);
+    EXPECT_EQ(reader.bests({}).size(), 1u);
+    EXPECT_EQ(reader.trials({}).size(), 1u);
+    EXPECT_EQ(reader.sessions({}).size(), 1u);
+    EXPECT_TRUE(reader.find_best(key(kH100, {64, 64, 64})).has_value());
+    EXPECT_TRUE(reader.find_nearest(key(kH100, {60, 70, 64})).has_value());
+    EXPECT_FALSE(reader.find_cubin({"h", "o", "sm_90", "v"}).has_value());
+    // A reader asked to write is a programming error, named as such, and writes nothing.
+    expect_error([&] { reader.upsert_device(device(kH200, "NVIDIA H200")); },
+                 TUNED_STATUS_INTERNAL_ERROR, {"open for reading", "store a device"});
+  }
+  EXPECT_EQ(file_bytes(path), before);
+  EXPECT_EQ(fs::exists(path + "-wal") ? fs::file_size(path + "-wal") : 0u, 0u);
+  // A reader needs the file: it never creates one.
+  expect_error([&] { Database db(dir.file("missing.db"), Access::kRead); },
+               TUNED_STATUS_DATABASE_ERROR, {"missing.db", "no such file"});
+  EXPECT_FALSE(fs::exists(dir.file("missing.db")));
+}
+
+// Zero-byte and foreign files are refused by readers and writers alike, byte for byte untouched
+// (the old writer switched a foreign rollback-journal file to WAL before refusing it).
+TEST(CacheDatabaseFaults, ZeroByteAndForeignFilesAreRefusedUntouched) {
+  TempDir dir;
+  const std::string empty = dir.file("empty.db");
+  std::ofstream(empty).close();
+  for (Access access : {Access::kRead, Access::kWrite}) {
+    expect_error([&] { Database db(empty, access); }, TUNED_STATUS_DATABASE_ERROR,
+                 {empty, "file is empty, not a tuned database"});
+    EXPECT_EQ(fs::file_size(empty), 0u);
+  }
+  const std::string foreign = dir.file("other.db");
+  sqlite_exec(foreign, "PRAGMA journal_mode=DELETE; CREATE TABLE customers (id INTEGER)");
+  const std::string other_app = dir.file("other_app.db");
+  sqlite_exec(other_app, "PRAGMA application_id=12345; CREATE TABLE t (x)");
+  for (const auto& path : {foreign, other_app}) {
+    const std::string before = file_bytes(path);
+    for (Access access : {Access::kRead, Access::kWrite}) {
+      expect_error([&] { Database db(path, access); }, TUNED_STATUS_DATABASE_ERROR,
+                   {path, "not a tuned database"});
+      EXPECT_EQ(file_bytes(path), before) << path;
+      EXPECT_FALSE(fs::exists(path + "-wal")) << path;
+    }
+  }
+  // A reader does not upgrade an older schema: it says so and changes nothing.
+  const std::string old = dir.file("old.db");
+  { Database db(old); }
+  sqlite_exec(old, "PRAGMA user_version = 1");
+  const std::string before = file_bytes(old);
+  expect_error([&] { Database db(old, Access::kRead); }, TUNED_STATUS_DATABASE_ERROR,
+               {"schema version 1 is older", "run autotune on it once"});
+  EXPECT_EQ(file_bytes(old), before);
+}
+
+// One row this build cannot read (a malformed shape, an unknown disposition) is skipped; the
+// listings and lookups go on with the rest.
+TEST(CacheDatabaseFaults, MalformedRowsAreSkipped) {
+  TempDir dir;
+  const std::string path = dir.file("tuned.db");
+  {
+    Database db(path);
+    db.upsert_device(device(kH100, "NVIDIA H100 80GB HBM3"));
+    for (int64_t n : {64, 128, 256}) {
+      EXPECT_TRUE(db.offer_best(best(key(kH100, {n, n, n}), 1.0)));
+      db.record_trials({trial(0, key(kH100, {n, n, n}), Disposition::kOk)});
+    }
+  }
+  sqlite_exec(path, "UPDATE best SET shape = '12x-3' WHERE d0 = 128");
+  sqlite_exec(path, "UPDATE trials SET disposition = 'fast' WHERE d0 = 64");
+  sqlite_exec(path, "UPDATE trials SET shape = 'abc' WHERE d0 = 256");
+  for (Access access : {Access::kRead, Access::kWrite}) {
+    Database db(path, access);
+    const auto bests = db.bests({});
+    ASSERT_EQ(bests.size(), 2u);
+    EXPECT_EQ(bests[0].key.shape, (std::vector<int64_t>{64, 64, 64}));
+    EXPECT_EQ(bests[1].key.shape, (std::vector<int64_t>{256, 256, 256}));
+    const auto trials = db.trials({});
+    ASSERT_EQ(trials.size(), 1u);
+    EXPECT_EQ(trials[0].key.shape, (std::vector<int64_t>{128, 128, 128}));
+    const auto nearest = db.find_nearest(key(kH100, {130, 130, 130}));
+    ASSERT_TRUE(nearest.has_value());
+    EXPECT_NE(nearest->key.shape, (std::vector<int64_t>{128, 128, 128}));
+  }
+}
+
+// A lock held by another process for longer than the old 5 s timeout: the writer waits and its
+// trials land; nothing is lost.
+TEST(CacheDatabaseFaults, WritersWaitForAnotherProcesssLock) {
+  TempDir dir;
+  const std::string path = dir.file("tuned.db");
+  { Database db(path); }
+  sqlite3* holder = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &holder), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(holder, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(6500));
+    sqlite3_exec(holder, "COMMIT", nullptr, nullptr, nullptr);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  {
+    Database db(path);  // its schema check waits too
+    db.record_trials({trial(0, key(kH100, {64, 64, 64}), Disposition::kOk),
+                      trial(0, key(kH100, {65, 64, 64}), Disposition::kOk)});
+  }
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  release.join();
+  sqlite3_close(holder);
+  EXPECT_GT(waited, 6.0);
+  EXPECT_EQ(Database(path, Access::kRead).trials({}).size(), 2u);
+}
+
+// Export streams: for_each_trial visits the rows one by one, in id order, honoring the limit.
+TEST(CacheDatabaseFaults, TrialsStreamInOrder) {
+  TempDir dir;
+  const std::string path = dir.file("tuned.db");
+  Database db(path);
+  std::vector<TrialRecord> batch;
+  for (int64_t n = 1; n <= 50; ++n) batch.push_back(trial(0, key(kH100, {n, 1, 1}), Disposition::kOk));
+  db.record_trials(batch);
+  std::vector<int64_t> seen;
+  db.for_each_trial({}, [&](const TrialRecord& t) { seen.push_back(t.key.shape[0]); });
+  ASSERT_EQ(seen.size(), 50u);
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  Filter last;
+  last.limit = 5;
+  seen.clear();
+  db.for_each_trial(last, [&](const TrialRecord& t) { seen.push_back(t.key.shape[0]); });
+  EXPECT_EQ(seen, (std::vector<int64_t>{46, 47, 48, 49, 50}));
+}
+
+}  // namespace
+}  // namespace tuned::cache
+
+namespace tuned::cache {
+namespace {
+
+// A database another user owns, in a folder this user cannot write: listed and looked up read
+// only. As root (CI), the check runs in a child that drops to user nobody.
+TEST(CacheDatabaseFaults, AnotherUsersReadOnlyDatabaseIsReadable) {
+  TempDir dir;
+  const std::string folder = dir.file("shared");
+  fs::create_directories(folder);
+  const std::string path = folder + "/tuned.db";
+  {
+    Database db(path);
+    db.upsert_device(device(kH100, "NVIDIA H100 80GB HBM3"));
+    EXPECT_TRUE(db.offer_best(best(key(kH100, {64, 64, 64}), 1.0)));
+  }
+  const std::string before = file_bytes(path);
+  fs::permissions(folder, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                              fs::perms::group_exec | fs::perms::others_read |
+                              fs::perms::others_exec);
+  fs::permissions(path, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(dir.file(""), fs::perms::others_exec, fs::perm_options::add);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(3);
+    try {
+      Database db(path, Access::kRead);
+      _exit(db.bests({}).size() == 1 && db.find_best(key(kH100, {64, 64, 64})) ? 0 : 4);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+      _exit(5);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  fs::permissions(folder, fs::perms::owner_all);
+  EXPECT_EQ(file_bytes(path), before);
+  EXPECT_FALSE(fs::exists(path + "-shm"));
 }
 
 }  // namespace
