@@ -830,12 +830,17 @@ bool Database::offer_best(const BestRecord& best) {
   const std::string shape = key.shape_string();
   {
     Statement s(db_, path_,
-                "SELECT ms FROM best WHERE device_uuid = ? AND op = ? AND layout = ? AND "
-                "shape = ? AND alignment = ?",
+                "SELECT ms, session_id FROM best WHERE device_uuid = ? AND op = ? AND layout = ? "
+                "AND shape = ? AND alignment = ?",
                 "read best");
     s.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.layout).bind(4, shape);
     s.bind(5, key.alignment);
-    if (s.step() && s.real(0) < best.ms) return false;  // the guard rolls back the read
+    // A session refines its own record (its best so far, re-timed at the end); another's faster
+    // best stays.
+    if (s.step() && s.real(0) < best.ms &&
+        (best.session_id == 0 || s.int64(1) != best.session_id)) {
+      return false;  // the guard rolls back the read
+    }
   }
   Statement s(db_, path_,
               "INSERT OR REPLACE INTO best (device_uuid, op, layout, shape, d0, d1, d2, "

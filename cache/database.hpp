@@ -77,7 +77,8 @@ class Database {
   std::vector<SessionRecord> sessions(const Filter& filter);
 
   /// Stores best (with its origin) unless the database already holds a faster one for the same
-  /// key; returns whether it was stored. best.ms must be positive and finite (Error
+  /// key from another session (a session's own record is replaced: its best so far, then the
+  /// same best re-timed); returns whether it was stored. best.ms must be positive and finite (Error
   /// INVALID_ARGUMENT otherwise).
   bool offer_best(const BestRecord& best);
   /// Best for exactly this key.

@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -20,6 +22,8 @@
 #include "tuner/tuning_policy.hpp"
 
 namespace {
+
+std::atomic<bool> g_interrupted{false};
 
 using tuned::tools::AutotuneOptions;
 
@@ -135,6 +139,18 @@ int run(const AutotuneOptions& options) {
 
     const std::string label = shape_text(shapes[i]) + " " + key.layout;
     std::unique_ptr<ProgressPrinter> printer;
+    session_options.stop = &g_interrupted;
+    auto best_record = [&](const tuned::cache::TrialRecord& t, double ms, double baseline_ms) {
+      tuned::cache::BestRecord best;
+      best.key = key;
+      best.config = t.config;
+      best.kernel_name = t.kernel_name;
+      best.ms = ms;
+      best.tflops = task->rate(ms);
+      best.baseline_ms = baseline_ms;
+      best.session_id = session.id;
+      return best;
+    };
     auto result = tuned::run_session(
         *task, device, kernels, session_options, session.id,
         [&](const std::vector<tuned::cache::TrialRecord>& batch) { db.record_trials(batch); },
@@ -143,6 +159,12 @@ int run(const AutotuneOptions& options) {
             printer = std::make_unique<ProgressPrinter>(label, options.verbose, unit, baseline_name);
           }
           (*printer)(p);
+        },
+        // Each improvement is stored with its cubin at once: a kill keeps the best so far.
+        [&](const tuned::cache::TrialRecord& t, const tuned::BuiltKernel& built, double baseline) {
+          tuned::keep_best(db, best_record(t, t.ms_median, baseline),
+                           task->kernel_spec(tuned::Config::parse(t.config)), device,
+                           &built.cubin);
         });
     if (printer) printer->finish();
 
@@ -158,14 +180,7 @@ int run(const AutotuneOptions& options) {
       row.config = result.best->config;
       row.ms = result.final_best.runs ? result.final_best.ms_median : result.best->ms_median;
       row.rate = task->rate(row.ms);
-      tuned::cache::BestRecord best;
-      best.key = key;
-      best.config = result.best->config;
-      best.kernel_name = result.best->kernel_name;
-      best.ms = row.ms;
-      best.tflops = row.rate;
-      best.baseline_ms = row.baseline_ms;
-      best.session_id = session.id;
+      const tuned::cache::BestRecord best = best_record(*result.best, row.ms, row.baseline_ms);
       const tuned::CubinRecord* cubin = result.best_kernel ? &result.best_kernel->cubin : nullptr;
       if (!tuned::keep_best(db, best, task->kernel_spec(tuned::Config::parse(best.config)), device,
                             cubin)) {
@@ -179,6 +194,7 @@ int run(const AutotuneOptions& options) {
       throw tuned::Error(TUNED_STATUS_LAUNCH_ERROR, result.stop_reason);
     }
     rows.push_back(row);
+    if (result.stop_reason == "interrupted") break;
   }
 
   std::printf("\n%-16s %-6s %10s %10s %12s %10s %7s %9s  %s\n", "shape", "layout", "ms",
@@ -192,12 +208,24 @@ int run(const AutotuneOptions& options) {
   }
   std::printf("(ratio = %s time / tuned time, both re-timed side by side at the end; %s)\n",
               baseline_name.c_str(), device.name.c_str());
+  if (g_interrupted) {
+    std::printf("interrupted: every trial and each shape's best so far are in %s\n",
+                db_path.c_str());
+    return 130;
+  }
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Ctrl-C (and SIGTERM) end the shape in hand after its current trial: the best so far is
+  // already stored, the summary printed, exit 130. A second Ctrl-C kills at once.
+  struct sigaction action {};
+  action.sa_handler = [](int) { g_interrupted = true; };
+  action.sa_flags = SA_RESETHAND;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
   const tuned::tools::ParseResult parsed = tuned::tools::parse_autotune_command_line(argc, argv);
   if (parsed.exit_now) {
     std::fprintf(parsed.exit_code == 0 ? stdout : stderr, "%s\n", parsed.message.c_str());

@@ -60,7 +60,8 @@ BaselineTiming time_runs(const std::function<void(cudaStream_t)>& run, cudaStrea
 
 SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCache& kernels,
                           const SessionOptions& options, int64_t session_id,
-                          const TrialSink& record, const ProgressSink& progress) {
+                          const TrialSink& record, const ProgressSink& progress,
+                          const BestSink& improved) {
   const auto started = Clock::now();
   SessionResult result;
   Stream stream = Stream::create();
@@ -77,11 +78,9 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
   const size_t depth = 2 * static_cast<size_t>(pool.threads());
 
   std::vector<cache::TrialRecord> batch;
-  auto last_flush = Clock::now();
   auto flush = [&] {
     if (!batch.empty() && record) record(batch);
     batch.clear();
-    last_flush = Clock::now();
   };
 
   int submitted = 0, ok = 0;
@@ -173,6 +172,10 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
   };
 
   while (true) {
+    if (options.stop && options.stop->load()) {
+      result.stop_reason = "interrupted";
+      break;
+    }
     if (seconds_since(started) >= options.budget_s) {
       result.stop_reason = "budget";
       break;
@@ -202,13 +205,16 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
     cache::TrialRecord t = evaluate(job);
     const bool is_ok = t.disposition == cache::Disposition::kOk;
     strategy->report(job.config, is_ok ? std::optional<double>(t.ms_median) : std::nullopt);
-    if (is_ok) {
-      ++ok;
-      if (!result.best || t.ms_median < result.best->ms_median) result.best = t;
-    }
+    const bool is_best = is_ok && (!result.best || t.ms_median < result.best->ms_median);
+    if (is_ok) ++ok;
+    if (is_best) result.best = t;
     result.trials.push_back(t);
     batch.push_back(t);
-    if (batch.size() >= 64 || seconds_since(last_flush) > 2.0) flush();
+    if (is_best && improved && best_kernel) {
+      flush();  // the best's trial is recorded before the best itself
+      improved(t, *best_kernel, result.baseline.ms_median);
+    }
+    flush();  // every measured trial is durable before the next one starts
 
     if (progress) {
       Progress p;
@@ -229,7 +235,8 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
     }
   }
   flush();
-  if (best_kernel && result.best && result.stop_reason.rfind("device error", 0) != 0) {
+  if (best_kernel && result.best && result.stop_reason.rfind("device error", 0) != 0 &&
+      result.stop_reason != "interrupted") {
     const Config config = Config::parse(result.best->config);
     const auto kernel = KernelCache::load(*best_kernel, task.kernel_spec(config));
     auto run_best = [&](cudaStream_t s) { task.run(*kernel, config, s); };

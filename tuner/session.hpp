@@ -4,6 +4,7 @@
 // is recorded with its disposition and skipped, never fatal.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
@@ -22,6 +23,9 @@ struct SessionOptions {
   uint64_t seed = 1;
   int compile_threads = 0;  // 0: hardware threads - 1
   std::vector<Config> first;  // tried before the strategy's own picks
+  // Set (e.g. by a SIGINT handler) to end the session after the trial in hand: stop_reason
+  // "interrupted", trials flushed, no final re-timing.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// What the progress callback sees after each trial.
@@ -54,12 +58,17 @@ struct SessionResult {
   BaselineTiming final_best;
   BaselineTiming final_baseline;
   double elapsed_s = 0;
-  std::string stop_reason;  // "budget", "trial limit", "space exhausted"
+  std::string stop_reason;  // "budget", "trial limit", "space exhausted", "interrupted"
 };
 
-/// Trials are handed to record in batches as the session goes (so a crash loses little).
+/// Each trial is handed to record as soon as it is measured (so a kill loses none).
 using TrialSink = std::function<void(const std::vector<cache::TrialRecord>&)>;
 using ProgressSink = std::function<void(const Progress&)>;
+/// Each new best, with its kernel, as soon as it is measured (after the trials before it and its
+/// own were handed to record), so a kill at any moment keeps the best so far.
+/// baseline_ms: the baseline's median at the session's start.
+using BestSink =
+    std::function<void(const cache::TrialRecord&, const BuiltKernel&, double baseline_ms)>;
 
 /// Median and minimum of `runs` timed launches after warm-up, with events around each launch.
 /// Stops early when the first timed run already exceeds give_up_ms.
@@ -68,6 +77,7 @@ BaselineTiming time_runs(const std::function<void(cudaStream_t)>& run, cudaStrea
 
 SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCache& kernels,
                           const SessionOptions& options, int64_t session_id,
-                          const TrialSink& record, const ProgressSink& progress);
+                          const TrialSink& record, const ProgressSink& progress,
+                          const BestSink& improved = {});
 
 }  // namespace tuned

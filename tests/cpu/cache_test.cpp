@@ -1341,3 +1341,28 @@ TEST(CacheDatabaseFaults, AnotherUsersReadOnlyDatabaseIsReadable) {
 
 }  // namespace
 }  // namespace tuned::cache
+
+namespace tuned::cache {
+namespace {
+
+// autotune stores each improvement at once, then the same best re-timed at the end (maybe a
+// little slower): a session refines its own record; another session's faster best stays.
+TEST(CacheDatabaseFaults, ASessionRefinesItsOwnBest) {
+  TempDir dir;
+  Database db(dir.file("tuned.db"));
+  const auto k = key(kH100, {333, 222, 111});
+  BestRecord first = best(k, 1.0, "BM=64");
+  first.session_id = db.begin_session({0, kH100, "gemm", "guided", 10, ""}).id;
+  EXPECT_TRUE(db.offer_best(first));
+  BestRecord retimed = first;
+  retimed.ms = 1.05;
+  EXPECT_TRUE(db.offer_best(retimed));
+  EXPECT_DOUBLE_EQ(db.find_best(k)->ms, 1.05);
+  BestRecord other = best(k, 1.2, "BM=32");
+  other.session_id = db.begin_session({0, kH100, "gemm", "guided", 10, ""}).id;
+  EXPECT_FALSE(db.offer_best(other));
+  EXPECT_EQ(db.find_best(k)->config, "BM=64");
+}
+
+}  // namespace
+}  // namespace tuned::cache

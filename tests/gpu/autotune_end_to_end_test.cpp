@@ -4,12 +4,18 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "gpu_test_util.hpp"
 #include "tuned/tuned.h"
 
 namespace {
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
 
 using tuned::testing::run_command;
 using tuned::testing::tool_path;
@@ -61,13 +67,93 @@ TEST(AutotuneEndToEnd, TunesRecordsAndAnotherProcessUsesTheResult) {
   cudaFree(d);
 
   // A separate process: the gemm_example program runs tuned_gemm against cuBLAS with this db.
+  // Its lookups (the exact key, whose cubin autotune stored, and an untuned shape served by a
+  // precompiled kernel) change no byte of the database.
+  const std::string before = file_bytes(db);
   rc = run_command("TUNED_DB=" + db + " " + tool_path("../examples/gemm_example") +
                        " 512 384 256 NT",
                    &out);
   std::printf("%s\n", out.c_str());
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("exact: GEMV=0,BM="), std::string::npos) << out;
+  rc = run_command("TUNED_DB=" + db + " " + tool_path("../examples/gemm_example") +
+                       " 1000 999 998 NN",
+                   &out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(file_bytes(db), before);
+  // A zero-byte file and another application's SQLite file given as TUNED_DB: the call fails
+  // naming the file, which stays as it was.
+  const std::string empty = db + ".empty";
+  std::ofstream(empty).close();
+  rc = run_command("TUNED_DB=" + empty + " " + tool_path("../examples/gemm_example") +
+                       " 64 64 64 NN",
+                   &out);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("file is empty"), std::string::npos) << out;
+  EXPECT_EQ(file_bytes(empty), "");
+  std::remove(empty.c_str());
   std::remove(db.c_str());
+}
+
+int count_of(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+// kill -9 at moments of an autotune run: every trial it reported is in the database, the best so
+// far is there with a cubin another process loads and runs correctly; Ctrl-C ends the run with
+// the summary and exit 130.
+TEST(AutotuneEndToEnd, KillKeepsEveryTrialAndTheBestSoFar) {
+  TUNED_REQUIRE_GPU();
+  const std::string db = ::testing::TempDir() + "autotune_kill_" + std::to_string(getpid()) + ".db";
+  const std::string log = db + ".log";
+  std::remove(db.c_str());
+  const std::string autotune = tool_path("autotune") +
+                               " --device 0 --op gemm --shape 333x222x111 --layout NN --budget 60"
+                               " --verbose --db " + db;
+  int recorded = 0;
+  for (int round = 0; round < 4; ++round) {
+    const double after_s = 3.0 + 1.5 * round;
+    std::string out;
+    run_command("(" + autotune + " --seed " + std::to_string(round + 1) + " >" + log +
+                    " 2>&1 & p=$!; sleep " + std::to_string(after_s) + "; kill -9 $p; wait $p)",
+                &out);
+    std::ifstream in(log);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const int reported = count_of(text, "  trial ");  // printed after each trial is recorded
+    std::string trials;
+    ASSERT_EQ(run_command(tool_path("tunedb") + " --db " + db + " trials --format csv", &trials), 0)
+        << trials;
+    const int now = count_of(trials, "\n") - 1;  // CSV lines less the header
+    std::printf("round %d: killed after %.1f s, %d trials reported, %d in the database\n", round,
+                after_s, reported, now - recorded);
+    EXPECT_GT(reported, 0) << text;
+    EXPECT_GE(now - recorded, reported) << text;
+    recorded = now;
+    std::string best;
+    ASSERT_EQ(run_command(tool_path("tunedb") + " --db " + db + " best", &best), 0) << best;
+    EXPECT_NE(best.find("333x222x111"), std::string::npos) << best;
+    std::string run;
+    EXPECT_EQ(run_command("TUNED_DB=" + db + " " + tool_path("../examples/gemm_example") +
+                              " 333 222 111 NN",
+                          &run),
+              0)
+        << run;
+    EXPECT_NE(run.find("exact: GEMV=0,BM="), std::string::npos) << run;
+  }
+  std::string out;
+  const int rc = run_command("(" + autotune + " --seed 9 >" + log +
+                                 " 2>&1 & p=$!; sleep 4; kill -INT $p; wait $p; echo exit=$?)",
+                             &out);
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("exit=130"), std::string::npos) << out << text;
+  EXPECT_NE(text.find("interrupted: every trial"), std::string::npos) << text;
+  EXPECT_NE(text.find("best config"), std::string::npos) << text;  // the summary table
+  std::remove(db.c_str());
+  std::remove(log.c_str());
 }
 
 TEST(AutotuneEndToEnd, MalformedTomlAndUnwritableDatabaseAreErrors) {
