@@ -49,6 +49,7 @@ const char* tuned_status_string(tuned_status_t status) {
     case TUNED_STATUS_DATABASE_ERROR: return "database error";
     case TUNED_STATUS_CONFIG_ERROR: return "configuration error";
     case TUNED_STATUS_INTERNAL_ERROR: return "internal error";
+    case TUNED_STATUS_DEVICE_BUSY: return "device busy";
   }
   return "unknown status";
 }

@@ -18,6 +18,7 @@
 #include "templates/registry.hpp"
 #include "tools/autotune_options.hpp"
 #include "tuned/error.hpp"
+#include "tuner/device_lock.hpp"
 #include "tuner/session.hpp"
 #include "tuner/tuning_policy.hpp"
 
@@ -101,6 +102,10 @@ int run(const AutotuneOptions& options) {
   const std::string db_path =
       options.db_path.empty() ? tuned::cache::default_database_path() : options.db_path;
   tuned::cache::Database db(db_path);
+  // One tuner per GPU: timings are never shared with another tuner's kernels.
+  const tuned::DeviceLock gpu_lock(device.uuid, !options.no_wait, [](const std::string& message) {
+    std::fprintf(stderr, "autotune: %s\n", message.c_str());
+  });
   db.upsert_device({device.uuid, device.name, device.cc_major, device.cc_minor, device.sm_count,
                     static_cast<int64_t>(device.memory_bytes), device.clock_khz});
 

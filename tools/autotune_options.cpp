@@ -396,6 +396,7 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
   std::string device, op, layout, budget, max_trials, strategy, db, config, seed;
   std::vector<std::string> shapes;
   bool verbose = false;
+  bool no_wait = false;
   auto scalar = [&](const std::string& name, std::string& target, const std::string& type,
                     const std::string& description) {
     return app.add_option(name, target, description)
@@ -424,6 +425,8 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
                                    "TOML file of options; the command line overrides it");
   CLI::Option* seed_opt = scalar("--seed", seed, "N", "random seed (default 0: from the clock)");
   app.add_flag("-v,--verbose", verbose, "print every trial");
+  app.add_flag("--no-wait", no_wait,
+               "exit 1 if another tuner holds the GPU, instead of waiting for it");
   // Extras are collected rather than thrown: CLI11 lists them in reverse order and without a
   // hint, while naming the first one and the flag it resembles reads better.
   app.allow_extras();
@@ -489,6 +492,7 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
     if (db_opt->count() > 0) options.db_path = check_path(db, "--db");
     if (seed_opt->count() > 0) options.seed = cli_seed(seed);
     options.verbose = verbose;
+    options.no_wait = no_wait;
   } catch (const Error& e) {
     result = ParseResult{};
     result.exit_now = true;

@@ -21,6 +21,7 @@ struct AutotuneOptions {
   std::string config_file;                  // the TOML file, if any
   uint64_t seed = 0;                        // 0: from the clock
   bool verbose = false;
+  bool no_wait = false;  // another tuner holds the GPU: refuse instead of waiting
   /// Restrictions of the space: parameter name -> allowed values (TOML [space] table).
   std::map<std::string, std::vector<int>> space;
 };

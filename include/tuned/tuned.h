@@ -24,7 +24,8 @@ typedef enum tuned_status_t {
   TUNED_STATUS_CUDA_ERROR = 6,        ///< another CUDA runtime call failed
   TUNED_STATUS_DATABASE_ERROR = 7,    ///< the tuning database is unwritable, corrupt or too new
   TUNED_STATUS_CONFIG_ERROR = 8,      ///< a configuration (TOML, config string) is malformed
-  TUNED_STATUS_INTERNAL_ERROR = 9     ///< a bug in tuned
+  TUNED_STATUS_INTERNAL_ERROR = 9,    ///< a bug in tuned
+  TUNED_STATUS_DEVICE_BUSY = 10       ///< another tuner holds the GPU (autotune --no-wait)
 } tuned_status_t;
 
 /// Mirrors cublasOperation_t: TUNED_OP_N uses the matrix as stored, TUNED_OP_T its transpose.

@@ -156,6 +156,28 @@ TEST(AutotuneEndToEnd, KillKeepsEveryTrialAndTheBestSoFar) {
   std::remove(log.c_str());
 }
 
+// One tuner per GPU: while one autotune runs, a second with --no-wait exits 1 naming the holder;
+// a second without it waits, says so, and finishes after the first.
+TEST(AutotuneEndToEnd, SecondTunerOfTheGpuWaitsOrRefuses) {
+  TUNED_REQUIRE_GPU();
+  const std::string base = ::testing::TempDir() + "autotune_lock_" + std::to_string(getpid());
+  const std::string tune = tool_path("autotune") +
+                           " --device 0 --op gemm --shape 200x200x200 --layout NN --seed 3";
+  std::string out;
+  const int rc = run_command(
+      "(" + tune + " --budget 6 --db " + base + "a.db >" + base + "a.log 2>&1 & p=$!; sleep 2; " +
+          tune + " --budget 2 --no-wait --db " + base + "b.db; echo no_wait_exit=$?; " + tune +
+          " --budget 2 --db " + base + "c.db; echo wait_exit=$?; wait $p; echo first_exit=$?)",
+      &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("is being tuned by process"), std::string::npos) << out;
+  EXPECT_NE(out.find("no_wait_exit=1"), std::string::npos) << out;
+  EXPECT_NE(out.find("waiting for it to finish"), std::string::npos) << out;
+  EXPECT_NE(out.find("wait_exit=0"), std::string::npos) << out;
+  EXPECT_NE(out.find("first_exit=0"), std::string::npos) << out;
+  for (const char* s : {"a.db", "b.db", "c.db", "a.log"}) std::remove((base + s).c_str());
+}
+
 TEST(AutotuneEndToEnd, MalformedTomlAndUnwritableDatabaseAreErrors) {
   TUNED_REQUIRE_GPU();
   const std::string toml = ::testing::TempDir() + "bad_" + std::to_string(getpid()) + ".toml";
