@@ -48,19 +48,62 @@ std::vector<std::vector<int64_t>> default_shapes(const std::string& op) {
   return {};
 }
 
+namespace {
+
+// The request with its variant filled in, after every device-free check.
+TaskRequest validated(const TaskRequest& request) {
+  const OpRegistration& op = find_op(request.op);
+  std::string dims;
+  for (const auto& d : op.dims) dims += (dims.empty() ? "" : "x") + d;
+  if (static_cast<int>(request.shape.size()) != op.rank()) {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                op.name + " shape: needs " + dims + " (" + std::to_string(op.rank()) +
+                    " sizes), got " + std::to_string(request.shape.size()));
+  }
+  for (size_t i = 0; i < request.shape.size(); ++i) {
+    const int64_t size = request.shape[i];
+    if (size < 1 || size > op.max_size) {
+      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                  op.name + " shape: " + op.dims[i] + " must be in 1.." +
+                      std::to_string(op.max_size) + ", got " + std::to_string(size));
+    }
+  }
+  TaskRequest out = request;
+  out.layout = request.layout.empty() ? op.variants.front() : request.layout;
+  op.variant_index(out.layout);  // throws for an unknown variant
+  // The restrictions against the declared values, before any device constraint.
+  Space declared;
+  for (const Param& p : op.params) declared.add(p);
+  declared.restrict(request.space);
+  return out;
+}
+
+}  // namespace
+
+void validate_request(const TaskRequest& request) { validated(request); }
+
+Space request_space(const TaskRequest& request, const DeviceInfo& device) {
+  const TaskRequest checked = validated(request);
+  Space space = find_op(request.op).make_space(checked, device);
+  bool any = false;
+  space.for_each([&](const Config&) {
+    any = true;
+    return false;
+  });
+  if (!any) {
+    std::string shape;
+    for (int64_t d : request.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    throw Error(TUNED_STATUS_CONFIG_ERROR,
+                "space: the restrictions leave no config that meets " + request.op +
+                    "'s rules for " + shape + " " + checked.layout + " on " + device.name +
+                    " (widen [space])");
+  }
+  return space;
+}
+
 std::unique_ptr<TuningTask> make_task(const TaskRequest& request, const DeviceInfo& device,
                                       DeviceCheck& check) {
-  const OpRegistration& op = find_op(request.op);
-  if (static_cast<int>(request.shape.size()) != op.rank()) {
-    std::string dims;
-    for (const auto& d : op.dims) dims += (dims.empty() ? "" : "x") + d;
-    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                op.name + " shape: needs " + dims + " (" + std::to_string(op.rank()) + " sizes)");
-  }
-  TaskRequest validated = request;
-  validated.layout = request.layout.empty() ? op.variants.front() : request.layout;
-  op.variant_index(validated.layout);  // throws for an unknown variant
-  return op.make_task(validated, device, check);
+  return find_op(request.op).make_task(validated(request), device, check);
 }
 
 }  // namespace tuned

@@ -3,6 +3,7 @@
 // entry in registry.cpp; the runtime, tuner, cache and tools take everything from here.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -28,6 +29,10 @@ struct OpRegistration {
   std::vector<std::string> variants;  // {"NN", "NT", "TN", "TT"}; the first is the default
   std::vector<std::vector<int64_t>> default_shapes;  // what `autotune --op NAME` tunes
   std::string rate_unit;           // "TFLOP/s" or "GB/s"
+  int64_t max_size = INT32_MAX;    // largest size of any dimension the kernels handle
+  std::vector<Param> params;       // each parameter and the values it may take
+  /// The request's space on a device (its properties only: no GPU work), restrictions applied.
+  std::function<Space(const TaskRequest&, const DeviceInfo&)> make_space;
   /// A tuning task for a validated request (shape of the right rank, known variant).
   std::function<std::unique_ptr<TuningTask>(const TaskRequest&, const DeviceInfo&, DeviceCheck&)>
       make_task;
@@ -48,6 +53,16 @@ std::vector<std::string> op_names();
 
 /// The shapes `autotune --op NAME` tunes when none are given.
 std::vector<std::vector<int64_t>> default_shapes(const std::string& op);
+
+/// Checks a request before any device is touched: a known op, a shape of its rank with sizes in
+/// 1..max_size, a known variant ("" for the first), and [space] restrictions naming the op's
+/// parameters with values each may take. Throws Error (INVALID_ARGUMENT, or CONFIG_ERROR for the
+/// restrictions) naming the rule.
+void validate_request(const TaskRequest& request);
+
+/// The validated request's space on the device (its properties only). Throws
+/// Error(TUNED_STATUS_CONFIG_ERROR) when the restrictions leave no valid config there.
+Space request_space(const TaskRequest& request, const DeviceInfo& device);
 
 /// A tuning task for the request on the device. Throws Error(TUNED_STATUS_INVALID_ARGUMENT) for
 /// an unknown op, a shape of the wrong rank or a bad variant, and Error(TUNED_STATUS_CONFIG_ERROR)

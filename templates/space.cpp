@@ -105,6 +105,22 @@ void Space::restrict(const std::map<std::string, std::vector<int>>& values) {
     if (allowed.empty()) {
       throw Error(TUNED_STATUS_CONFIG_ERROR, "space: parameter '" + name + "' has no values");
     }
+    // Only values the op declares: others (0 for a divisor, 7 for a tile) are never valid code.
+    for (size_t i = 0; i < allowed.size(); ++i) {
+      const int v = allowed[i];
+      if (std::find(it->values.begin(), it->values.end(), v) == it->values.end()) {
+        std::string known;
+        for (int k : it->values) known += (known.empty() ? "" : ", ") + std::to_string(k);
+        throw Error(TUNED_STATUS_CONFIG_ERROR, "space: " + name + " = " + std::to_string(v) +
+                                                   " is not a value " + name + " can take (" +
+                                                   known + ")");
+      }
+      if (std::find(allowed.begin(), allowed.begin() + static_cast<std::ptrdiff_t>(i), v) !=
+          allowed.begin() + static_cast<std::ptrdiff_t>(i)) {
+        throw Error(TUNED_STATUS_CONFIG_ERROR,
+                    "space: " + name + " lists " + std::to_string(v) + " twice");
+      }
+    }
     it->values = allowed;
   }
 }
@@ -234,6 +250,11 @@ std::optional<std::string> Space::violation(const Config& config, bool include_p
   if (config.size() != params_.size()) return "parameters";
   for (size_t i = 0; i < params_.size(); ++i) {
     if (config.name(i) != params_[i].name) return "parameters";
+    // A value outside the list (an older template's, or one a [space] restriction removed).
+    const auto& values = params_[i].values;
+    if (std::find(values.begin(), values.end(), config.value(i)) == values.end()) {
+      return params_[i].name + "_in_space";
+    }
   }
   for (const auto& c : constraints_) {
     if (c.prune_only && !include_pruning) continue;

@@ -68,8 +68,10 @@ class Space {
   void add(Param param);
   void require(Constraint constraint);
 
-  /// Replaces the values of the named parameters (a TOML [space] table, a ladder rung). Throws
-  /// Error(TUNED_STATUS_CONFIG_ERROR) naming an unknown parameter and listing the known ones.
+  /// Narrows the values of the named parameters (a TOML [space] table, a ladder rung) to a subset
+  /// of the values they may take. Throws Error(TUNED_STATUS_CONFIG_ERROR) naming an unknown
+  /// parameter (listing the known ones), a value outside a parameter's list (listing it), or a
+  /// value given twice.
   void restrict(const std::map<std::string, std::vector<int>>& values);
 
   const std::vector<Param>& params() const { return params_; }
@@ -92,8 +94,9 @@ class Space {
   /// Number of configs before constraints.
   double unconstrained_size() const;
   /// Name of the first constraint the config breaks, or nothing; a config naming parameters the
-  /// space does not have, or missing some, breaks "parameters". Pruning rules count only when
-  /// include_pruning is set.
+  /// space does not have, or missing some, breaks "parameters", and one with a value outside a
+  /// parameter's list breaks "<NAME>_in_space". Pruning rules count only when include_pruning is
+  /// set.
   std::optional<std::string> violation(const Config& config, bool include_pruning = true) const;
 
  private:

@@ -99,6 +99,12 @@ int run(const AutotuneOptions& options) {
   } catch (const tuned::Error& e) {
     throw tuned::Error(e.status(), "--device " + std::to_string(options.device) + ": " + e.what());
   }
+  const auto shapes =
+      options.shapes.empty() ? tuned::default_shapes(options.op) : options.shapes;
+  // The device's own rules on each restricted space, before the database is opened or written.
+  for (const auto& shape : shapes) {
+    tuned::request_space({options.op, shape, options.layout, options.space}, device);
+  }
   const std::string db_path =
       options.db_path.empty() ? tuned::cache::default_database_path() : options.db_path;
   tuned::cache::Database db(db_path);
@@ -109,8 +115,6 @@ int run(const AutotuneOptions& options) {
   db.upsert_device({device.uuid, device.name, device.cc_major, device.cc_minor, device.sm_count,
                     static_cast<int64_t>(device.memory_bytes), device.clock_khz});
 
-  const auto shapes =
-      options.shapes.empty() ? tuned::default_shapes(options.op) : options.shapes;
   const double budget = options.budget_s > 0 ? options.budget_s : 60.0 * shapes.size();
   std::printf("autotune: %s on device %d: %s (%s, %d SMs), %zu shape(s), budget %.0f s, "
               "strategy %s, database %s\n",

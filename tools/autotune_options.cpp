@@ -17,6 +17,7 @@
 #include <CLI/CLI.hpp>
 #include <toml++/toml.h>
 
+#include "templates/registry.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::tools {
@@ -31,8 +32,25 @@ constexpr std::string_view kMaxTrialsRule = "must be an integer >= 1";
 constexpr std::string_view kSeedRule = "must be an integer >= 0 (0: seed from the clock)";
 constexpr std::string_view kPathRule = "must not be empty";
 
-const std::vector<std::string> kOps = {"gemm", "transpose", "entropy"};
-const std::vector<std::string> kLayouts = {"NN", "NT", "TN", "TT"};
+// What the registry knows: an op name, or a variant of some op (checked against the chosen op
+// once the command line and the file are merged).
+const std::vector<std::string>& op_choices() {
+  static const std::vector<std::string> names = op_names();
+  return names;
+}
+
+const std::vector<std::string>& variant_choices() {
+  static const std::vector<std::string> variants = [] {
+    std::vector<std::string> all;
+    for (const OpRegistration& op : op_registrations()) {
+      for (const std::string& v : op.variants) {
+        if (std::find(all.begin(), all.end(), v) == all.end()) all.push_back(v);
+      }
+    }
+    return all;
+  }();
+  return variants;
+}
 const std::vector<std::string> kStrategies = {"exhaustive", "random", "guided"};
 // Sorted, as they are listed in errors.
 const std::vector<std::string> kTomlKeys = {"budget", "db",   "device", "layout", "max_trials",
@@ -80,7 +98,7 @@ std::string check_choice(const std::string& value, const std::vector<std::string
 std::string check_layout(const std::string& value, const std::string& argument) {
   std::string upper = value;
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  check_choice(upper, kLayouts, argument, " (case-insensitive)");
+  check_choice(upper, variant_choices(), argument, " (case-insensitive)");
   return upper;
 }
 
@@ -247,7 +265,7 @@ class TomlReader {
     if (key == "device") {
       options_.device = check_device(integer(key, node), argument);
     } else if (key == "op") {
-      options_.op = check_choice(string(key, node), kOps, argument);
+      options_.op = check_choice(string(key, node), op_choices(), argument);
     } else if (key == "layout") {
       options_.layout = check_layout(string(key, node), argument);
     } else if (key == "budget") {
@@ -277,6 +295,11 @@ class TomlReader {
     constexpr std::string_view kExpected = "an array of strings like \"4096x4096x4096\"";
     const toml::array* array = node.as_array();
     if (array == nullptr) throw type_error("shapes", node, kExpected);
+    // An empty list is a mistake: leaving the key out tunes the op's default shapes.
+    if (array->empty()) {
+      throw error(node.source(), "key 'shapes' lists no shapes (leave it out to tune the op's "
+                                 "default set)");
+    }
     std::vector<std::vector<int64_t>> shapes;
     for (size_t i = 0; i < array->size(); ++i) {
       const toml::node& element = *array->get(i);
@@ -405,7 +428,7 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
   };
   CLI::Option* device_opt = scalar("--device", device, "N", "CUDA device index (default 0)");
   CLI::Option* op_opt =
-      scalar("--op", op, "OP", "operation to tune: " + join(kOps, "|") + " (default gemm)");
+      scalar("--op", op, "OP", "operation to tune: " + join(op_choices(), "|") + " (default gemm)");
   CLI::Option* shape_opt =
       app.add_option("--shape", shapes,
                      "problem shape, repeatable or ','-separated (default: the op's set)")
@@ -470,7 +493,7 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
     if (device_opt->count() > 0) {
       options.device = check_device(cli_integer(device, "--device", kDeviceRule), "--device");
     }
-    if (op_opt->count() > 0) options.op = check_choice(op, kOps, "--op");
+    if (op_opt->count() > 0) options.op = check_choice(op, op_choices(), "--op");
     if (shape_opt->count() > 0) {
       options.shapes.clear();
       for (const std::string& text : shapes) {
@@ -493,6 +516,12 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
     if (seed_opt->count() > 0) options.seed = cli_seed(seed);
     options.verbose = verbose;
     options.no_wait = no_wait;
+    // Every task the run would tune, checked now: no input error waits for the device.
+    const std::vector<std::vector<int64_t>> tuned_shapes =
+        options.shapes.empty() ? default_shapes(options.op) : options.shapes;
+    for (const std::vector<int64_t>& shape : tuned_shapes) {
+      validate_request({options.op, shape, options.layout, options.space});
+    }
   } catch (const Error& e) {
     result = ParseResult{};
     result.exit_now = true;

@@ -11,9 +11,9 @@ namespace tuned::tools {
 
 struct AutotuneOptions {
   int device = 0;
-  std::string op = "gemm";                  // gemm (later: transpose, entropy)
+  std::string op = "gemm";                  // a registered op
   std::vector<std::vector<int64_t>> shapes;  // empty: the op's default set
-  std::string layout = "NN";                // gemm: NN, NT, TN, TT (upper-cased)
+  std::string layout;                       // the op's variant (upper-cased); "": its first
   double budget_s = 0;                      // whole run, wall seconds; 0: 60 per shape
   int max_trials = 0;                       // per shape; 0: no limit besides the budget
   std::string strategy = "guided";          // exhaustive | random | guided
@@ -48,7 +48,8 @@ struct ParseResult {
 
 /// Parses autotune's command line (CLI11). Command-line values override the TOML file's. Errors
 /// (unknown flag, bad --device, bad --shape, bad layout or strategy, negative budget, malformed
-/// TOML) come back as exit_now with exit_code 2 and a message naming the argument and the rule.
+/// TOML, a shape or [space] restriction the op cannot take) come back as exit_now with exit_code 2
+/// and a message naming the argument and the rule, before any device or database is touched.
 ParseResult parse_autotune_command_line(int argc, const char* const* argv);
 
 }  // namespace tuned::tools

@@ -18,10 +18,14 @@ class Seen {
   std::unordered_set<std::string> set_;
 };
 
-// Hands out the `first` configs, then defers to the strategy proper.
+// Hands out the `first` configs that lie in the space, then defers to the strategy proper.
 class WithFirst : public Strategy {
  public:
-  explicit WithFirst(std::vector<Config> first) : first_(std::move(first)) {}
+  WithFirst(const Space& space, std::vector<Config> first) {
+    for (Config& c : first) {
+      if (!space.violation(c, /*include_pruning=*/false)) first_.push_back(std::move(c));
+    }
+  }
 
   std::optional<Config> next() final {
     while (next_first_ < first_.size()) {
@@ -44,7 +48,7 @@ class Exhaustive : public WithFirst {
  public:
   // Enumerates lazily, a block at a time, so a space of millions never sits in memory.
   Exhaustive(const Space& space, std::vector<Config> first)
-      : WithFirst(std::move(first)), space_(space) {}
+      : WithFirst(space, std::move(first)), space_(space) {}
 
   void report(const Config&, std::optional<double>) override {}
   std::string phase() const override { return "exhaustive"; }
@@ -86,7 +90,7 @@ class Exhaustive : public WithFirst {
 class Random : public WithFirst {
  public:
   Random(const Space& space, std::vector<Config> first, uint64_t seed)
-      : WithFirst(std::move(first)), space_(space), rng_(seed) {}
+      : WithFirst(space, std::move(first)), space_(space), rng_(seed) {}
 
   void report(const Config&, std::optional<double>) override {}
   std::string phase() const override { return "random"; }

@@ -26,7 +26,8 @@ class Strategy {
 
 /// strategy: "exhaustive" (every config in enumeration order), "random" (uniform draws without
 /// repetition), or "guided" (random exploration, then local search around the best configs).
-/// `first` configs are tried before anything else (the built-in default, a previous best).
+/// `first` configs are tried before anything else (the built-in default, a previous best); those
+/// outside the space are dropped, so a restricted space is never left.
 /// Throws Error(TUNED_STATUS_INVALID_ARGUMENT) for an unknown name.
 std::unique_ptr<Strategy> make_strategy(const std::string& strategy, const Space& space,
                                         std::vector<Config> first, uint64_t seed);

@@ -38,7 +38,9 @@ std::vector<Config> starting_configs(cache::Database& db, const TuningTask& task
   }
   auto& shipped = cache::ShippedDefaults::builtin();
   if (auto s = shipped.find_best(key, device.name, device.compute_capability())) add(s->config);
-  for (const auto& seed : task.seed_configs()) first.push_back(seed);
+  for (const auto& seed : task.seed_configs()) {
+    if (!task.space().violation(seed)) first.push_back(seed);  // a [space] restriction holds
+  }
   return first;
 }
 

@@ -89,6 +89,14 @@ OpRegistration registration() {
   op.variants = layouts();
   op.default_shapes = {{4096, 4096, 4096}, {1024, 1024, 1024}, {1000, 1000, 1000}, {127, 127, 127}};
   op.rate_unit = "TFLOP/s";
+  op.max_size = kMaxSize;
+  op.params = parameters();
+  op.make_space = [](const TaskRequest& request, const DeviceInfo& device) {
+    Space space = make_space(
+        device, packed_problem(request.layout, request.shape[0], request.shape[1], request.shape[2]));
+    space.restrict(request.space);
+    return space;
+  };
   op.make_task = [](const TaskRequest& request, const DeviceInfo& device, DeviceCheck& check) {
     auto task = std::make_unique<GemmTask>(
         device, packed_problem(request.layout, request.shape[0], request.shape[1], request.shape[2]),

@@ -20,6 +20,8 @@ int64_t pow2_at_least(int64_t x) {
   return p;
 }
 
+}  // namespace
+
 // Values every parameter may take before constraints; see gemm.cu for their meaning.
 const std::vector<Param>& parameters() {
   static const std::vector<Param> params = {
@@ -47,6 +49,8 @@ const std::vector<Param>& parameters() {
   };
   return params;
 }
+
+namespace {
 
 // A GEMV config's tile parameters: placeholders (the kernel reads only VEC and SPLITK), fixed so
 // the space holds one GEMV config per (GEMV, VEC, SPLITK) and they pass the tile rules.
@@ -111,6 +115,12 @@ void validate_arguments(int op_a, int op_b, int64_t m, int64_t n, int64_t k, con
   require_argument(m >= 0, "m", "must be >= 0 (got " + std::to_string(m) + ")");
   require_argument(n >= 0, "n", "must be >= 0 (got " + std::to_string(n) + ")");
   require_argument(k >= 0, "k", "must be >= 0 (got " + std::to_string(k) + ")");
+  for (const auto& [name, size] : {std::pair{"m", m}, {"n", n}, {"k", k}}) {
+    require_argument(size <= kMaxSize, name,
+                     "must be <= " + std::to_string(kMaxSize) +
+                         " (2^31 - 1024: the kernels index in 32 bits with a tile of margin; got " +
+                         std::to_string(size) + ")");
+  }
   require_argument(alpha != nullptr, "alpha", "must not be NULL");
   require_argument(beta != nullptr, "beta", "must not be NULL");
   const int64_t rows_a = op_a ? k : m;

@@ -44,6 +44,13 @@ void validate_arguments(int op_a, int op_b, int64_t m, int64_t n, int64_t k, con
                         const void* a, int64_t lda, const void* b, int64_t ldb, const float* beta,
                         const void* c, int64_t ldc);
 
+/// Largest m, n or k: the kernels index in 32 bits, and a tile (at most 256 rows, columns or k
+/// elements) past the last row must not overflow.
+constexpr int64_t kMaxSize = (int64_t{1} << 31) - 1024;
+
+/// Every parameter with the values it may take before constraints.
+const std::vector<Param>& parameters();
+
 /// The space for this device and problem, with every constraint named.
 Space make_space(const DeviceInfo& device, const Problem& problem);
 

@@ -1,6 +1,7 @@
 // autotune's option parsing: shapes, every flag and its errors, the TOML file and its errors, and
 // the precedence of the command line over the file.
 #include "tools/autotune_options.hpp"
+#include "templates/registry.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -102,7 +103,7 @@ TEST(AutotuneOptionsTest, DefaultsWithNoArguments) {
   EXPECT_EQ(o.device, 0);
   EXPECT_EQ(o.op, "gemm");
   EXPECT_TRUE(o.shapes.empty());
-  EXPECT_EQ(o.layout, "NN");
+  EXPECT_EQ(o.layout, "");  // the op's first variant
   EXPECT_EQ(o.budget_s, 0);
   EXPECT_EQ(o.max_trials, 0);
   EXPECT_EQ(o.strategy, "guided");
@@ -116,7 +117,7 @@ TEST(AutotuneOptionsTest, DefaultsWithNoArguments) {
 TEST(AutotuneOptionsTest, EveryFlag) {
   // clang-format off
   ParseResult result =
-      parse({"--device", "3", "--op", "gemm", "--shape", "1024x2048x512", "--shape", "64x64",
+      parse({"--device", "3", "--op", "gemm", "--shape", "1024x2048x512", "--shape", "64x64x8",
              "--layout", "tn", "--budget", "12.5", "--max-trials", "40", "--strategy",
              "exhaustive", "--db", "/tmp/x.db", "--seed", "18446744073709551615", "--verbose"});
   // clang-format on
@@ -124,7 +125,7 @@ TEST(AutotuneOptionsTest, EveryFlag) {
   const AutotuneOptions& o = result.options;
   EXPECT_EQ(o.device, 3);
   EXPECT_EQ(o.op, "gemm");
-  EXPECT_EQ(o.shapes, (std::vector<Shape>{{1024, 2048, 512}, {64, 64}}));
+  EXPECT_EQ(o.shapes, (std::vector<Shape>{{1024, 2048, 512}, {64, 64, 8}}));
   EXPECT_EQ(o.layout, "TN");
   EXPECT_DOUBLE_EQ(o.budget_s, 12.5);
   EXPECT_EQ(o.max_trials, 40);
@@ -144,7 +145,7 @@ TEST(AutotuneOptionsTest, EqualsSyntaxShortVerboseAndCommaSeparatedShapes) {
 }
 
 TEST(AutotuneOptionsTest, AcceptsEveryOpName) {
-  for (const std::string op : {"gemm", "transpose", "entropy"}) {
+  for (const std::string& op : tuned::op_names()) {
     ParseResult result = parse({"--op", op});
     ASSERT_FALSE(result.exit_now) << result.message;
     EXPECT_EQ(result.options.op, op);
@@ -194,7 +195,7 @@ TEST(AutotuneOptionsTest, BadDevice) {
 }
 
 TEST(AutotuneOptionsTest, BadOpListsTheValidOnes) {
-  expect_usage_error({"--op", "conv"}, {"--op", "gemm, transpose, entropy", "'conv'"});
+  expect_usage_error({"--op", "conv"}, {"--op", "must be one of gemm", "'conv'"});
 }
 
 TEST(AutotuneOptionsTest, BadShape) {
@@ -358,7 +359,7 @@ TEST_F(TomlConfigTest, BadValuesUseTheCommandLineRules) {
   expect_config_error("budget = -2.5\n", {"key 'budget'", "> 0", "'-2.5'"});
   expect_config_error("max_trials = 0\n", {"key 'max_trials'", ">= 1"});
   expect_config_error("seed = -3\n", {"key 'seed'", ">= 0"});
-  expect_config_error("op = \"conv\"\n", {"key 'op'", "gemm, transpose, entropy"});
+  expect_config_error("op = \"conv\"\n", {"key 'op'", "must be one of gemm"});
   expect_config_error("layout = \"XX\"\n", {"key 'layout'", "NN, NT, TN, TT"});
   expect_config_error("strategy = \"grid\"\n", {"key 'strategy'", "exhaustive, random, guided"});
   expect_config_error("db = \"\"\n", {"key 'db'", "empty"});
@@ -417,7 +418,7 @@ TEST_F(TomlConfigTest, ErrorLeavesOptionsUnchanged) {
 
 TEST_F(TomlConfigTest, CommandLineOverridesTheFile) {
   std::string path = write("cfg.toml", R"(device = 2
-op = "transpose"
+op = "gemm"
 shapes = ["128x128x128"]
 layout = "TT"
 budget = 300
@@ -433,7 +434,7 @@ BM = [64]
   ASSERT_FALSE(from_file.exit_now) << from_file.message;
   EXPECT_EQ(from_file.options.config_file, path);
   EXPECT_EQ(from_file.options.device, 2);
-  EXPECT_EQ(from_file.options.op, "transpose");
+  EXPECT_EQ(from_file.options.op, "gemm");
   EXPECT_EQ(from_file.options.shapes, (std::vector<Shape>{{128, 128, 128}}));
   EXPECT_EQ(from_file.options.strategy, "exhaustive");
   EXPECT_EQ(from_file.options.space.at("BM"), (std::vector<int>{64}));
@@ -477,6 +478,30 @@ TEST_F(TomlConfigTest, FileErrorsComeBackAsUsageErrors) {
   EXPECT_TRUE(missing.exit_now);
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_TRUE(contains(missing.message, "missing.toml"));
+}
+
+
+// Everything the run would be refused for is found while parsing, before a device or database is
+// touched: a shape of the wrong rank or size for the op, [space] values the op's parameters cannot
+// take, an empty shape list.
+TEST_F(TomlConfigTest, TaskErrorsAreFoundBeforeTheDevice) {
+  expect_usage_error({"--shape", "64x64"}, {"gemm shape", "MxNxK", "got 2"});
+  expect_usage_error({"--shape", "2147483647x1x1"}, {"gemm shape", "M must be in 1..2147482624"});
+  const std::string zero = write("zero.toml", "[space]\nWM = [0, 32]\n");
+  expect_usage_error({"--config", zero}, {"space: WM = 0 is not a value WM can take"});
+  const std::string odd = write("odd.toml", "[space]\nBM = 7\n");
+  expect_usage_error({"--config", odd}, {"BM = 7", "(16, 32, 64, 128, 256)"});
+  const std::string pad = write("pad.toml", "[space]\nPAD = [-4]\n");
+  expect_usage_error({"--config", pad}, {"PAD = -4"});
+  const std::string twice = write("twice.toml", "[space]\nBK = [8, 8]\n");
+  expect_usage_error({"--config", twice}, {"BK lists 8 twice"});
+  const std::string unknown = write("unknown.toml", "[space]\nBX = [8]\n");
+  expect_usage_error({"--config", unknown}, {"unknown parameter 'BX'", "BM"});
+  expect_config_error("shapes = []\n", {"key 'shapes' lists no shapes"});
+  // A good restriction passes.
+  const std::string good = write("good.toml", "[space]\nBM = [64]\nBN = [64, 128]\n");
+  ParseResult ok = parse({"--config", good, "--shape", "127x127x127"});
+  EXPECT_FALSE(ok.exit_now) << ok.message;
 }
 
 }  // namespace

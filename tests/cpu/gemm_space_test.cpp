@@ -84,13 +84,19 @@ TEST(GemmSpace, EnumerationMeetsEveryConstraint) {
       EXPECT_FALSE(nb == *c);
     }
   }
-  // The classic ladder rungs are points of the space.
+  // The classic ladder rungs are points of the (unrestricted) space; the restriction excludes
+  // those with values it removed.
+  const Space full = make_space(dev, p);
   for (const char* rung :
        {"GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1",
         "GEMV=0,BM=32,BN=32,BK=32,WM=32,WN=1,TM=1,TN=1,LM=32,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=32,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1",
         "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1"}) {
-    EXPECT_FALSE(space.violation(Config::parse(rung)).has_value()) << rung;
+    EXPECT_FALSE(full.violation(Config::parse(rung)).has_value()) << rung;
   }
+  EXPECT_EQ(space.violation(Config::parse(
+                "GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,"
+                "UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1")),
+            std::optional<std::string>("PAD_in_space"));
 }
 
 TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
@@ -129,6 +135,36 @@ TEST(GemmSpace, RestrictionsNarrowTheSpaceAndUnknownNamesAreErrors) {
     EXPECT_EQ(e.status(), TUNED_STATUS_CONFIG_ERROR);
     EXPECT_NE(std::string(e.what()).find("BX"), std::string::npos);
   }
+  // Values the parameter cannot take (0 would divide by zero, 7 is no tile, -4 no padding) and
+  // values given twice are refused, naming the parameter and the values it may take.
+  for (const auto& [name, values, expected] :
+       std::vector<std::tuple<std::string, std::vector<int>, std::string>>{
+           {"WM", {0}, "WM = 0 is not a value WM can take (1, 2, 4, 8, 16, 32, 64, 128, 256)"},
+           {"BM", {64, 7}, "BM = 7 is not a value BM can take (16, 32, 64, 128, 256)"},
+           {"PAD", {-4}, "PAD = -4 is not a value PAD can take (0, 4)"},
+           {"BK", {0}, "BK = 0"},
+           {"SPLITK", {2, 2}, "SPLITK lists 2 twice"}}) {
+    Space fresh = make_space(dev, packed_problem("NN", 1024, 1024, 1024));
+    try {
+      fresh.restrict({{name, values}});
+      ADD_FAILURE() << name << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), TUNED_STATUS_CONFIG_ERROR);
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
+  // Every seed the op offers for a restricted problem is reported outside the restricted space
+  // unless it keeps to it (the tuner drops the others).
+  const auto seeds = seed_configs(dev, packed_problem("NN", 1024, 1024, 1024));
+  ASSERT_GT(seeds.size(), 5u);
+  int outside = 0;
+  for (const Config& c : seeds) {
+    const bool kept = c.get("BM") == 64 && c.get("BN") == 64 && c.get("PIPE") == 1 &&
+                      c.get("SWZ") == 0 && (c.get("SPLITK") == 1 || c.get("SPLITK") == 2);
+    EXPECT_EQ(space.violation(c, /*include_pruning=*/false).has_value(), !kept) << c.canonical();
+    outside += !kept;
+  }
+  EXPECT_GT(outside, 0);
 }
 
 TEST(GemmSpace, ValidatesArgumentsNamingTheRule) {
