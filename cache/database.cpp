@@ -23,7 +23,9 @@ namespace tuned::cache {
 namespace {
 
 // Bump with each schema change and append the step that reaches it to kMigrations.
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
+// Readers read this version and later ones up to kSchemaVersion as they are (they never migrate).
+constexpr int kOldestReadableVersion = 2;
 // PRAGMA application_id marks the file as ours ("tund"), so a foreign SQLite file is refused.
 constexpr int kApplicationId = 0x74756e64;
 
@@ -298,8 +300,17 @@ void migrate_to_2(sqlite3* db, const std::string& path) {
        "migrate schema to version 2");
 }
 
+// Step 2 -> 3. Trials say which template source they measured ('' in older rows: unknown), so a
+// re-run of a tuning command skips configs already measured on the same template.
+void migrate_to_3(sqlite3* db, const std::string& path) {
+  exec(db, path, R"sql(
+    ALTER TABLE trials ADD COLUMN template_hash TEXT NOT NULL DEFAULT '';
+  )sql",
+       "migrate schema to version 3");
+}
+
 using Migration = void (*)(sqlite3*, const std::string&);
-constexpr Migration kMigrations[kSchemaVersion] = {migrate_to_1, migrate_to_2};
+constexpr Migration kMigrations[kSchemaVersion] = {migrate_to_1, migrate_to_2, migrate_to_3};
 
 // Whether the file is ours, by reads only (the first read of the file, so a garbage file fails
 // here with SQLITE_NOTADB): a writer calls it before its first write, a reader instead of
@@ -323,9 +334,9 @@ int check_identity(sqlite3* db, const std::string& path, Access access) {
   if (access == Access::kRead && version == 0) {
     fail(path, "file holds no tuned schema yet (nothing tuned)");
   }
-  if (access == Access::kRead && version < kSchemaVersion) {
-    fail(path, "schema version " + std::to_string(version) + " is older than this build's (" +
-                   std::to_string(kSchemaVersion) +
+  if (access == Access::kRead && version < kOldestReadableVersion) {
+    fail(path, "schema version " + std::to_string(version) + " is older than this build reads (" +
+                   std::to_string(kOldestReadableVersion) +
                    "); readers do not upgrade it: run autotune on it once");
   }
   return version;
@@ -521,7 +532,7 @@ Database::Database(const std::string& path, Access access) : path_(path), access
   sqlite3_extended_result_codes(raw, 1);
   sqlite3_busy_handler(raw, wait_for_lock<BusyWait>, &busy_);
   if (reading) {
-    check_identity(raw, path_, Access::kRead);
+    version_ = check_identity(raw, path_, Access::kRead);
   } else {
     // READWRITE silently falls back to read-only for a write-protected file.
     if (sqlite3_db_readonly(raw, "main") == 1) {
@@ -529,6 +540,7 @@ Database::Database(const std::string& path, Access access) : path_(path), access
     }
     check_identity(raw, path_, Access::kWrite);  // before the first write, WAL included
     open_schema(raw, path_);
+    version_ = kSchemaVersion;
   }
   db_ = handle.release();
 }
@@ -714,8 +726,9 @@ void Database::record_trials(const std::vector<TrialRecord>& trials) {
   Statement s(db_, path_,
               "INSERT INTO trials (session_id, device_uuid, op, layout, shape, d0, d1, d2, "
               "alignment, config, kernel_name, disposition, message, ms_median, ms_min, runs, "
-              "tflops, rel_error, registers, spill_bytes, compile_ms, created_at) VALUES "
-              "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " TUNED_NOW ")",
+              "tflops, rel_error, registers, spill_bytes, compile_ms, template_hash, created_at) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " TUNED_NOW
+              ")",
               "record trials");
   for (const TrialRecord& t : trials) {
     s.reset();
@@ -737,7 +750,8 @@ void Database::record_trials(const std::vector<TrialRecord>& trials) {
         .bind(18, t.rel_error)
         .bind(19, t.registers)
         .bind(20, t.spill_bytes)
-        .bind(21, t.compile_ms);
+        .bind(21, t.compile_ms)
+        .bind(22, t.template_hash);
     s.run();
   }
   transaction.commit();
@@ -754,10 +768,10 @@ void Database::for_each_trial(const Filter& filter,
   std::lock_guard lock(mutex_);
   Where where = filter_where(filter, "session_id = ?");
   const std::string columns =
-      "SELECT id, session_id, device_uuid, op, layout, shape, alignment, config, kernel_name, "
-      "disposition, message, ms_median, ms_min, runs, tflops, rel_error, registers, "
-      "spill_bytes, compile_ms, created_at FROM trials" +
-      where.sql();
+      std::string("SELECT id, session_id, device_uuid, op, layout, shape, alignment, config, "
+                  "kernel_name, disposition, message, ms_median, ms_min, runs, tflops, rel_error, "
+                  "registers, spill_bytes, compile_ms, created_at, ") +
+      (version_ >= 3 ? "template_hash" : "''") + " FROM trials" + where.sql();
   // In id (rowid) order the rows stream with no sort; a limit keeps the most recent rows, listed
   // oldest first.
   const std::string sql = filter.limit > 0 ? "SELECT * FROM (" + columns +
@@ -792,8 +806,42 @@ void Database::for_each_trial(const Filter& filter,
     t.spill_bytes = s.integer(17);
     t.compile_ms = s.real(18);
     t.created_at = s.text(19);
+    t.template_hash = s.text(20);
     visit(t);
   }
+}
+
+std::vector<TrialRecord> Database::measured(const ProblemKey& key,
+                                            const std::string& template_hash) {
+  std::vector<TrialRecord> result;
+  if (version_ < 3 || template_hash.empty()) return result;  // no trial says its template
+  std::lock_guard lock(mutex_);
+  Statement s(db_, path_,
+              "SELECT id, config, disposition, ms_median FROM trials WHERE device_uuid = ? AND "
+              "op = ? AND layout = ? AND shape = ? AND alignment = ? AND template_hash = ? "
+              "ORDER BY id",
+              "list measured configs");
+  s.bind(1, key.device_uuid)
+      .bind(2, key.op)
+      .bind(3, key.layout)
+      .bind(4, key.shape_string())
+      .bind(5, key.alignment)
+      .bind(6, template_hash);
+  while (s.step()) {
+    TrialRecord t;
+    try {
+      t.disposition = disposition_from_string(s.text(2));
+    } catch (const Error& e) {
+      skip_row(path_, "trials", s.int64(0), e);
+      continue;
+    }
+    t.key = key;
+    t.config = s.text(1);
+    t.ms_median = s.real(3);
+    t.template_hash = template_hash;
+    result.push_back(std::move(t));
+  }
+  return result;
 }
 
 std::vector<SessionRecord> Database::sessions(const Filter& filter) {

@@ -39,8 +39,8 @@ class Database {
  public:
   /// Opens or throws Error(TUNED_STATUS_DATABASE_ERROR) naming the path and the reason: not a
   /// database / corrupt, an empty file (a zero-byte file is refused untouched), another
-  /// application's SQLite file, a schema newer than this build (or, for a reader, older: readers
-  /// do not migrate). kWrite creates the file, its folders and the schema if needed (an unwritable
+  /// application's SQLite file, a schema newer than this build (or, for a reader, older than the
+  /// oldest it reads as is: readers do not migrate). kWrite creates the file, its folders and the schema if needed (an unwritable
   /// folder or file is an error); kRead needs an existing file. Both wait for another process's
   /// lock up to kBusyWaitSeconds, backing off, and say once that they wait.
   explicit Database(const std::string& path, Access access = Access::kWrite);
@@ -74,6 +74,10 @@ class Database {
   std::vector<TrialRecord> trials(const Filter& filter);
   /// The trials of trials(filter), one at a time (memory independent of their number).
   void for_each_trial(const Filter& filter, const std::function<void(const TrialRecord&)>& visit);
+  /// Trials of exactly this key measured on this template source (config, disposition and
+  /// ms_median set): what a re-run of the same tuning command need not measure again. Empty for
+  /// an empty hash.
+  std::vector<TrialRecord> measured(const ProblemKey& key, const std::string& template_hash);
   std::vector<SessionRecord> sessions(const Filter& filter);
 
   /// Stores best (with its origin) unless the database already holds a faster one for the same
@@ -100,6 +104,7 @@ class Database {
 
   std::string path_;
   Access access_ = Access::kWrite;
+  int version_ = 0;  // schema version of the file (a reader may read an older one)
   sqlite3* db_ = nullptr;
   std::mutex mutex_;
   struct BusyWait {

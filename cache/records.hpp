@@ -57,6 +57,9 @@ struct TrialRecord {
   int registers = 0;
   int spill_bytes = 0;
   double compile_ms = 0;
+  // Hash of the op template's source: a config measured on the same template is not measured
+  // again by a re-run ("" in rows older than schema version 3).
+  std::string template_hash;
   std::string created_at;  // filled by the database
 };
 

@@ -24,6 +24,9 @@ class TuningTask {
   /// The space constrained for this device and problem.
   virtual const Space& space() const = 0;
   virtual KernelSpec kernel_spec(const Config& config) const = 0;
+  /// Hash of the template source every kernel_spec compiles: trials measured on the same hash
+  /// need not be measured again.
+  virtual std::string template_hash() const = 0;
   /// Configs worth trying first (the built-in default for this problem).
   virtual std::vector<Config> seed_configs() const = 0;
   /// Launch geometry of the tuned problem (threads per block decide what a kernel can run with).

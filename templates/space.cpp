@@ -138,44 +138,69 @@ void Space::for_each(const std::function<bool(const Config&)>& visit) const {
   for (const auto& p : params_) names->push_back(p.name);
 
   // checks_at[i]: constraints whose last used parameter is i, tested once parameter i is set.
-  std::vector<std::vector<const Constraint*>> checks_at(n);
+  // blame_of[c]: 1 + the deepest other parameter it reads (0: none), for backjumping.
+  struct Check {
+    const Constraint* constraint;
+    size_t blame;
+  };
+  std::vector<std::vector<Check>> checks_at(n);
   for (const auto& c : constraints_) {
-    size_t last = 0;
-    for (const auto& used : c.uses) {
-      const auto it = std::find(names->begin(), names->end(), used);
+    std::vector<size_t> used;
+    for (const auto& name : c.uses) {
+      const auto it = std::find(names->begin(), names->end(), name);
       if (it == names->end()) {
         throw Error(TUNED_STATUS_INTERNAL_ERROR,
-                    "constraint " + c.name + " uses unknown parameter " + used);
+                    "constraint " + c.name + " uses unknown parameter " + name);
       }
-      last = std::max(last, static_cast<size_t>(it - names->begin()));
+      used.push_back(static_cast<size_t>(it - names->begin()));
     }
-    checks_at[c.uses.empty() ? n - 1 : last].push_back(&c);
+    const size_t last = used.empty() ? n - 1 : *std::max_element(used.begin(), used.end());
+    size_t blame = 0;
+    for (size_t u : used) {
+      if (u != last) blame = std::max(blame, u + 1);
+    }
+    // A rule reading no parameter is blamed on all of them (never jumped over).
+    if (used.empty()) blame = n - 1;
+    checks_at[last].push_back({&c, blame});
   }
 
   // One config whose later parameters hold stale values that the constraints at this depth
-  // never read.
+  // never read. Gaschnig's backjumping: when every value of a parameter fails, the rules that
+  // rejected them read only earlier parameters up to some depth j; nothing between j and here
+  // can change that, so the walk resumes at j. The order of the configs visited is unchanged.
   Config config(names, std::vector<int>(n, 0));
-  std::vector<size_t> index(n, 0);
+  std::vector<size_t> index(n, 0), blame(n, 0);
+  std::vector<bool> passed(n, false);  // some value at this depth met its rules
   size_t depth = 0;
   while (true) {
     if (index[depth] < params_[depth].values.size()) {
       config.set_value(depth, params_[depth].values[index[depth]++]);
-      bool ok = true;
-      for (const Constraint* c : checks_at[depth]) {
-        if (!c->holds(config)) {
-          ok = false;
+      const Check* failed = nullptr;
+      for (const Check& check : checks_at[depth]) {
+        if (!check.constraint->holds(config)) {
+          failed = &check;
           break;
         }
       }
-      if (!ok) continue;
+      if (failed) {
+        blame[depth] = std::max(blame[depth], failed->blame);
+        continue;
+      }
+      passed[depth] = true;
       if (depth + 1 == n) {
         if (!visit(config)) return;
       } else {
         ++depth;
         index[depth] = 0;
+        blame[depth] = 0;
+        passed[depth] = false;
       }
+    } else if (depth == 0) {
+      return;
+    } else if (!passed[depth]) {
+      if (blame[depth] == 0) return;  // no earlier parameter can make any value valid
+      depth = blame[depth] - 1;        // the deepest parameter blamed moves to its next value
     } else {
-      if (depth == 0) return;
       --depth;
     }
   }

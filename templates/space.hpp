@@ -52,8 +52,9 @@ struct Param {
   std::string meaning;  // one line, for --help and docs
 };
 
-/// A named predicate over a config. `uses` lists the parameters it reads, so enumeration can
-/// test it as soon as they are all set and prune the rest of that branch.
+/// A named predicate over a config. `uses` lists every parameter it reads (helpers included), so
+/// enumeration can test it as soon as they are all set, prune the rest of that branch, and jump
+/// back over parameters it does not read when it rejects every value of one.
 struct Constraint {
   std::string name;
   std::vector<std::string> uses;

@@ -67,6 +67,7 @@ class ProgressPrinter {
     }
     std::string trials = std::to_string(p.trials_done);
     if (p.trials_limit > 0) trials += "/" + std::to_string(p.trials_limit);
+    if (p.resumed > 0) trials += " +" + std::to_string(p.resumed) + " measured before";
     std::fprintf(stderr, "%s[%s] trials %s (%d ok) | %s | %.0f s elapsed, %.0f s left | %s%s",
                  tty_ ? "\r\033[K" : "", label_.c_str(), trials.c_str(), p.trials_ok, best,
                  p.elapsed_s, p.remaining_s, p.phase.c_str(), tty_ ? "" : "\n");
@@ -101,9 +102,15 @@ int run(const AutotuneOptions& options) {
   }
   const auto shapes =
       options.shapes.empty() ? tuned::default_shapes(options.op) : options.shapes;
-  // The device's own rules on each restricted space, before the database is opened or written.
+  // The device's own rules on each restricted space, before the database is opened or written:
+  // an input error like those found while parsing (exit 2).
   for (const auto& shape : shapes) {
-    tuned::request_space({options.op, shape, options.layout, options.space}, device);
+    try {
+      tuned::request_space({options.op, shape, options.layout, options.space}, device);
+    } catch (const tuned::Error& e) {
+      std::fprintf(stderr, "autotune: %s\n", e.what());
+      return 2;
+    }
   }
   const std::string db_path =
       options.db_path.empty() ? tuned::cache::default_database_path() : options.db_path;
@@ -143,10 +150,26 @@ int run(const AutotuneOptions& options) {
     session_options.seed = options.seed ? options.seed + i : static_cast<uint64_t>(
         std::chrono::system_clock::now().time_since_epoch().count());
     session_options.first = tuned::starting_configs(db, *task, device);
+    if (!options.remeasure) {
+      // A re-run resumes: what this key's trials on this template measured is not measured again.
+      for (const auto& t : db.measured(key, task->template_hash())) {
+        auto& known = session_options.measured[t.config];
+        if (t.disposition == tuned::cache::Disposition::kOk &&
+            (!known || t.ms_median < *known)) {
+          known = t.ms_median;
+        }
+      }
+    }
     tuned::cache::SessionRecord session =
         db.begin_session({0, device.uuid, options.op, options.strategy, session_options.budget_s, ""});
 
     const std::string label = shape_text(shapes[i]) + " " + key.layout;
+    if (!session_options.measured.empty()) {
+      std::fprintf(stderr,
+                   "[%s] resuming: %zu config(s) measured before on this template are not "
+                   "measured again (--remeasure measures them anew)\n",
+                   label.c_str(), session_options.measured.size());
+    }
     std::unique_ptr<ProgressPrinter> printer;
     session_options.stop = &g_interrupted;
     auto best_record = [&](const tuned::cache::TrialRecord& t, double ms, double baseline_ms) {
@@ -195,6 +218,8 @@ int run(const AutotuneOptions& options) {
                             cubin)) {
         row.note = "database keeps a faster earlier best";
       }
+    } else if (result.trials.empty() && result.resumed > 0) {
+      row.note = "nothing new to measure: every config proposed was measured before";
     } else {
       row.note = "no valid config";
     }

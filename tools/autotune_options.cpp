@@ -420,6 +420,7 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
   std::vector<std::string> shapes;
   bool verbose = false;
   bool no_wait = false;
+  bool remeasure = false;
   auto scalar = [&](const std::string& name, std::string& target, const std::string& type,
                     const std::string& description) {
     return app.add_option(name, target, description)
@@ -450,6 +451,9 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
   app.add_flag("-v,--verbose", verbose, "print every trial");
   app.add_flag("--no-wait", no_wait,
                "exit 1 if another tuner holds the GPU, instead of waiting for it");
+  app.add_flag("--remeasure", remeasure,
+               "measure again configs that earlier runs measured for a shape (default: resume, "
+               "skipping them)");
   // Extras are collected rather than thrown: CLI11 lists them in reverse order and without a
   // hint, while naming the first one and the flag it resembles reads better.
   app.allow_extras();
@@ -516,6 +520,7 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
     if (seed_opt->count() > 0) options.seed = cli_seed(seed);
     options.verbose = verbose;
     options.no_wait = no_wait;
+    options.remeasure = remeasure;
     // Every task the run would tune, checked now: no input error waits for the device.
     const std::vector<std::vector<int64_t>> tuned_shapes =
         options.shapes.empty() ? default_shapes(options.op) : options.shapes;

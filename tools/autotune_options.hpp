@@ -22,6 +22,7 @@ struct AutotuneOptions {
   uint64_t seed = 0;                        // 0: from the clock
   bool verbose = false;
   bool no_wait = false;  // another tuner holds the GPU: refuse instead of waiting
+  bool remeasure = false;  // measure configs again that earlier runs measured (no resume)
   /// Restrictions of the space: parameter name -> allowed values (TOML [space] table).
   std::map<std::string, std::vector<int>> space;
 };

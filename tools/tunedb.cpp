@@ -318,7 +318,7 @@ const std::vector<std::string> kTrialColumns = {
     "session_id", "device_uuid", "op",          "layout",      "shape",      "dims",
     "alignment",  "config",      "kernel_name", "disposition", "message",    "ms_median",
     "ms_min",     "runs",        "tflops",      "rel_error",   "registers",  "spill_bytes",
-    "compile_ms", "created_at"};
+    "compile_ms", "template_hash", "created_at"};
 const std::vector<std::string> kSessionColumns = {"id",       "device_uuid", "op",
                                                   "strategy", "budget_s",    "started_at"};
 
@@ -375,6 +375,7 @@ void export_trials(Database& db, const Filter& filter, RowStream& out) {
              int_col("registers", t.registers),
              int_col("spill_bytes", t.spill_bytes),
              real_col("compile_ms", t.compile_ms),
+             text_col("template_hash", t.template_hash),
              text_col("created_at", t.created_at)});
   });
 }

@@ -93,6 +93,7 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
     t.key = task.key();
     t.config = job.config.canonical();
     t.kernel_name = job.spec.kernel_name;
+    t.template_hash = job.spec.source_hash;
     if (!job.built) {
       t.disposition = cache::Disposition::kCompileError;
       t.message = first_lines(job.error, 2000);
@@ -191,6 +192,13 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
         strategy_done = true;
         break;
       }
+      // Measured by an earlier run: its result guides the strategy, nothing is measured again.
+      if (auto before = options.measured.find(config->canonical());
+          before != options.measured.end()) {
+        strategy->report(*config, before->second);
+        ++result.resumed;
+        continue;
+      }
       CompileJob job;
       job.config = *config;
       job.spec = task.kernel_spec(*config);
@@ -221,6 +229,7 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
       p.trials_done = static_cast<int>(result.trials.size());
       p.trials_ok = ok;
       p.trials_limit = options.max_trials;
+      p.resumed = result.resumed;
       p.elapsed_s = seconds_since(started);
       p.remaining_s = std::max(0.0, options.budget_s - p.elapsed_s);
       p.best = result.best;

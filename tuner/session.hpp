@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct SessionOptions {
   uint64_t seed = 1;
   int compile_threads = 0;  // 0: hardware threads - 1
   std::vector<Config> first;  // tried before the strategy's own picks
+  // Configs measured before for this task on the same template (canonical text -> median ms, or
+  // nothing when they failed): not measured again, their results handed to the strategy.
+  std::map<std::string, std::optional<double>> measured;
   // Set (e.g. by a SIGINT handler) to end the session after the trial in hand: stop_reason
   // "interrupted", trials flushed, no final re-timing.
   const std::atomic<bool>* stop = nullptr;
@@ -33,6 +37,7 @@ struct Progress {
   int trials_done = 0;
   int trials_ok = 0;
   int trials_limit = 0;  // max_trials, or 0
+  int resumed = 0;       // configs skipped as measured before
   double elapsed_s = 0;
   double remaining_s = 0;
   std::optional<cache::TrialRecord> best;
@@ -59,6 +64,7 @@ struct SessionResult {
   BaselineTiming final_baseline;
   double elapsed_s = 0;
   std::string stop_reason;  // "budget", "trial limit", "space exhausted", "interrupted"
+  int resumed = 0;          // configs the strategy proposed that were measured before
 };
 
 /// Each trial is handed to record as soon as it is measured (so a kill loses none).

@@ -175,7 +175,8 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"warp_tile_divides_block_tile", {"BM", "BN", "WM", "WN"}, [](const Config& c) {
                    return c.get("BM") % c.get("WM") == 0 && c.get("BN") % c.get("WN") == 0;
                  }});
-  space.require({"threads_per_block", {"BM", "BN", "WM", "WN"}, [=](const Config& c) {
+  // Rules calling threads_per_block, shared_bytes or estimated_registers read GEMV too.
+  space.require({"threads_per_block", {"GEMV", "BM", "BN", "WM", "WN"}, [=](const Config& c) {
                    return threads_per_block(c) <= max_threads;
                  }});
   // A lane holds WM*WN/32 accumulators; past 128 the kernel spills.
@@ -196,14 +197,14 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                  [=](const Config& c) { return c.get("VEC") <= alignment; }});
   space.require({"pad_keeps_rows_aligned", {"PAD"},
                  [](const Config& c) { return c.get("PAD") % 4 == 0; }});
-  space.require({"shared_memory", {"BM", "BN", "BK", "PAD", "AKM", "BKM", "PIPE"},
+  space.require({"shared_memory", {"GEMV", "BM", "BN", "BK", "PAD", "AKM", "BKM", "PIPE"},
                  [=](const Config& c) { return shared_bytes(c) <= smem_limit; }});
   space.require({"unroll_divides_bk", {"BK", "UNROLL"},
                  [](const Config& c) { return c.get("BK") % c.get("UNROLL") == 0; }});
   space.require({"cp_async_needs_sm80", {"PIPE"},
                  [=](const Config& c) { return c.get("PIPE") < 2 || cc >= 80; }});
-  space.require({"min_blocks_fit_sm", {"BM", "BN", "WM", "WN", "BK", "PAD", "AKM", "BKM", "PIPE",
-                                       "MINB"},
+  space.require({"min_blocks_fit_sm", {"GEMV", "BM", "BN", "WM", "WN", "BK", "PAD", "AKM", "BKM",
+                                       "PIPE", "MINB"},
                  [=](const Config& c) {
                    const int b = c.get("MINB");
                    return threads_per_block(c) * b <= threads_per_sm &&
@@ -219,8 +220,8 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"bk_fits_k", {"BK"}, [=](const Config& c) { return c.get("BK") <= k_cap; }, true});
   // The compiler's register cap is 255, or less when MINB blocks must fit the register file;
   // configs whose estimate exceeds it spill (measured: about a quarter of unpruned trials).
-  space.require({"registers_fit", {"BM", "BN", "BK", "WM", "WN", "TM", "TN", "LM", "VEC", "PIPE",
-                                   "MINB"},
+  space.require({"registers_fit", {"GEMV", "BM", "BN", "BK", "WM", "WN", "TM", "TN", "LM", "VEC",
+                                   "PIPE", "MINB"},
                  [=](const Config& c) {
                    const int cap = std::min(255, regs_per_sm / (threads_per_block(c) * c.get("MINB")));
                    return estimated_registers(c) <= cap;
@@ -550,7 +551,9 @@ void launch(const LoadedKernel& kernel, const Config& config, const Problem& pro
     float* bt = reinterpret_cast<float*>(ws);
     void* t_args[] = {&k, &n, &b, &ldb, &bt, &ldt};
     LaunchGeometry g;
-    g.grid = dim3(static_cast<unsigned>((k + 31) / 32), static_cast<unsigned>((n + 31) / 32));
+    // y steps over n tiles inside the kernel past the 65535-block limit of grid.y.
+    g.grid = dim3(static_cast<unsigned>((int64_t{k} + 31) / 32),
+                  static_cast<unsigned>(std::min<int64_t>((int64_t{n} + 31) / 32, 65535)));
     g.block = dim3(32, 8);
     kernel.launch_companion(kTransposeB, g, t_args, stream);
     b = bt;

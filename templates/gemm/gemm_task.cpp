@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "generator/cuda_check.hpp"
+#include "templates/template_source.hpp"
 
 namespace tuned::gemm_op {
 namespace {
@@ -62,6 +63,8 @@ GemmTask::GemmTask(const DeviceInfo& device, const Problem& problem, DeviceCheck
 KernelSpec GemmTask::kernel_spec(const Config& config) const {
   return gemm_op::kernel_spec(config, problem_);
 }
+
+std::string GemmTask::template_hash() const { return template_source("gemm.cu").hash; }
 
 void GemmTask::allocate(const Problem& p, Buffers& b, bool with_init) {
   const int64_t a_cols = p.trans_a ? p.m : p.k;

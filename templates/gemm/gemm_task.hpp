@@ -39,6 +39,7 @@ class GemmTask : public TuningTask {
   const Space& space() const override { return space_; }
   Space& mutable_space() { return space_; }
   KernelSpec kernel_spec(const Config& config) const override;
+  std::string template_hash() const override;
   std::vector<Config> seed_configs() const override {
     return gemm_op::seed_configs(device_, problem_);
   }

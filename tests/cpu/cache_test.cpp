@@ -177,7 +177,7 @@ TEST(CacheDatabase, CreatesFoldersAndSchemaVersion) {
     EXPECT_EQ(db.path(), path);
   }
   EXPECT_TRUE(fs::is_regular_file(path));
-  EXPECT_EQ(Database::schema_version(), 2);
+  EXPECT_EQ(Database::schema_version(), 3);
   EXPECT_EQ(sqlite_user_version(path), Database::schema_version());
   Database again(path);  // opening a current schema is a no-op
   EXPECT_EQ(sqlite_user_version(path), Database::schema_version());
@@ -761,8 +761,7 @@ TEST(CacheDatabase, Version1DatabaseMigratesKeepingRows) {
   ASSERT_EQ(sqlite_user_version(path), 1);
 
   Database db(path);
-  EXPECT_EQ(Database::schema_version(), 2);
-  EXPECT_EQ(sqlite_user_version(path), 2);
+  EXPECT_EQ(sqlite_user_version(path), Database::schema_version());
   // The old cubin has no checksum and is trusted as before.
   auto old = db.find_cubin({"h1", "-DBM=64", "sm_90", "13.0"});
   ASSERT_TRUE(old.has_value());
@@ -1365,4 +1364,58 @@ TEST(CacheDatabaseFaults, ASessionRefinesItsOwnBest) {
 }
 
 }  // namespace
+// Version 2 (no template hash in trials): readers read it as it is, byte for byte; a writer
+// migrates it; measured() then lists only trials of the same key on the same template.
+TEST(CacheDatabase, Version2IsReadAsIsAndTrialsOfATemplateAreFoundForResuming) {
+  TempDir dir;
+  std::string path = dir.file("v2.db");
+  sqlite_exec(path, kSchemaV1);
+  sqlite_exec(path,
+              "ALTER TABLE cubins ADD COLUMN image_bytes INTEGER;"
+              "ALTER TABLE cubins ADD COLUMN image_checksum TEXT;"
+              "ALTER TABLE best ADD COLUMN origin TEXT NOT NULL DEFAULT 'autotune';"
+              "PRAGMA user_version = 2;"
+              "INSERT INTO trials (session_id, device_uuid, op, layout, shape, d0, d1, d2, "
+              "alignment, config, kernel_name, disposition, message, ms_median, ms_min, runs, "
+              "tflops, rel_error, registers, spill_bytes, compile_ms, created_at) VALUES (NULL, '" +
+                  std::string(kH100) +
+                  "', 'gemm', 'NN', '64x64x64', 64, 64, 64, 4, 'BM=16', 'gemm_nn', 'ok', '', 0.5, "
+                  "0.5, 5, 1.0, 0.0, 32, 0, 10.0, '2026-01-01T00:00:00Z');");
+  const ProblemKey k = key(kH100, {64, 64, 64});
+  const std::string before = file_bytes(path);
+  {
+    Database reader(path, Access::kRead);
+    const auto rows = reader.trials({});
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].config, "BM=16");
+    EXPECT_EQ(rows[0].template_hash, "");
+    EXPECT_TRUE(reader.measured(k, "any").empty());  // old rows name no template
+  }
+  EXPECT_EQ(file_bytes(path), before);
+  ASSERT_EQ(sqlite_user_version(path), 2);
+
+  Database db(path);
+  EXPECT_EQ(sqlite_user_version(path), 3);
+  auto made = [&](const std::string& config, const std::string& hash, Disposition d, double ms,
+                  const ProblemKey& on) {
+    TrialRecord t = trial(0, on, d);
+    t.config = config;
+    t.template_hash = hash;
+    t.ms_median = ms;
+    return t;
+  };
+  db.record_trials({made("BM=32", "h1", Disposition::kOk, 0.25, k),
+                    made("BM=64", "h1", Disposition::kWrongResult, 0, k),
+                    made("BM=128", "h2", Disposition::kOk, 0.125, k),  // another template
+                    made("BM=256", "h1", Disposition::kOk, 0.5, key(kH100, {64, 64, 65}))});
+  const auto measured = db.measured(k, "h1");
+  ASSERT_EQ(measured.size(), 2u);
+  EXPECT_EQ(measured[0].config, "BM=32");
+  EXPECT_DOUBLE_EQ(measured[0].ms_median, 0.25);
+  EXPECT_EQ(measured[1].config, "BM=64");
+  EXPECT_EQ(measured[1].disposition, Disposition::kWrongResult);
+  EXPECT_TRUE(db.measured(k, "").empty());
+  EXPECT_EQ(db.trials({}).back().template_hash, "h1");
+}
+
 }  // namespace tuned::cache

@@ -2,12 +2,23 @@
 // config from the database (exact key, and the nearest shape for an untuned one).
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <random>
+#include <set>
 #include <string>
+#include <vector>
 
+#include "cache/database.hpp"
 #include "gpu_test_util.hpp"
+#include "templates/space.hpp"
 #include "tuned/tuned.h"
 
 namespace {
@@ -101,36 +112,66 @@ int count_of(const std::string& text, const std::string& part) {
   return n;
 }
 
-// kill -9 at moments of an autotune run: every trial it reported is in the database, the best so
-// far is there with a cubin another process loads and runs correctly; Ctrl-C ends the run with
-// the summary and exit 130.
-TEST(AutotuneEndToEnd, KillKeepsEveryTrialAndTheBestSoFar) {
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Every trial in the database, read as another process would.
+std::vector<tuned::cache::TrialRecord> stored_trials(const std::string& db) {
+  tuned::cache::Database reader(db, tuned::cache::Access::kRead);
+  return reader.trials({});
+}
+
+// 20 rounds of kill -9 at random moments (seeded; printed) of one and the same autotune command:
+// every trial a round reported is in the database (0 lost), the best so far is there with a cubin
+// another process loads and runs right, and each re-run resumes: across all rounds no config of
+// the key is measured twice. Then Ctrl-C ends a run with the summary and exit 130.
+TEST(AutotuneEndToEnd, KillRoundsLoseNothingAndReRunsMeasureNoConfigTwice) {
   TUNED_REQUIRE_GPU();
   const std::string db = ::testing::TempDir() + "autotune_kill_" + std::to_string(getpid()) + ".db";
   const std::string log = db + ".log";
   std::remove(db.c_str());
   const std::string autotune = tool_path("autotune") +
                                " --device 0 --op gemm --shape 333x222x111 --layout NN --budget 60"
-                               " --verbose --db " + db;
-  int recorded = 0;
-  for (int round = 0; round < 4; ++round) {
-    const double after_s = 3.0 + 1.5 * round;
+                               " --seed 1 --verbose --db " + db;
+  const unsigned seed = 20261122;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> moment(1.5, 6.0);
+  std::printf("kill moments drawn with seed %u\n", seed);
+  size_t recorded = 0;
+  int resumed_rounds = 0;
+  for (int round = 0; round < 20; ++round) {
+    const double after_s = moment(rng);
     std::string out;
-    run_command("(" + autotune + " --seed " + std::to_string(round + 1) + " >" + log +
-                    " 2>&1 & p=$!; sleep " + std::to_string(after_s) + "; kill -9 $p; wait $p)",
+    char sleep[32];
+    std::snprintf(sleep, sizeof sleep, "%.2f", after_s);
+    run_command("(" + autotune + " >" + log + " 2>&1 & p=$!; sleep " + sleep +
+                    "; kill -9 $p; wait $p)",
                 &out);
-    std::ifstream in(log);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string text = read_text(log);
     const int reported = count_of(text, "  trial ");  // printed after each trial is recorded
-    std::string trials;
-    ASSERT_EQ(run_command(tool_path("tunedb") + " --db " + db + " trials --format csv", &trials), 0)
-        << trials;
-    const int now = count_of(trials, "\n") - 1;  // CSV lines less the header
-    std::printf("round %d: killed after %.1f s, %d trials reported, %d in the database\n", round,
-                after_s, reported, now - recorded);
-    EXPECT_GT(reported, 0) << text;
-    EXPECT_GE(now - recorded, reported) << text;
-    recorded = now;
+    resumed_rounds += text.find("resuming: ") != std::string::npos;
+    std::vector<tuned::cache::TrialRecord> trials;
+    if (std::ifstream(db).good()) trials = stored_trials(db);
+    const int added = static_cast<int>(trials.size() - recorded);
+    std::printf("round %2d: killed after %s s, %3d trials reported, %3d added to the database\n",
+                round, sleep, reported, added);
+    // Each trial is committed before it is printed; at most the one in hand is unprinted.
+    EXPECT_GE(added, reported) << text;
+    EXPECT_LE(added, reported + 1) << text;
+    recorded = trials.size();
+    // No config measured twice for the key on this template, whatever round measured it.
+    std::map<std::string, int> times;
+    for (const auto& t : trials) {
+      EXPECT_FALSE(t.template_hash.empty()) << t.config;
+      if (++times[t.config + " " + t.template_hash] == 2) {
+        ADD_FAILURE() << "round " << round << ": " << t.config << " measured twice";
+      }
+    }
+    bool any_ok = false;
+    for (const auto& t : trials) any_ok |= t.disposition == tuned::cache::Disposition::kOk;
+    if (!any_ok) continue;  // killed before the first candidate finished: no best yet
     std::string best;
     ASSERT_EQ(run_command(tool_path("tunedb") + " --db " + db + " best", &best), 0) << best;
     EXPECT_NE(best.find("333x222x111"), std::string::npos) << best;
@@ -142,18 +183,151 @@ TEST(AutotuneEndToEnd, KillKeepsEveryTrialAndTheBestSoFar) {
         << run;
     EXPECT_NE(run.find("exact: GEMV=0,BM="), std::string::npos) << run;
   }
+  EXPECT_GE(resumed_rounds, 15);  // every round after the first trials resumes
+  std::printf("20 rounds: %zu trials in the database, each config once\n", recorded);
+
+  // Ctrl-C: the trial in hand ends, the summary prints, exit 130; and still no config twice.
   std::string out;
-  const int rc = run_command("(" + autotune + " --seed 9 >" + log +
+  const int rc = run_command("(" + autotune + " >" + log +
                                  " 2>&1 & p=$!; sleep 4; kill -INT $p; wait $p; echo exit=$?)",
                              &out);
-  std::ifstream in(log);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = read_text(log);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("exit=130"), std::string::npos) << out << text;
   EXPECT_NE(text.find("interrupted: every trial"), std::string::npos) << text;
   EXPECT_NE(text.find("best config"), std::string::npos) << text;  // the summary table
+  std::set<std::string> configs;
+  for (const auto& t : stored_trials(db)) {
+    EXPECT_TRUE(configs.insert(t.config).second) << t.config << " measured twice";
+  }
+  // --remeasure measures anew: a config the database holds is measured again.
+  ASSERT_EQ(run_command(autotune + " --remeasure --max-trials 3", &out), 0) << out;
+  EXPECT_GT(stored_trials(db).size(), configs.size() + 2) << out;
   std::remove(db.c_str());
   std::remove(log.c_str());
+}
+
+// Another process holds the database locked for 30 s (an exclusive lock: readers are blocked
+// too): autotune and tunedb, started while it is held, wait and finish, and every trial autotune
+// reported is in the database afterwards.
+TEST(AutotuneEndToEnd, ALockHeldThirtySecondsIsWaitedFor) {
+  TUNED_REQUIRE_GPU();
+  const std::string db = ::testing::TempDir() + "autotune_busy_" + std::to_string(getpid()) + ".db";
+  std::remove(db.c_str());
+  const std::string tune = tool_path("autotune") +
+                           " --device 0 --op gemm --shape 200x300x100 --budget 30 --max-trials 6"
+                           " --verbose --db " + db;
+  std::string out;
+  ASSERT_EQ(run_command(tune + " --seed 1", &out), 0) << out;
+  const size_t before = stored_trials(db).size();
+
+  const pid_t holder = fork();
+  ASSERT_GE(holder, 0);
+  if (holder == 0) {  // the child: takes the lock, holds it 30 s, writes nothing of ours
+    sqlite3* raw = nullptr;
+    if (sqlite3_open(db.c_str(), &raw) != SQLITE_OK) _exit(3);
+    const int rc = sqlite3_exec(raw,
+                                "PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE; "
+                                "SELECT count(*) FROM trials;",
+                                nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) _exit(4);
+    sleep(30);
+    sqlite3_exec(raw, "COMMIT;", nullptr, nullptr, nullptr);
+    sqlite3_close(raw);
+    _exit(0);
+  }
+  sleep(1);  // the lock is taken
+  const auto started = std::chrono::steady_clock::now();
+  const std::string both = "(" + tune + " --seed 2 > " + db + ".tune.log 2>&1 & t=$!; " +
+                           tool_path("tunedb") + " --db " + db + " trials --format csv > " + db +
+                           ".list.log 2>&1; echo tunedb_exit=$?; wait $t; echo autotune_exit=$?)";
+  const int rc = run_command(both, &out);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  int status = 0;
+  waitpid(holder, &status, 0);
+  const std::string tune_log = read_text(db + ".tune.log");
+  const std::string list_log = read_text(db + ".list.log");
+  std::printf("lock held 30 s: both finished after %.1f s\n%s\n", waited, out.c_str());
+  EXPECT_EQ(rc, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "holder status " << status;
+  EXPECT_GE(waited, 25.0);  // they did wait for the holder
+  EXPECT_NE(out.find("tunedb_exit=0"), std::string::npos) << out << list_log;
+  EXPECT_NE(out.find("autotune_exit=0"), std::string::npos) << out << tune_log;
+  EXPECT_NE(list_log.find("200x300x100"), std::string::npos) << list_log;
+  const int reported = count_of(tune_log, "  trial ");
+  EXPECT_GT(reported, 0) << tune_log;
+  EXPECT_EQ(stored_trials(db).size(), before + static_cast<size_t>(reported)) << tune_log;
+  for (const char* suffix : {"", ".tune.log", ".list.log"}) std::remove((db + suffix).c_str());
+}
+
+// Seeded random [space] restrictions and shapes through autotune: each run either ends with a
+// clear input error (exit 2, before the device) or runs (exit 0), never a signal; every trial
+// recorded keeps to the run's restriction.
+TEST(AutotuneEndToEnd, FuzzedSpacesRunOrFailCleanlyAndTrialsKeepToThem) {
+  TUNED_REQUIRE_GPU();
+  const unsigned seed = 8;
+  std::mt19937 rng(seed);
+  const std::map<std::string, std::vector<int>> values = {
+      {"BM", {16, 32, 64, 128, 256, 0, 7}},  {"BN", {16, 32, 64, 128, 256, -16}},
+      {"BK", {8, 16, 32, 0}},                {"WM", {8, 16, 32, 64, 0}},
+      {"WN", {8, 16, 32, 64, 3}},            {"TM", {1, 2, 4, 8}},
+      {"VEC", {1, 2, 4, 0}},                 {"PIPE", {0, 1, 2, 3, 4, 5}},
+      {"SPLITK", {1, 2, 4, 8, 0}},           {"UNROLL", {1, 4, 8, 16, 0}},
+      {"PAD", {0, 4, -4}},                   {"GEMV", {0, 32, 64}}};
+  const std::vector<std::string> shapes = {"1x7x127", "127x127x127", "7x1000x33", "1000x1x64",
+                                           "64x64x4097", "333x77x9"};
+  int ran = 0, refused = 0;
+  const std::string base = ::testing::TempDir() + "fuzz_" + std::to_string(getpid());
+  for (int c = 0; c < 16; ++c) {
+    std::map<std::string, std::vector<int>> space;
+    const int params = 1 + static_cast<int>(rng() % 4);
+    for (int i = 0; i < params; ++i) {
+      auto it = values.begin();
+      std::advance(it, rng() % values.size());
+      std::vector<int>& chosen = space[it->first];
+      chosen.clear();
+      for (int v : it->second) {
+        if (rng() % 3 == 0) chosen.push_back(v);
+      }
+      if (chosen.empty()) chosen.push_back(it->second[rng() % it->second.size()]);
+    }
+    std::string toml = "[space]\n";
+    for (const auto& [name, list] : space) {
+      toml += name + " = [";
+      for (size_t i = 0; i < list.size(); ++i) toml += (i ? ", " : "") + std::to_string(list[i]);
+      toml += "]\n";
+    }
+    const std::string path = base + ".toml", db = base + "_" + std::to_string(c) + ".db";
+    std::ofstream(path) << toml;
+    const std::string shape = shapes[rng() % shapes.size()];
+    std::string out;
+    const int rc = run_command(tool_path("autotune") + " --config " + path + " --shape " + shape +
+                                   " --strategy random --budget 6 --max-trials 3 --seed " +
+                                   std::to_string(c + 1) + " --db " + db,
+                               &out);
+    SCOPED_TRACE("case " + std::to_string(c) + ", shape " + shape + ":\n" + toml + out);
+    ASSERT_TRUE(rc == 0 || rc == 2) << "exit " << rc;  // -1: a signal
+    if (rc == 2) {
+      ++refused;
+      EXPECT_FALSE(std::ifstream(db).good()) << "an input error wrote the database";
+      continue;
+    }
+    ++ran;
+    for (const auto& t : stored_trials(db)) {
+      const tuned::Config config = tuned::Config::parse(t.config);
+      for (const auto& [name, list] : space) {
+        EXPECT_NE(std::find(list.begin(), list.end(), config.get(name)), list.end())
+            << t.config << " breaks " << name;
+      }
+    }
+    std::remove(db.c_str());
+  }
+  std::printf("fuzzed spaces (seed %u): %d ran, %d refused as input errors\n", seed, ran,
+              refused);
+  EXPECT_GT(ran, 0);
+  EXPECT_GT(refused, 0);
+  std::remove((base + ".toml").c_str());
 }
 
 // One tuner per GPU: while one autotune runs, a second with --no-wait exits 1 naming the holder;
