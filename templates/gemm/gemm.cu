@@ -549,7 +549,8 @@ extern "C" __global__ void __launch_bounds__(kGemvThreads)
   const int splits = gridDim.y;
   const int chunk = ((K + splits - 1) / splits + 31) / 32 * 32;
   const int k_begin = min(K, (int)blockIdx.y * chunk);
-  const int k_end = min(K, k_begin + chunk);
+  // In 64 bits: the last split's chunk, rounded up to 32, may end past 2^31 - 1.
+  const int k_end = (int)min((long long)K, (long long)k_begin + chunk);
 
   __shared__ float partial[kGemvThreads * VEC];  // per (k thread, row) sums; then per row
   if (rows_adjacent) {
