@@ -6,6 +6,7 @@
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -206,11 +207,30 @@ std::vector<std::string> long_flag_names(const CLI::App& app) {
   return names;
 }
 
+// Control characters of the file (a parser's excerpt of it) shown escaped: an error stays one
+// line, whatever bytes the file holds.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 Error config_error(const std::string& path, const toml::source_region& where,
                    const std::string& message) {
-  return Error(TUNED_STATUS_CONFIG_ERROR, "config file '" + path + "', line " +
-                                              std::to_string(where.begin.line) + ", column " +
-                                              std::to_string(where.begin.column) + ": " + message);
+  return Error(TUNED_STATUS_CONFIG_ERROR,
+               "config file '" + path + "', line " + std::to_string(where.begin.line) +
+                   ", column " + std::to_string(where.begin.column) + ": " + printable(message));
 }
 
 // Reads and checks one TOML document; every error names the file and where in it.
@@ -270,7 +290,10 @@ class TomlReader {
       options_.layout = check_layout(string(key, node), argument);
     } else if (key == "budget") {
       if (!node.is_number()) throw type_error(key, node, "a number of seconds (integer or float)");
-      double value = node.value<double>().value();
+      // An integer too large for an exact double is still a number of seconds (toml++ would
+      // refuse the lossy conversion).
+      const double value = node.is_integer() ? static_cast<double>(node.as_integer()->get())
+                                             : node.as_floating_point()->get();
       std::ostringstream text;
       text << value;
       options_.budget_s = check_budget(value, argument, text.str());
