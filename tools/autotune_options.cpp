@@ -434,8 +434,18 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
   ParseResult result;
   CLI::App app{"Tunes tuned's kernels on one GPU and records the best configurations.", "autotune"};
   app.get_formatter()->column_width(24);
-  app.footer("Keys of the TOML file: " + join(kTomlKeys) +
-             ";\n[space] restricts the op's parameters, e.g. BM = [64, 128].");
+  std::string footer = "Keys of the TOML file: " + join(kTomlKeys) +
+                       ";\n[space] narrows the op's parameters to some of their values, e.g. "
+                       "BM = [64, 128]:";
+  for (const OpRegistration& registered : op_registrations()) {
+    footer += "\n  " + registered.name + ":";
+    for (const Param& p : registered.params) {
+      std::vector<std::string> values;
+      for (int v : p.values) values.push_back(std::to_string(v));
+      footer += " " + p.name + " {" + join(values, ",") + "}";
+    }
+  }
+  app.footer(footer);
 
   // Values are taken as text and checked here, so that every error names the flag and the rule
   // in the same words as the TOML file's errors.

@@ -103,6 +103,45 @@ TEST(AutotuneEndToEnd, TunesRecordsAndAnotherProcessUsesTheResult) {
   EXPECT_NE(out.find("file is empty"), std::string::npos) << out;
   EXPECT_EQ(file_bytes(empty), "");
   std::remove(empty.c_str());
+  const std::string foreign = db + ".foreign";
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(foreign.c_str(), &raw), SQLITE_OK);
+    sqlite3_exec(raw, "CREATE TABLE notes (x TEXT); INSERT INTO notes VALUES ('mine');", nullptr,
+                 nullptr, nullptr);
+    sqlite3_close(raw);
+  }
+  const std::string foreign_before = file_bytes(foreign);
+  rc = run_command("TUNED_DB=" + foreign + " " + tool_path("../examples/gemm_example") +
+                       " 64 64 64 NN",
+                   &out);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("not a tuned database"), std::string::npos) << out;
+  EXPECT_EQ(file_bytes(foreign), foreign_before);
+  std::remove(foreign.c_str());
+  // A user who cannot write the database (root drops to nobody; the folder and file are root's)
+  // still uses its tuned config, and the file stays as it was.
+  if (geteuid() == 0) {
+    const std::string folder = db + ".ro";
+    const std::string copy = folder + "/tuned.db";
+    ASSERT_EQ(run_command("mkdir -p " + folder + " && cp " + db + " " + copy + " && chmod 755 " +
+                              folder + " && chmod 644 " + copy,
+                          &out),
+              0)
+        << out;
+    const std::string copy_before = file_bytes(copy);
+    rc = run_command("TUNED_DB=" + copy + " setpriv --reuid=65534 --regid=65534 --clear-groups " +
+                         tool_path("../examples/gemm_example") + " 512 384 256 NT",
+                     &out);
+    if (out.find("setpriv") != std::string::npos) {  // no setpriv, or nobody cannot run it
+      std::printf("read-only use as another user not checked: %s\n", out.c_str());
+    } else {
+      EXPECT_EQ(rc, 0) << out;
+      EXPECT_NE(out.find("exact: GEMV=0,BM="), std::string::npos) << out;
+      EXPECT_EQ(file_bytes(copy), copy_before);
+    }
+    run_command("rm -rf " + folder, &out);
+  }
   std::remove(db.c_str());
 }
 
