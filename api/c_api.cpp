@@ -4,6 +4,7 @@
 #include <string>
 
 #include "api/gemm_api.hpp"
+#include "api/transpose_api.hpp"
 #include "api/runtime.hpp"
 #include "tuned/tuned.h"
 #include "tuned/tuned.hpp"
@@ -31,6 +32,13 @@ tuned_status_t guarded(Body&& body) {
     last_error = "internal error: unknown exception";
     return TUNED_STATUS_INTERNAL_ERROR;
   }
+}
+
+// A describe call's text into the caller's buffer, cut to fit, always terminated.
+void copy_text(const std::string& text, char* buf, unsigned long size) {
+  const size_t copied = std::min<size_t>(text.size(), size - 1);
+  text.copy(buf, copied);
+  buf[copied] = '\0';
 }
 
 }  // namespace
@@ -64,6 +72,19 @@ tuned_status_t tuned_gemm(tuned_operation_t op_a, tuned_operation_t op_b, int m,
   });
 }
 
+tuned_status_t tuned_transpose(int rows, int cols, const float* A, int lda, float* B, int ldb,
+                               cudaStream_t stream) {
+  return guarded([&] { tuned::api::transpose(rows, cols, A, lda, B, ldb, stream); });
+}
+
+tuned_status_t tuned_transpose_describe(int rows, int cols, const float* A, int lda,
+                                        const float* B, int ldb, char* buf, unsigned long size) {
+  return guarded([&] {
+    tuned::require_argument(buf != nullptr && size > 0, "buf", "must hold at least one byte");
+    copy_text(tuned::api::describe_transpose(rows, cols, A, lda, B, ldb), buf, size);
+  });
+}
+
 tuned_status_t tuned_set_database(const char* path) {
   return guarded([&] { tuned::Runtime::instance().set_database(path ? path : ""); });
 }
@@ -73,11 +94,7 @@ tuned_status_t tuned_gemm_describe(tuned_operation_t op_a, tuned_operation_t op_
                                    const float* C, int ldc, char* buf, unsigned long size) {
   return guarded([&] {
     tuned::require_argument(buf != nullptr && size > 0, "buf", "must hold at least one byte");
-    const std::string text =
-        tuned::api::describe_gemm(op_a, op_b, m, n, k, A, lda, B, ldb, C, ldc);
-    const size_t copied = std::min<size_t>(text.size(), size - 1);
-    text.copy(buf, copied);
-    buf[copied] = '\0';
+    copy_text(tuned::api::describe_gemm(op_a, op_b, m, n, k, A, lda, B, ldb, C, ldc), buf, size);
   });
 }
 
@@ -105,6 +122,16 @@ std::string describe_gemm(Op op_a, Op op_b, int m, int n, int k, const float* a,
                           const float* b, int ldb, const float* c, int ldc) {
   return api::describe_gemm(static_cast<int>(op_a), static_cast<int>(op_b), m, n, k, a, lda, b,
                             ldb, c, ldc);
+}
+
+void transpose(int rows, int cols, const float* a, int lda, float* b, int ldb,
+               cudaStream_t stream) {
+  api::transpose(rows, cols, a, lda, b, ldb, stream);
+}
+
+std::string describe_transpose(int rows, int cols, const float* a, int lda, const float* b,
+                               int ldb) {
+  return api::describe_transpose(rows, cols, a, lda, b, ldb);
 }
 
 void set_database(const std::string& path) {

@@ -50,7 +50,12 @@ ShippedDefaults::ShippedDefaults(std::string_view table) {
       row.best.key.device_uuid = model_uuid(f[0], row.cc);
       row.best.key.op = f[2];
       row.best.key.layout = f[3];
-      row.best.key.shape = {std::stoll(f[4]), std::stoll(f[5]), std::stoll(f[6])};
+      // Three size columns; an op of fewer dimensions leaves the last ones "-".
+      row.best.key.shape.clear();
+      for (int i = 4; i < 7; ++i) {
+        if (f[i] == "-") break;
+        row.best.key.shape.push_back(std::stoll(f[i]));
+      }
       row.best.key.alignment = std::stoi(f[7]);
       row.best.config = f[8];
       row.best.ms = std::stod(f[9]);
@@ -109,7 +114,14 @@ std::string ShippedDefaults::row(const BestRecord& best, const std::string& devi
   std::ostringstream out;
   out.precision(6);
   out << device_name << '\t' << cc << '\t' << best.key.op << '\t' << best.key.layout;
-  for (size_t i = 0; i < 3; ++i) out << '\t' << (i < best.key.shape.size() ? best.key.shape[i] : 1);
+  for (size_t i = 0; i < 3; ++i) {
+    out << '\t';
+    if (i < best.key.shape.size()) {
+      out << best.key.shape[i];
+    } else {
+      out << '-';
+    }
+  }
   out << '\t' << best.key.alignment << '\t' << best.config << '\t' << best.ms << '\t'
       << best.baseline_ms;
   return out.str();

@@ -1,6 +1,7 @@
 #include "templates/registry.hpp"
 
 #include "templates/gemm/gemm_face.hpp"
+#include "templates/transpose/transpose_face.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned {
@@ -23,7 +24,8 @@ int OpRegistration::variant_index(const std::string& variant) const {
 }
 
 const std::vector<OpRegistration>& op_registrations() {
-  static const std::vector<OpRegistration> ops = {gemm_op::registration()};
+  static const std::vector<OpRegistration> ops = {gemm_op::registration(),
+                                                  transpose_op::registration()};
   return ops;
 }
 

@@ -51,6 +51,17 @@ tuned_status_t tuned_gemm(tuned_operation_t op_a, tuned_operation_t op_b, int m,
                           const float* alpha, const float* A, int lda, const float* B, int ldb,
                           const float* beta, float* C, int ldc, cudaStream_t stream);
 
+/// B = A^T, out of place, in FP32, column-major: A is rows x cols (lda >= max(1, rows)), B is
+/// cols x rows (ldb >= max(1, cols)); A and B must not overlap. Exact (bits are moved, not
+/// computed). The kernel is chosen like tuned_gemm's (the user's tuning for this exact shape, the
+/// shipped entry, else a built-in default); asynchronous on the stream.
+tuned_status_t tuned_transpose(int rows, int cols, const float* A, int lda, float* B, int ldb,
+                               cudaStream_t stream);
+
+/// Describes the configuration tuned_transpose would use, like tuned_gemm_describe.
+tuned_status_t tuned_transpose_describe(int rows, int cols, const float* A, int lda,
+                                        const float* B, int ldb, char* buf, unsigned long size);
+
 /// Uses the tuning database at path from now on (NULL: TUNED_DB, else the default under
 /// $XDG_CACHE_HOME/tuned/). Kernels already loaded stay loaded.
 tuned_status_t tuned_set_database(const char* path);

@@ -26,6 +26,14 @@ void gemm(Op op_a, Op op_b, int m, int n, int k, float alpha, const float* a, in
 std::string describe_gemm(Op op_a, Op op_b, int m, int n, int k, const float* a, int lda,
                           const float* b, int ldb, const float* c, int ldc);
 
+/// B = A^T out of place in FP32, column-major (see tuned_transpose). Throws Error on bad
+/// arguments or failures. Asynchronous on the stream.
+void transpose(int rows, int cols, const float* a, int lda, float* b, int ldb,
+               cudaStream_t stream = nullptr);
+/// The configuration transpose() would use and where it came from (see describe_gemm).
+std::string describe_transpose(int rows, int cols, const float* a, int lda, const float* b,
+                               int ldb);
+
 /// Uses the tuning database at path from now on ("" for the default).
 void set_database(const std::string& path);
 

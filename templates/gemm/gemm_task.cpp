@@ -8,14 +8,6 @@
 namespace tuned::gemm_op {
 namespace {
 
-void check_cublas(cublasStatus_t status, const char* call) {
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    throw Error(TUNED_STATUS_CUDA_ERROR, std::string(call) + " failed: " +
-                                             cublasGetStatusName(status) + " (" +
-                                             cublasGetStatusString(status) + ")");
-  }
-}
-
 size_t elements(int64_t ld, int64_t cols) {
   return static_cast<size_t>(ld) * static_cast<size_t>(std::max<int64_t>(cols, 1));
 }
@@ -30,18 +22,6 @@ void cublas_sgemm(cublasHandle_t handle, const Problem& p, float alpha, const fl
                               p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, p.m, p.n, p.k, &alpha, a,
                               p.lda, b, p.ldb, &beta, c, p.ldc),
                "cublasSgemm_64");
-}
-
-CublasHandle::CublasHandle() {
-  check_cublas(cublasCreate(&handle_), "cublasCreate");
-  // The baseline and the reference are plain FP32: no TF32 tensor-core shortcut.
-  check_cublas(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-}
-CublasHandle::~CublasHandle() {
-  if (handle_) (void)cublasDestroy(handle_);
-}
-void CublasHandle::set_stream(cudaStream_t stream) {
-  check_cublas(cublasSetStream(handle_, stream), "cublasSetStream");
 }
 
 GemmTask::GemmTask(const DeviceInfo& device, const Problem& problem, DeviceCheck& check)

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "generator/cuda_raii.hpp"
+#include "templates/check/cublas_handle.hpp"
 #include "templates/gemm/gemm_op.hpp"
 #include "templates/op.hpp"
 
@@ -17,19 +18,7 @@ namespace tuned::gemm_op {
 void cublas_sgemm(cublasHandle_t handle, const Problem& p, float alpha, const float* a,
                   const float* b, float beta, float* c);
 
-/// A cuBLAS handle in FP32 (no TF32) math mode.
-class CublasHandle {
- public:
-  CublasHandle();
-  ~CublasHandle();
-  CublasHandle(const CublasHandle&) = delete;
-  CublasHandle& operator=(const CublasHandle&) = delete;
-  cublasHandle_t get() const { return handle_; }
-  void set_stream(cudaStream_t stream);
-
- private:
-  cublasHandle_t handle_ = nullptr;
-};
+using tuned::CublasHandle;  // templates/check/cublas_handle.hpp
 
 class GemmTask : public TuningTask {
  public:

@@ -23,6 +23,7 @@
 #include "generator/device.hpp"
 #include "templates/gemm/gemm_op.hpp"
 #include "templates/registry.hpp"
+#include "templates/transpose/transpose_op.hpp"
 #include "tools/autotune_options.hpp"
 #include "tuned/error.hpp"
 #include "tuner/strategy.hpp"
@@ -267,10 +268,13 @@ TEST_F(InputFuzz, EveryInputIsAClearErrorOrValidTasksWhoseConfigsKeepToTheSpace)
       }
       // First configs from outside the restriction (the op's seeds for the unrestricted
       // problem) must be dropped, as every strategy's own picks must keep to the space.
-      const gemm_op::Problem problem = gemm_op::packed_problem(
-          o.layout.empty() ? "NN" : o.layout, shape[0], shape[1], shape[2]);
-      auto strategy = make_strategy(o.strategy, *space,
-                                    gemm_op::seed_configs(h100, problem), 1 + i);
+      const std::vector<Config> first =
+          o.op == "gemm"
+              ? gemm_op::seed_configs(h100, gemm_op::packed_problem(
+                                                o.layout.empty() ? "NN" : o.layout, shape[0],
+                                                shape[1], shape[2]))
+              : transpose_op::seed_configs(h100, transpose_op::packed_problem(shape[0], shape[1]));
+      auto strategy = make_strategy(o.strategy, *space, first, 1 + i);
       for (int draw = 0; draw < 6; ++draw) {
         const auto config = strategy->next();
         if (!config) break;

@@ -1,0 +1,47 @@
+#include "api/transpose_api.hpp"
+
+#include "api/runtime.hpp"
+#include "templates/transpose/transpose_face.hpp"
+
+namespace tuned::api {
+namespace {
+
+const OpRegistration& transpose_registration() {
+  static const OpRegistration& op = find_op("transpose");
+  return op;
+}
+
+transpose_op::Problem make_problem(int64_t rows, int64_t cols, const void* a, int64_t lda,
+                                   const void* b, int64_t ldb) {
+  transpose_op::Problem p;
+  p.rows = rows;
+  p.cols = cols;
+  p.lda = lda;
+  p.ldb = ldb;
+  p.alignment = transpose_op::alignment_class(a, b, lda, ldb);
+  return p;
+}
+
+}  // namespace
+
+void transpose(int64_t rows, int64_t cols, const float* a, int64_t lda, float* b, int64_t ldb,
+               cudaStream_t stream) {
+  transpose_op::validate_arguments(rows, cols, a, lda, b, ldb);
+  if (rows == 0 || cols == 0) return;
+  const transpose_op::Problem problem = make_problem(rows, cols, a, lda, b, ldb);
+  Runtime::instance().run(
+      transpose_registration(), transpose_op::problem_id(problem),
+      [&](const LoadedKernel& kernel, const Config& config, void*, cudaStream_t s) {
+        transpose_op::launch(kernel, config, problem, a, b, s);
+      },
+      stream);
+}
+
+std::string describe_transpose(int64_t rows, int64_t cols, const float* a, int64_t lda,
+                               const float* b, int64_t ldb) {
+  transpose_op::validate_arguments(rows, cols, a, lda, b, ldb);
+  return Runtime::instance().describe(
+      transpose_registration(), transpose_op::problem_id(make_problem(rows, cols, a, lda, b, ldb)));
+}
+
+}  // namespace tuned::api
