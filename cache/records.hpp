@@ -52,7 +52,7 @@ struct TrialRecord {
   double ms_median = 0;  // 0 unless ok
   double ms_min = 0;
   int runs = 0;
-  double tflops = 0;
+  double tflops = 0;  // the op's rate in its unit (TFLOP/s for gemm, GB/s for transpose)
   double rel_error = 0;
   int registers = 0;
   int spill_bytes = 0;
@@ -69,7 +69,7 @@ struct BestRecord {
   std::string config;
   std::string kernel_name;
   double ms = 0;
-  double tflops = 0;
+  double tflops = 0;  // the op's rate in its unit, like TrialRecord::tflops
   double baseline_ms = 0;  // cuBLAS (or the op's baseline) in the same session; 0 if not measured
   int64_t session_id = 0;
   std::string updated_at;  // filled by the database

@@ -130,7 +130,9 @@ void print_devices(Database& db) {
 
 void print_best(Database& db, const Filter& filter) {
   auto names = device_names(db.devices());
-  Table table({"device", "op", "layout", "shape", "align", "config", "ms", "TFLOP/s", "baseline ms",
+  // rate: in the op's own unit (autotune names it: TFLOP/s for gemm, GB/s for transpose); the
+  // registry that knows units is left out of this tool, which reads the database only.
+  Table table({"device", "op", "layout", "shape", "align", "config", "ms", "rate", "baseline ms",
                "baseline/ms"});
   for (size_t c : {4, 6, 7, 8, 9}) table.right_align(c);
   for (const auto& b : db.bests(filter)) {
@@ -143,7 +145,7 @@ void print_best(Database& db, const Filter& filter) {
 }
 
 void print_trials(Database& db, const Filter& filter) {
-  Table table({"session", "op", "layout", "shape", "align", "disposition", "ms", "TFLOP/s", "regs",
+  Table table({"session", "op", "layout", "shape", "align", "disposition", "ms", "rate", "regs",
                "spill", "compile ms", "config", "message"});
   for (size_t c : {0, 4, 6, 7, 8, 9, 10}) table.right_align(c);
   for (const auto& t : db.trials(filter)) {
