@@ -11,6 +11,13 @@
 
 namespace tuned {
 
+/// "4096x4096x4096": a shape's sizes joined by 'x'.
+inline std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string text;
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? "x" : "") + std::to_string(shape[i]);
+  return text;
+}
+
 /// The key of a best configuration: which device, which op in which variant (a GEMM layout), on
 /// which shape and alignment class. shape holds the op's dimensions in its own order (gemm: m, n,
 /// k).
@@ -21,11 +28,7 @@ struct ProblemKey {
   std::vector<int64_t> shape;
   int alignment = 1;  // widest vector (in elements) every pointer and leading dimension allows
 
-  std::string shape_string() const {  // "4096x4096x4096"
-    std::string text;
-    for (size_t i = 0; i < shape.size(); ++i) text += (i ? "x" : "") + std::to_string(shape[i]);
-    return text;
-  }
+  std::string shape_string() const { return tuned::shape_string(shape); }
 };
 
 /// Distance between two shapes in log space: sum over dims of |log2(a) - log2(b)|, dims of 0

@@ -93,11 +93,10 @@ Space request_space(const TaskRequest& request, const DeviceInfo& device) {
     return false;
   });
   if (!any) {
-    std::string shape;
-    for (int64_t d : request.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
     throw Error(TUNED_STATUS_CONFIG_ERROR,
                 "space: the restrictions leave no config that meets " + request.op +
-                    "'s rules for " + shape + " " + checked.layout + " on " + device.name +
+                    "'s rules for " + shape_string(request.shape) + " " + checked.layout +
+                    " on " + device.name +
                     " (widen [space])");
   }
   return space;

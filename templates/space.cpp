@@ -1,6 +1,7 @@
 #include "templates/space.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include "tuned/error.hpp"
@@ -79,6 +80,18 @@ Config Config::parse(const std::string& text) {
     pos = end + 1;
   }
   return config;
+}
+
+std::string Config::name_suffix() const {
+  std::string suffix;
+  for (size_t i = 0; i < values_.size(); ++i) {
+    suffix += '_';
+    for (const char ch : (*names_)[i]) {
+      suffix += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    }
+    suffix += std::to_string(values_[i]);
+  }
+  return suffix;
 }
 
 bool Config::operator==(const Config& other) const {

@@ -35,6 +35,8 @@ class Config {
   std::string canonical() const;
   /// "-DBM=128", ... in parameter order.
   std::vector<std::string> defines() const;
+  /// "_bm128_bn128_..." in parameter order: what an op appends to name a config's kernel.
+  std::string name_suffix() const;
   /// Parses canonical text; throws Error(TUNED_STATUS_CONFIG_ERROR) naming the bad item.
   static Config parse(const std::string& text);
 

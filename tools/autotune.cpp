@@ -28,12 +28,6 @@ std::atomic<bool> g_interrupted{false};
 
 using tuned::tools::AutotuneOptions;
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s;
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
-  return s;
-}
-
 // One status line, rewritten in place on a terminal and printed every few seconds otherwise.
 class ProgressPrinter {
  public:
@@ -163,7 +157,7 @@ int run(const AutotuneOptions& options) {
     tuned::cache::SessionRecord session =
         db.begin_session({0, device.uuid, options.op, options.strategy, session_options.budget_s, ""});
 
-    const std::string label = shape_text(shapes[i]) + " " + key.layout;
+    const std::string label = tuned::shape_string(shapes[i]) + " " + key.layout;
     if (!session_options.measured.empty()) {
       std::fprintf(stderr,
                    "[%s] resuming: %zu config(s) measured before on this template are not "
@@ -201,7 +195,7 @@ int run(const AutotuneOptions& options) {
     if (printer) printer->finish();
 
     Row row;
-    row.shape = shape_text(shapes[i]);
+    row.shape = tuned::shape_string(shapes[i]);
     row.layout = key.layout;
     row.trials = static_cast<int>(result.trials.size());
     for (const auto& t : result.trials) row.ok += t.disposition == tuned::cache::Disposition::kOk;

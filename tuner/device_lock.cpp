@@ -46,30 +46,25 @@ DeviceLock::DeviceLock(const std::string& device_uuid, bool wait,
                                                    " (set TUNED_LOCK_DIR to a writable folder)");
   }
   (void)::fchmod(fd_, 0666);  // past the umask; fails harmlessly on another user's file
+  auto fail = [&](tuned_status_t status, const std::string& why) {
+    ::close(fd_);
+    throw Error(status, why);
+  };
+  auto unlockable = [&](int error) {
+    fail(TUNED_STATUS_INVALID_ARGUMENT,
+         "GPU lock file '" + path + "' cannot be locked: " + std::strerror(error));
+  };
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int error = errno;
-    if (error != EWOULDBLOCK) {
-      ::close(fd_);
-      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                  "GPU lock file '" + path + "' cannot be locked: " + std::strerror(error));
-    }
+    if (errno != EWOULDBLOCK) unlockable(errno);
     const std::string holder = holder_of(fd_);
     const std::string who = "GPU " + device_uuid + " is being tuned by " +
                             (holder.empty() ? std::string("another process")
                                             : "process " + holder) +
                             " (lock " + path + ")";
-    if (!wait) {
-      ::close(fd_);
-      throw Error(TUNED_STATUS_DEVICE_BUSY, who + "; not waiting (--no-wait)");
-    }
+    if (!wait) fail(TUNED_STATUS_DEVICE_BUSY, who + "; not waiting (--no-wait)");
     if (on_wait) on_wait(who + "; waiting for it to finish");
     while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno != EINTR) {
-        const int e = errno;
-        ::close(fd_);
-        throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                    "GPU lock file '" + path + "' cannot be locked: " + std::strerror(e));
-      }
+      if (errno != EINTR) unlockable(errno);
     }
   }
   // Who holds it, for the next one's message.

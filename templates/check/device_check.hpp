@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -22,6 +23,12 @@ struct MatrixCheck {
     return unwritten == 0 && nonfinite == 0 && rel_error <= tolerance;
   }
   std::string describe() const;  // "rel error 3.1e-07, 0 unwritten, 0 NaN/Inf"
+  /// Folds in another comparison of the same candidate (worst error, counts summed).
+  void add(const MatrixCheck& other) {
+    rel_error = std::max(rel_error, other.rel_error);
+    unwritten += other.unwritten;
+    nonfinite += other.nonfinite;
+  }
 };
 
 class DeviceCheck {

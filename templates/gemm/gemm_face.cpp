@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "templates/extent.hpp"
 #include "templates/gemm/gemm_task.hpp"
 
 namespace tuned::gemm_op {
@@ -12,8 +13,6 @@ const std::vector<std::string>& layouts() {
   static const std::vector<std::string> names = {"NN", "NT", "TN", "TT"};
   return names;
 }
-
-int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
 class GemmFace : public OpFace {
  public:

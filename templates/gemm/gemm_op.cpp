@@ -405,15 +405,8 @@ Config fit_config(const Config& config, const DeviceInfo& device, const Problem&
 }
 
 std::string kernel_name(const Config& config, const Problem& problem) {
-  std::string name = "gemm_" + std::string(problem.trans_a ? "t" : "n") +
-                     (problem.trans_b ? "t" : "n");
-  for (size_t i = 0; i < config.size(); ++i) {
-    std::string param = config.name(i);
-    std::transform(param.begin(), param.end(), param.begin(),
-                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    name += "_" + param + std::to_string(config.value(i));
-  }
-  return name;
+  return "gemm_" + std::string(problem.trans_a ? "t" : "n") + (problem.trans_b ? "t" : "n") +
+         config.name_suffix();
 }
 
 KernelSpec kernel_spec(const Config& config, const Problem& problem) {

@@ -3,19 +3,10 @@
 #include <cmath>
 
 #include "generator/cuda_check.hpp"
+#include "templates/extent.hpp"
 #include "templates/template_source.hpp"
 
 namespace tuned::gemm_op {
-namespace {
-
-size_t elements(int64_t ld, int64_t cols) {
-  return static_cast<size_t>(ld) * static_cast<size_t>(std::max<int64_t>(cols, 1));
-}
-
-int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
-
-}  // namespace
-
 void cublas_sgemm(cublasHandle_t handle, const Problem& p, float alpha, const float* a,
                   const float* b, float beta, float* c) {
   check_cublas(cublasSgemm_64(handle, p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
@@ -49,11 +40,11 @@ std::string GemmTask::template_hash() const { return template_source("gemm.cu").
 void GemmTask::allocate(const Problem& p, Buffers& b, bool with_init) {
   const int64_t a_cols = p.trans_a ? p.m : p.k;
   const int64_t b_cols = p.trans_b ? p.k : p.n;
-  b.a = DeviceBuffer(elements(p.lda, a_cols) * sizeof(float));
-  b.b = DeviceBuffer(elements(p.ldb, b_cols) * sizeof(float));
-  b.c = DeviceBuffer(elements(p.ldc, p.n) * sizeof(float));
-  b.c_ref = DeviceBuffer(elements(p.ldc, p.n) * sizeof(float));
-  if (with_init) b.c_init = DeviceBuffer(elements(p.ldc, p.n) * sizeof(float));
+  b.a = DeviceBuffer(column_major_elements(p.lda, a_cols) * sizeof(float));
+  b.b = DeviceBuffer(column_major_elements(p.ldb, b_cols) * sizeof(float));
+  b.c = DeviceBuffer(column_major_elements(p.ldc, p.n) * sizeof(float));
+  b.c_ref = DeviceBuffer(column_major_elements(p.ldc, p.n) * sizeof(float));
+  if (with_init) b.c_init = DeviceBuffer(column_major_elements(p.ldc, p.n) * sizeof(float));
 }
 
 void* GemmTask::workspace(const Config& config, const Problem& p) {
@@ -108,9 +99,7 @@ MatrixCheck GemmTask::check(const LoadedKernel& kernel, const Config& config,
   MatrixCheck edge = check_.compare(edge_buffers_.c.as<float>(), edge_.ldc,
                                     edge_buffers_.c_ref.as<float>(), edge_.ldc, edge_.m, edge_.n,
                                     stream);
-  main.rel_error = std::max(main.rel_error, edge.rel_error);
-  main.unwritten += edge.unwritten;
-  main.nonfinite += edge.nonfinite;
+  main.add(edge);
   return main;
 }
 

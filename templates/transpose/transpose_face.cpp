@@ -1,11 +1,10 @@
 #include "templates/transpose/transpose_face.hpp"
 
+#include "templates/extent.hpp"
 #include "templates/transpose/transpose_task.hpp"
 
 namespace tuned::transpose_op {
 namespace {
-
-int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
 class TransposeFace : public OpFace {
  public:

@@ -127,16 +127,7 @@ Config fit_config(const Config& config, const DeviceInfo& device, const Problem&
   return c;
 }
 
-std::string kernel_name(const Config& config) {
-  std::string name = "transpose";
-  for (size_t i = 0; i < config.size(); ++i) {
-    std::string param = config.name(i);
-    std::transform(param.begin(), param.end(), param.begin(),
-                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    name += "_" + param + std::to_string(config.value(i));
-  }
-  return name;
-}
+std::string kernel_name(const Config& config) { return "transpose" + config.name_suffix(); }
 
 KernelSpec kernel_spec(const Config& config) {
   const TemplateSource& src = template_source("transpose.cu");

@@ -3,19 +3,10 @@
 #include <algorithm>
 
 #include "generator/cuda_check.hpp"
+#include "templates/extent.hpp"
 #include "templates/template_source.hpp"
 
 namespace tuned::transpose_op {
-namespace {
-
-size_t elements(int64_t ld, int64_t cols) {
-  return static_cast<size_t>(ld) * static_cast<size_t>(std::max<int64_t>(cols, 1));
-}
-
-int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
-
-}  // namespace
-
 TransposeTask::TransposeTask(const DeviceInfo& device, const Problem& problem, DeviceCheck& check)
     : device_(device), problem_(problem), space_(make_space(device, problem)), check_(check) {
   // Odd in both dimensions so every partial-tile path runs; leading dims padded but still
@@ -30,15 +21,15 @@ TransposeTask::TransposeTask(const DeviceInfo& device, const Problem& problem, D
 std::string TransposeTask::template_hash() const { return template_source("transpose.cu").hash; }
 
 void TransposeTask::allocate(const Problem& p, Buffers& b) {
-  b.a = DeviceBuffer(elements(p.lda, p.cols) * sizeof(float));
-  b.b = DeviceBuffer(elements(p.ldb, p.rows) * sizeof(float));
-  b.b_ref = DeviceBuffer(elements(p.ldb, p.rows) * sizeof(float));
+  b.a = DeviceBuffer(column_major_elements(p.lda, p.cols) * sizeof(float));
+  b.b = DeviceBuffer(column_major_elements(p.ldb, p.rows) * sizeof(float));
+  b.b_ref = DeviceBuffer(column_major_elements(p.ldb, p.rows) * sizeof(float));
 }
 
 void TransposeTask::allocate() {
   allocate(problem_, main_);
   allocate(edge_, edge_buffers_);
-  copy_ = DeviceBuffer(elements(problem_.rows, problem_.cols) * sizeof(float));
+  copy_ = DeviceBuffer(column_major_elements(problem_.rows, problem_.cols) * sizeof(float));
 }
 
 void TransposeTask::fresh_inputs(uint64_t seed, cudaStream_t stream) {
@@ -70,9 +61,7 @@ MatrixCheck TransposeTask::check(const LoadedKernel& kernel, const Config& confi
   MatrixCheck main = check_on(kernel, config, problem_, main_, stream);
   if (!main.passed(tolerance())) return main;
   const MatrixCheck edge = check_on(kernel, config, edge_, edge_buffers_, stream);
-  main.rel_error = std::max(main.rel_error, edge.rel_error);
-  main.unwritten += edge.unwritten;
-  main.nonfinite += edge.nonfinite;
+  main.add(edge);
   return main;
 }
 
