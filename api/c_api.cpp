@@ -3,6 +3,7 @@
 #include <new>
 #include <string>
 
+#include "api/entropy_api.hpp"
 #include "api/gemm_api.hpp"
 #include "api/transpose_api.hpp"
 #include "api/runtime.hpp"
@@ -39,6 +40,30 @@ void copy_text(const std::string& text, char* buf, unsigned long size) {
   const size_t copied = std::min<size_t>(text.size(), size - 1);
   text.copy(buf, copied);
   buf[copied] = '\0';
+}
+
+tuned::entropy_op::Problem entropy_problem(int rows, int cols, int radius, int levels, int ld_in,
+                                           int ld_out) {
+  tuned::entropy_op::Problem p;
+  p.rows = rows;
+  p.cols = cols;
+  p.radius = radius;
+  p.levels = levels;
+  p.ld_in = ld_in;
+  p.ld_out = ld_out;
+  return p;
+}
+
+tuned::EntropyOptions entropy_options(const tuned_entropy_options_t* options) {
+  tuned::EntropyOptions o;
+  if (options) {
+    tuned::require_argument(options->path >= TUNED_ENTROPY_AUTO && options->path <= TUNED_ENTROPY_GPU,
+                            "options->path",
+                            "must be TUNED_ENTROPY_AUTO, TUNED_ENTROPY_CPU or TUNED_ENTROPY_GPU");
+    o.path = static_cast<tuned::EntropyPath>(options->path);
+    o.gpus = options->gpus;
+  }
+  return o;
 }
 
 }  // namespace
@@ -82,6 +107,54 @@ tuned_status_t tuned_transpose_describe(int rows, int cols, const float* A, int 
   return guarded([&] {
     tuned::require_argument(buf != nullptr && size > 0, "buf", "must hold at least one byte");
     copy_text(tuned::api::describe_transpose(rows, cols, A, lda, B, ldb), buf, size);
+  });
+}
+
+tuned_status_t tuned_entropy(int rows, int cols, int radius, int levels, const float* in,
+                             int ld_in, float* out, int ld_out, cudaStream_t stream) {
+  return guarded([&] {
+    tuned::api::entropy(entropy_problem(rows, cols, radius, levels, ld_in, ld_out),
+                        tuned::entropy_op::Input::kF32, in, out, stream);
+  });
+}
+
+tuned_status_t tuned_entropy_u8(int rows, int cols, int radius, int levels,
+                                const unsigned char* in, int ld_in, float* out, int ld_out,
+                                cudaStream_t stream) {
+  return guarded([&] {
+    tuned::api::entropy(entropy_problem(rows, cols, radius, levels, ld_in, ld_out),
+                        tuned::entropy_op::Input::kU8, in, out, stream);
+  });
+}
+
+tuned_status_t tuned_entropy_host(int rows, int cols, int radius, int levels, const float* in,
+                                  int ld_in, float* out, int ld_out,
+                                  const tuned_entropy_options_t* options) {
+  return guarded([&] {
+    tuned::api::entropy_host(entropy_problem(rows, cols, radius, levels, ld_in, ld_out),
+                             tuned::entropy_op::Input::kF32, in, out, entropy_options(options),
+                             nullptr);
+  });
+}
+
+tuned_status_t tuned_entropy_host_u8(int rows, int cols, int radius, int levels,
+                                     const unsigned char* in, int ld_in, float* out, int ld_out,
+                                     const tuned_entropy_options_t* options) {
+  return guarded([&] {
+    tuned::api::entropy_host(entropy_problem(rows, cols, radius, levels, ld_in, ld_out),
+                             tuned::entropy_op::Input::kU8, in, out, entropy_options(options),
+                             nullptr);
+  });
+}
+
+tuned_status_t tuned_entropy_describe(int rows, int cols, int radius, int levels, int input_u8,
+                                      char* buf, unsigned long size) {
+  return guarded([&] {
+    tuned::require_argument(buf != nullptr && size > 0, "buf", "must hold at least one byte");
+    copy_text(tuned::api::describe_entropy(
+                  entropy_problem(rows, cols, radius, levels, std::max(1, rows), std::max(1, rows)),
+                  input_u8 ? tuned::entropy_op::Input::kU8 : tuned::entropy_op::Input::kF32),
+              buf, size);
   });
 }
 
@@ -132,6 +205,36 @@ void transpose(int rows, int cols, const float* a, int lda, float* b, int ldb,
 std::string describe_transpose(int rows, int cols, const float* a, int lda, const float* b,
                                int ldb) {
   return api::describe_transpose(rows, cols, a, lda, b, ldb);
+}
+
+void entropy(int rows, int cols, int radius, int levels, const float* in, int ld_in, float* out,
+             int ld_out, cudaStream_t stream) {
+  api::entropy(entropy_problem(rows, cols, radius, levels, ld_in, ld_out), entropy_op::Input::kF32,
+               in, out, stream);
+}
+
+void entropy(int rows, int cols, int radius, int levels, const unsigned char* in, int ld_in,
+             float* out, int ld_out, cudaStream_t stream) {
+  api::entropy(entropy_problem(rows, cols, radius, levels, ld_in, ld_out), entropy_op::Input::kU8,
+               in, out, stream);
+}
+
+void entropy_host(int rows, int cols, int radius, int levels, const float* in, int ld_in,
+                  float* out, int ld_out, const EntropyOptions& options, EntropyReport* report) {
+  api::entropy_host(entropy_problem(rows, cols, radius, levels, ld_in, ld_out),
+                    entropy_op::Input::kF32, in, out, options, report);
+}
+
+void entropy_host(int rows, int cols, int radius, int levels, const unsigned char* in, int ld_in,
+                  float* out, int ld_out, const EntropyOptions& options, EntropyReport* report) {
+  api::entropy_host(entropy_problem(rows, cols, radius, levels, ld_in, ld_out),
+                    entropy_op::Input::kU8, in, out, options, report);
+}
+
+std::string describe_entropy(int rows, int cols, int radius, int levels, bool input_u8) {
+  return api::describe_entropy(
+      entropy_problem(rows, cols, radius, levels, std::max(1, rows), std::max(1, rows)),
+      input_u8 ? entropy_op::Input::kU8 : entropy_op::Input::kF32);
 }
 
 void set_database(const std::string& path) {

@@ -3,6 +3,7 @@
 #include <sstream>
 #include <vector>
 
+#include "templates/problem_key.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::cache {
@@ -42,7 +43,7 @@ ShippedDefaults::ShippedDefaults(std::string_view table) {
       throw Error(TUNED_STATUS_CONFIG_ERROR,
                   "shipped defaults, line " + std::to_string(line_no) + ": " + why);
     };
-    if (f.size() != 11) fail("expected 11 tab-separated fields, got " + std::to_string(f.size()));
+    if (f.size() != 9) fail("expected 9 tab-separated fields, got " + std::to_string(f.size()));
     try {
       Row row;
       row.device_name = f[0];
@@ -50,16 +51,21 @@ ShippedDefaults::ShippedDefaults(std::string_view table) {
       row.best.key.device_uuid = model_uuid(f[0], row.cc);
       row.best.key.op = f[2];
       row.best.key.layout = f[3];
-      // Three size columns; an op of fewer dimensions leaves the last ones "-".
+      // The shape as the sizes joined by 'x', any number of them ("4096x4096x4096", "1x4097").
       row.best.key.shape.clear();
-      for (int i = 4; i < 7; ++i) {
-        if (f[i] == "-") break;
-        row.best.key.shape.push_back(std::stoll(f[i]));
+      size_t start = 0;
+      while (start <= f[4].size()) {
+        const size_t x = std::min(f[4].find('x', start), f[4].size());
+        size_t used = 0;
+        const std::string size = f[4].substr(start, x - start);
+        row.best.key.shape.push_back(std::stoll(size, &used));
+        if (used != size.size()) fail("malformed shape '" + f[4] + "'");
+        start = x + 1;
       }
-      row.best.key.alignment = std::stoi(f[7]);
-      row.best.config = f[8];
-      row.best.ms = std::stod(f[9]);
-      row.best.baseline_ms = std::stod(f[10]);
+      row.best.key.alignment = std::stoi(f[5]);
+      row.best.config = f[6];
+      row.best.ms = std::stod(f[7]);
+      row.best.baseline_ms = std::stod(f[8]);
       row.best.origin = "shipped";
       rows_.push_back(std::move(row));
     } catch (const std::logic_error& e) {  // stoi and friends
@@ -113,16 +119,8 @@ std::optional<BestRecord> ShippedDefaults::find_nearest(const ProblemKey& key,
 std::string ShippedDefaults::row(const BestRecord& best, const std::string& device_name, int cc) {
   std::ostringstream out;
   out.precision(6);
-  out << device_name << '\t' << cc << '\t' << best.key.op << '\t' << best.key.layout;
-  for (size_t i = 0; i < 3; ++i) {
-    out << '\t';
-    if (i < best.key.shape.size()) {
-      out << best.key.shape[i];
-    } else {
-      out << '-';
-    }
-  }
-  out << '\t' << best.key.alignment << '\t' << best.config << '\t' << best.ms << '\t'
+  out << device_name << '\t' << cc << '\t' << best.key.op << '\t' << best.key.layout << '\t'
+      << shape_string(best.key.shape) << '\t' << best.key.alignment << '\t' << best.config << '\t' << best.ms << '\t'
       << best.baseline_ms;
   return out.str();
 }

@@ -95,4 +95,26 @@ class DeviceBuffer : public CudaHandle<void*, free_device_memory> {
   size_t bytes_ = 0;
 };
 
+inline cudaError_t free_pinned_memory(void* p) { return cudaFreeHost(p); }
+
+/// Page-locked host memory usable by every device (cudaHostAllocPortable), of a fixed size.
+class PinnedBuffer : public CudaHandle<void*, free_pinned_memory> {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(size_t bytes) : bytes_(bytes) {
+    void* p = nullptr;
+    if (bytes > 0) TUNED_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+    *this = PinnedBuffer(p, bytes);
+  }
+  size_t bytes() const { return bytes_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(get());
+  }
+
+ private:
+  PinnedBuffer(void* p, size_t bytes) : CudaHandle(p), bytes_(bytes) {}
+  size_t bytes_ = 0;
+};
+
 }  // namespace tuned

@@ -1,5 +1,6 @@
 #include "templates/registry.hpp"
 
+#include "templates/entropy/entropy_face.hpp"
 #include "templates/gemm/gemm_face.hpp"
 #include "templates/transpose/transpose_face.hpp"
 #include "tuned/error.hpp"
@@ -23,9 +24,14 @@ int OpRegistration::variant_index(const std::string& variant) const {
                                                  join(variants));
 }
 
+std::pair<int64_t, int64_t> OpRegistration::range_of(int i) const {
+  const auto it = dim_ranges.find(dims[static_cast<size_t>(i)]);
+  return it != dim_ranges.end() ? it->second : std::pair<int64_t, int64_t>{1, max_size};
+}
+
 const std::vector<OpRegistration>& op_registrations() {
-  static const std::vector<OpRegistration> ops = {gemm_op::registration(),
-                                                  transpose_op::registration()};
+  static const std::vector<OpRegistration> ops = {
+      gemm_op::registration(), transpose_op::registration(), entropy_op::registration()};
   return ops;
 }
 
@@ -64,10 +70,11 @@ TaskRequest validated(const TaskRequest& request) {
   }
   for (size_t i = 0; i < request.shape.size(); ++i) {
     const int64_t size = request.shape[i];
-    if (size < 1 || size > op.max_size) {
+    const auto [lo, hi] = op.range_of(static_cast<int>(i));
+    if (size < lo || size > hi) {
       throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                  op.name + " shape: " + op.dims[i] + " must be in 1.." +
-                      std::to_string(op.max_size) + ", got " + std::to_string(size));
+                  op.name + " shape: " + op.dims[i] + " must be in " + std::to_string(lo) +
+                      ".." + std::to_string(hi) + ", got " + std::to_string(size));
     }
   }
   TaskRequest out = request;

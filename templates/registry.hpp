@@ -30,6 +30,9 @@ struct OpRegistration {
   std::vector<std::vector<int64_t>> default_shapes;  // what `autotune --op NAME` tunes
   std::string rate_unit;           // "TFLOP/s" or "GB/s"
   int64_t max_size = INT32_MAX;    // largest size of any dimension the kernels handle
+  /// Ranges of the dimensions that are not sizes, by name (entropy's RADIUS 0..7, LEVELS
+  /// 2..256); the others take 1..max_size.
+  std::map<std::string, std::pair<int64_t, int64_t>> dim_ranges;
   std::vector<Param> params;       // each parameter and the values it may take
   /// The request's space on a device (its properties only: no GPU work), restrictions applied.
   std::function<Space(const TaskRequest&, const DeviceInfo&)> make_space;
@@ -39,6 +42,8 @@ struct OpRegistration {
   const OpFace* face = nullptr;    // what the runtime serves calls through
 
   int rank() const { return static_cast<int>(dims.size()); }
+  /// The values dimension i may take: [first, second].
+  std::pair<int64_t, int64_t> range_of(int i) const;
   /// Index of a variant name; throws Error(TUNED_STATUS_INVALID_ARGUMENT) listing the known ones.
   int variant_index(const std::string& variant) const;
 };
@@ -54,8 +59,8 @@ std::vector<std::string> op_names();
 /// The shapes `autotune --op NAME` tunes when none are given.
 std::vector<std::vector<int64_t>> default_shapes(const std::string& op);
 
-/// Checks a request before any device is touched: a known op, a shape of its rank with sizes in
-/// 1..max_size, a known variant ("" for the first), and [space] restrictions naming the op's
+/// Checks a request before any device is touched: a known op, a shape of its rank with each
+/// dimension in its range (sizes 1..max_size), a known variant ("" for the first), and [space] restrictions naming the op's
 /// parameters with values each may take. Throws Error (INVALID_ARGUMENT, or CONFIG_ERROR for the
 /// restrictions) naming the rule.
 void validate_request(const TaskRequest& request);

@@ -373,7 +373,8 @@ class TomlReader {
 
 std::vector<int64_t> parse_shape(const std::string& text) {
   static const std::string kRule =
-      "a shape is 2 or 3 positive integers <= 2147483647 separated by 'x', like 4096x4096x4096";
+      "a shape is 2 to 4 integers in 0..2147483647 separated by 'x', like 4096x4096x4096 (the op "
+      "says how many and each one's range)";
   auto reject = [&](const std::string& why) -> void {
     throw Error(TUNED_STATUS_INVALID_ARGUMENT,
                 "'" + text + "' is not a shape: " + why + " (" + kRule + ")");
@@ -393,12 +394,11 @@ std::vector<int64_t> parse_shape(const std::string& text) {
       // Stop before int64 could overflow on long digit strings.
       if (value > kMaxDimension) reject(ordinal + " is larger than 2147483647");
     }
-    if (value == 0) reject(ordinal + " is 0");
-    dims.push_back(value);
+    dims.push_back(value);  // 0 is the op's to judge (entropy's radius may be 0, sizes may not)
     if (end == std::string::npos) break;
     start = end + 1;
   }
-  if (dims.size() < 2 || dims.size() > 3) {
+  if (dims.size() < 2 || dims.size() > 4) {
     reject("it has " + std::to_string(dims.size()) + " dimension" + (dims.size() == 1 ? "" : "s"));
   }
   return dims;

@@ -418,7 +418,7 @@ void run_export(Database& db, const Options& options) {
     std::map<std::string, tuned::cache::DeviceRecord> devices;
     for (const auto& d : db.devices()) devices[d.uuid] = d;
     std::cout << "# Exported by tunedb export --format shipped. Columns (tab-separated):\n"
-              << "# device_name\tcc\top\tlayout\tm\tn\tk\talignment\tconfig\tms\tbaseline_ms\n";
+              << "# device_name\tcc\top\tlayout\tshape\talignment\tconfig\tms\tbaseline_ms\n";
     for (const auto& best : db.bests(options.filter)) {
       const auto& d = devices[best.key.device_uuid];
       std::cout << tuned::cache::ShippedDefaults::row(best, d.name, d.cc_major * 10 + d.cc_minor)

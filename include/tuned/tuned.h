@@ -62,6 +62,52 @@ tuned_status_t tuned_transpose(int rows, int cols, const float* A, int lda, floa
 tuned_status_t tuned_transpose_describe(int rows, int cols, const float* A, int lda,
                                         const float* B, int ldb, char* buf, unsigned long size);
 
+/// Local entropy: out(i, j) = the Shannon entropy (natural log) of the values in the
+/// (2 radius + 1)^2 window centred on element (i, j) of the rows x cols column-major matrix in,
+/// the window clipped at the borders. Values are integers in [0, levels) (FP32 holding integers, or
+/// bytes in the _u8 forms); radius 0..7, levels 2..256; ld_in, ld_out >= max(1, rows); in and out
+/// must not overlap. A value outside [0, levels) or not an integer is an error naming the element,
+/// and nothing is written. Results are within 1e-5 of a double-precision reference.
+/// Device memory of the current GPU: the values are checked on the device first (the call waits
+/// for that check), then the kernel, chosen like tuned_gemm's, runs asynchronously on the stream.
+tuned_status_t tuned_entropy(int rows, int cols, int radius, int levels, const float* in,
+                             int ld_in, float* out, int ld_out, cudaStream_t stream);
+tuned_status_t tuned_entropy_u8(int rows, int cols, int radius, int levels,
+                                const unsigned char* in, int ld_in, float* out, int ld_out,
+                                cudaStream_t stream);
+
+/// Where tuned_entropy_host computes.
+typedef enum tuned_entropy_path_t {
+  /// The CPU when no GPU is visible or the problem is below the CPU/GPU threshold measured by
+  /// `autotune --op entropy` on this machine; else the GPUs.
+  TUNED_ENTROPY_AUTO = 0,
+  TUNED_ENTROPY_CPU = 1,  ///< the OpenMP path
+  TUNED_ENTROPY_GPU = 2   ///< the GPUs (TUNED_STATUS_NO_DEVICE without one)
+} tuned_entropy_path_t;
+
+typedef struct tuned_entropy_options_t {
+  tuned_entropy_path_t path;
+  /// GPUs to split the columns over, devices 0..gpus-1, each with a halo of radius columns; 0:
+  /// every visible GPU. The result is identical whatever the split.
+  int gpus;
+} tuned_entropy_options_t;
+
+/// Local entropy from host memory to host memory (pageable or pinned; see tuned_entropy). On the
+/// GPUs the values are checked and packed into pinned bytes, then each GPU's band is uploaded,
+/// computed and downloaded in chunks overlapped with each other and with the copy out. options may
+/// be NULL (auto path, every GPU). Synchronous.
+tuned_status_t tuned_entropy_host(int rows, int cols, int radius, int levels, const float* in,
+                                  int ld_in, float* out, int ld_out,
+                                  const tuned_entropy_options_t* options);
+tuned_status_t tuned_entropy_host_u8(int rows, int cols, int radius, int levels,
+                                     const unsigned char* in, int ld_in, float* out, int ld_out,
+                                     const tuned_entropy_options_t* options);
+
+/// Describes the configuration tuned_entropy would use on the current GPU for this problem
+/// (input_u8: 0 for FP32 input, 1 for bytes), like tuned_gemm_describe.
+tuned_status_t tuned_entropy_describe(int rows, int cols, int radius, int levels, int input_u8,
+                                      char* buf, unsigned long size);
+
 /// Uses the tuning database at path from now on (NULL: TUNED_DB, else the default under
 /// $XDG_CACHE_HOME/tuned/). Kernels already loaded stay loaded.
 tuned_status_t tuned_set_database(const char* path);

@@ -34,6 +34,35 @@ void transpose(int rows, int cols, const float* a, int lda, float* b, int ldb,
 std::string describe_transpose(int rows, int cols, const float* a, int lda, const float* b,
                                int ldb);
 
+/// Local entropy on device memory (see tuned_entropy). Throws Error on bad arguments, a value
+/// outside [0, levels) (naming it; nothing written) or failures.
+void entropy(int rows, int cols, int radius, int levels, const float* in, int ld_in, float* out,
+             int ld_out, cudaStream_t stream = nullptr);
+void entropy(int rows, int cols, int radius, int levels, const unsigned char* in, int ld_in,
+             float* out, int ld_out, cudaStream_t stream = nullptr);
+
+enum class EntropyPath { kAuto = TUNED_ENTROPY_AUTO, kCpu = TUNED_ENTROPY_CPU, kGpu = TUNED_ENTROPY_GPU };
+struct EntropyOptions {
+  EntropyPath path = EntropyPath::kAuto;
+  int gpus = 0;  // 0: every visible GPU
+};
+/// What a host call did.
+struct EntropyReport {
+  std::string path;      // "gpu", "cpu (mixed)", "cpu (prefix)"
+  int gpus = 0;          // GPUs used (0 on the CPU path)
+  double kernel_ms = 0;  // the slowest GPU's kernel time, summed over its chunks
+  double pack_ms = 0;    // checking and packing the input into pinned bytes
+};
+/// Local entropy from host memory to host memory (see tuned_entropy_host).
+void entropy_host(int rows, int cols, int radius, int levels, const float* in, int ld_in,
+                  float* out, int ld_out, const EntropyOptions& options = {},
+                  EntropyReport* report = nullptr);
+void entropy_host(int rows, int cols, int radius, int levels, const unsigned char* in, int ld_in,
+                  float* out, int ld_out, const EntropyOptions& options = {},
+                  EntropyReport* report = nullptr);
+/// The configuration entropy() would use (see describe_gemm).
+std::string describe_entropy(int rows, int cols, int radius, int levels, bool input_u8);
+
 /// Uses the tuning database at path from now on ("" for the default).
 void set_database(const std::string& path);
 

@@ -22,15 +22,33 @@ extern "C" __global__ void tuned_fill_uniform(float* p, unsigned long long n,
   }
 }
 
+// n integer levels uniform in [0, levels), as FP32 or as bytes (the entropy op's inputs).
+extern "C" __global__ void tuned_fill_levels_f32(float* p, unsigned long long n,
+                                                 unsigned long long seed, int levels) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    p[i] = fminf(floorf(uniform_at(seed, i, 0.0f, (float)levels)), (float)(levels - 1));
+  }
+}
+extern "C" __global__ void tuned_fill_levels_u8(unsigned char* p, unsigned long long n,
+                                                unsigned long long seed, int levels) {
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    p[i] = (unsigned char)fminf(floorf(uniform_at(seed, i, 0.0f, (float)levels)), (float)(levels - 1));
+  }
+}
+
 // Compares the rows x cols column-major matrices out (leading dim ld_out) and ref (ld_ref):
 // sums[0] += sum (out - ref)^2, sums[1] += sum ref^2 in double; counts[0] += elements still holding
-// the poison bit pattern (never written), counts[1] += other NaN or Inf elements.
+// the poison bit pattern (never written), counts[1] += other NaN or Inf elements, counts[2] +=
+// elements further than abs_tolerance from the reference; counts[3] = max |out - ref| (as the bits
+// of a non-negative double, which order like the values).
 extern "C" __global__ void tuned_compare(const float* out, long long ld_out, const float* ref,
                                          long long ld_ref, long long rows, long long cols,
-                                         unsigned int poison_bits, double* sums,
-                                         unsigned long long* counts) {
-  double diff2 = 0, ref2 = 0;
-  unsigned long long unwritten = 0, nonfinite = 0;
+                                         unsigned int poison_bits, double abs_tolerance,
+                                         double* sums, unsigned long long* counts) {
+  double diff2 = 0, ref2 = 0, max_abs = 0;
+  unsigned long long unwritten = 0, nonfinite = 0, beyond = 0;
   const long long n = rows * cols;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
@@ -42,18 +60,23 @@ extern "C" __global__ void tuned_compare(const float* out, long long ld_out, con
     } else if (!isfinite(o)) {
       ++nonfinite;
     } else {
-      diff2 += (o - x) * (o - x);
+      const double d = fabs((double)o - x);
+      diff2 += d * d;
+      max_abs = fmax(max_abs, d);
+      beyond += d > abs_tolerance;
     }
     ref2 += x * x;
   }
   // Block reduction, then one atomic per block.
   __shared__ double s_diff[256], s_ref[256];
-  __shared__ unsigned long long s_unwritten[256], s_nonfinite[256];
+  __shared__ unsigned long long s_unwritten[256], s_nonfinite[256], s_beyond[256];
   const int t = threadIdx.x;
   s_diff[t] = diff2;
   s_ref[t] = ref2;
   s_unwritten[t] = unwritten;
   s_nonfinite[t] = nonfinite;
+  s_beyond[t] = beyond;
+  atomicMax(&counts[3], (unsigned long long)__double_as_longlong(max_abs));
   __syncthreads();
   for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
     if (t < stride) {
@@ -61,6 +84,7 @@ extern "C" __global__ void tuned_compare(const float* out, long long ld_out, con
       s_ref[t] += s_ref[t + stride];
       s_unwritten[t] += s_unwritten[t + stride];
       s_nonfinite[t] += s_nonfinite[t + stride];
+      s_beyond[t] += s_beyond[t + stride];
     }
     __syncthreads();
   }
@@ -69,5 +93,6 @@ extern "C" __global__ void tuned_compare(const float* out, long long ld_out, con
     atomicAdd(&sums[1], s_ref[0]);
     atomicAdd(&counts[0], s_unwritten[0]);
     atomicAdd(&counts[1], s_nonfinite[0]);
+    atomicAdd(&counts[2], s_beyond[0]);
   }
 }

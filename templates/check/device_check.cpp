@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "templates/template_source.hpp"
 
@@ -24,22 +25,30 @@ constexpr int kThreads = 256;  // check.cu's block reduction assumes 256 threads
 }  // namespace
 
 std::string MatrixCheck::describe() const {
-  char text[128];
-  std::snprintf(text, sizeof(text), "rel error %.3g, %llu unwritten, %llu NaN/Inf", rel_error,
-                static_cast<unsigned long long>(unwritten),
+  char text[192];
+  std::snprintf(text, sizeof(text), "rel error %.3g, max abs %.3g, %llu unwritten, %llu NaN/Inf",
+                rel_error, max_abs_error, static_cast<unsigned long long>(unwritten),
                 static_cast<unsigned long long>(nonfinite));
-  return text;
+  std::string out = text;
+  if (beyond > 0) {
+    out += ", " + std::to_string(beyond) + " beyond the absolute tolerance";
+  }
+  return out;
 }
 
 std::vector<KernelSpec> DeviceCheck::kernel_specs() {
-  return {check_spec("tuned_fill_uniform"), check_spec("tuned_compare")};
+  return {check_spec("tuned_fill_uniform"), check_spec("tuned_compare"),
+          check_spec("tuned_fill_levels_f32"), check_spec("tuned_fill_levels_u8")};
 }
 
 DeviceCheck::DeviceCheck(KernelCache& kernels, const DeviceInfo& device)
-    : fill_(kernels.get(check_spec("tuned_fill_uniform"), device)),
+    : kernels_(kernels),
+      fill_(kernels.get(check_spec("tuned_fill_uniform"), device)),
       compare_(kernels.get(check_spec("tuned_compare"), device)),
+      fill_levels_f32_(kernels.get(check_spec("tuned_fill_levels_f32"), device)),
+      fill_levels_u8_(kernels.get(check_spec("tuned_fill_levels_u8"), device)),
       sm_count_(std::max(1, device.sm_count)),
-      scratch_(2 * sizeof(double) + 2 * sizeof(unsigned long long)) {}
+      scratch_(2 * sizeof(double) + 4 * sizeof(unsigned long long)) {}
 
 void DeviceCheck::fill_uniform(float* p, size_t n, uint64_t seed, float lo, float hi,
                                cudaStream_t stream) {
@@ -53,13 +62,25 @@ void DeviceCheck::fill_uniform(float* p, size_t n, uint64_t seed, float lo, floa
   fill_->launch(g, args, stream);
 }
 
+void DeviceCheck::fill_levels(void* p, size_t n, bool bytes, uint64_t seed, int levels,
+                              cudaStream_t stream) {
+  if (n == 0) return;
+  unsigned long long count = n, s = seed;
+  void* args[] = {&p, &count, &s, &levels};
+  LaunchGeometry g;
+  g.block = dim3(kThreads);
+  g.grid = dim3(static_cast<unsigned>(
+      std::min<size_t>((n + kThreads - 1) / kThreads, static_cast<size_t>(sm_count_) * 8)));
+  (bytes ? fill_levels_u8_ : fill_levels_f32_)->launch(g, args, stream);
+}
+
 void DeviceCheck::poison(float* p, size_t n, cudaStream_t stream) {
   if (n > 0) TUNED_CUDA_CHECK(cudaMemsetAsync(p, 0xFF, n * sizeof(float), stream));
 }
 
 MatrixCheck DeviceCheck::compare(const float* out, int64_t ld_out, const float* ref,
                                  int64_t ld_ref, int64_t rows, int64_t cols,
-                                 cudaStream_t stream) {
+                                 cudaStream_t stream, double abs_tolerance) {
   MatrixCheck result;
   if (rows <= 0 || cols <= 0) return result;
   TUNED_CUDA_CHECK(cudaMemsetAsync(scratch_.get(), 0, scratch_.bytes(), stream));
@@ -67,7 +88,7 @@ MatrixCheck DeviceCheck::compare(const float* out, int64_t ld_out, const float* 
   auto* counts = reinterpret_cast<unsigned long long*>(sums + 2);
   long long ldo = ld_out, ldr = ld_ref, r = rows, c = cols;
   unsigned int poison_bits = kPoisonBits;
-  void* args[] = {&out, &ldo, &ref, &ldr, &r, &c, &poison_bits, &sums, &counts};
+  void* args[] = {&out, &ldo, &ref, &ldr, &r, &c, &poison_bits, &abs_tolerance, &sums, &counts};
   LaunchGeometry g;
   g.block = dim3(kThreads);
   const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
@@ -75,7 +96,7 @@ MatrixCheck DeviceCheck::compare(const float* out, int64_t ld_out, const float* 
       std::min<size_t>((n + kThreads - 1) / kThreads, static_cast<size_t>(sm_count_) * 4)));
   compare_->launch(g, args, stream);
   double host_sums[2];
-  unsigned long long host_counts[2];
+  unsigned long long host_counts[4];
   TUNED_CUDA_CHECK(
       cudaMemcpyAsync(host_sums, sums, sizeof(host_sums), cudaMemcpyDeviceToHost, stream));
   TUNED_CUDA_CHECK(
@@ -83,6 +104,8 @@ MatrixCheck DeviceCheck::compare(const float* out, int64_t ld_out, const float* 
   TUNED_CUDA_CHECK(cudaStreamSynchronize(stream));
   result.unwritten = host_counts[0];
   result.nonfinite = host_counts[1];
+  result.beyond = host_counts[2];
+  std::memcpy(&result.max_abs_error, &host_counts[3], sizeof(double));
   result.rel_error = host_sums[1] > 0 ? std::sqrt(host_sums[0] / host_sums[1])
                                       : std::sqrt(host_sums[0]);
   return result;

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,15 +20,20 @@ struct MatrixCheck {
   double rel_error = 0;    // ||out - ref||_F / ||ref||_F over written, finite elements
   uint64_t unwritten = 0;  // elements still holding the poison pattern
   uint64_t nonfinite = 0;  // NaN or Inf elements the kernel wrote
+  double max_abs_error = 0;  // over written, finite elements
+  uint64_t beyond = 0;     // elements further from the reference than the absolute tolerance
   bool passed(double tolerance) const {
-    return unwritten == 0 && nonfinite == 0 && rel_error <= tolerance;
+    return unwritten == 0 && nonfinite == 0 && beyond == 0 && rel_error <= tolerance;
   }
-  std::string describe() const;  // "rel error 3.1e-07, 0 unwritten, 0 NaN/Inf"
-  /// Folds in another comparison of the same candidate (worst error, counts summed).
+  /// "rel error 3.1e-07, max abs 2e-06, 0 unwritten, 0 NaN/Inf" (+ ", N beyond ..." when any)
+  std::string describe() const;
+  /// Folds in another comparison of the same candidate (worst errors, counts summed).
   void add(const MatrixCheck& other) {
     rel_error = std::max(rel_error, other.rel_error);
+    max_abs_error = std::max(max_abs_error, other.max_abs_error);
     unwritten += other.unwritten;
     nonfinite += other.nonfinite;
+    beyond += other.beyond;
   }
 };
 
@@ -42,16 +48,25 @@ class DeviceCheck {
 
   /// n floats uniform in [lo, hi) from a counter-based generator: the same seed gives the same data.
   void fill_uniform(float* p, size_t n, uint64_t seed, float lo, float hi, cudaStream_t stream);
+  /// n integer levels uniform in [0, levels), as FP32 values (bytes == false) or as bytes.
+  void fill_levels(void* p, size_t n, bool bytes, uint64_t seed, int levels, cudaStream_t stream);
   static void poison(float* p, size_t n, cudaStream_t stream);
-  /// Compares two column-major rows x cols matrices; synchronizes the stream.
+  /// Compares two column-major rows x cols matrices; synchronizes the stream. Elements further
+  /// than abs_tolerance from the reference are counted in `beyond` (and fail the check).
   MatrixCheck compare(const float* out, int64_t ld_out, const float* ref, int64_t ld_ref,
-                      int64_t rows, int64_t cols, cudaStream_t stream);
+                      int64_t rows, int64_t cols, cudaStream_t stream,
+                      double abs_tolerance = INFINITY);
+
+  /// The kernel cache it was built with (ops' tasks load their reference kernels from it).
+  KernelCache& kernels() { return kernels_; }
 
  private:
+  KernelCache& kernels_;
   std::shared_ptr<const LoadedKernel> fill_;
+  std::shared_ptr<const LoadedKernel> fill_levels_f32_, fill_levels_u8_;
   std::shared_ptr<const LoadedKernel> compare_;
   int sm_count_ = 1;
-  DeviceBuffer scratch_;  // 2 doubles + 2 counters
+  DeviceBuffer scratch_;  // 2 doubles + 4 counters
 };
 
 }  // namespace tuned

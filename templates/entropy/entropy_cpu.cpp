@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "tuned/error.hpp"
@@ -27,10 +28,7 @@ void check_values(const Problem& p, const T* in) {
       const T v = in[i + j * p.ld_in];
       const double d = static_cast<double>(v);
       if (!(d >= 0 && d < p.levels && d == std::floor(d))) {
-        throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                    "input (" + std::to_string(i) + ", " + std::to_string(j) + ") = " +
-                        std::to_string(d) + ": values must be integers in [0, levels = " +
-                        std::to_string(p.levels) + ")");
+        throw Error(TUNED_STATUS_INVALID_ARGUMENT, bad_value_message(i, j, d, p.levels));
       }
     }
   }
@@ -178,6 +176,21 @@ void validate_problem(const Problem& p) {
   require_argument(p.levels >= 2 && p.levels <= kMaxLevels, "levels",
                    "must be in 2.." + std::to_string(kMaxLevels) + " (got " +
                        std::to_string(p.levels) + ")");
+}
+
+std::string bad_value_message(int64_t i, int64_t j, double value, int levels) {
+  char text[48];
+  std::snprintf(text, sizeof(text), "%.9g", value);
+  return "input (" + std::to_string(i) + ", " + std::to_string(j) + ") = " + text +
+         ": values must be integers in [0, levels = " + std::to_string(levels) +
+         "); nothing was written";
+}
+
+CpuMethod default_cpu_method(const Problem& p) {
+  // Prefix counts cost 4 lookups per level, counting one update per window element and two
+  // passes over the levels.
+  const int n = (2 * p.radius + 1) * (2 * p.radius + 1);
+  return n > 2 * p.levels ? CpuMethod::kPrefix : CpuMethod::kMixed;
 }
 
 void validate_values(const Problem& p, const float* in) { check_values(p, in); }

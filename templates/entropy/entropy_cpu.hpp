@@ -30,6 +30,9 @@ void validate_problem(const Problem& p);
 void validate_values(const Problem& p, const float* in);
 void validate_values(const Problem& p, const uint8_t* in);
 
+/// The error text for element (i, j) holding value, not an integer in [0, levels).
+std::string bad_value_message(int64_t i, int64_t j, double value, int levels);
+
 /// The reference: counts per window, logarithms and sums in double (std::log), single thread.
 void reference(const Problem& p, const float* in, double* out, int64_t ld_out);
 void reference(const Problem& p, const uint8_t* in, double* out, int64_t ld_out);
@@ -42,6 +45,9 @@ void reference(const Problem& p, const uint8_t* in, double* out, int64_t ld_out)
 ///            whatever its size (wins for large windows)
 enum class CpuMethod { kDirect, kTable, kMixed, kPrefix };
 const char* to_string(CpuMethod method);
+/// The method the library runs for a problem: prefix counts for windows larger than twice the
+/// level count, else counting with a float table and double sums.
+CpuMethod default_cpu_method(const Problem& p);
 
 /// Validates the values, then writes out (FP32). Throws as validate_values does, writing nothing.
 void run_cpu(CpuMethod method, const Problem& p, const float* in, float* out);

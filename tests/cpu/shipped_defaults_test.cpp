@@ -15,10 +15,10 @@ namespace {
 
 const char* kTable =
     "# comment\n"
-    "NVIDIA H100 80GB HBM3\t90\tgemm\tNN\t4096\t4096\t4096\t4\tBM=256\t2.6\t2.7\n"
-    "NVIDIA H100 80GB HBM3\t90\tgemm\tNN\t32\t4096\t4096\t4\tBM=32\t0.05\t0.06\n"
-    "NVIDIA H200\t90\tgemm\tNN\t4096\t4096\t4096\t4\tBM=128\t2.5\t2.6\n"
-    "NVIDIA A100-SXM4-80GB\t80\tgemm\tNN\t4096\t4096\t4096\t4\tBM=64\t7.0\t7.1\n";
+    "NVIDIA H100 80GB HBM3\t90\tgemm\tNN\t4096x4096x4096\t4\tBM=256\t2.6\t2.7\n"
+    "NVIDIA H100 80GB HBM3\t90\tgemm\tNN\t32x4096x4096\t4\tBM=32\t0.05\t0.06\n"
+    "NVIDIA H200\t90\tgemm\tNN\t4096x4096x4096\t4\tBM=128\t2.5\t2.6\n"
+    "NVIDIA A100-SXM4-80GB\t80\tgemm\tNN\t4096x4096x4096\t4\tBM=64\t7.0\t7.1\n";
 
 ProblemKey key(std::vector<int64_t> shape, const std::string& layout = "NN") {
   ProblemKey k;
@@ -57,7 +57,7 @@ TEST(ShippedDefaults, UnknownModelFallsBackToItsArchitecture) {
 }
 
 TEST(ShippedDefaults, MalformedLinesNameTheLine) {
-  for (const char* bad : {"a\tb\n", "X\tninety\tgemm\tNN\t1\t1\t1\t4\tBM=1\t1\t1\n"}) {
+  for (const char* bad : {"a\tb\n", "X\tninety\tgemm\tNN\t1x1x1\t4\tBM=1\t1\t1\n"}) {
     try {
       ShippedDefaults table(std::string("# header\n") + bad);
       FAIL() << bad;

@@ -76,11 +76,11 @@ TEST(TransposeOp, RegistrationChecksTwoDimensionalShapesAndItsParameters) {
   EXPECT_NO_THROW(validate_request({"transpose", {64, 64}, "T", {{"TILE", {32, 64}}}}));
 }
 
-TEST(TransposeOp, ShippedRowsWithTwoSizeColumnsAreFoundByExactLookup) {
+TEST(TransposeOp, ShippedRowsWithTwoSizesAreFoundByExactLookup) {
   cache::ShippedDefaults table(
-      "NVIDIA H100 80GB HBM3\t90\ttranspose\tT\t4097\t3\t-\t1\t"
+      "NVIDIA H100 80GB HBM3\t90\ttranspose\tT\t4097x3\t1\t"
       "TILE=16,RPT=2,VEC=1,PAD=0,ORDER=1\t0.0064\t0.0065\n"
-      "NVIDIA H100 80GB HBM3\t90\tgemm\tNN\t64\t64\t1\t4\tBM=64\t0.01\t0.01\n");
+      "NVIDIA H100 80GB HBM3\t90\tgemm\tNN\t64x64x1\t4\tBM=64\t0.01\t0.01\n");
   ProblemKey key;
   key.op = "transpose";
   key.layout = "T";
@@ -89,9 +89,9 @@ TEST(TransposeOp, ShippedRowsWithTwoSizeColumnsAreFoundByExactLookup) {
   const auto found = table.find_best(key, "NVIDIA H100 80GB HBM3", 90);
   ASSERT_TRUE(found.has_value());
   EXPECT_EQ(found->config, "TILE=16,RPT=2,VEC=1,PAD=0,ORDER=1");
-  // Written back with "-" for the missing size; a gemm k of 1 stays a size.
+  // Written back as the sizes joined by x; a gemm k of 1 stays a size.
   const std::string row = cache::ShippedDefaults::row(*found, "NVIDIA H100 80GB HBM3", 90);
-  EXPECT_NE(row.find("\t4097\t3\t-\t1\t"), std::string::npos) << row;
+  EXPECT_NE(row.find("\t4097x3\t1\t"), std::string::npos) << row;
   key.op = "gemm";
   key.layout = "NN";
   key.shape = {64, 64, 1};
