@@ -375,8 +375,8 @@ TEST_F(TomlConfigTest, BadValuesUseTheCommandLineRules) {
   expect_config_error("layout = \"XX\"\n", {"key 'layout'", "NN, NT, TN, TT"});
   expect_config_error("strategy = \"grid\"\n", {"key 'strategy'", "exhaustive, random, guided"});
   expect_config_error("db = \"\"\n", {"key 'db'", "empty"});
-  expect_config_error("shapes = [\"64x64x64\", \"64x0\"]\n",
-                      {"line 1", "key 'shapes[1]'", "'64x0'", "positive"});
+  expect_config_error("shapes = [\"64x64x64\", \"64x-1\"]\n",
+                      {"line 1", "key 'shapes[1]'", "'64x-1'", "not a number"});
 }
 
 TEST_F(TomlConfigTest, SpaceTable) {
