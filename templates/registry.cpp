@@ -16,19 +16,6 @@ std::string join(const std::vector<std::string>& items) {
 
 }  // namespace
 
-int OpRegistration::variant_index(const std::string& variant) const {
-  for (size_t i = 0; i < variants.size(); ++i) {
-    if (variants[i] == variant) return static_cast<int>(i);
-  }
-  throw Error(TUNED_STATUS_INVALID_ARGUMENT, name + " variant '" + variant + "': must be one of " +
-                                                 join(variants));
-}
-
-std::pair<int64_t, int64_t> OpRegistration::range_of(int i) const {
-  const auto it = dim_ranges.find(dims[static_cast<size_t>(i)]);
-  return it != dim_ranges.end() ? it->second : std::pair<int64_t, int64_t>{1, max_size};
-}
-
 const std::vector<OpRegistration>& op_registrations() {
   static const std::vector<OpRegistration> ops = {
       gemm_op::registration(), transpose_op::registration(), entropy_op::registration()};

@@ -13,6 +13,7 @@
 
 #include "templates/op.hpp"
 #include "templates/op_face.hpp"
+#include "templates/op_info.hpp"
 
 namespace tuned {
 
@@ -23,29 +24,14 @@ struct TaskRequest {
   std::map<std::string, std::vector<int>> space;  // restrictions of the op's parameters
 };
 
-struct OpRegistration {
-  std::string name;                // "gemm"
-  std::vector<std::string> dims;   // names of the shape's dimensions: {"M", "N", "K"}
-  std::vector<std::string> variants;  // {"NN", "NT", "TN", "TT"}; the first is the default
-  std::vector<std::vector<int64_t>> default_shapes;  // what `autotune --op NAME` tunes
-  std::string rate_unit;           // "TFLOP/s" or "GB/s"
-  int64_t max_size = INT32_MAX;    // largest size of any dimension the kernels handle
-  /// Ranges of the dimensions that are not sizes, by name (entropy's RADIUS 0..7, LEVELS
-  /// 2..256); the others take 1..max_size.
-  std::map<std::string, std::pair<int64_t, int64_t>> dim_ranges;
-  std::vector<Param> params;       // each parameter and the values it may take
+/// An op's info and what the tuner and runtime need of it.
+struct OpRegistration : OpInfo {
   /// The request's space on a device (its properties only: no GPU work), restrictions applied.
   std::function<Space(const TaskRequest&, const DeviceInfo&)> make_space;
   /// A tuning task for a validated request (shape of the right rank, known variant).
   std::function<std::unique_ptr<TuningTask>(const TaskRequest&, const DeviceInfo&, DeviceCheck&)>
       make_task;
   const OpFace* face = nullptr;    // what the runtime serves calls through
-
-  int rank() const { return static_cast<int>(dims.size()); }
-  /// The values dimension i may take: [first, second].
-  std::pair<int64_t, int64_t> range_of(int i) const;
-  /// Index of a variant name; throws Error(TUNED_STATUS_INVALID_ARGUMENT) listing the known ones.
-  int variant_index(const std::string& variant) const;
 };
 
 /// Every registered op.
@@ -60,7 +46,8 @@ std::vector<std::string> op_names();
 std::vector<std::vector<int64_t>> default_shapes(const std::string& op);
 
 /// Checks a request before any device is touched: a known op, a shape of its rank with each
-/// dimension in its range (sizes 1..max_size), a known variant ("" for the first), and [space] restrictions naming the op's
+/// dimension in its range (sizes 1..max_size), a known variant ("" for the first), and [space]
+/// restrictions naming the op's
 /// parameters with values each may take. Throws Error (INVALID_ARGUMENT, or CONFIG_ERROR for the
 /// restrictions) naming the rule.
 void validate_request(const TaskRequest& request);

@@ -15,6 +15,7 @@
 
 #include "cache/database.hpp"
 #include "cache/shipped_defaults.hpp"
+#include "templates/op_catalog.hpp"
 #include "generator/log.hpp"
 #include "tuned/error.hpp"
 
@@ -128,16 +129,22 @@ void print_devices(Database& db) {
   table.print(std::cout, "no devices recorded");
 }
 
+// A rate in its op's unit (TFLOP/s for gemm, GB/s for transpose and entropy), from the op catalog:
+// names and units only, so this tool links no kernels, tasks or cuBLAS. An op this build does not
+// know shows the bare number.
+std::string rate_text(const std::string& op, double rate) {
+  const tuned::OpInfo* info = tuned::find_op_info(op);
+  return fixed(rate, 2) + (info ? " " + info->rate_unit : "");
+}
+
 void print_best(Database& db, const Filter& filter) {
   auto names = device_names(db.devices());
-  // rate: in the op's own unit (autotune names it: TFLOP/s for gemm, GB/s for transpose); the
-  // registry that knows units is left out of this tool, which reads the database only.
   Table table({"device", "op", "layout", "shape", "align", "config", "ms", "rate", "baseline ms",
                "baseline/ms"});
   for (size_t c : {4, 6, 7, 8, 9}) table.right_align(c);
   for (const auto& b : db.bests(filter)) {
     table.add({device_name(names, b.key.device_uuid), b.key.op, b.key.layout, b.key.shape_string(),
-               std::to_string(b.key.alignment), b.config, fixed(b.ms, 4), fixed(b.tflops, 2),
+               std::to_string(b.key.alignment), b.config, fixed(b.ms, 4), rate_text(b.key.op, b.tflops),
                b.baseline_ms > 0 ? fixed(b.baseline_ms, 4) : "-",
                ratio_text(b.baseline_ms, b.ms, 3)});
   }
@@ -153,7 +160,7 @@ void print_trials(Database& db, const Filter& filter) {
     table.add({t.session_id != 0 ? std::to_string(t.session_id) : "-", t.key.op, t.key.layout,
                t.key.shape_string(), std::to_string(t.key.alignment),
                tuned::cache::to_string(t.disposition), ok ? fixed(t.ms_median, 4) : "-",
-               ok ? fixed(t.tflops, 2) : "-", std::to_string(t.registers),
+               ok ? rate_text(t.key.op, t.tflops) : "-", std::to_string(t.registers),
                std::to_string(t.spill_bytes), fixed(t.compile_ms, 1), t.config,
                excerpt(t.message, 60)});
   }

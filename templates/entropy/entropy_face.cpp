@@ -61,15 +61,7 @@ Problem problem_of(const ProblemId& id) {
 OpRegistration registration() {
   static const EntropyFace face;
   OpRegistration op;
-  op.name = "entropy";
-  op.dims = {"ROWS", "COLS", "RADIUS", "LEVELS"};
-  op.variants = {"f32", "u8"};
-  op.dim_ranges = {{"RADIUS", {0, kMaxRadius}}, {"LEVELS", {2, kMaxLevels}}};
-  // The bench's sizes at the classic window, then the threshold's ladder of small ones.
-  op.default_shapes = {{10240, 10240, 2, 16}, {2560, 2560, 2, 16}, {400, 400, 2, 16},
-                       {128, 128, 2, 16},     {2560, 2560, 7, 256}};
-  op.rate_unit = "GB/s";
-  op.params = parameters();
+  static_cast<OpInfo&>(op) = info();
   op.make_space = [](const TaskRequest& request, const DeviceInfo& device) {
     Space space = make_space(device, request_problem(request), request_input(request));
     space.restrict(request.space);

@@ -330,4 +330,19 @@ void launch_columns(const LoadedKernel& kernel, const Config& config, const Prob
   kernel.launch(geometry(config, columns), args, stream);
 }
 
+OpInfo info() {
+  OpInfo op;
+  op.name = "entropy";
+  op.dims = {"ROWS", "COLS", "RADIUS", "LEVELS"};
+  op.variants = {variant_name(Input::kF32), variant_name(Input::kU8)};
+  op.dim_ranges = {{"RADIUS", {0, kMaxRadius}}, {"LEVELS", {2, kMaxLevels}}};
+  // The bench's sizes at the classic window, a small one for the CPU/GPU threshold, and the
+  // largest window and level count.
+  op.default_shapes = {{10240, 10240, 2, 16}, {2560, 2560, 2, 16}, {400, 400, 2, 16},
+                       {128, 128, 2, 16},     {2560, 2560, 7, 256}};
+  op.rate_unit = "GB/s";
+  op.params = parameters();
+  return op;
+}
+
 }  // namespace tuned::entropy_op

@@ -16,6 +16,7 @@
 #include "generator/kernel.hpp"
 #include "generator/kernel_cache.hpp"
 #include "templates/entropy/entropy_cpu.hpp"
+#include "templates/op_info.hpp"
 #include "templates/problem_key.hpp"
 #include "templates/space.hpp"
 
@@ -90,5 +91,8 @@ void launch(const LoadedKernel& kernel, const Config& config, const Problem& pro
 void launch_columns(const LoadedKernel& kernel, const Config& config, const Problem& problem,
                     const Band& band, const void* in, float* out, void* workspace,
                     cudaStream_t stream);
+
+/// What the op is (name, dims, variants, rate unit, parameters): its entry in the catalog.
+OpInfo info();
 
 }  // namespace tuned::entropy_op

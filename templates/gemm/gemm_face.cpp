@@ -9,11 +9,6 @@
 namespace tuned::gemm_op {
 namespace {
 
-const std::vector<std::string>& layouts() {
-  static const std::vector<std::string> names = {"NN", "NT", "TN", "TT"};
-  return names;
-}
-
 class GemmFace : public OpFace {
  public:
   Config fit(const Config& config, const DeviceInfo& device,
@@ -72,7 +67,8 @@ ProblemId problem_id(const Problem& p) {
 }
 
 Problem problem_of(const ProblemId& id) {
-  Problem p = packed_problem(layouts()[id.variant], id.dims[0], id.dims[1], id.dims[2]);
+  static const std::vector<std::string> layouts = info().variants;
+  Problem p = packed_problem(layouts[static_cast<size_t>(id.variant)], id.dims[0], id.dims[1], id.dims[2]);
   p.alignment = id.alignment;
   p.lda = round_up(p.lda, id.alignment);
   p.ldb = round_up(p.ldb, id.alignment);
@@ -83,13 +79,7 @@ Problem problem_of(const ProblemId& id) {
 OpRegistration registration() {
   static const GemmFace face;
   OpRegistration op;
-  op.name = "gemm";
-  op.dims = {"M", "N", "K"};
-  op.variants = layouts();
-  op.default_shapes = {{4096, 4096, 4096}, {1024, 1024, 1024}, {1000, 1000, 1000}, {127, 127, 127}};
-  op.rate_unit = "TFLOP/s";
-  op.max_size = kMaxSize;
-  op.params = parameters();
+  static_cast<OpInfo&>(op) = info();
   op.make_space = [](const TaskRequest& request, const DeviceInfo& device) {
     Space space = make_space(
         device, packed_problem(request.layout, request.shape[0], request.shape[1], request.shape[2]));

@@ -564,4 +564,16 @@ void launch(const LoadedKernel& kernel, const Config& config, const Problem& pro
   kernel.launch(geometry(config, problem), args, stream);
 }
 
+OpInfo info() {
+  OpInfo op;
+  op.name = "gemm";
+  op.dims = {"M", "N", "K"};
+  op.variants = {"NN", "NT", "TN", "TT"};  // the problem id's variant indexes these
+  op.default_shapes = {{4096, 4096, 4096}, {1024, 1024, 1024}, {1000, 1000, 1000}, {127, 127, 127}};
+  op.rate_unit = "TFLOP/s";
+  op.max_size = kMaxSize;
+  op.params = parameters();
+  return op;
+}
+
 }  // namespace tuned::gemm_op

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "templates/op_info.hpp"
 #include "templates/problem_key.hpp"
 #include "generator/device.hpp"
 #include "generator/kernel.hpp"
@@ -94,5 +95,8 @@ ProblemKey problem_key(const DeviceInfo& device, const Problem& problem);
 void launch(const LoadedKernel& kernel, const Config& config, const Problem& problem, float alpha,
             const float* a, const float* b, float beta, float* c, void* workspace,
             cudaStream_t stream);
+
+/// What the op is (name, dims, variants, rate unit, parameters): its entry in the catalog.
+OpInfo info();
 
 }  // namespace tuned::gemm_op

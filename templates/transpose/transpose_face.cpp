@@ -51,12 +51,7 @@ Problem problem_of(const ProblemId& id) {
 OpRegistration registration() {
   static const TransposeFace face;
   OpRegistration op;
-  op.name = "transpose";
-  op.dims = {"ROWS", "COLS"};
-  op.variants = {"T"};
-  op.default_shapes = {{16384, 16384}, {4096, 4096}, {1000, 1000}, {4097, 3}};
-  op.rate_unit = "GB/s";
-  op.params = parameters();
+  static_cast<OpInfo&>(op) = info();
   op.make_space = [](const TaskRequest& request, const DeviceInfo& device) {
     Space space = make_space(device, packed_problem(request.shape[0], request.shape[1]));
     space.restrict(request.space);

@@ -182,4 +182,15 @@ void launch(const LoadedKernel& kernel, const Config& config, const Problem& pro
   kernel.launch(geometry(config, problem), args, stream);
 }
 
+OpInfo info() {
+  OpInfo op;
+  op.name = "transpose";
+  op.dims = {"ROWS", "COLS"};
+  op.variants = {"T"};
+  op.default_shapes = {{16384, 16384}, {4096, 4096}, {1000, 1000}, {4097, 3}};
+  op.rate_unit = "GB/s";
+  op.params = parameters();
+  return op;
+}
+
 }  // namespace tuned::transpose_op

@@ -11,6 +11,7 @@
 #include "generator/device.hpp"
 #include "generator/kernel.hpp"
 #include "generator/kernel_cache.hpp"
+#include "templates/op_info.hpp"
 #include "templates/problem_key.hpp"
 #include "templates/space.hpp"
 
@@ -62,5 +63,8 @@ ProblemKey problem_key(const DeviceInfo& device, const Problem& problem);
 /// Launches B = A^T with a kernel built from config (rows, cols > 0).
 void launch(const LoadedKernel& kernel, const Config& config, const Problem& problem,
             const float* a, float* b, cudaStream_t stream);
+
+/// What the op is (name, dims, variants, rate unit, parameters): its entry in the catalog.
+OpInfo info();
 
 }  // namespace tuned::transpose_op

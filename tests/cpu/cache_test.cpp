@@ -945,6 +945,19 @@ TEST_F(TunedbTest, ListingsChangeNoByteAndSkipMalformedRows) {
       EXPECT_TRUE(contains(r.out, "compile_error")) << r.out;  // the other row is listed
     }
   }
+  // Rates in each op's own unit.
+  {
+    Database db(db_path_);
+    ProblemKey transpose = key(kH100, {16384, 16384});
+    transpose.op = "transpose";
+    transpose.layout = "T";
+    BestRecord t = best(transpose, 0.74, "TILE=64");
+    t.tflops = 2901.5;
+    ASSERT_TRUE(db.offer_best(t));
+  }
+  Result listing = run("--db '" + db_path_ + "' best");
+  EXPECT_TRUE(contains(listing.out, "54.97 TFLOP/s")) << listing.out;
+  EXPECT_TRUE(contains(listing.out, "2901.50 GB/s")) << listing.out;
   // A zero-byte file is refused untouched, as is another application's SQLite file.
   const std::string empty = dir_.file("empty.db");
   std::ofstream(empty).close();
