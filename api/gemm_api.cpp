@@ -1,6 +1,7 @@
 #include "api/gemm_api.hpp"
 
 #include "api/runtime.hpp"
+#include "api/transpose_api.hpp"
 #include "templates/gemm/gemm_face.hpp"
 #include "tuned/tuned.h"
 
@@ -48,8 +49,9 @@ void gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const float* alph
   Runtime::instance().run(
       gemm_registration(), gemm_op::problem_id(problem),
       [&args](const LoadedKernel& kernel, const Config& config, void* workspace, cudaStream_t s) {
+        // PRETB configs transpose B with the transpose op, chosen by the runtime like any call.
         gemm_op::launch(kernel, config, args.problem, args.alpha, args.a, args.b, args.beta,
-                        args.c, workspace, s);
+                        args.c, workspace, s, api::transpose);
       },
       stream);
 }

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "api/transpose_api.hpp"
 #include "bench/bench_util.hpp"
 #include "bench/random_shapes.hpp"
 #include "cache/selection_model.hpp"
@@ -348,7 +349,7 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
       if (gemm_op::workspace_bytes(cand.config, p) > kMaxWorkspace) continue;
       auto call = [&](cudaStream_t st) {
         gemm_op::launch(*cand.kernel, cand.config, p, 1.0f, a.as<float>(), b.as<float>(), 0.0f,
-                        c.as<float>(), workspace.get(), st);
+                        c.as<float>(), workspace.get(), st, api::transpose);
       };
       DeviceCheck::poison(c.as<float>(), static_cast<size_t>(p.ldc * p.n), stream.get());
       call(stream.get());

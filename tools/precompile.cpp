@@ -75,6 +75,21 @@ int run(const std::string& out_dir, int jobs_wanted) {
   }
   for (int cc : archs) {
     for (const auto& spec : DeviceCheck::kernel_specs()) add(spec, cc);
+    // Every op's built-in fallback for each alignment class: the last answer of the runtime's
+    // choice (and what one op's call of another, like gemm's PRETB transpose, meets first).
+    for (const auto& op : op_registrations()) {
+      for (int alignment : {1, 2, 4}) {
+        ProblemId id;
+        id.rank = op.rank();
+        for (int i = 0; i < id.rank; ++i) id.dims[i] = std::max<int64_t>(op.range_of(i).first, 1024);
+        for (int i = 0; i < id.rank; ++i) id.dims[i] = std::min(id.dims[i], op.range_of(i).second);
+        id.alignment = alignment;
+        for (id.variant = 0; id.variant < static_cast<int>(op.variants.size()); ++id.variant) {
+          const Config fallback = op.face->fallback_config(reference_device(cc), id);
+          add(op.face->kernel_spec(fallback, id), cc);
+        }
+      }
+    }
   }
   std::vector<Job*> list;
   for (auto& [k, job] : jobs) list.push_back(&job);

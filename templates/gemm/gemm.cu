@@ -17,8 +17,8 @@
 //   SWZ groups SWZ block rows (m) together in launch order so concurrent blocks share operand
 //   panels in L2 (0: plain column-by-column order);
 //   MINB is __launch_bounds__'s minimum of resident blocks per SM (caps registers per thread);
-//   PRETB = 1 (B given k-contiguous, i.e. not transposed) first copies B transposed into the
-//   workspace with gemm_transpose_b, and the main kernel (compiled with TRANS_B = 1) reads that:
+//   PRETB = 1 (B given k-contiguous, i.e. not transposed) first has the transpose op copy B
+//   transposed into the workspace, and the main kernel (compiled with TRANS_B = 1) reads that:
 //   cheap next to the product when m is large, and B's slices then need no transpose on the way
 //   to shared memory;
 //   SPLITK > 1 splits k among that many blocks per tile: each writes its partial tile to a
@@ -661,25 +661,3 @@ extern "C" __global__ void __launch_bounds__(kGemvThreads)
 }
 
 #endif  // GEMV
-
-// B (K x N, column-major, k contiguous) -> Bt (N x K, n contiguous, leading dimension ldt) for
-// PRETB = 1: 32 x 32 tiles through shared memory, padded against bank conflicts; 32 x 8 threads.
-// Blocks step over the n tiles by gridDim.y, which stops at 65535 (n beyond 2,097,120).
-extern "C" __global__ void __launch_bounds__(256)
-    gemm_transpose_b(int K, int N, const float* __restrict__ B, int ldb, float* __restrict__ Bt,
-                     int ldt) {
-  __shared__ float tile[32][33];
-  const int k0 = blockIdx.x * 32;
-  for (int n0 = blockIdx.y * 32; n0 < N; n0 += gridDim.y * 32) {
-    for (int j = threadIdx.y; j < 32; j += 8) {
-      const int k = k0 + threadIdx.x, n = n0 + j;
-      if (k < K && n < N) tile[j][threadIdx.x] = B[k + (long long)n * ldb];
-    }
-    __syncthreads();
-    for (int j = threadIdx.y; j < 32; j += 8) {
-      const int n = n0 + threadIdx.x, k = k0 + j;
-      if (k < K && n < N) Bt[n + (long long)k * ldt] = tile[threadIdx.x][j];
-    }
-    __syncthreads();  // the tile is read before the next n tile overwrites it
-  }
-}

@@ -12,7 +12,6 @@
 namespace tuned::gemm_op {
 namespace {
 
-constexpr const char* kTransposeB = "gemm_transpose_b";  // companion kernel in gemm.cu
 
 int64_t pow2_at_least(int64_t x) {
   int64_t p = 1;
@@ -420,7 +419,6 @@ KernelSpec kernel_spec(const Config& config, const Problem& problem) {
                   "-DTRANS_A=" + std::to_string(problem.trans_a ? 1 : 0),
                   "-DTRANS_B=" + std::to_string(reads_b_transposed(config, problem) ? 1 : 0)};
   for (const auto& d : config.defines()) spec.options.push_back(d);
-  if (config.get("PRETB")) spec.companions.push_back(kTransposeB);
   spec.dynamic_smem_bytes = shared_bytes(config);
   return spec;
 }
@@ -514,7 +512,7 @@ ProblemKey problem_key(const DeviceInfo& device, const Problem& problem) {
 
 void launch(const LoadedKernel& kernel, const Config& config, const Problem& problem, float alpha,
             const float* a, const float* b, float beta, float* c, void* workspace,
-            cudaStream_t stream) {
+            cudaStream_t stream, const TransposeB& transpose_b) {
   if (problem.m > INT_MAX || problem.n > INT_MAX || problem.k > INT_MAX ||
       problem.lda > INT_MAX || problem.ldb > INT_MAX || problem.ldc > INT_MAX) {
     throw Error(TUNED_STATUS_INVALID_ARGUMENT,
@@ -540,15 +538,14 @@ void launch(const LoadedKernel& kernel, const Config& config, const Problem& pro
   }
   char* ws = static_cast<char*>(workspace);
   if (config.get("PRETB") && k > 0) {
-    int ldt = static_cast<int>(transposed_b_ld(problem));
+    if (!transpose_b) {
+      throw Error(TUNED_STATUS_CONFIG_ERROR, "gemm config " + config.canonical() +
+                                                 ": PRETB = 1 needs the transpose op (none given)");
+    }
+    // B (k x n) transposed by the transpose op into the workspace (n x k, ld a multiple of 4).
+    const int ldt = static_cast<int>(transposed_b_ld(problem));
     float* bt = reinterpret_cast<float*>(ws);
-    void* t_args[] = {&k, &n, &b, &ldb, &bt, &ldt};
-    LaunchGeometry g;
-    // y steps over n tiles inside the kernel past the 65535-block limit of grid.y.
-    g.grid = dim3(static_cast<unsigned>((int64_t{k} + 31) / 32),
-                  static_cast<unsigned>(std::min<int64_t>((int64_t{n} + 31) / 32, 65535)));
-    g.block = dim3(32, 8);
-    kernel.launch_companion(kTransposeB, g, t_args, stream);
+    transpose_b(k, n, b, ldb, bt, ldt, stream);
     b = bt;
     ldb = ldt;
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -89,12 +90,18 @@ LaunchGeometry geometry(const Config& config, const Problem& problem);
 
 ProblemKey problem_key(const DeviceInfo& device, const Problem& problem);
 
+/// The transpose op on the stream: B (cols x rows, ldb) = A^T for A (rows x cols, lda). PRETB
+/// configs transpose B into the workspace with it: the API entry passes the transpose op's runtime
+/// path (api::transpose), a tuning task a kernel of the transpose op it loaded itself.
+using TransposeB = std::function<void(int64_t rows, int64_t cols, const float* a, int64_t lda,
+                                      float* b, int64_t ldb, cudaStream_t stream)>;
+
 /// Launches C = alpha op(A) op(B) + beta C with a kernel built from config (m, n > 0).
 /// workspace: at least workspace_bytes(config, problem) bytes of device memory, used in stream
-/// order (may be null when that is 0).
+/// order (may be null when that is 0). transpose_b: needed by PRETB configs (Error otherwise).
 void launch(const LoadedKernel& kernel, const Config& config, const Problem& problem, float alpha,
             const float* a, const float* b, float beta, float* c, void* workspace,
-            cudaStream_t stream);
+            cudaStream_t stream, const TransposeB& transpose_b = nullptr);
 
 /// What the op is (name, dims, variants, rate unit, parameters): its entry in the catalog.
 OpInfo info();

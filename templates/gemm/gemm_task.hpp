@@ -57,6 +57,8 @@ class GemmTask : public TuningTask {
   void allocate(const Problem& p, Buffers& buffers, bool with_init);
   /// Workspace for config on p (grown on demand; split-K configs need it).
   void* workspace(const Config& config, const Problem& p);
+  /// PRETB configs' transpose of B: the transpose op's default config, loaded once.
+  TransposeB transpose_b();
 
   DeviceInfo device_;
   Problem problem_;
@@ -66,6 +68,7 @@ class GemmTask : public TuningTask {
   CublasHandle cublas_;
   Buffers main_, edge_buffers_;
   DeviceBuffer workspace_;
+  std::shared_ptr<const LoadedKernel> transpose_kernel_;
   static constexpr float kEdgeAlpha = 1.25f;
   static constexpr float kEdgeBeta = -0.75f;
 };

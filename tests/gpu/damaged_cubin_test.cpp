@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "api/transpose_api.hpp"
 #include "cache/cubin_store.hpp"
 #include "cache/database.hpp"
 #include "generator/cuda_check.hpp"
@@ -137,7 +138,7 @@ class DamagedCubin : public ::testing::Test {
     TUNED_CUDA_CHECK(cudaMemcpy(db.get(), b.data(), b.size() * 4, cudaMemcpyHostToDevice));
     TUNED_CUDA_CHECK(cudaMemcpy(dc.get(), poison.data(), m * n * 4, cudaMemcpyHostToDevice));
     gemm_op::launch(kernel, config_, problem_, 1.0f, da.as<float>(), db.as<float>(), 0.0f,
-                    dc.as<float>(), workspace.get(), nullptr);
+                    dc.as<float>(), workspace.get(), nullptr, api::transpose);
     gemm_op::CublasHandle cublas;
     gemm_op::cublas_sgemm(cublas.get(), problem_, 1.0f, da.as<float>(), db.as<float>(), 0.0f,
                           dref.as<float>());
