@@ -3,7 +3,9 @@
 // (the tuned kernel alone, events around its launch), the device call's time (the values checked
 // on the device, then the kernel), and the end-to-end time from pageable host input to host output
 // (wall clock, median of runs after a warm-up), next to plain pageable copies around the same call
-// for scale. Every result is compared with the CPU path's (itself tested against the
+// for scale. The split is judged on one measure for 1 and 2 GPUs: the host path's kernel time
+// (its chunks' kernels summed, on the slower GPU), split_kernel_ms; kernel_ms of a 2-GPU row is
+// that too, of a 1-GPU row the single launch on device data. Every result is compared with the CPU path's (itself tested against the
 // double-precision reference) and must be within 1e-5.
 // Writes bench/results/entropy_<device>.json: {"device", "rows": [{"rows", "cols", "radius",
 // "levels", "path", "gpus", "kernel_ms", "end_to_end_ms", ...}]}.
@@ -53,6 +55,7 @@ struct Row {
   std::string path;
   int gpus = 0;
   double kernel_ms = -1, call_ms = -1, end_to_end_ms = -1, plain_copies_ms = -1;
+  double split_kernel_ms = -1;  // the host path's kernels, summed over chunks, slowest GPU
   double max_abs_diff = 0;
   std::string config;
 };
@@ -172,6 +175,7 @@ int main(int argc, char** argv) {
                                 &report);
           },
           runs);
+      row.split_kernel_ms = report.kernel_ms;  // the same measure for 1 and 2 GPUs
       if (gpus > 1) row.kernel_ms = report.kernel_ms;  // the slowest GPU's share
       row.max_abs_diff = max_abs_diff(gpu_out, cpu_out);
       std::printf("  %s: host path kernel %.3f ms (summed over chunks), packing %.2f ms\n",
@@ -194,11 +198,14 @@ int main(int argc, char** argv) {
   for (const int64_t n : sizes) {
     double k1 = 0, k2 = 0;
     for (const Row& r : rows) {
-      if (r.rows == n && r.gpus == 1) k1 = r.kernel_ms;
-      if (r.rows == n && r.gpus == 2) k2 = r.kernel_ms;
+      if (r.rows == n && r.gpus == 1) k1 = r.split_kernel_ms;
+      if (r.rows == n && r.gpus == 2) k2 = r.split_kernel_ms;
     }
-    if (k2 > 0) std::printf("%lldx%lld: 2 GPUs %.2fx the kernel speed of 1\n",
-                            static_cast<long long>(n), static_cast<long long>(n), k1 / k2);
+    if (k2 > 0) {
+      std::printf("%lldx%lld: host path kernels %.3f ms on 1 GPU, %.3f ms on the slower of 2: "
+                  "2 GPUs %.2fx the kernel speed of 1\n",
+                  static_cast<long long>(n), static_cast<long long>(n), k1, k2, k1 / k2);
+    }
   }
   std::printf("%s\n", ok ? "ALL WITHIN 1e-5 OF THE CPU PATH" : "MISMATCH");
   if (!json.empty()) {
@@ -211,7 +218,8 @@ int main(int argc, char** argv) {
         << ", \"levels\": " << r.levels << ", \"path\": \"" << r.path << "\", \"gpus\": " << r.gpus
         << ", \"kernel_ms\": " << num(r.kernel_ms) << ", \"end_to_end_ms\": "
         << num(r.end_to_end_ms) << ", \"call_ms\": " << num(r.call_ms)
-        << ", \"plain_copies_ms\": " << num(r.plain_copies_ms) << ", \"max_abs_diff\": "
+        << ", \"plain_copies_ms\": " << num(r.plain_copies_ms) << ", \"split_kernel_ms\": "
+        << num(r.split_kernel_ms) << ", \"max_abs_diff\": "
         << r.max_abs_diff << ", \"config\": \"" << r.config << "\"}"
         << (i + 1 < rows.size() ? ",\n" : "\n");
     }

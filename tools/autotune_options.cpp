@@ -96,11 +96,18 @@ std::string check_choice(const std::string& value, const std::vector<std::string
   return value;
 }
 
+// A variant of any op, matched without regard to case, in the op's own spelling ("nt" -> "NT",
+// "U8" -> "u8").
 std::string check_layout(const std::string& value, const std::string& argument) {
-  std::string upper = value;
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  check_choice(upper, variant_choices(), argument, " (case-insensitive)");
-  return upper;
+  auto lower = [](std::string text) {
+    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+  };
+  for (const std::string& choice : variant_choices()) {
+    if (lower(choice) == lower(value)) return choice;
+  }
+  fail(argument, "must be one of " + join(variant_choices()) + " (case-insensitive)", value);
+  return value;
 }
 
 std::string check_path(const std::string& value, const std::string& argument) {

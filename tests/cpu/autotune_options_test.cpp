@@ -163,10 +163,12 @@ TEST(AutotuneOptionsTest, AcceptsEveryOpName) {
   }
 }
 
-TEST(AutotuneOptionsTest, LayoutIsCaseInsensitiveAndStoredUpperCase) {
+TEST(AutotuneOptionsTest, LayoutIsCaseInsensitiveAndStoredInTheOpsSpelling) {
   for (const auto& [given, stored] : std::vector<std::pair<std::string, std::string>>{
-           {"NN", "NN"}, {"nt", "NT"}, {"Tn", "TN"}, {"tT", "TT"}}) {
-    ParseResult result = parse({"--layout", given});
+           {"NN", "NN"}, {"nt", "NT"}, {"Tn", "TN"}, {"tT", "TT"}, {"U8", "u8"}, {"F32", "f32"}}) {
+    const bool entropy = stored == "u8" || stored == "f32";
+    ParseResult result = entropy ? parse({"--op", "entropy", "--layout", given})
+                                 : parse({"--layout", given});
     ASSERT_FALSE(result.exit_now) << result.message;
     EXPECT_EQ(result.options.layout, stored);
   }

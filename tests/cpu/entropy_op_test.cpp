@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "api/entropy_api.hpp"
+#include "cache/shipped_defaults.hpp"
 #include "generator/device.hpp"
 #include "templates/entropy/entropy_op.hpp"
 #include "templates/op_catalog.hpp"
@@ -71,6 +72,28 @@ TEST(EntropyOp, SpaceRulesNameSharedMemoryAndTheRegisterRing) {
             "register_ring_fits");
   EXPECT_FALSE(space.violation(default_config(device, packed_problem(4096, 4096, 7, 256), Input::kF32)));
   EXPECT_FALSE(space.violation(default_config(device, packed_problem(1, 1, 0, 2), Input::kU8)));
+}
+
+// The shipped tables hold four-dimensional keys, found by exact lookup (and written back alike).
+TEST(EntropyOp, ShippedRowsWithFourDimensionsAreFoundByExactLookup) {
+  cache::ShippedDefaults table(
+      "NVIDIA H100 80GB HBM3\t90\tentropy\tu8\t10240x10240x2x16\t1\t"
+      "BX=64,BY=1,OPT=32,LOG=3,CNT=32,ACC=3,STAGE=2,SLIDE=1\t0.637\t510.1\n"
+      "NVIDIA H100 80GB HBM3\t90\tentropy\tu8\t10240x10240x3x16\t1\tBX=32\t0.9\t600\n");
+  ProblemKey key = problem_key(reference_device(90), packed_problem(10240, 10240, 2, 16), Input::kU8);
+  const auto found = table.find_best(key, "NVIDIA H100 80GB HBM3", 90);
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->config, "BX=64,BY=1,OPT=32,LOG=3,CNT=32,ACC=3,STAGE=2,SLIDE=1");
+  EXPECT_DOUBLE_EQ(found->baseline_ms, 510.1);
+  EXPECT_NE(cache::ShippedDefaults::row(*found, "NVIDIA H100 80GB HBM3", 90).find("\t10240x10240x2x16\t"),
+            std::string::npos);
+  key.shape[2] = 4;  // another radius: no exact entry
+  EXPECT_FALSE(table.find_best(key, "NVIDIA H100 80GB HBM3", 90).has_value());
+  // The library's own tables have entropy rows for both GPU models.
+  key.shape[2] = 2;
+  for (const char* gpu : {"NVIDIA H100 80GB HBM3", "NVIDIA H200"}) {
+    EXPECT_TRUE(cache::ShippedDefaults::builtin().find_best(key, gpu, 90).has_value()) << gpu;
+  }
 }
 
 cache::BestRecord record(int64_t n, double kernel_ms, double cpu_ms, int radius = 2) {
