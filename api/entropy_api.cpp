@@ -330,19 +330,19 @@ int64_t cpu_threshold(const std::vector<cache::BestRecord>& records, const Probl
 }
 
 int64_t entropy_cpu_threshold(const Problem& p, Input input) {
-  // Memoized per GPU model's uuid, input type, radius and levels: the database is read once.
+  // Memoized per input type, radius and levels (of GPU 0): the database is read once for each.
   static std::mutex mutex;
   static std::map<std::string, int64_t> memo;
-  const DeviceInfo device = query_device(0);
-  const std::string key = device.uuid + "/" + entropy_op::variant_name(input) + "/" +
-                          std::to_string(p.radius) + "/" + std::to_string(p.levels);
   std::lock_guard<std::mutex> lock(mutex);
+  static const std::string uuid = query_device(0).uuid;  // asked once: the query is slow
+  const std::string key = std::string(entropy_op::variant_name(input)) + "/" +
+                          std::to_string(p.radius) + "/" + std::to_string(p.levels);
   if (auto it = memo.find(key); it != memo.end()) return it->second;
   std::vector<cache::BestRecord> records;
   try {
     cache::Database db(cache::default_database_path(), cache::Access::kRead);
     cache::Filter filter;
-    filter.device_uuid = device.uuid;
+    filter.device_uuid = uuid;
     filter.op = "entropy";
     records = db.bests(filter);
   } catch (const Error&) {
