@@ -1,0 +1,236 @@
+// gemm_families: the GEMM families where even tuning lost (issue 10), tuned per shape with
+// `autotune` for a fixed budget and then compared with cuBLAS FP32 side by side in one process,
+// every result checked against cuBLAS. Shapes: seed 201's random shapes (bench/random_shapes.hpp,
+// 16 of them) and the named family shapes: unaligned leading dimensions (4097^3, 1000^3,
+// 12345x678x910 NN), large k (128x128x131072 NN and TN), skinny products outside NN
+// (16384x64x8192 TN and NT) and a partial last wave (3000^3 NN).
+//   gemm_families [--seed 201] [--count 16] [--no-family] [--no-seeded] [--budget 60]
+//                 [--db PATH] [--skip-tuning] [--json FILE] [--print-shapes]
+// Each shape is tuned by `autotune --op gemm --layout L --shape MxNxK --budget S` into one
+// database (a fresh one under the temporary folder unless --db names one; --skip-tuning uses the
+// database as it is), which tuned_gemm then reads. Writes {"device", "budget_s", "geomean_ratio",
+// "seeded_geomean_ratio", "family_geomean_ratio", "worst_ratio", "all_correct", "rows": [{"group",
+// "shape", "layout", "origin", "tuned_tflops", "cublas_tflops", "ratio", "budget_s", "rel_error"}]}.
+// Exit status: 0, 1 error, 2 usage, 3 a wrong result.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.hpp"
+#include "bench/random_shapes.hpp"
+#include "generator/cuda_check.hpp"
+#include "templates/gemm/gemm_op.hpp"
+#include "templates/gemm/gemm_task.hpp"
+#include "tuned/error.hpp"
+#include "tuned/tuned.h"
+
+namespace {
+
+using namespace tuned;
+using namespace tuned::bench;
+
+struct Entry {
+  std::string group;  // "seed 201" or "family"
+  Shape shape;
+};
+
+std::vector<Entry> family_shapes() {
+  return {{"family", {"NN", 4097, 4097, 4097}},   {"family", {"NN", 1000, 1000, 1000}},
+          {"family", {"NN", 12345, 678, 910}},    {"family", {"NN", 128, 128, 131072}},
+          {"family", {"TN", 128, 128, 131072}},   {"family", {"TN", 16384, 64, 8192}},
+          {"family", {"NT", 16384, 64, 8192}},    {"family", {"NN", 3000, 3000, 3000}}};
+}
+
+struct Row {
+  Entry entry;
+  std::string origin;
+  double tuned_tflops = 0, cublas_tflops = 0, ratio = 0, rel_error = 0;
+  bool correct = false;
+  int tune_status = 0;
+};
+
+// The directory of this executable (the tools are built next to it: <build>/tools/).
+std::string tool_path(const std::string& name) {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  std::string dir = n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string(".");
+  dir = dir.substr(0, dir.find_last_of('/'));
+  return dir + "/../tools/" + name;
+}
+
+// autotune on one shape; returns its exit status (its output goes to log).
+int tune(const Shape& s, double budget_s, const std::string& db, const std::string& log) {
+  const std::string command = "'" + tool_path("autotune") + "' --op gemm --layout " + s.layout +
+                              " --shape " + s.text() + " --budget " + std::to_string(budget_s) +
+                              " --seed 1 --db '" + db + "' >>'" + log + "' 2>&1";
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void check_status(tuned_status_t status) {
+  if (status != TUNED_STATUS_SUCCESS) {
+    throw Error(status, std::string("tuned_gemm: ") + tuned_last_error());
+  }
+}
+
+Row measure(const Entry& e, DeviceCheck& check, gemm_op::CublasHandle& cublas,
+            cudaStream_t stream) {
+  Row row;
+  row.entry = e;
+  const Shape& s = e.shape;
+  const gemm_op::Problem p = gemm_op::packed_problem(s.layout, s.m, s.n, s.k);
+  GemmOperands ops(p, check, stream);
+  const auto op_a = p.trans_a ? TUNED_OP_T : TUNED_OP_N, op_b = p.trans_b ? TUNED_OP_T : TUNED_OP_N;
+  const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
+  const int lda = static_cast<int>(p.lda), ldb = static_cast<int>(p.ldb),
+            ldc = static_cast<int>(p.ldc);
+  const float alpha = 1.0f, beta = 0.0f;
+  auto tuned_call = [&](cudaStream_t st) {
+    check_status(tuned_gemm(op_a, op_b, m, n, k, &alpha, ops.a(), lda, ops.b(), ldb, &beta, ops.c(),
+                            ldc, st));
+  };
+  auto cublas_call = [&](cudaStream_t) {
+    gemm_op::cublas_sgemm(cublas.get(), p, alpha, ops.a(), ops.b(), beta, ops.c_ref());
+  };
+  char text[1024];
+  check_status(tuned_gemm_describe(op_a, op_b, m, n, k, ops.a(), lda, ops.b(), ldb, ops.c(), ldc,
+                                   text, sizeof text));
+  row.origin = text;
+  const Comparison c = compare_with_cublas(tuned_call, cublas_call, p, ops, check, stream);
+  row.rel_error = c.rel_error;
+  row.correct = c.correct;
+  row.tuned_tflops = tflops(p, c.tuned_ms);
+  row.cublas_tflops = tflops(p, c.cublas_ms);
+  row.ratio = c.cublas_ms / c.tuned_ms;
+  return row;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"GEMM families tuned per shape against cuBLAS"};
+  uint64_t seed = 201;
+  int count = 16;
+  double budget_s = 60;
+  bool no_family = false, no_seeded = false, skip_tuning = false, print_shapes = false;
+  std::string db, json;
+  app.add_option("--seed", seed, "random-shape seed (issue 10: 201)");
+  app.add_option("--count", count, "random shapes of the seed")->check(CLI::NonNegativeNumber);
+  app.add_option("--budget", budget_s, "autotune seconds per shape")->check(CLI::PositiveNumber);
+  app.add_flag("--no-family", no_family, "leave out the named family shapes");
+  app.add_flag("--no-seeded", no_seeded, "leave out the seed's random shapes");
+  app.add_option("--db", db, "tuning database (default: a fresh one in the temporary folder)");
+  app.add_flag("--skip-tuning", skip_tuning, "use the database as it is (needs --db)");
+  app.add_option("--json", json, "write the results here as JSON");
+  app.add_flag("--print-shapes", print_shapes, "list the shapes and exit (no GPU needed)");
+  CLI11_PARSE(app, argc, argv);
+  if (skip_tuning && db.empty()) {
+    std::fprintf(stderr, "gemm_families: --skip-tuning needs --db\n");
+    return 2;
+  }
+
+  std::vector<Entry> entries;
+  if (!no_seeded) {
+    for (const auto& s : random_shapes(seed, count)) {
+      entries.push_back({"seed " + std::to_string(seed), {s.layout, s.m, s.n, s.k}});
+    }
+  }
+  if (!no_family) {
+    for (const auto& e : family_shapes()) entries.push_back(e);
+  }
+  if (print_shapes) {
+    for (const auto& e : entries) std::printf("%-9s %s %s\n", e.group.c_str(), e.shape.layout.c_str(), e.shape.text().c_str());
+    return 0;
+  }
+
+  try {
+    if (db.empty()) {
+      db = (std::filesystem::temp_directory_path() / ("gemm_families_" + std::to_string(getpid()) + ".db")).string();
+    }
+    const std::string log = db + ".autotune.log";
+    std::vector<int> tune_status(entries.size(), 0);
+    if (!skip_tuning) {
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const Shape& s = entries[i].shape;
+        std::printf("tuning %s %s (%zu/%zu, %.0f s)\n", s.layout.c_str(), s.text().c_str(), i + 1,
+                    entries.size(), budget_s);
+        std::fflush(stdout);
+        tune_status[i] = tune(s, budget_s, db, log);
+        if (tune_status[i] != 0) {
+          std::fprintf(stderr, "gemm_families: autotune exited %d for %s %s (log: %s)\n",
+                       tune_status[i], s.layout.c_str(), s.text().c_str(), log.c_str());
+        }
+      }
+    }
+    check_status(tuned_set_database(db.c_str()));
+
+    const DeviceInfo device = query_device(0);
+    KernelCache kernels;
+    DeviceCheck check(kernels, device);
+    gemm_op::CublasHandle cublas;
+    Stream stream = Stream::create();
+    cublas.set_stream(stream.get());
+    std::vector<Row> rows;
+    std::vector<double> all, seeded, family;
+    double worst = INFINITY;
+    bool all_correct = true;
+    std::printf("%-9s %-6s %-20s %10s %10s %7s %10s  %s\n", "group", "layout", "shape", "tuned TF",
+                "cuBLAS TF", "ratio", "rel err", "origin");
+    for (size_t i = 0; i < entries.size(); ++i) {
+      Row r = measure(entries[i], check, cublas, stream.get());
+      r.tune_status = tune_status[i];
+      std::printf("%-9s %-6s %-20s %10.2f %10.2f %7.3f %10.2e  %s%s\n", r.entry.group.c_str(),
+                  r.entry.shape.layout.c_str(), r.entry.shape.text().c_str(), r.tuned_tflops,
+                  r.cublas_tflops, r.ratio, r.rel_error, r.origin.c_str(),
+                  r.correct ? "" : "  WRONG RESULT");
+      all.push_back(r.ratio);
+      (r.entry.group == "family" ? family : seeded).push_back(r.ratio);
+      worst = std::min(worst, r.ratio);
+      all_correct = all_correct && r.correct;
+      rows.push_back(r);
+    }
+    const double geomean = geometric_mean(all);
+    std::printf("geometric mean of tuned/cuBLAS speed: %.3f (seeded %.3f, family %.3f), worst %.3f\n",
+                geomean, seeded.empty() ? NAN : geometric_mean(seeded),
+                family.empty() ? NAN : geometric_mean(family), worst);
+    if (!json.empty()) {
+      auto number = [](double v) {
+        char buf[32];
+        if (!std::isfinite(v)) return std::string("null");
+        std::snprintf(buf, sizeof buf, "%.6g", v);
+        return std::string(buf);
+      };
+      std::ofstream out(json);
+      out << "{\n  \"device\": " << json_escape(device.name) << ",\n  \"budget_s\": " << budget_s
+          << ",\n  \"geomean_ratio\": " << number(geomean) << ",\n  \"seeded_geomean_ratio\": "
+          << number(seeded.empty() ? NAN : geometric_mean(seeded))
+          << ",\n  \"family_geomean_ratio\": " << number(family.empty() ? NAN : geometric_mean(family))
+          << ",\n  \"worst_ratio\": " << number(worst)
+          << ",\n  \"all_correct\": " << (all_correct ? "true" : "false") << ",\n  \"rows\": [\n";
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const Row& r = rows[i];
+        out << "    {\"group\": " << json_escape(r.entry.group)
+            << ", \"shape\": " << json_escape(r.entry.shape.text())
+            << ", \"layout\": " << json_escape(r.entry.shape.layout)
+            << ", \"origin\": " << json_escape(r.origin)
+            << ", \"tuned_tflops\": " << number(r.tuned_tflops)
+            << ", \"cublas_tflops\": " << number(r.cublas_tflops) << ", \"ratio\": " << number(r.ratio)
+            << ", \"budget_s\": " << (skip_tuning ? std::string("null") : number(budget_s))
+            << ", \"autotune_exit\": " << r.tune_status << ", \"rel_error\": " << number(r.rel_error)
+            << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
+      }
+      out << "  ]\n}\n";
+    }
+    return all_correct ? 0 : 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gemm_families: %s\n", e.what());
+    return 1;
+  }
+}
