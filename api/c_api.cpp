@@ -152,7 +152,7 @@ tuned_status_t tuned_entropy_describe(int rows, int cols, int radius, int levels
   return guarded([&] {
     tuned::require_argument(buf != nullptr && size > 0, "buf", "must hold at least one byte");
     copy_text(tuned::api::describe_entropy(
-                  entropy_problem(rows, cols, radius, levels, std::max(1, rows), std::max(1, rows)),
+                  tuned::entropy_op::packed_problem(rows, cols, radius, levels),
                   input_u8 ? tuned::entropy_op::Input::kU8 : tuned::entropy_op::Input::kF32),
               buf, size);
   });
@@ -232,9 +232,8 @@ void entropy_host(int rows, int cols, int radius, int levels, const unsigned cha
 }
 
 std::string describe_entropy(int rows, int cols, int radius, int levels, bool input_u8) {
-  return api::describe_entropy(
-      entropy_problem(rows, cols, radius, levels, std::max(1, rows), std::max(1, rows)),
-      input_u8 ? entropy_op::Input::kU8 : entropy_op::Input::kF32);
+  return api::describe_entropy(entropy_op::packed_problem(rows, cols, radius, levels),
+                               input_u8 ? entropy_op::Input::kU8 : entropy_op::Input::kF32);
 }
 
 void set_database(const std::string& path) {

@@ -3,9 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <climits>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -21,6 +19,7 @@
 #include "generator/cuda_check.hpp"
 #include "generator/cuda_raii.hpp"
 #include "templates/entropy/entropy_face.hpp"
+#include "templates/extent.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::api {
@@ -41,12 +40,9 @@ void validate_call(const Problem& p, Input input, const void* in, const float* o
   if (p.rows == 0 || p.cols == 0) return;
   require_argument(in != nullptr, "in", "must not be NULL when rows and cols are > 0");
   require_argument(out != nullptr, "out", "must not be NULL when rows and cols are > 0");
-  const auto begin_in = reinterpret_cast<uintptr_t>(in), begin_out = reinterpret_cast<uintptr_t>(out);
-  const uintptr_t end_in =
-      begin_in + static_cast<uintptr_t>((p.cols - 1) * p.ld_in + p.rows) * entropy_op::input_bytes(input);
-  const uintptr_t end_out = begin_out + static_cast<uintptr_t>((p.cols - 1) * p.ld_out + p.rows) * 4;
-  require_argument(end_in <= begin_out || end_out <= begin_in, "out",
-                   "must not overlap in (the filter is out of place)");
+  require_argument(!operands_overlap(in, p.rows, p.cols, p.ld_in, entropy_op::input_bytes(input),
+                                     out, p.rows, p.cols, p.ld_out, sizeof(float)),
+                   "out", "must not overlap in (the filter is out of place)");
 }
 
 // ---- Host path ---------------------------------------------------------------------------------
@@ -58,7 +54,6 @@ constexpr int kSlots = 3;  // chunks in flight per GPU
 
 // One GPU's streams and buffers, kept for the process and grown as needed.
 struct Lane {
-  int device = -1;
   Stream h2d, d2h;
   DeviceBuffer in;  // the band's packed input with its halo
   DeviceBuffer out[kSlots];
@@ -84,21 +79,21 @@ void ensure(Buffer& b, size_t bytes) {
   }
 }
 
-// Packs the input into bytes (ld = rows), checking every value on the way; throws naming the first
-// bad element in column-major order. Nothing of the output is touched.
+// Packs the input into bytes (ld = rows), checking every value on the way; when one is bad,
+// validate_values names the first in column-major order. Nothing of the output is touched.
 template <typename T>
 void pack(const Problem& p, const T* in, uint8_t* packed) {
-  std::atomic<int64_t> first_bad{INT64_MAX};
   // Locals, not p's members: the byte stores may alias anything, which would make the compiler
   // reload p.rows every iteration and give up vectorizing.
   const int64_t rows = p.rows, cols = p.cols, ld_in = p.ld_in;
   const int int_levels = p.levels;
   const float levels = static_cast<float>(p.levels);
-#pragma omp parallel for schedule(static)
+  int64_t bad = 0;
+#pragma omp parallel for schedule(static) reduction(+ : bad)
   for (int64_t j = 0; j < cols; ++j) {
     const T* __restrict__ column = in + j * ld_in;
     uint8_t* __restrict__ dst = packed + j * rows;
-    int bad = 0;
+    int column_bad = 0;
     // Branch-free, so the compiler vectorizes it: this pass runs at memory speed.
     for (int64_t i = 0; i < rows; ++i) {
       const T v = column[i];
@@ -108,32 +103,16 @@ void pack(const Problem& p, const T* in, uint8_t* packed) {
         const float shifted = v + 8388608.0f;
         uint32_t bits;
         std::memcpy(&bits, &shifted, sizeof(bits));
-        bad += static_cast<int>((v >= 0.0f) & (v < levels) & (shifted - 8388608.0f == v)) ^ 1;
+        column_bad += static_cast<int>((v >= 0.0f) & (v < levels) & (shifted - 8388608.0f == v)) ^ 1;
         dst[i] = static_cast<uint8_t>(bits - 0x4B000000u);
       } else {
-        bad += v >= int_levels;
+        column_bad += v >= int_levels;
         dst[i] = v;
       }
     }
-    if (bad > 0) {
-      for (int64_t i = 0; i < rows; ++i) {
-        const double v = static_cast<double>(column[i]);
-        if (!(v >= 0 && v < p.levels && v == static_cast<double>(static_cast<int64_t>(v)))) {
-          const int64_t e = j * p.rows + i;
-          int64_t seen = first_bad.load();
-          while (e < seen && !first_bad.compare_exchange_weak(seen, e)) {
-          }
-          break;
-        }
-      }
-    }
+    bad += column_bad;
   }
-  if (const int64_t e = first_bad.load(); e != INT64_MAX) {
-    const int64_t i = e % p.rows, j = e / p.rows;
-    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                entropy_op::bad_value_message(i, j, static_cast<double>(in[i + j * p.ld_in]),
-                                              p.levels));
-  }
+  if (bad > 0) entropy_op::validate_values(p, in);  // throws naming the first bad element
 }
 
 // One GPU's band of output columns [b0, b1): its input columns (with halo) uploaded in step with
@@ -259,7 +238,6 @@ void run_gpus(const Problem& p, Input input, const void* in, float* out, int gpu
     if (!lane) {
       TUNED_CUDA_CHECK(cudaSetDevice(g));
       lane = std::make_unique<Lane>();
-      lane->device = g;
       lane->h2d = Stream::create();
       lane->d2h = Stream::create();
     }

@@ -11,24 +11,13 @@ const OpRegistration& transpose_registration() {
   return op;
 }
 
-transpose_op::Problem make_problem(int64_t rows, int64_t cols, const void* a, int64_t lda,
-                                   const void* b, int64_t ldb) {
-  transpose_op::Problem p;
-  p.rows = rows;
-  p.cols = cols;
-  p.lda = lda;
-  p.ldb = ldb;
-  p.alignment = transpose_op::alignment_class(a, b, lda, ldb);
-  return p;
-}
-
 }  // namespace
 
 void transpose(int64_t rows, int64_t cols, const float* a, int64_t lda, float* b, int64_t ldb,
                cudaStream_t stream) {
   transpose_op::validate_arguments(rows, cols, a, lda, b, ldb);
   if (rows == 0 || cols == 0) return;
-  const transpose_op::Problem problem = make_problem(rows, cols, a, lda, b, ldb);
+  const transpose_op::Problem problem = transpose_op::call_problem(rows, cols, a, lda, b, ldb);
   Runtime::instance().run(
       transpose_registration(), transpose_op::problem_id(problem),
       [&](const LoadedKernel& kernel, const Config& config, void*, cudaStream_t s) {
@@ -41,7 +30,8 @@ std::string describe_transpose(int64_t rows, int64_t cols, const float* a, int64
                                const float* b, int64_t ldb) {
   transpose_op::validate_arguments(rows, cols, a, lda, b, ldb);
   return Runtime::instance().describe(
-      transpose_registration(), transpose_op::problem_id(make_problem(rows, cols, a, lda, b, ldb)));
+      transpose_registration(),
+      transpose_op::problem_id(transpose_op::call_problem(rows, cols, a, lda, b, ldb)));
 }
 
 }  // namespace tuned::api

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "generator/cuda_check.hpp"
+#include "tuned/error.hpp"
 
 namespace tuned::bench {
 namespace {
@@ -77,6 +78,39 @@ Comparison compare_with_cublas(const std::function<void(cudaStream_t)>& tuned_ca
   c.tuned_ms = t.first_ms;
   c.cublas_ms = t.second_ms;
   return c;
+}
+
+void check_status(tuned_status_t status) {
+  if (status != TUNED_STATUS_SUCCESS) throw Error(status, tuned_last_error());
+}
+
+void TunedGemmCalls::tuned(cudaStream_t stream) const {
+  const float alpha = 1.0f, beta = 0.0f;
+  check_status(tuned_gemm(p_.trans_a ? TUNED_OP_T : TUNED_OP_N, p_.trans_b ? TUNED_OP_T : TUNED_OP_N,
+                          static_cast<int>(p_.m), static_cast<int>(p_.n), static_cast<int>(p_.k),
+                          &alpha, ops_.a(), static_cast<int>(p_.lda), ops_.b(),
+                          static_cast<int>(p_.ldb), &beta, ops_.c(), static_cast<int>(p_.ldc),
+                          stream));
+}
+
+void TunedGemmCalls::cublas(cudaStream_t) const {
+  // On the handle's stream (the caller set it to the benchmark's).
+  gemm_op::cublas_sgemm(cublas_.get(), p_, 1.0f, ops_.a(), ops_.b(), 0.0f, ops_.c_ref());
+}
+
+std::string TunedGemmCalls::describe() const {
+  char text[1024];
+  check_status(tuned_gemm_describe(
+      p_.trans_a ? TUNED_OP_T : TUNED_OP_N, p_.trans_b ? TUNED_OP_T : TUNED_OP_N,
+      static_cast<int>(p_.m), static_cast<int>(p_.n), static_cast<int>(p_.k), ops_.a(),
+      static_cast<int>(p_.lda), ops_.b(), static_cast<int>(p_.ldb), ops_.c(),
+      static_cast<int>(p_.ldc), text, sizeof text));
+  return text;
+}
+
+Comparison TunedGemmCalls::compare(DeviceCheck& check, cudaStream_t stream) const {
+  return compare_with_cublas([this](cudaStream_t s) { tuned(s); },
+                             [this](cudaStream_t s) { cublas(s); }, p_, ops_, check, stream);
 }
 
 double tflops(const gemm_op::Problem& p, double ms) { return ms > 0 ? p.flops() / (ms * 1e9) : 0; }

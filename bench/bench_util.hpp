@@ -15,6 +15,7 @@
 #include "generator/kernel_cache.hpp"
 #include "templates/check/device_check.hpp"
 #include "templates/gemm/gemm_task.hpp"
+#include "tuned/tuned.h"
 
 namespace tuned::bench {
 
@@ -59,6 +60,27 @@ Comparison compare_with_cublas(const std::function<void(cudaStream_t)>& tuned_ca
                                const std::function<void(cudaStream_t)>& cublas_call,
                                const gemm_op::Problem& p, const GemmOperands& ops,
                                DeviceCheck& check, cudaStream_t stream);
+
+/// Throws Error(status, tuned_last_error()) unless status is TUNED_STATUS_SUCCESS.
+void check_status(tuned_status_t status);
+
+/// tuned_gemm (the public C API) and cuBLAS on one problem's operands, alpha = 1 and beta = 0: the
+/// pair every GEMM benchmark checks and times.
+class TunedGemmCalls {
+ public:
+  TunedGemmCalls(const gemm_op::Problem& p, const GemmOperands& ops, gemm_op::CublasHandle& cublas)
+      : p_(p), ops_(ops), cublas_(cublas) {}
+  void tuned(cudaStream_t stream) const;   // into ops.c()
+  void cublas(cudaStream_t stream) const;  // into ops.c_ref()
+  std::string describe() const;            // tuned_gemm_describe's text for the call
+  /// compare_with_cublas of the two.
+  Comparison compare(DeviceCheck& check, cudaStream_t stream) const;
+
+ private:
+  const gemm_op::Problem& p_;
+  const GemmOperands& ops_;
+  gemm_op::CublasHandle& cublas_;
+};
 
 double tflops(const gemm_op::Problem& p, double ms);
 double geometric_mean(const std::vector<double>& values);

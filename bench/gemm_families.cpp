@@ -74,12 +74,6 @@ int tune(const Shape& s, double budget_s, const std::string& db, const std::stri
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-void check_status(tuned_status_t status) {
-  if (status != TUNED_STATUS_SUCCESS) {
-    throw Error(status, std::string("tuned_gemm: ") + tuned_last_error());
-  }
-}
-
 Row measure(const Entry& e, DeviceCheck& check, gemm_op::CublasHandle& cublas,
             cudaStream_t stream) {
   Row row;
@@ -87,23 +81,9 @@ Row measure(const Entry& e, DeviceCheck& check, gemm_op::CublasHandle& cublas,
   const Shape& s = e.shape;
   const gemm_op::Problem p = gemm_op::packed_problem(s.layout, s.m, s.n, s.k);
   GemmOperands ops(p, check, stream);
-  const auto op_a = p.trans_a ? TUNED_OP_T : TUNED_OP_N, op_b = p.trans_b ? TUNED_OP_T : TUNED_OP_N;
-  const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
-  const int lda = static_cast<int>(p.lda), ldb = static_cast<int>(p.ldb),
-            ldc = static_cast<int>(p.ldc);
-  const float alpha = 1.0f, beta = 0.0f;
-  auto tuned_call = [&](cudaStream_t st) {
-    check_status(tuned_gemm(op_a, op_b, m, n, k, &alpha, ops.a(), lda, ops.b(), ldb, &beta, ops.c(),
-                            ldc, st));
-  };
-  auto cublas_call = [&](cudaStream_t) {
-    gemm_op::cublas_sgemm(cublas.get(), p, alpha, ops.a(), ops.b(), beta, ops.c_ref());
-  };
-  char text[1024];
-  check_status(tuned_gemm_describe(op_a, op_b, m, n, k, ops.a(), lda, ops.b(), ldb, ops.c(), ldc,
-                                   text, sizeof text));
-  row.origin = text;
-  const Comparison c = compare_with_cublas(tuned_call, cublas_call, p, ops, check, stream);
+  const TunedGemmCalls calls(p, ops, cublas);
+  row.origin = calls.describe();
+  const Comparison c = calls.compare(check, stream);
   row.rel_error = c.rel_error;
   row.correct = c.correct;
   row.tuned_tflops = tflops(p, c.tuned_ms);

@@ -58,10 +58,6 @@ struct Row {
   std::optional<double> first_call_ms, first_use_ms;
 };
 
-void check_status(tuned_status_t status) {
-  if (status != TUNED_STATUS_SUCCESS) throw Error(status, tuned_last_error());
-}
-
 double elapsed_ms(Clock::time_point since) {
   return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
 }
@@ -219,33 +215,19 @@ Row run_shape(uint64_t seed, const Shape& s, bool first_use, DeviceCheck& check,
   row.shape = s;
   const gemm_op::Problem p = gemm_op::packed_problem(s.layout, s.m, s.n, s.k);
   GemmOperands ops(p, check, stream);
-  const auto op_a = p.trans_a ? TUNED_OP_T : TUNED_OP_N, op_b = p.trans_b ? TUNED_OP_T : TUNED_OP_N;
-  const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
-  const int lda = static_cast<int>(p.lda), ldb = static_cast<int>(p.ldb),
-            ldc = static_cast<int>(p.ldc);
-  const float alpha = 1.0f, beta = 0.0f;
-  auto tuned_call = [&](cudaStream_t st) {
-    check_status(tuned_gemm(op_a, op_b, m, n, k, &alpha, ops.a(), lda, ops.b(), ldb, &beta, ops.c(),
-                            ldc, st));
-  };
-  auto cublas_call = [&](cudaStream_t) {
-    gemm_op::cublas_sgemm(cublas.get(), p, alpha, ops.a(), ops.b(), beta, ops.c_ref());
-  };
+  const TunedGemmCalls calls(p, ops, cublas);
   if (first_use) {
     // The call that tunes: timed before describe, so describe reports what it recorded.
     TUNED_CUDA_CHECK(cudaDeviceSynchronize());
     const auto start = Clock::now();
-    tuned_call(stream);
+    calls.tuned(stream);
     TUNED_CUDA_CHECK(cudaDeviceSynchronize());
     row.first_use_ms = elapsed_ms(start);
   }
-  char text[1024];
-  check_status(tuned_gemm_describe(op_a, op_b, m, n, k, ops.a(), lda, ops.b(), ldb, ops.c(), ldc,
-                                   text, sizeof text));
-  row.origin = text;
+  row.origin = calls.describe();
   row.origin = row.origin.substr(0, row.origin.find(": "));
 
-  const Comparison c = compare_with_cublas(tuned_call, cublas_call, p, ops, check, stream);
+  const Comparison c = calls.compare(check, stream);
   row.rel_error = c.rel_error;
   row.correct = c.correct;
   row.tuned_ms = c.tuned_ms;

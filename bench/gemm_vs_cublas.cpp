@@ -30,33 +30,15 @@ struct Row {
   bool correct = false;
 };
 
-void check_status(tuned_status_t status) {
-  if (status != TUNED_STATUS_SUCCESS) throw Error(status, tuned_last_error());
-}
-
 Row run_shape(const Shape& s, DeviceCheck& check, gemm_op::CublasHandle& cublas,
               cudaStream_t stream) {
   Row row;
   row.shape = s;
   const gemm_op::Problem p = gemm_op::packed_problem(s.layout, s.m, s.n, s.k);
   GemmOperands ops(p, check, stream);
-  const auto op_a = p.trans_a ? TUNED_OP_T : TUNED_OP_N, op_b = p.trans_b ? TUNED_OP_T : TUNED_OP_N;
-  const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
-  const int lda = static_cast<int>(p.lda), ldb = static_cast<int>(p.ldb),
-            ldc = static_cast<int>(p.ldc);
-  char text[1024];
-  check_status(tuned_gemm_describe(op_a, op_b, m, n, k, ops.a(), lda, ops.b(), ldb, ops.c(), ldc,
-                                   text, sizeof text));
-  row.origin = text;
-  const float alpha = 1.0f, beta = 0.0f;
-  auto tuned_call = [&](cudaStream_t st) {
-    check_status(tuned_gemm(op_a, op_b, m, n, k, &alpha, ops.a(), lda, ops.b(), ldb, &beta,
-                            ops.c(), ldc, st));
-  };
-  auto cublas_call = [&](cudaStream_t) {
-    gemm_op::cublas_sgemm(cublas.get(), p, alpha, ops.a(), ops.b(), beta, ops.c_ref());
-  };
-  const Comparison c = compare_with_cublas(tuned_call, cublas_call, p, ops, check, stream);
+  const TunedGemmCalls calls(p, ops, cublas);
+  row.origin = calls.describe();
+  const Comparison c = calls.compare(check, stream);
   row.rel_error = c.rel_error;
   row.correct = c.correct;
   row.tuned_ms = c.tuned_ms;

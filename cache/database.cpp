@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -173,19 +172,9 @@ int query_int(sqlite3* db, const std::string& path, const char* sql) {
 // Shapes are stored twice: the text ("4096x4096x4096") is the exact key and the round-trip
 // source for any number of dims; d0..d2 (NULL where missing) serve ordering and queries.
 std::vector<int64_t> parse_shape(const std::string& path, const std::string& text) {
-  std::vector<int64_t> shape;
-  const char* p = text.data();
-  const char* end = p + text.size();
-  while (p < end) {
-    int64_t value = 0;
-    auto [next, ec] = std::from_chars(p, end, value);
-    if (ec != std::errc() || value < 0 || (next != end && *next != 'x')) {
-      fail(path, "malformed shape '" + text + "' in the database");
-    }
-    shape.push_back(value);
-    p = next == end ? end : next + 1;
-  }
-  return shape;
+  auto shape = parse_shape_string(text);
+  if (!shape) fail(path, "malformed shape '" + text + "' in the database");
+  return *shape;
 }
 
 void bind_dims(Statement& s, int first, const std::vector<int64_t>& shape) {

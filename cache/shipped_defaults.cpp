@@ -52,16 +52,9 @@ ShippedDefaults::ShippedDefaults(std::string_view table) {
       row.best.key.op = f[2];
       row.best.key.layout = f[3];
       // The shape as the sizes joined by 'x', any number of them ("4096x4096x4096", "1x4097").
-      row.best.key.shape.clear();
-      size_t start = 0;
-      while (start <= f[4].size()) {
-        const size_t x = std::min(f[4].find('x', start), f[4].size());
-        size_t used = 0;
-        const std::string size = f[4].substr(start, x - start);
-        row.best.key.shape.push_back(std::stoll(size, &used));
-        if (used != size.size()) fail("malformed shape '" + f[4] + "'");
-        start = x + 1;
-      }
+      auto shape = parse_shape_string(f[4]);
+      if (!shape || shape->empty()) fail("malformed shape '" + f[4] + "'");
+      row.best.key.shape = *shape;
       row.best.key.alignment = std::stoi(f[5]);
       row.best.config = f[6];
       row.best.ms = std::stod(f[7]);

@@ -7,13 +7,9 @@
 #           $OUT/entropy_shipped_<tag>.tsv (rows for cache/shipped/)
 #   bench   bench/entropy -> $OUT/entropy_<tag>.json (TUNED_DB=$OUT/entropy_tuned.db when tuned)
 set -uo pipefail
-out=${OUT:-out}
-mkdir -p "$out"
-name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
+source "$(dirname "$0")/lease.sh"
 gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
-tag=$(echo "$name" | tr 'A-Z' 'a-z' | awk '{for (i = 2; i <= NF; i++) if ($i ~ /[0-9]/) {print $1 "-" $i; exit}}')
 [ "$gpus" -gt 1 ] && tag="$tag-x$gpus"
-summary=()
 for step in "$@"; do
   start=$(date +%s)
   case "$step" in
@@ -40,6 +36,4 @@ for step in "$@"; do
   esac
   echo "== $step done in $(( $(date +%s) - start )) s"
 done
-echo
-echo "== summary on $name x$gpus =="
-for line in "${summary[@]}"; do echo "$line"; done
+print_summary " x$gpus"

@@ -11,14 +11,10 @@
 #   export        $OUT/bench.db's best configs as rows for cache/shipped/ -> $OUT/shipped_<tag>.tsv
 # e.g. scripts/gemm_bench.sh tests tune:NN:400 bench export
 set -uo pipefail
-out=${OUT:-out}
-mkdir -p "$out"
-name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
-tag=$(echo "$name" | tr 'A-Z' 'a-z' | awk '{for (i = 2; i <= NF; i++) if ($i ~ /[0-9]/) {print $1 "-" $i; exit}}')
+source "$(dirname "$0")/lease.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >> "$out/device.txt"
 db="$out/bench.db"
 [ -f build/bench.db.in ] && [ ! -f "$db" ] && cp build/bench.db.in "$db"  # carried, to continue
-summary=()
 for step in "$@"; do
   start=$(date +%s)
   case "$step" in
@@ -52,6 +48,4 @@ for step in "$@"; do
   esac
   summary[-1]+=" ($(( $(date +%s) - start )) s)"
 done
-echo
-echo "== summary on $name =="
-printf '%s\n' "${summary[@]}"
+print_summary

@@ -6,11 +6,7 @@
 #           $OUT/transpose_shipped_<tag>.tsv (rows for cache/shipped/)
 #   bench   transpose_vs_copy -> $OUT/transpose_<tag>.json
 set -uo pipefail
-out=${OUT:-out}
-mkdir -p "$out"
-name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
-tag=$(echo "$name" | tr 'A-Z' 'a-z' | awk '{for (i = 2; i <= NF; i++) if ($i ~ /[0-9]/) {print $1 "-" $i; exit}}')
-summary=()
+source "$(dirname "$0")/lease.sh"
 for step in "$@"; do
   start=$(date +%s)
   case "$step" in
@@ -36,6 +32,4 @@ for step in "$@"; do
   esac
   echo "== $step done in $(( $(date +%s) - start )) s"
 done
-echo
-echo "== summary on $name =="
-for line in "${summary[@]}"; do echo "$line"; done
+print_summary

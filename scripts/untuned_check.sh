@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device lease for shapes nobody tuned (issue 7), from binaries built on the CPU machine
+# One device lease for shapes nobody tuned (issues 7 and 10), from binaries built on the CPU machine
 # (build/ carried). Steps, in the order given; logs and results under $OUT (or ./out), a short
 # table last:
 #   tests        the GPU tests
@@ -12,14 +12,12 @@
 #                -> $OUT/gemm_random_first_use_<tag>.json
 #   suite        gemm_vs_cublas --no-user-db -> $OUT/gemm_shipped_<tag>.json
 #   extra        gemm_random on other seeds (201-203), shipped data only -> $OUT/gemm_random_other_<tag>.json
+#   families     gemm_families (issue 10): seed 201 and the named family shapes, each tuned by
+#                autotune for BUDGET s (default 60) -> $OUT/gemm_families_<tag>.json, $OUT/families.db
 #   scripts/untuned_check.sh tests random firstuse suite
 set -uo pipefail
-out=${OUT:-out}
-mkdir -p "$out"
-name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
-tag=$(echo "$name" | tr 'A-Z' 'a-z' | awk '{for (i = 2; i <= NF; i++) if ($i ~ /[0-9]/) {print $1 "-" $i; exit}}')
+source "$(dirname "$0")/lease.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv >> "$out/device.txt"
-summary=()
 for step in "$@"; do
   start=$(date +%s)
   case "$step" in
@@ -58,10 +56,13 @@ for step in "$@"; do
         --json "$out/gemm_random_other_$tag.json" > "$out/gemm_random_other_$tag.txt" 2>&1
       rc=$?
       summary+=("extra rc=$rc: $(tail -n 6 "$out/gemm_random_other_$tag.txt" | tr '\n' ' ')") ;;
+    families)
+      ./build/bench/gemm_families --budget "${BUDGET:-60}" --db "$out/families.db" \
+        --json "$out/gemm_families_$tag.json" > "$out/gemm_families_$tag.txt" 2>&1
+      rc=$?
+      summary+=("families rc=$rc: $(tail -n 1 "$out/gemm_families_$tag.txt")") ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
   summary[-1]+=" ($(( $(date +%s) - start )) s)"
 done
-echo
-echo "== summary on $name =="
-printf '%s\n' "${summary[@]}"
+print_summary

@@ -4,9 +4,13 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace tuned {
@@ -16,6 +20,22 @@ inline std::string shape_string(const std::vector<int64_t>& shape) {
   std::string text;
   for (size_t i = 0; i < shape.size(); ++i) text += (i ? "x" : "") + std::to_string(shape[i]);
   return text;
+}
+
+/// The sizes of a shape_string ("4096x4096x4096", any number of sizes; "" has none), or nullopt
+/// when a field is not a non-negative integer.
+inline std::optional<std::vector<int64_t>> parse_shape_string(std::string_view text) {
+  std::vector<int64_t> shape;
+  const char* p = text.data();
+  const char* end = p + text.size();
+  while (p < end) {
+    int64_t value = 0;
+    auto [next, ec] = std::from_chars(p, end, value);
+    if (ec != std::errc() || value < 0 || (next != end && *next != 'x')) return std::nullopt;
+    shape.push_back(value);
+    p = next == end ? end : next + 1;
+  }
+  return shape;
 }
 
 /// The key of a best configuration: which device, which op in which variant (a GEMM layout), on

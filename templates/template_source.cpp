@@ -61,4 +61,14 @@ const TemplateSource& template_source(const std::string& name) {
   return loaded.emplace(name, std::move(source)).first->second;
 }
 
+KernelSpec template_kernel_spec(const std::string& template_name, const std::string& kernel_name) {
+  const TemplateSource& src = template_source(template_name);
+  KernelSpec spec;
+  spec.source_name = src.name;
+  spec.source = src.text;
+  spec.source_hash = src.hash;
+  spec.kernel_name = kernel_name;
+  return spec;
+}
+
 }  // namespace tuned

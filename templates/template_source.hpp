@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "generator/kernel_cache.hpp"
+
 namespace tuned {
 
 struct TemplateSource {
@@ -16,6 +18,9 @@ struct TemplateSource {
 /// subfolders) instead, so kernel edits need no rebuild during development. Throws
 /// Error(TUNED_STATUS_INTERNAL_ERROR) for an unknown name.
 const TemplateSource& template_source(const std::string& name);
+
+/// A spec compiling kernel_name from the template called template_name (no options yet).
+KernelSpec template_kernel_spec(const std::string& template_name, const std::string& kernel_name);
 
 /// FNV-1a 64 of text as 16 hex digits.
 std::string fnv1a_hex(const std::string& text);

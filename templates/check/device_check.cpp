@@ -11,13 +11,7 @@ namespace tuned {
 namespace {
 
 KernelSpec check_spec(const std::string& kernel_name) {
-  const TemplateSource& src = template_source("check.cu");
-  KernelSpec spec;
-  spec.source_name = src.name;
-  spec.source = src.text;
-  spec.source_hash = src.hash;
-  spec.kernel_name = kernel_name;
-  return spec;
+  return template_kernel_spec("check.cu", kernel_name);
 }
 
 constexpr int kThreads = 256;  // check.cu's block reduction assumes 256 threads

@@ -57,7 +57,7 @@ void reference_of(const Problem& p, const T* in, double* out, int64_t ld_out) {
 // log c for c = 0..(2r+1)^2 (log 0 stands for 0: a count of 0 adds nothing).
 template <typename Real>
 std::vector<Real> log_table(int radius) {
-  const int n = (2 * radius + 1) * (2 * radius + 1);
+  const int n = window_elements(radius);
   std::vector<Real> table(static_cast<size_t>(n) + 1, Real(0));
   for (int c = 1; c <= n; ++c) table[static_cast<size_t>(c)] = static_cast<Real>(std::log(c));
   return table;
@@ -189,8 +189,7 @@ std::string bad_value_message(int64_t i, int64_t j, double value, int levels) {
 CpuMethod default_cpu_method(const Problem& p) {
   // Prefix counts cost 4 lookups per level, counting one update per window element and two
   // passes over the levels.
-  const int n = (2 * p.radius + 1) * (2 * p.radius + 1);
-  return n > 2 * p.levels ? CpuMethod::kPrefix : CpuMethod::kMixed;
+  return window_elements(p.radius) > 2 * p.levels ? CpuMethod::kPrefix : CpuMethod::kMixed;
 }
 
 void validate_values(const Problem& p, const float* in) { check_values(p, in); }

@@ -21,6 +21,9 @@ struct Problem {
 constexpr int kMaxRadius = 7;
 constexpr int kMaxLevels = 256;
 
+/// Elements of a whole window of this radius: (2r + 1)^2.
+constexpr int window_elements(int radius) { return (2 * radius + 1) * (2 * radius + 1); }
+
 /// Checks sizes, leading dimensions, radius and levels; throws Error(TUNED_STATUS_INVALID_ARGUMENT)
 /// naming the argument and the rule.
 void validate_problem(const Problem& p);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "generator/cuda_check.hpp"
+#include "templates/extent.hpp"
 #include "templates/template_source.hpp"
 #include "tuned/error.hpp"
 
@@ -15,14 +16,6 @@ namespace {
 constexpr size_t kStaticSharedLimit = 48 * 1024;  // static __shared__ arrays only
 constexpr const char* kValidate = "entropy_validate";
 constexpr const char* kFillTable = "entropy_fill_table";
-
-int window_elements(int radius) { return (2 * radius + 1) * (2 * radius + 1); }
-
-int64_t pow2_at_least(int64_t x) {
-  int64_t p = 1;
-  while (p < x) p *= 2;
-  return p;
-}
 
 size_t entry_bytes(int acc) { return acc == 1 ? 8 : 4; }
 
@@ -226,12 +219,7 @@ std::string kernel_name(const Config& config, const Problem& problem, Input inpu
 }
 
 KernelSpec kernel_spec(const Config& config, const Problem& problem, Input input) {
-  const TemplateSource& src = template_source("entropy.cu");
-  KernelSpec spec;
-  spec.source_name = src.name;
-  spec.source = src.text;
-  spec.source_hash = src.hash;
-  spec.kernel_name = kernel_name(config, problem, input);
+  KernelSpec spec = template_kernel_spec("entropy.cu", kernel_name(config, problem, input));
   spec.options = {"-DKERNEL_NAME=" + spec.kernel_name,
                   "-DRADIUS=" + std::to_string(problem.radius),
                   "-DLEVELS=" + std::to_string(problem.levels),

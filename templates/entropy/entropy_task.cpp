@@ -10,18 +10,13 @@ namespace tuned::entropy_op {
 namespace {
 
 KernelSpec reference_spec(Input input) {
-  const TemplateSource& src = template_source("entropy_reference.cu");
-  KernelSpec spec;
-  spec.source_name = src.name;
-  spec.source = src.text;
-  spec.source_hash = src.hash;
-  spec.kernel_name = std::string("tuned_entropy_reference_") + variant_name(input);
-  return spec;
+  return template_kernel_spec("entropy_reference.cu",
+                              std::string("tuned_entropy_reference_") + variant_name(input));
 }
 
 // The largest workspace of any config: the flag, then a table of doubles.
 size_t max_workspace_bytes(const Problem& p) {
-  return kTableOffset + static_cast<size_t>((2 * p.radius + 1) * (2 * p.radius + 1)) * sizeof(double);
+  return kTableOffset + static_cast<size_t>(window_elements(p.radius)) * sizeof(double);
 }
 
 }  // namespace

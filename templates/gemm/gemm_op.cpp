@@ -409,12 +409,7 @@ std::string kernel_name(const Config& config, const Problem& problem) {
 }
 
 KernelSpec kernel_spec(const Config& config, const Problem& problem) {
-  const TemplateSource& src = template_source("gemm.cu");
-  KernelSpec spec;
-  spec.source_name = src.name;
-  spec.source = src.text;
-  spec.source_hash = src.hash;
-  spec.kernel_name = kernel_name(config, problem);
+  KernelSpec spec = template_kernel_spec("gemm.cu", kernel_name(config, problem));
   spec.options = {"-DKERNEL_NAME=" + spec.kernel_name,
                   "-DTRANS_A=" + std::to_string(problem.trans_a ? 1 : 0),
                   "-DTRANS_B=" + std::to_string(reads_b_transposed(config, problem) ? 1 : 0)};

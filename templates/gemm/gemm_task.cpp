@@ -18,6 +18,10 @@ void cublas_sgemm(cublasHandle_t handle, const Problem& p, float alpha, const fl
 
 GemmTask::GemmTask(const DeviceInfo& device, const Problem& problem, DeviceCheck& check)
     : device_(device), problem_(problem), space_(make_space(device, problem)), check_(check) {
+  transpose_b_ = [this](int64_t rows, int64_t cols, const float* a, int64_t lda, float* b,
+                        int64_t ldb, cudaStream_t stream) {
+    transpose_b(rows, cols, a, lda, b, ldb, stream);
+  };
   // Odd in every dimension so each edge path runs; leading dims padded but still multiples of
   // the alignment class, so the candidate's VEC stays valid. An m or n of 1 stays 1: the
   // matrix-vector kernel is valid only there.
@@ -86,7 +90,7 @@ MatrixCheck GemmTask::check(const LoadedKernel& kernel, const Config& config,
   // Main shape: beta = 0 over a NaN-poisoned C, so unwritten elements and reads of C both show.
   DeviceCheck::poison(main_.c.as<float>(), main_.c.bytes() / sizeof(float), stream);
   launch(kernel, config, problem_, 1.0f, main_.a.as<float>(), main_.b.as<float>(), 0.0f,
-         main_.c.as<float>(), workspace(config, problem_), stream, transpose_b());
+         main_.c.as<float>(), workspace(config, problem_), stream, transpose_b_);
   MatrixCheck main = check_.compare(main_.c.as<float>(), problem_.ldc, main_.c_ref.as<float>(),
                                     problem_.ldc, problem_.m, problem_.n, stream);
   if (!main.passed(tolerance())) return main;
@@ -96,7 +100,7 @@ MatrixCheck GemmTask::check(const LoadedKernel& kernel, const Config& config,
                                    edge_buffers_.c_init.bytes(), cudaMemcpyDeviceToDevice, stream));
   launch(kernel, config, edge_, kEdgeAlpha, edge_buffers_.a.as<float>(),
          edge_buffers_.b.as<float>(), kEdgeBeta, edge_buffers_.c.as<float>(),
-         workspace(config, edge_), stream, transpose_b());
+         workspace(config, edge_), stream, transpose_b_);
   MatrixCheck edge = check_.compare(edge_buffers_.c.as<float>(), edge_.ldc,
                                     edge_buffers_.c_ref.as<float>(), edge_.ldc, edge_.m, edge_.n,
                                     stream);
@@ -111,26 +115,19 @@ double GemmTask::tolerance() const {
 
 void GemmTask::run(const LoadedKernel& kernel, const Config& config, cudaStream_t stream) {
   launch(kernel, config, problem_, 1.0f, main_.a.as<float>(), main_.b.as<float>(), 0.0f,
-         main_.c.as<float>(), workspace(config, problem_), stream, transpose_b());
+         main_.c.as<float>(), workspace(config, problem_), stream, transpose_b_);
 }
 
-TransposeB GemmTask::transpose_b() {
-  return [this](int64_t rows, int64_t cols, const float* a, int64_t lda, float* b, int64_t ldb,
-                cudaStream_t stream) {
-    transpose_op::Problem p;
-    p.rows = rows;
-    p.cols = cols;
-    p.lda = lda;
-    p.ldb = ldb;
-    p.alignment = transpose_op::alignment_class(a, b, lda, ldb);
+void GemmTask::transpose_b(int64_t rows, int64_t cols, const float* a, int64_t lda, float* b,
+                           int64_t ldb, cudaStream_t stream) {
+  const transpose_op::Problem p = transpose_op::call_problem(rows, cols, a, lda, b, ldb);
+  if (!transpose_kernel_) {
     // The classic 32 x 32 tile with +1 padding (VEC 1): valid for every problem, so one kernel
     // serves every candidate and the comparison between them stays fair.
-    const Config config = transpose_op::default_config(device_, p);
-    if (!transpose_kernel_) {
-      transpose_kernel_ = check_.kernels().get(transpose_op::kernel_spec(config), device_);
-    }
-    transpose_op::launch(*transpose_kernel_, config, p, a, b, stream);
-  };
+    transpose_config_ = transpose_op::default_config(device_, p);
+    transpose_kernel_ = check_.kernels().get(transpose_op::kernel_spec(transpose_config_), device_);
+  }
+  transpose_op::launch(*transpose_kernel_, transpose_config_, p, a, b, stream);
 }
 
 void GemmTask::run_baseline(cudaStream_t stream) {

@@ -23,6 +23,8 @@ using tuned::CublasHandle;  // templates/check/cublas_handle.hpp
 class GemmTask : public TuningTask {
  public:
   GemmTask(const DeviceInfo& device, const Problem& problem, DeviceCheck& check);
+  GemmTask(const GemmTask&) = delete;  // transpose_b_ holds this task's address
+  GemmTask& operator=(const GemmTask&) = delete;
 
   ProblemKey key() const override { return problem_key(device_, problem_); }
   const Space& space() const override { return space_; }
@@ -58,7 +60,8 @@ class GemmTask : public TuningTask {
   /// Workspace for config on p (grown on demand; split-K configs need it).
   void* workspace(const Config& config, const Problem& p);
   /// PRETB configs' transpose of B: the transpose op's default config, loaded once.
-  TransposeB transpose_b();
+  void transpose_b(int64_t rows, int64_t cols, const float* a, int64_t lda, float* b, int64_t ldb,
+                   cudaStream_t stream);
 
   DeviceInfo device_;
   Problem problem_;
@@ -68,7 +71,9 @@ class GemmTask : public TuningTask {
   CublasHandle cublas_;
   Buffers main_, edge_buffers_;
   DeviceBuffer workspace_;
+  TransposeB transpose_b_;  // calls transpose_b: what every launch of a PRETB config is given
   std::shared_ptr<const LoadedKernel> transpose_kernel_;
+  Config transpose_config_;
   static constexpr float kEdgeAlpha = 1.25f;
   static constexpr float kEdgeBeta = -0.75f;
 };

@@ -4,17 +4,12 @@
 #include <climits>
 #include <cstdint>
 
+#include "templates/extent.hpp"
 #include "templates/template_source.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::transpose_op {
 namespace {
-
-int64_t pow2_at_least(int64_t x) {
-  int64_t p = 1;
-  while (p < x) p *= 2;
-  return p;
-}
 
 int64_t tiles(int64_t size, int tile) { return (size + tile - 1) / tile; }
 
@@ -27,6 +22,17 @@ Problem packed_problem(int64_t rows, int64_t cols) {
   p.lda = std::max<int64_t>(1, rows);
   p.ldb = std::max<int64_t>(1, cols);
   p.alignment = alignment_class(nullptr, nullptr, p.lda, p.ldb);
+  return p;
+}
+
+Problem call_problem(int64_t rows, int64_t cols, const void* a, int64_t lda, const void* b,
+                     int64_t ldb) {
+  Problem p;
+  p.rows = rows;
+  p.cols = cols;
+  p.lda = lda;
+  p.ldb = ldb;
+  p.alignment = alignment_class(a, b, lda, ldb);
   return p;
 }
 
@@ -53,11 +59,7 @@ void validate_arguments(int64_t rows, int64_t cols, const void* a, int64_t lda, 
   if (rows == 0 || cols == 0) return;  // nothing is read or written
   require_argument(a != nullptr, "A", "must not be NULL when rows and cols are > 0");
   require_argument(b != nullptr, "B", "must not be NULL when rows and cols are > 0");
-  // The byte ranges the call touches: A's columns and B's columns, last one partial.
-  const auto begin_a = reinterpret_cast<uintptr_t>(a), begin_b = reinterpret_cast<uintptr_t>(b);
-  const uintptr_t end_a = begin_a + static_cast<uintptr_t>((cols - 1) * lda + rows) * 4;
-  const uintptr_t end_b = begin_b + static_cast<uintptr_t>((rows - 1) * ldb + cols) * 4;
-  require_argument(end_a <= begin_b || end_b <= begin_a, "B",
+  require_argument(!operands_overlap(a, rows, cols, lda, 4, b, cols, rows, ldb, 4), "B",
                    "must not overlap A (the transpose is out of place)");
 }
 
@@ -130,12 +132,7 @@ Config fit_config(const Config& config, const DeviceInfo& device, const Problem&
 std::string kernel_name(const Config& config) { return "transpose" + config.name_suffix(); }
 
 KernelSpec kernel_spec(const Config& config) {
-  const TemplateSource& src = template_source("transpose.cu");
-  KernelSpec spec;
-  spec.source_name = src.name;
-  spec.source = src.text;
-  spec.source_hash = src.hash;
-  spec.kernel_name = kernel_name(config);
+  KernelSpec spec = template_kernel_spec("transpose.cu", kernel_name(config));
   spec.options = {"-DKERNEL_NAME=" + spec.kernel_name};
   for (const auto& d : config.defines()) spec.options.push_back(d);
   return spec;

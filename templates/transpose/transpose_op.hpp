@@ -28,6 +28,10 @@ struct Problem {
 /// A problem with the smallest leading dimensions (lda = rows, ldb = cols), aligned pointers.
 Problem packed_problem(int64_t rows, int64_t cols);
 
+/// The problem of a call: its sizes, leading dimensions and the pointers' alignment class.
+Problem call_problem(int64_t rows, int64_t cols, const void* a, int64_t lda, const void* b,
+                     int64_t ldb);
+
 /// Widest vector width w in {4, 2, 1} such that both pointers are 4w-byte aligned and both
 /// leading dimensions multiples of w.
 int alignment_class(const void* a, const void* b, int64_t lda, int64_t ldb);
