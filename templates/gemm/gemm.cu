@@ -22,8 +22,15 @@
 //   cheap next to the product when m is large, and B's slices then need no transpose on the way
 //   to shared memory;
 //   SPLITK > 1 splits k among that many blocks per tile: each writes its partial tile to a
-//   workspace, and the last to finish (an integer ticket) sums them in split order, so results
-//   are deterministic and no float atomics are involved.
+//   workspace, and the partials are summed in split order, so results are deterministic and no
+//   float atomics are involved. Who sums is the launch's choice (split_mode, from the host-side
+//   parameter REDUCE): the last block of a tile to finish (an integer ticket), or a second launch
+//   of this kernel spread over many blocks per tile (one fragment element of every thread each);
+//   both add the same numbers in the same order, so they give the same bits.
+// Host-side parameters (no -D option, the same kernel): PACK copies A and B that are not 16-byte
+// aligned into an aligned workspace first (so VEC > 1 survives an odd leading dimension), REDUCE
+// picks who sums split-K partials. C's own alignment is checked here at run time: its stores are
+// VEC wide only where ldc and C allow.
 // GEMV > 0 replaces all of that with a matrix-vector kernel for m == 1 or n == 1 (see below);
 // the tile parameters then hold fixed placeholder values and only VEC and SPLITK are read.
 
@@ -280,6 +287,40 @@ __device__ __forceinline__ void read_shared(float* dst, const float* src) {
   }
 }
 
+// How a launch treats split-K partials (gemm_op.cpp's SplitMode): the last block of each tile sums
+// them; every block only writes its partial; or this launch is the summing pass.
+constexpr int kSplitLastBlockSums = 0;
+constexpr int kSplitPartialsOnly = 1;
+constexpr int kSplitSumPass = 2;
+
+// Block tile origin of tile number `tile`: groups of SWZ block rows, m fastest inside a group
+// (SWZ = 0: one group).
+__device__ __forceinline__ void tile_origin(int tile, int M, int N, int& m0, int& n0) {
+  const int tiles_m = (M + BM - 1) / BM;
+  const int tiles_n = (N + BN - 1) / BN;
+  const int group = SWZ == 0 ? tiles_m : SWZ;
+  const int group_first = (tile / (group * tiles_n)) * group;
+  const int group_rows = min(tiles_m - group_first, group);
+  const int in_group = tile - group_first * tiles_n;
+  m0 = (group_first + in_group % group_rows) * BM;
+  n0 = (in_group / group_rows) * BN;
+}
+
+// Where element `e` (row-major in the kFragM x kFragN fragment) of thread tid's fragment lies in
+// the block tile: the inverse of the lane and warp layout the product uses.
+__device__ __forceinline__ void fragment_position(int tid, int e, int& m, int& n) {
+  const int lane = tid % 32, warp = tid / 32;
+  const int i = e / kFragN, j = e % kFragN;
+  m = (warp % kWarpsM) * WM + (i / TM) * LM * TM + (lane % LM) * TM + i % TM;
+  n = (warp / kWarpsM) * WN + (j / TN) * kLN * TN + (lane / LM) * TN + j % TN;
+}
+
+// C = alpha * value + beta * C for one element; beta == 0 never reads C (NaNs there must not leak).
+__device__ __forceinline__ void store_c(float* c, float alpha, float value, float beta) {
+  const float out = alpha * value;
+  *c = beta != 0.0f ? fmaf(beta, *c, out) : out;
+}
+
 }  // namespace
 
 #if GEMV == 0
@@ -287,12 +328,31 @@ __device__ __forceinline__ void read_shared(float* dst, const float* src) {
 extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     KERNEL_NAME(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
-                float* __restrict__ workspace) {
+                float* __restrict__ workspace, int split_mode) {
+  constexpr int kTileFloats = BM * BN;  // == kThreads * kFragM * kFragN
+  const int tid = threadIdx.x;
+  if constexpr (SPLITK > 1) {
+    if (split_mode == kSplitSumPass) {
+      // grid (tiles, kFragM * kFragN): block (t, e) sums element e of every thread's fragment of
+      // tile t over the splits, in split order (the same additions as the last-block sum). The
+      // partials' layout is the one the product pass writes below.
+      const int tile = blockIdx.x, e = blockIdx.y;
+      const long long tiles = gridDim.x;
+      const float* part = workspace + (long long)tile * kTileFloats + e * kThreads + tid;
+      float sum = 0.0f;
+#pragma unroll
+      for (int s = 0; s < SPLITK; ++s) sum += __ldcg(part + s * tiles * kTileFloats);
+      int m0, n0, m, n;
+      tile_origin(tile, M, N, m0, n0);
+      fragment_position(tid, e, m, n);
+      if (m0 + m < M && n0 + n < N) store_c(C + (long long)(n0 + n) * ldc + m0 + m, alpha, sum, beta);
+      return;
+    }
+  }
   extern __shared__ __align__(16) float smem[];
   float* a_smem = smem;                           // kStages x kATileFloats
   float* b_smem = smem + kStages * kATileFloats;  // kStages x kBTileFloats
 
-  const int tid = threadIdx.x;
   const int lane = tid % 32;
   const int warp = tid / 32;
   const int warp_m0 = (warp % kWarpsM) * WM;  // warp tile origin inside the block tile
@@ -300,16 +360,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
   const int lane_m = lane % LM;  // lanes run along m first: C is column-major
   const int lane_n = lane / LM;
 
-  // Block order: groups of SWZ block rows, m fastest inside a group (SWZ = 0: one group).
-  const int tiles_m = (M + BM - 1) / BM;
-  const int tiles_n = (N + BN - 1) / BN;
   const int tile = blockIdx.x;
-  const int group = SWZ == 0 ? tiles_m : SWZ;
-  const int group_first = (tile / (group * tiles_n)) * group;
-  const int group_rows = min(tiles_m - group_first, group);
-  const int in_group = tile - group_first * tiles_n;
-  const int m0 = (group_first + in_group % group_rows) * BM;
-  const int n0 = (in_group / group_rows) * BN;
+  int m0, n0;
+  tile_origin(tile, M, N, m0, n0);
   const int m_left = M - m0;
   const int n_left = N - n0;
 
@@ -436,14 +489,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     // Partial tiles live in the workspace thread-major (coalesced, no edge cases): split s of
     // tile t at [(s * tiles + t) * BM * BN], element (i, j) of thread tid at
     // [(i * kFragN + j) * kThreads + tid]; one int ticket per tile follows all partial tiles.
-    constexpr int kTileFloats = BM * BN;  // == kThreads * kFragM * kFragN
-    const long long tiles = (long long)tiles_m * tiles_n;
+    const long long tiles = gridDim.x;
     int* tickets = reinterpret_cast<int*>(workspace + SPLITK * tiles * kTileFloats);
     float* mine = workspace + (split * tiles + tile) * kTileFloats;
 #pragma unroll
     for (int i = 0; i < kFragM; ++i)
 #pragma unroll
       for (int j = 0; j < kFragN; ++j) __stcg(mine + (i * kFragN + j) * kThreads + tid, acc[i][j]);
+    if (split_mode == kSplitPartialsOnly) return;  // the sum pass follows in stream order
     __threadfence();  // this block's partial is visible device-wide before its ticket
     __syncthreads();
     __shared__ int last;
@@ -471,8 +524,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
   }
 
   // Epilogue: C = alpha * acc + beta * C, never reading C when beta == 0 (NaNs there must not
-  // leak). Runs of TM rows are contiguous in C; they are written VEC wide where whole.
+  // leak). Runs of TM rows are contiguous in C; they are written VEC wide where whole and where C
+  // and ldc are aligned for it (VEC may exceed C's alignment when A and B were packed).
   constexpr int kCVec = (TM % VEC == 0) ? VEC : 1;
+  const bool c_vectors = ldc % kCVec == 0 && reinterpret_cast<size_t>(C) % (4 * kCVec) == 0;
 #pragma unroll
   for (int wm = 0; wm < kWMIter; ++wm) {
 #pragma unroll
@@ -488,7 +543,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
           Vec<kCVec> out;
 #pragma unroll
           for (int e = 0; e < kCVec; ++e) out.v[e] = alpha * acc[wm * TM + i + e][wn * TN + j];
-          if (m + kCVec <= m_left) {
+          if (c_vectors && m + kCVec <= m_left) {
             Vec<kCVec>* p = reinterpret_cast<Vec<kCVec>*>(c_col + m);
             if (beta != 0.0f) {
               const Vec<kCVec> old = *p;
@@ -499,9 +554,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
           } else {
 #pragma unroll
             for (int e = 0; e < kCVec; ++e) {
-              if (m + e < m_left) {
-                c_col[m + e] = beta != 0.0f ? fmaf(beta, c_col[m + e], out.v[e]) : out.v[e];
-              }
+              if (m + e < m_left) store_c(c_col + m + e, alpha, acc[wm * TM + i + e][wn * TN + j], beta);
             }
           }
         }
@@ -533,7 +586,8 @@ static_assert(GEMV % (kGemvWarps * VEC) == 0 && GEMV <= kGemvThreads,
 extern "C" __global__ void __launch_bounds__(kGemvThreads)
     KERNEL_NAME(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
-                float* __restrict__ workspace) {
+                float* __restrict__ workspace, int split_mode) {
+  (void)split_mode;  // the matrix-vector kernel's last block always sums (rows, not tiles)
   const bool column = N == 1;  // n == 1 (also when m == 1 too); else m == 1
   const int rows = column ? M : N;
   const float* __restrict__ mat = column ? A : B;

@@ -6,20 +6,11 @@
 #include <optional>
 
 #include "generator/cuda_check.hpp"
+#include "templates/extent.hpp"
 #include "templates/template_source.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::gemm_op {
-namespace {
-
-
-int64_t pow2_at_least(int64_t x) {
-  int64_t p = 1;
-  while (p < x) p *= 2;
-  return p;
-}
-
-}  // namespace
 
 // Values every parameter may take before constraints; see gemm.cu for their meaning.
 const std::vector<Param>& parameters() {
@@ -44,7 +35,11 @@ const std::vector<Param>& parameters() {
       {"SWZ", {0, 4, 8, 16}, "block rows grouped in launch order for L2 reuse (0: none)"},
       {"MINB", {1, 2}, "__launch_bounds__ minimum resident blocks per SM"},
       {"PRETB", {0, 1}, "B (not transposed) copied transposed into the workspace first"},
-      {"SPLITK", {1, 2, 3, 4, 6, 8, 12, 16, 32, 64}, "blocks sharing one tile's k range"},
+      {"SPLITK", {1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 256}, "blocks sharing one tile's k range"},
+      // Host-side parameters: the launch, not the kernel, reads them (see kHostParams).
+      {"PACK", {0, 1}, "A and B not 16-byte aligned copied aligned into the workspace first"},
+      {"REDUCE", {0, 1},
+       "split-K partials summed by the last block of each tile (0) or a second launch (1)"},
   };
   return params;
 }
@@ -57,7 +52,7 @@ const std::vector<std::pair<const char*, int>>& gemv_tile_placeholders() {
   static const std::vector<std::pair<const char*, int>> values = {
       {"BM", 16},  {"BN", 16},  {"BK", 8},     {"WM", 16},   {"WN", 16},  {"TM", 2},
       {"TN", 2},   {"LM", 8},   {"PAD", 4},    {"AKM", 1},   {"BKM", 1},  {"UNROLL", 8},
-      {"PIPE", 0}, {"SWZ", 0},  {"MINB", 1},   {"PRETB", 0}};
+      {"PIPE", 0}, {"SWZ", 0},  {"MINB", 1},   {"PRETB", 0}, {"PACK", 0}, {"REDUCE", 0}};
   return values;
 }
 
@@ -192,8 +187,12 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                    const int v = c.get("VEC");
                    return c.get("BM") % v == 0 && c.get("BN") % v == 0 && c.get("BK") % v == 0;
                  }});
-  space.require({"vec_fits_alignment", {"VEC"},
-                 [=](const Config& c) { return c.get("VEC") <= alignment; }});
+  space.require({"vec_fits_alignment", {"VEC", "PACK"}, [=](const Config& c) {
+                   return c.get("VEC") <= alignment || c.get("PACK") == 1;
+                 }});
+  space.require({"reduce_pass_needs_splits", {"SPLITK", "REDUCE"}, [](const Config& c) {
+                   return c.get("REDUCE") == 0 || c.get("SPLITK") > 1;
+                 }});
   space.require({"pad_keeps_rows_aligned", {"PAD"},
                  [](const Config& c) { return c.get("PAD") % 4 == 0; }});
   space.require({"shared_memory", {"GEMV", "BM", "BN", "BK", "PAD", "AKM", "BKM", "PIPE"},
@@ -225,6 +224,10 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                    const int cap = std::min(255, regs_per_sm / (threads_per_block(c) * c.get("MINB")));
                    return estimated_registers(c) <= cap;
                  },
+                 true});
+  // Packing is a pass over A and B: only for vectors the operands' alignment does not allow.
+  space.require({"pack_for_wider_vectors", {"VEC", "PACK"},
+                 [=](const Config& c) { return c.get("PACK") == 0 || c.get("VEC") > alignment; },
                  true});
   // Transposing B costs a pass over it: worth it only when many block rows reuse it.
   space.require({"pretranspose_when_m_large", {"PRETB"},
@@ -269,13 +272,13 @@ Config default_config(const DeviceInfo& device, const Problem& problem) {
   // problems that fill the GPU; smaller tiles where there would be too few blocks.
   const Config large = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1");
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0");
   const Config medium = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
-      "SWZ=0,MINB=1,PRETB=0,SPLITK=1");
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0");
   const Config small = Config::parse(
       "GEMV=0,BM=32,BN=32,BK=8,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
-      "SWZ=0,MINB=1,PRETB=0,SPLITK=1");
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0");
   const double blocks_large = static_cast<double>((problem.m + 127) / 128) * ((problem.n + 127) / 128);
   const double blocks_medium = static_cast<double>((problem.m + 63) / 64) * ((problem.n + 63) / 64);
   const int sms = std::max(1, device.sm_count);
@@ -291,44 +294,78 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
       // The best NT and TT tiles, reading B transposed into the workspace (NN and TN, large m),
       // and the best large NN tile found on an H200.
       "GEMV=0,BM=128,BN=256,BK=16,WM=128,WN=32,TM=4,TN=8,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=1,SPLITK=1",
+      "PIPE=3,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0",
       "GEMV=0,BM=128,BN=128,BK=16,WM=128,WN=32,TM=8,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=4,SWZ=4,MINB=1,PRETB=1,SPLITK=1",
+      "PIPE=4,SWZ=4,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0",
       "GEMV=0,BM=128,BN=256,BK=16,WM=32,WN=128,TM=4,TN=4,LM=2,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1",
+      "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0",
       "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1",
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
       "GEMV=0,BM=256,BN=128,BK=16,WM=128,WN=32,TM=4,TN=8,LM=16,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1",
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
       "GEMV=0,BM=256,BN=128,BK=8,WM=64,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=3,SWZ=8,MINB=1,PRETB=0,SPLITK=1",
+      "PIPE=3,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
       "GEMV=0,BM=128,BN=256,BK=8,WM=64,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=3,SWZ=8,MINB=1,PRETB=0,SPLITK=1",
+      "PIPE=3,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
       "GEMV=0,BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1",
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1",
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
       "GEMV=0,BM=128,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1",
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1",
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4",
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0",
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=8",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0",
       "GEMV=0,BM=64,BN=32,BK=32,WM=16,WN=32,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=8",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0",
       "GEMV=0,BM=32,BN=32,BK=16,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=2,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=1",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
       "GEMV=0,BM=32,BN=32,BK=32,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=4",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0",
+      // Skinny products (n or m of 64-128 against thousands): tall or wide tiles, few splits.
+      "GEMV=0,BM=256,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
+      "GEMV=0,BM=256,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=16,"
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=2,PACK=0,REDUCE=0",
+      "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=2,PACK=0,REDUCE=0",
+      "GEMV=0,BM=64,BN=256,BK=16,WM=32,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
+      "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=0,UNROLL=16,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=2,PACK=0,REDUCE=0",
+      // Long k under a small output: many splits, summed by a second pass.
+      "GEMV=0,BM=128,BN=64,BK=32,WM=32,WN=64,TM=4,TN=4,LM=2,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=4,PIPE=4,"
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1",
+      "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=64,PACK=0,REDUCE=1",
+      "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=8,PIPE=3,"
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=128,PACK=0,REDUCE=1",
+      "GEMV=0,BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1",
   };
   const Space space = make_space(device, problem);
   std::vector<Config> seeds = {default_config(device, problem)};
+  auto add = [&](const Config& c) {
+    if (!space.violation(c, /*include_pruning=*/true) &&
+        std::find(seeds.begin(), seeds.end(), c) == seeds.end()) {
+      seeds.push_back(c);
+    }
+  };
   for (const char* text : kFamilies) {
     Config c = Config::parse(text);
+    // Unaligned operands: each family packed (wide vectors kept) and narrowed (no copies).
+    Config packed = c;
+    packed.set("PACK", 1);
+    add(packed);
     c.set("VEC", std::min(c.get("VEC"), problem.alignment));
-    if (!space.violation(c, /*include_pruning=*/true)) seeds.push_back(c);
+    add(c);
+    // Split families also with the summing pass spread over many blocks.
+    Config spread = c;
+    spread.set("REDUCE", 1);
+    add(spread);
   }
   // m or n of 1: the matrix-vector kernel, with and without splitting k.
   if (problem.m == 1 || problem.n == 1) {
@@ -389,11 +426,24 @@ const Space& space_for_fitting(const DeviceInfo& device, const Problem& problem)
 
 }  // namespace
 
+bool packing_pays(const Problem& p) {
+  // Copying A and B moves 8 (mk + kn) bytes; the product does 2mnk flops. At about 45 TFLOP/s
+  // and 2.5 TB/s the copies cost 72 (1/m + 1/n) of the product's time; narrowing VEC to 1
+  // costs some 15 %: pack when the copies cost at most 10 %.
+  return p.m > 0 && p.n > 0 && 720.0 * (1.0 / p.m + 1.0 / p.n) <= 1.0;
+}
+
 Config fit_config(const Config& config, const DeviceInfo& device, const Problem& problem) {
   Config fitted = config;
-  if (fitted.has("VEC")) {
-    // Any narrower vector is valid wherever a wider one was: only alignment decides.
-    fitted.set("VEC", std::min(fitted.get("VEC"), problem.alignment));
+  if (fitted.has("VEC") && fitted.get("VEC") > problem.alignment &&
+      !(fitted.has("PACK") && fitted.get("PACK") == 1)) {
+    // A vector wider than the operands allow: pack them where that pays (the same kernel runs),
+    // else narrow the vector (any narrower one is valid wherever a wider one was).
+    if (fitted.has("PACK") && !is_gemv(fitted) && packing_pays(problem)) {
+      fitted.set("PACK", 1);
+    } else {
+      fitted.set("VEC", problem.alignment);
+    }
   }
   const Space& space = space_for_fitting(device, problem);
   if (auto broken = space.violation(fitted, /*include_pruning=*/false)) {
@@ -403,9 +453,26 @@ Config fit_config(const Config& config, const DeviceInfo& device, const Problem&
   return fitted;
 }
 
+namespace {
+
+// Parameters only the launch reads: configs differing in them share one kernel.
+bool is_host_param(const std::string& name) { return name == "PACK" || name == "REDUCE"; }
+
+// The config without its host-side parameters: what names and compiles the kernel.
+Config kernel_config(const Config& config) {
+  std::string text;
+  for (size_t i = 0; i < config.size(); ++i) {
+    if (is_host_param(config.name(i))) continue;
+    text += (text.empty() ? "" : ",") + config.name(i) + "=" + std::to_string(config.value(i));
+  }
+  return Config::parse(text);
+}
+
+}  // namespace
+
 std::string kernel_name(const Config& config, const Problem& problem) {
   return "gemm_" + std::string(problem.trans_a ? "t" : "n") + (problem.trans_b ? "t" : "n") +
-         config.name_suffix();
+         kernel_config(config).name_suffix();
 }
 
 KernelSpec kernel_spec(const Config& config, const Problem& problem) {
@@ -413,7 +480,7 @@ KernelSpec kernel_spec(const Config& config, const Problem& problem) {
   spec.options = {"-DKERNEL_NAME=" + spec.kernel_name,
                   "-DTRANS_A=" + std::to_string(problem.trans_a ? 1 : 0),
                   "-DTRANS_B=" + std::to_string(reads_b_transposed(config, problem) ? 1 : 0)};
-  for (const auto& d : config.defines()) spec.options.push_back(d);
+  for (const auto& d : kernel_config(config).defines()) spec.options.push_back(d);
   spec.dynamic_smem_bytes = shared_bytes(config);
   return spec;
 }
@@ -450,15 +517,59 @@ namespace {
 
 constexpr size_t kWorkspaceAlign = 256;
 
+// gemm.cu's split modes: who sums split-K partials in a launch.
+constexpr int kSplitLastBlockSums = 0;
+constexpr int kSplitPartialsOnly = 1;
+constexpr int kSplitSumPass = 2;
+
 size_t round_up_bytes(size_t bytes) { return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign; }
 
-// Workspace layout: [B transposed (PRETB)] [partial tiles and tickets (SPLITK > 1)].
-int64_t transposed_b_ld(const Problem& p) { return (std::max<int64_t>(p.n, 1) + 3) / 4 * 4; }
+// Workspace layout: [B transposed (PRETB)] [A packed] [B packed (PACK; B only without PRETB)]
+// [partial tiles and tickets (SPLITK > 1)]. Copies have leading dimensions a multiple of 4.
+int64_t aligned_ld(int64_t rows) { return (std::max<int64_t>(rows, 1) + 3) / 4 * 4; }
+int64_t transposed_b_ld(const Problem& p) { return aligned_ld(p.n); }
+
+size_t aligned_bytes(int64_t rows, int64_t cols) {
+  return round_up_bytes(static_cast<size_t>(aligned_ld(rows) * std::max<int64_t>(cols, 1)) *
+                        sizeof(float));
+}
 
 size_t transposed_b_bytes(const Config& config, const Problem& p) {
-  if (!config.get("PRETB")) return 0;
-  return round_up_bytes(static_cast<size_t>(transposed_b_ld(p) * std::max<int64_t>(p.k, 1)) *
-                        sizeof(float));
+  return config.get("PRETB") ? aligned_bytes(p.n, p.k) : 0;
+}
+
+// The operands as stored: A is rows x cols = (k x m if transposed, else m x k), B likewise.
+int64_t a_rows(const Problem& p) { return p.trans_a ? p.k : p.m; }
+int64_t a_cols(const Problem& p) { return p.trans_a ? p.m : p.k; }
+int64_t b_rows(const Problem& p) { return p.trans_b ? p.n : p.k; }
+int64_t b_cols(const Problem& p) { return p.trans_b ? p.k : p.n; }
+
+// Packing reserves room for both operands whenever something is unaligned: which one is decided
+// at launch from the pointers.
+bool packs(const Config& config, const Problem& p) {
+  return config.get("PACK") == 1 && !is_gemv(config) && p.alignment < 4;
+}
+size_t packed_a_bytes(const Config& config, const Problem& p) {
+  return packs(config, p) ? aligned_bytes(a_rows(p), a_cols(p)) : 0;
+}
+size_t packed_b_bytes(const Config& config, const Problem& p) {
+  return packs(config, p) && !config.get("PRETB") ? aligned_bytes(b_rows(p), b_cols(p)) : 0;
+}
+
+bool vector_aligned(const void* pointer, int64_t ld) {
+  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0 && ld % 4 == 0;
+}
+
+// Copies the rows x cols column-major matrix at `from` (leading dimension ld) to `to` with an
+// aligned leading dimension; returns it.
+int64_t copy_aligned(const float* from, int64_t ld, int64_t rows, int64_t cols, float* to,
+                     cudaStream_t stream) {
+  const int64_t to_ld = aligned_ld(rows);
+  TUNED_CUDA_CHECK(cudaMemcpy2DAsync(to, static_cast<size_t>(to_ld) * sizeof(float), from,
+                                     static_cast<size_t>(ld) * sizeof(float),
+                                     static_cast<size_t>(rows) * sizeof(float),
+                                     static_cast<size_t>(cols), cudaMemcpyDeviceToDevice, stream));
+  return to_ld;
 }
 
 size_t split_bytes(const Config& config, const Problem& problem) {
@@ -475,7 +586,8 @@ size_t split_bytes(const Config& config, const Problem& problem) {
 }  // namespace
 
 size_t workspace_bytes(const Config& config, const Problem& problem) {
-  return transposed_b_bytes(config, problem) + split_bytes(config, problem);
+  return transposed_b_bytes(config, problem) + packed_a_bytes(config, problem) +
+         packed_b_bytes(config, problem) + split_bytes(config, problem);
 }
 
 LaunchGeometry geometry(const Config& config, const Problem& problem) {
@@ -544,16 +656,42 @@ void launch(const LoadedKernel& kernel, const Config& config, const Problem& pro
     b = bt;
     ldb = ldt;
   }
-  float* split_ws = reinterpret_cast<float*>(ws + transposed_b_bytes(config, problem));
-  if (const size_t bytes = split_bytes(config, problem); bytes > 0) {
+  ws += transposed_b_bytes(config, problem);
+  if (packs(config, problem) && k > 0) {
+    float* a_packed = reinterpret_cast<float*>(ws);
+    float* b_packed = reinterpret_cast<float*>(ws + packed_a_bytes(config, problem));
+    if (!vector_aligned(a, lda)) {
+      lda = static_cast<int>(copy_aligned(a, lda, a_rows(problem), a_cols(problem), a_packed, stream));
+      a = a_packed;
+    }
+    if (!config.get("PRETB") && !vector_aligned(b, ldb)) {
+      ldb = static_cast<int>(copy_aligned(b, ldb, b_rows(problem), b_cols(problem), b_packed, stream));
+      b = b_packed;
+    }
+  }
+  ws += packed_a_bytes(config, problem) + packed_b_bytes(config, problem);
+  float* split_ws = reinterpret_cast<float*>(ws);
+  const size_t split_ws_bytes = split_bytes(config, problem);
+  const bool sum_pass = split_ws_bytes > 0 && !is_gemv(config) && config.get("REDUCE") == 1;
+  if (split_ws_bytes > 0 && !sum_pass) {
     // The tickets start at zero each launch (the last block of a tile also resets its own, but
     // a workspace may be fresh or left over from an aborted launch).
     const size_t tickets = static_cast<size_t>(tile_count(config, problem)) * sizeof(int);
-    TUNED_CUDA_CHECK(cudaMemsetAsync(reinterpret_cast<char*>(split_ws) + bytes - tickets, 0,
-                                     tickets, stream));
+    TUNED_CUDA_CHECK(cudaMemsetAsync(reinterpret_cast<char*>(split_ws) + split_ws_bytes - tickets,
+                                     0, tickets, stream));
   }
-  void* args[] = {&m, &n, &k, &alpha, &a, &lda, &b, &ldb, &beta, &c, &ldc, &split_ws};
-  kernel.launch(geometry(config, problem), args, stream);
+  int split_mode = sum_pass ? kSplitPartialsOnly : kSplitLastBlockSums;
+  void* args[] = {&m, &n, &k, &alpha, &a, &lda, &b, &ldb, &beta, &c, &ldc, &split_ws, &split_mode};
+  const LaunchGeometry product = geometry(config, problem);
+  kernel.launch(product, args, stream);
+  if (sum_pass) {
+    // The same kernel again as the summing pass: a block per (tile, fragment element).
+    LaunchGeometry sum = product;
+    sum.grid = dim3(product.grid.x, static_cast<unsigned>(config.get("WM") * config.get("WN") / 32));
+    sum.dynamic_smem_bytes = 0;
+    split_mode = kSplitSumPass;
+    kernel.launch(sum, args, stream);
+  }
 }
 
 OpInfo info() {

@@ -69,7 +69,12 @@ Config gemv_config(int rows, int vec, int splits);
 /// Registers per thread the kernel is expected to need (for pruning before compiling).
 int estimated_registers(const Config& config);
 
-/// config made valid for problem (VEC lowered to the problem's alignment, tiles kept); throws
+/// Whether copying unaligned A and B into an aligned workspace (PACK) is expected to beat narrower
+/// vectors on this problem: fit_config's choice for a config whose VEC the operands do not allow.
+bool packing_pays(const Problem& problem);
+
+/// config made valid for problem (VEC kept by packing where that pays, else lowered to the problem's
+/// alignment; tiles kept); throws
 /// Error(TUNED_STATUS_CONFIG_ERROR) naming the broken constraint when that is not enough.
 Config fit_config(const Config& config, const DeviceInfo& device, const Problem& problem);
 
@@ -84,7 +89,8 @@ int64_t tile_count(const Config& config, const Problem& problem);
 bool is_gemv(const Config& config);
 /// Whether the main kernel reads B as (n, k), n contiguous: B transposed, or PRETB.
 bool reads_b_transposed(const Config& config, const Problem& problem);
-/// Bytes of device workspace a launch needs (0 unless PRETB or SPLITK > 1).
+/// Bytes of device workspace a launch needs (0 unless PRETB, PACK on unaligned operands or
+/// SPLITK > 1).
 size_t workspace_bytes(const Config& config, const Problem& problem);
 LaunchGeometry geometry(const Config& config, const Problem& problem);
 

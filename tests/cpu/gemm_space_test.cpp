@@ -18,9 +18,9 @@ namespace {
 
 TEST(GemmSpace, ConfigRendersOptionsNameAndCanonicalText) {
   const Config c = Config::parse(
-      "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1");
+      "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0");
   EXPECT_EQ(c.canonical(),
-            "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1");
+            "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0");
   EXPECT_EQ(Config::parse(c.canonical()), c);
   const Problem p = packed_problem("TN", 100, 200, 300);
   EXPECT_EQ(kernel_name(c, p),
@@ -32,7 +32,13 @@ TEST(GemmSpace, ConfigRendersOptionsNameAndCanonicalText) {
   EXPECT_EQ(spec.options[2], "-DTRANS_B=0");
   EXPECT_EQ(spec.options[3], "-DGEMV=0");
   EXPECT_EQ(spec.options[4], "-DBM=128");
+  // PACK and REDUCE are the launch's: neither in the kernel's name nor among its options.
   EXPECT_EQ(spec.options.back(), "-DSPLITK=1");
+  Config host_side = c;
+  host_side.set("PACK", 1);
+  host_side.set("REDUCE", 1);
+  EXPECT_EQ(kernel_spec(host_side, p).kernel_name, spec.kernel_name);
+  EXPECT_EQ(kernel_spec(host_side, p).options, spec.options);
   // Geometry comes from the same values: 4 warps of 64x32 in a 128x64 tile.
   const LaunchGeometry g = geometry(c, p);
   EXPECT_EQ(g.block.x, 128u);
@@ -88,14 +94,14 @@ TEST(GemmSpace, EnumerationMeetsEveryConstraint) {
   // those with values it removed.
   const Space full = make_space(dev, p);
   for (const char* rung :
-       {"GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1",
-        "GEMV=0,BM=32,BN=32,BK=32,WM=32,WN=1,TM=1,TN=1,LM=32,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=32,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1",
-        "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1"}) {
+       {"GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
+        "GEMV=0,BM=32,BN=32,BK=32,WM=32,WN=1,TM=1,TN=1,LM=32,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=32,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
+        "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0"}) {
     EXPECT_FALSE(full.violation(Config::parse(rung)).has_value()) << rung;
   }
   EXPECT_EQ(space.violation(Config::parse(
                 "GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,"
-                "UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1")),
+                "UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0")),
             std::optional<std::string>("PAD_in_space"));
 }
 
@@ -105,19 +111,70 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   EXPECT_EQ(p.alignment, 1);
   const Space space = make_space(dev, p);
   auto c = Config::parse(
-      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1");
+      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0");
   EXPECT_EQ(space.violation(c).value_or(""), "vec_fits_alignment");
   c.set("VEC", 1);
   EXPECT_FALSE(space.violation(c).has_value());
   c.set("WM", 128);
   c.set("WN", 128);  // 512 accumulators per lane
   EXPECT_EQ(space.violation(c).value_or(""), "accumulators_per_thread");
-  // fit_config lowers VEC for an unaligned problem and keeps everything else.
-  const Config fitted = fit_config(Config::parse(
-      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1"),
-      dev, p);
-  EXPECT_EQ(fitted.get("VEC"), 1);
+  // Packing lets the wide vector stay; on an aligned problem packing is pruned (nothing to copy).
+  c.set("WM", 64);
+  c.set("WN", 32);
+  c.set("VEC", 4);
+  c.set("PACK", 1);
+  EXPECT_FALSE(space.violation(c, /*include_pruning=*/true).has_value());
+  const Space aligned = make_space(dev, packed_problem("NN", 4096, 4096, 4096));
+  EXPECT_EQ(aligned.violation(c, /*include_pruning=*/false).value_or(""), "");
+  EXPECT_EQ(aligned.violation(c, /*include_pruning=*/true).value_or(""), "pack_for_wider_vectors");
+  c.set("PACK", 0);
+  c.set("REDUCE", 1);  // a summing pass with nothing split
+  EXPECT_EQ(aligned.violation(c, /*include_pruning=*/false).value_or(""), "reduce_pass_needs_splits");
+  c.set("SPLITK", 2);
+  EXPECT_EQ(aligned.violation(c, /*include_pruning=*/false).value_or(""), "");
+
+  // fit_config keeps VEC by packing where the copies are cheap next to the product (4095^3), and
+  // narrows it where they are not (a small or skinny product); everything else is kept.
+  const Config wide = Config::parse(
+      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0");
+  const Config fitted = fit_config(wide, dev, p);
+  EXPECT_EQ(fitted.get("VEC"), 4);
+  EXPECT_EQ(fitted.get("PACK"), 1);
   EXPECT_EQ(fitted.get("BM"), 128);
+  for (const Problem& small : {packed_problem("NN", 999, 1000, 1000), packed_problem("NN", 4095, 64, 4096)}) {
+    EXPECT_FALSE(packing_pays(small));
+    const Config narrowed = fit_config(wide, dev, small);
+    EXPECT_EQ(narrowed.get("VEC"), 1);
+    EXPECT_EQ(narrowed.get("PACK"), 0);
+  }
+}
+
+TEST(GemmSpace, PackedOperandsAndSplitSumsHaveTheirWorkspace) {
+  const Config c = Config::parse(
+      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0");
+  // NN 4095 x 4097 x 4093: A (4095 x 4093) and B (4093 x 4097) copied with leading dims 4096 and
+  // 4096, each rounded up to 256 bytes.
+  const Problem p = packed_problem("NN", 4095, 4097, 4093);
+  const size_t a = (4096ull * 4093 * 4 + 255) / 256 * 256, b = (4096ull * 4097 * 4 + 255) / 256 * 256;
+  EXPECT_EQ(workspace_bytes(c, p), a + b);
+  // Transposed operands are copied as stored: TT A is k x m, B is n x k.
+  const Problem t = packed_problem("TT", 4095, 4097, 4093);
+  EXPECT_EQ(workspace_bytes(c, t), (4096ull * 4095 * 4 + 255) / 256 * 256 + (4100ull * 4093 * 4 + 255) / 256 * 256);
+  // Aligned operands: nothing to copy.
+  EXPECT_EQ(workspace_bytes(c, packed_problem("NN", 4096, 4096, 4096)), 0u);
+  // With PRETB, B is already copied (transposed, aligned): only A gets room of its own.
+  Config pretb = c;
+  pretb.set("PRETB", 1);
+  EXPECT_EQ(workspace_bytes(pretb, p), (4100ull * 4093 * 4 + 255) / 256 * 256 + a);
+  // The summing pass uses the split workspace as it is: REDUCE changes no byte of it.
+  Config split = c;
+  split.set("PACK", 0);
+  split.set("SPLITK", 8);
+  const Problem q = packed_problem("NN", 256, 256, 65536);
+  const size_t split_bytes = workspace_bytes(split, q);
+  EXPECT_EQ(split_bytes, 8u * 4 * 128 * 128 * 4 + 4 * 4);
+  split.set("REDUCE", 1);
+  EXPECT_EQ(workspace_bytes(split, q), split_bytes);
 }
 
 TEST(GemmSpace, RestrictionsNarrowTheSpaceAndUnknownNamesAreErrors) {
@@ -209,7 +266,7 @@ TEST(GemmSpace, SplitKGeometryAndWorkspace) {
   const Problem p = packed_problem("NN", 32, 4096, 4096);
   Config c = Config::parse(
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=8");
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0");
   EXPECT_FALSE(make_space(dev, p).violation(c).has_value());
   const LaunchGeometry g = geometry(c, p);
   EXPECT_EQ(g.grid.x, 64u);  // 1 x 64 tiles
@@ -235,7 +292,7 @@ TEST(GemmSpace, SelectionFeaturesArePaddingAndWaveQuantization) {
   EXPECT_EQ(face.selection_feature_names(), (std::vector<std::string>{"padding", "waves"}));
   const Config c = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4");
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0");
   std::vector<double> f;
   // 7573 x 41: 119 x 1 tiles of 64 x 64, 4 splits: 476 blocks on 132 SMs, 3.6 waves.
   face.selection_features(c, 132, {7573, 41, 11185}, f);
@@ -260,7 +317,7 @@ TEST(GemmSpace, PretransposedBReadsTheWorkspaceAsTransposed) {
   const Problem nn = packed_problem("NN", 4096, 1000, 4096);
   Config c = Config::parse(
       "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1");
+      "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0");
   EXPECT_FALSE(make_space(dev, nn).violation(c).has_value());
   const KernelSpec spec = kernel_spec(c, nn);
   EXPECT_EQ(spec.options[2], "-DTRANS_B=1");  // the kernel reads B^T from the workspace
@@ -279,7 +336,7 @@ TEST(GemmSpace, RegisterEstimatePrunesConfigsThatWouldSpill) {
   // 128 accumulators with register prefetch fit one block of 256 threads per SM ...
   Config c = Config::parse(
       "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1");
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0");
   EXPECT_FALSE(space.violation(c).has_value());
   EXPECT_GT(estimated_registers(c), 128);
   // ... but not two (128 registers each at most).
@@ -338,13 +395,13 @@ TEST_P(GemmCompileSample, EveryFamilyCompilesWithoutSpills) {
   const DeviceInfo dev = reference_device(cc);
   const char* families[] = {
       "GEMV=0,BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,PIPE=0,"
-      "SWZ=4,MINB=1,PRETB=0,SPLITK=1",
+      "SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
       "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,PIPE=2,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=3",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0",
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,PIPE=4,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=8",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0",
       "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2",
+      "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0",
   };
   for (const char* layout : {"NN", "NT", "TN", "TT"}) {
     const Problem p = packed_problem(layout, 1000, 1000, 1000);

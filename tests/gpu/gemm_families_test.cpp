@@ -7,6 +7,7 @@
 #include <cublas_v2.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <future>
 #include <map>
 #include <tuple>
@@ -26,22 +27,37 @@ std::vector<Config> families(const DeviceInfo& device) {
   std::vector<Config> configs;
   for (const char* text : {
            "GEMV=0,BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,"
-           "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1",
+           "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
            "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=3",
+           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0",
            "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,"
-           "PIPE=4,SWZ=0,MINB=2,PRETB=0,SPLITK=8",
+           "PIPE=4,SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0",
            "GEMV=0,BM=16,BN=16,BK=8,WM=16,WN=8,TM=1,TN=2,LM=16,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=2,"
-           "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=16",
+           "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=16,PACK=0,REDUCE=0",
            "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-           "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2",
+           "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0",
            "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1",
+           "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=0,REDUCE=0",
+           // Unaligned operands packed (VEC 4 kept on odd leading dims), with and without PRETB.
+           "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+           "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0",
+           "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=0,AKM=0,BKM=1,UNROLL=8,"
+           "PIPE=1,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0",
+           // Split sums in a second pass, with packing, and splits past the slices of k (empty
+           // splits write zero partials).
+           "GEMV=0,BM=32,BN=64,BK=16,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
+           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=12,PACK=1,REDUCE=1",
+           "GEMV=0,BM=64,BN=32,BK=32,WM=16,WN=32,TM=2,TN=2,LM=4,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=4,"
+           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1",
+           "GEMV=0,BM=16,BN=32,BK=8,WM=16,WN=16,TM=2,TN=1,LM=8,VEC=1,PAD=4,AKM=1,BKM=0,UNROLL=8,"
+           "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=256,PACK=0,REDUCE=0",
        }) {
     configs.push_back(Config::parse(text));
   }
-  // The seeds the tuner starts from for large and skinny problems (cp.async, split-K, ...).
-  for (auto [m, n, k] : {std::tuple{4096, 4096, 4096}, std::tuple{32, 4096, 4096}}) {
+  // The seeds the tuner starts from for large, unaligned and skinny problems (cp.async, packing,
+  // split-K with both ways of summing, ...).
+  for (auto [m, n, k] : {std::tuple{4096, 4096, 4096}, std::tuple{4097, 4097, 4097},
+                         std::tuple{32, 4096, 4096}, std::tuple{128, 128, 131072}}) {
     for (const auto& c : seed_configs(device, packed_problem("NN", m, n, k))) {
       if (std::find(configs.begin(), configs.end(), c) == configs.end()) configs.push_back(c);
     }
@@ -54,7 +70,7 @@ using Shapes = std::vector<std::tuple<int, int, int>>;
 // Checks every config on every shape in one layout against cuBLAS (GemmTask::check: NaN-poisoned
 // C with beta = 0, then the padded alpha/beta edge shape). Each shape runs twice: with leading dims
 // padded to a multiple of 4 (alignment class 4, the config as it is) and packed (odd leading dims:
-// the config with VEC lowered to fit). The layout's kernels (every VEC variant) compile in
+// the config with VEC lowered to fit, unless it packs A and B). The layout's kernels (every VEC variant) compile in
 // parallel first. Returns the number of checks.
 int check_on_shapes(const DeviceInfo& device, const char* layout,
                     const std::vector<Config>& configs, const Shapes& shapes, int seed) {
@@ -62,7 +78,7 @@ int check_on_shapes(const DeviceInfo& device, const char* layout,
   DeviceCheck check(kernels, device);
   Stream stream = Stream::create();
   auto with_vec = [](Config c, int vec) {
-    c.set("VEC", std::min(c.get("VEC"), vec));
+    if (c.get("PACK") == 0) c.set("VEC", std::min(c.get("VEC"), vec));
     return c;
   };
   const Problem any = packed_problem(layout, 8, 8, 8);  // kernel specs depend on the layout only
@@ -150,16 +166,33 @@ TEST(GemmFamilies, MatrixVectorKernelIsRightWhereMOrNIsOne) {
 // Split-K through tuned_gemm: a user database whose best for one shape is a split-K config, so
 // the runtime allocates workspace from its pool; repeated calls must give identical bits
 // (deterministic reduction) and match cuBLAS.
-void check_split_through_the_api(int m, int n, int k, const std::string& config,
-                                 const std::string& expect_in_description);
+std::vector<float> check_split_through_the_api(int m, int n, int k, const std::string& config,
+                                               const std::string& expect_in_description);
 
 TEST(GemmFamilies, SplitKThroughThePublicApiIsDeterministic) {
   TUNED_REQUIRE_GPU();
   check_split_through_the_api(
       96, 200, 3001,
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=6",
-      "SPLITK=6");
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=0,REDUCE=0",
+      "SPLITK=6,PACK=0,REDUCE=0");
+}
+
+// Split-K on odd leading dims with A and B packed (VEC 4 on lda = 97, ldb = 203, ldc = 97): the
+// summing pass spread over many blocks gives the very bits of the last block's sum, repeatably.
+TEST(GemmFamilies, SplitSumPassEqualsTheLastBlockSumOnPackedOperands) {
+  TUNED_REQUIRE_GPU();
+  const std::string split =
+      "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=";
+  const auto last_block = check_split_through_the_api(97, 203, 3001, split + "0", "PACK=1");
+  const auto sum_pass = check_split_through_the_api(97, 203, 3001, split + "1", "REDUCE=1");
+  ASSERT_EQ(last_block.size(), sum_pass.size());
+  size_t differing = 0;
+  for (size_t i = 0; i < last_block.size(); ++i) {
+    differing += std::memcmp(&last_block[i], &sum_pass[i], sizeof(float)) != 0;
+  }
+  EXPECT_EQ(differing, 0u) << "of " << last_block.size() << " elements";
 }
 
 // The same for the matrix-vector kernel with split k: m = 1 (B's rows, n contiguous, in NT).
@@ -168,8 +201,10 @@ TEST(GemmFamilies, MatrixVectorSplitKThroughThePublicApiIsDeterministic) {
   check_split_through_the_api(1, 3001, 5001, gemv_config(64, 1, 12).canonical(), "GEMV=64");
 }
 
-void check_split_through_the_api(int m, int n, int k, const std::string& config,
-                                 const std::string& expect_in_description) {
+// Returns the first call's C (m x n) for comparisons between configs.
+std::vector<float> check_split_through_the_api(int m, int n, int k, const std::string& config,
+                                               const std::string& expect_in_description) {
+  std::vector<float> result;
   const DeviceInfo device = query_device(0);
   const std::string path =
       ::testing::TempDir() + "gemm_families_" + std::to_string(getpid()) + ".db";
@@ -183,19 +218,23 @@ void check_split_through_the_api(int m, int n, int k, const std::string& config,
     best.key = problem_key(device, packed_problem("NT", m, n, k));
     best.config = config;
     best.ms = 1;
-    ASSERT_TRUE(db.offer_best(best));
+    EXPECT_TRUE(db.offer_best(best));
   }
-  ASSERT_EQ(tuned_set_database(path.c_str()), TUNED_STATUS_SUCCESS) << tuned_last_error();
+  if (tuned_set_database(path.c_str()) != TUNED_STATUS_SUCCESS) {
+    ADD_FAILURE() << tuned_last_error();
+    return result;
+  }
   KernelCache kernels;
   DeviceCheck check(kernels, device);
   DeviceBuffer a(sizeof(float) * m * k), b(sizeof(float) * n * k), c(sizeof(float) * m * n),
       first(sizeof(float) * m * n), ref(sizeof(float) * m * n);
   char text[512];
-  ASSERT_EQ(tuned_gemm_describe(TUNED_OP_N, TUNED_OP_T, m, n, k, a.as<float>(), m, b.as<float>(),
+  EXPECT_EQ(tuned_gemm_describe(TUNED_OP_N, TUNED_OP_T, m, n, k, a.as<float>(), m, b.as<float>(),
                                 n, c.as<float>(), m, text, sizeof text),
             TUNED_STATUS_SUCCESS)
       << tuned_last_error();
   EXPECT_EQ(std::string(text).rfind("exact: ", 0), 0u) << text;
+  EXPECT_NE(std::string(text).find(config), std::string::npos) << text;
   EXPECT_NE(std::string(text).find(expect_in_description), std::string::npos) << text;
   Stream s1 = Stream::create(), s2 = Stream::create();
   check.fill_uniform(a.as<float>(), size_t(m) * k, 11, -1, 1, s1.get());
@@ -203,7 +242,7 @@ void check_split_through_the_api(int m, int n, int k, const std::string& config,
   const float alpha = 0.5f, beta = 0.0f;
   auto call = [&](float* out, cudaStream_t stream) {
     DeviceCheck::poison(out, size_t(m) * n, stream);
-    ASSERT_EQ(tuned_gemm(TUNED_OP_N, TUNED_OP_T, m, n, k, &alpha, a.as<float>(), m, b.as<float>(),
+    EXPECT_EQ(tuned_gemm(TUNED_OP_N, TUNED_OP_T, m, n, k, &alpha, a.as<float>(), m, b.as<float>(),
                          n, &beta, out, m, stream),
               TUNED_STATUS_SUCCESS)
         << tuned_last_error();
@@ -230,8 +269,12 @@ void check_split_through_the_api(int m, int n, int k, const std::string& config,
     EXPECT_EQ(same.rel_error, 0.0) << "split-K results differ between runs";
     EXPECT_EQ(same.unwritten, 0);
   }
+  result.resize(size_t(m) * n);
+  TUNED_CUDA_CHECK(cudaMemcpy(result.data(), first.get(), result.size() * sizeof(float),
+                              cudaMemcpyDeviceToHost));
   tuned_set_database(nullptr);
   std::remove(path.c_str());
+  return result;
 }
 
 }  // namespace
