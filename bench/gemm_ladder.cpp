@@ -43,21 +43,21 @@ const std::vector<Rung>& rungs() {
   static const std::vector<Rung> all = {
       {"naive (global memory only)", ""},
       {"shared-memory tiles 32x32", "GEMV=0,BM=32,BN=32,BK=32,WM=32,WN=1,TM=1,TN=1,LM=32,VEC=1,PAD=0,AKM=1,"
-                                    "BKM=1,UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0"},
+                                    "BKM=1,UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0"},
       {"1D register tile (8 per thread)", "GEMV=0,BM=64,BN=64,BK=8,WM=64,WN=4,TM=8,TN=1,LM=8,VEC=1,PAD=0,"
-                                          "AKM=1,BKM=1,UNROLL=8,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0"},
+                                          "AKM=1,BKM=1,UNROLL=8,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0"},
       {"2D register tile (8x8 per thread)", "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=8,TN=8,LM=8,VEC=1,"
-                                            "PAD=0,AKM=1,BKM=1,UNROLL=8,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0"},
+                                            "PAD=0,AKM=1,BKM=1,UNROLL=8,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0"},
       {"float4 global loads", "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=8,TN=8,LM=8,VEC=4,PAD=0,AKM=1,"
-                              "BKM=1,UNROLL=8,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0"},
+                              "BKM=1,UNROLL=8,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0"},
       {"warp tiling (2x2 strided 4x4 sub-tiles)", "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,"
                                                   "VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=0,SWZ=0,"
-                                                  "MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0"},
+                                                  "MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0"},
       {"double buffering (register prefetch)", "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,"
                                                "VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,"
-                                               "MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0"},
+                                               "MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0"},
       {"cp.async 3-stage pipeline", "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,"
-                                    "AKM=1,BKM=1,UNROLL=8,PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0"},
+                                    "AKM=1,BKM=1,UNROLL=8,PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0"},
       {"fully tuned (tuned_gemm)", "tuned"},
   };
   return all;

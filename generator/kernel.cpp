@@ -35,10 +35,13 @@ LoadedKernel::LoadedKernel(const std::vector<char>& image, const std::string& ke
 }
 
 int LoadedKernel::max_active_blocks_per_sm(int threads, size_t dynamic_smem_bytes) const {
-  int blocks = 0;
+  std::lock_guard<std::mutex> lock(occupancy_mutex_);
+  int& blocks = occupancy_.try_emplace({threads, dynamic_smem_bytes}, -1).first->second;
+  if (blocks >= 0) return blocks;
+  int computed = 0;
   TUNED_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks, reinterpret_cast<const void*>(kernel_), threads, dynamic_smem_bytes));
-  return blocks;
+      &computed, reinterpret_cast<const void*>(kernel_), threads, dynamic_smem_bytes));
+  return blocks = computed;
 }
 
 LoadedKernel::~LoadedKernel() {

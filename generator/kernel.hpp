@@ -4,7 +4,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -43,7 +45,8 @@ class LoadedKernel {
   int max_threads_per_block() const { return attributes_.maxThreadsPerBlock; }
   size_t local_bytes() const { return attributes_.localSizeBytes; }
   size_t static_smem_bytes() const { return attributes_.sharedSizeBytes; }
-  /// Blocks of `threads` threads with dynamic_smem_bytes each that one SM holds at once.
+  /// Blocks of `threads` threads with dynamic_smem_bytes each that one SM holds at once
+  /// (remembered: launches that size their grid by it ask every time).
   int max_active_blocks_per_sm(int threads, size_t dynamic_smem_bytes) const;
 
  private:
@@ -53,6 +56,8 @@ class LoadedKernel {
   std::vector<std::pair<std::string, cudaKernel_t>> companions_;
   cudaFuncAttributes attributes_{};
   size_t dynamic_smem_bytes_ = 0;
+  mutable std::mutex occupancy_mutex_;
+  mutable std::map<std::pair<int, size_t>, int> occupancy_;
 };
 
 }  // namespace tuned

@@ -29,8 +29,12 @@
 //   both add the same numbers in the same order, so they give the same bits.
 // Host-side parameters (no -D option, the same kernel): PACK copies A and B that are not 16-byte
 // aligned into an aligned workspace first (so VEC > 1 survives an odd leading dimension), REDUCE
-// picks who sums split-K partials. C's own alignment is checked here at run time: its stores are
-// VEC wide only where ldc and C allow.
+// picks who sums split-K partials, TAIL splits the tiles of a partial last wave along k: with
+// SPLITK = 1, blocks from tail_first on each take 1/tail_splits of one tail tile's k range (the
+// host sizes both from the SMs and the kernel's occupancy), summed like split-K partials, so a
+// wave that would run mostly empty runs full and short (a data-parallel + split hybrid in the
+// spirit of stream-K). C's own alignment is checked here at run time: its stores are VEC wide
+// only where ldc and C allow.
 // GEMV > 0 replaces all of that with a matrix-vector kernel for m == 1 or n == 1 (see below);
 // the tile parameters then hold fixed placeholder values and only VEC and SPLITK are read.
 
@@ -328,20 +332,20 @@ __device__ __forceinline__ void store_c(float* c, float alpha, float value, floa
 extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     KERNEL_NAME(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
-                float* __restrict__ workspace, int split_mode) {
+                float* __restrict__ workspace, int split_mode, int tail_first, int tail_splits) {
   constexpr int kTileFloats = BM * BN;  // == kThreads * kFragM * kFragN
   const int tid = threadIdx.x;
+  const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
   if constexpr (SPLITK > 1) {
     if (split_mode == kSplitSumPass) {
       // grid (tiles, kFragM * kFragN): block (t, e) sums element e of every thread's fragment of
       // tile t over the splits, in split order (the same additions as the last-block sum). The
       // partials' layout is the one the product pass writes below.
       const int tile = blockIdx.x, e = blockIdx.y;
-      const long long tiles = gridDim.x;
       const float* part = workspace + (long long)tile * kTileFloats + e * kThreads + tid;
       float sum = 0.0f;
 #pragma unroll
-      for (int s = 0; s < SPLITK; ++s) sum += __ldcg(part + s * tiles * kTileFloats);
+      for (int s = 0; s < SPLITK; ++s) sum += __ldcg(part + (long long)s * tiles * kTileFloats);
       int m0, n0, m, n;
       tile_origin(tile, M, N, m0, n0);
       fragment_position(tid, e, m, n);
@@ -360,7 +364,17 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
   const int lane_m = lane % LM;  // lanes run along m first: C is column-major
   const int lane_n = lane / LM;
 
-  const int tile = blockIdx.x;
+  // This block's tile and share of its k range: split-K, tile blockIdx.x and split blockIdx.y;
+  // a tail tile (SPLITK = 1, blocks from tail_first on), tail_splits consecutive blocks per tile.
+  int tile = blockIdx.x, split = 0, splits = SPLITK;
+  if constexpr (SPLITK > 1) {
+    split = blockIdx.y;
+  } else if (tail_splits > 1 && tile >= tail_first) {
+    const int i = tile - tail_first;
+    tile = tail_first + i / tail_splits;
+    split = i % tail_splits;
+    splits = tail_splits;
+  }
   int m0, n0;
   tile_origin(tile, M, N, m0, n0);
   const int m_left = M - m0;
@@ -368,8 +382,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
 
   // This block's share of k: whole slices, split as evenly as possible.
   const int all_slices = (K + BK - 1) / BK;
-  const int split = blockIdx.y;
-  const int split_slices = (all_slices + SPLITK - 1) / SPLITK;
+  const int split_slices = (all_slices + splits - 1) / splits;
   const int slice_begin = min(split * split_slices, all_slices);
   const int slices = min(all_slices - slice_begin, split_slices);
   const int k_begin = slice_begin * BK;
@@ -485,13 +498,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     }
   }
 
-  if constexpr (SPLITK > 1) {
+  if (SPLITK > 1 || splits > 1) {
     // Partial tiles live in the workspace thread-major (coalesced, no edge cases): split s of
-    // tile t at [(s * tiles + t) * BM * BN], element (i, j) of thread tid at
-    // [(i * kFragN + j) * kThreads + tid]; one int ticket per tile follows all partial tiles.
-    const long long tiles = gridDim.x;
-    int* tickets = reinterpret_cast<int*>(workspace + SPLITK * tiles * kTileFloats);
-    float* mine = workspace + (split * tiles + tile) * kTileFloats;
+    // slot t at [(s * slots + t) * BM * BN], element (i, j) of thread tid at
+    // [(i * kFragN + j) * kThreads + tid]; one int ticket per slot follows all partial tiles.
+    // Slots: every tile for split-K, the tail tiles (from tail_first) for a tail split.
+    const int first = SPLITK > 1 ? 0 : tail_first;
+    const long long slots = tiles - first;
+    const int slot = tile - first;
+    int* tickets = reinterpret_cast<int*>(workspace + splits * slots * kTileFloats);
+    float* mine = workspace + (split * slots + slot) * kTileFloats;
 #pragma unroll
     for (int i = 0; i < kFragM; ++i)
 #pragma unroll
@@ -501,8 +517,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     __syncthreads();
     __shared__ int last;
     if (tid == 0) {
-      last = atomicAdd(tickets + tile, 1) == SPLITK - 1;
-      if (last) tickets[tile] = 0;  // every other split has arrived; ready for the next launch
+      last = atomicAdd(tickets + slot, 1) == splits - 1;
+      if (last) tickets[slot] = 0;  // every other split has arrived; ready for the next launch
     }
     __syncthreads();
     if (!last) return;
@@ -514,8 +530,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
 #pragma unroll
       for (int j = 0; j < kFragN; ++j) acc[i][j] = 0.0f;
 #pragma unroll 1
-    for (int s = 0; s < SPLITK; ++s) {
-      const float* part = workspace + (s * tiles + tile) * kTileFloats + tid;
+    for (int s = 0; s < splits; ++s) {
+      const float* part = workspace + (s * slots + slot) * kTileFloats + tid;
 #pragma unroll
       for (int i = 0; i < kFragM; ++i)
 #pragma unroll
@@ -586,8 +602,11 @@ static_assert(GEMV % (kGemvWarps * VEC) == 0 && GEMV <= kGemvThreads,
 extern "C" __global__ void __launch_bounds__(kGemvThreads)
     KERNEL_NAME(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
-                float* __restrict__ workspace, int split_mode) {
-  (void)split_mode;  // the matrix-vector kernel's last block always sums (rows, not tiles)
+                float* __restrict__ workspace, int split_mode, int tail_first, int tail_splits) {
+  // The matrix-vector kernel's last block always sums, and it has no tiles to split.
+  (void)split_mode;
+  (void)tail_first;
+  (void)tail_splits;
   const bool column = N == 1;  // n == 1 (also when m == 1 too); else m == 1
   const int rows = column ? M : N;
   const float* __restrict__ mat = column ? A : B;

@@ -40,6 +40,7 @@ const std::vector<Param>& parameters() {
       {"PACK", {0, 1}, "A and B not 16-byte aligned copied aligned into the workspace first"},
       {"REDUCE", {0, 1},
        "split-K partials summed by the last block of each tile (0) or a second launch (1)"},
+      {"TAIL", {0, 1}, "tiles of a partial last wave split along k (sized at launch)"},
   };
   return params;
 }
@@ -52,7 +53,8 @@ const std::vector<std::pair<const char*, int>>& gemv_tile_placeholders() {
   static const std::vector<std::pair<const char*, int>> values = {
       {"BM", 16},  {"BN", 16},  {"BK", 8},     {"WM", 16},   {"WN", 16},  {"TM", 2},
       {"TN", 2},   {"LM", 8},   {"PAD", 4},    {"AKM", 1},   {"BKM", 1},  {"UNROLL", 8},
-      {"PIPE", 0}, {"SWZ", 0},  {"MINB", 1},   {"PRETB", 0}, {"PACK", 0}, {"REDUCE", 0}};
+      {"PIPE", 0}, {"SWZ", 0},  {"MINB", 1},   {"PRETB", 0}, {"PACK", 0}, {"REDUCE", 0},
+      {"TAIL", 0}};
   return values;
 }
 
@@ -193,6 +195,9 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"reduce_pass_needs_splits", {"SPLITK", "REDUCE"}, [](const Config& c) {
                    return c.get("REDUCE") == 0 || c.get("SPLITK") > 1;
                  }});
+  space.require({"tail_split_or_split_k", {"SPLITK", "TAIL"}, [](const Config& c) {
+                   return c.get("TAIL") == 0 || c.get("SPLITK") == 1;
+                 }});
   space.require({"pad_keeps_rows_aligned", {"PAD"},
                  [](const Config& c) { return c.get("PAD") % 4 == 0; }});
   space.require({"shared_memory", {"GEMV", "BM", "BN", "BK", "PAD", "AKM", "BKM", "PIPE"},
@@ -228,6 +233,12 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   // Packing is a pass over A and B: only for vectors the operands' alignment does not allow.
   space.require({"pack_for_wider_vectors", {"VEC", "PACK"},
                  [=](const Config& c) { return c.get("PACK") == 0 || c.get("VEC") > alignment; },
+                 true});
+  // A tail exists only past one full wave (at one block per SM, the most a wave can be short of).
+  space.require({"tail_after_full_waves", {"GEMV", "BM", "BN", "TAIL"},
+                 [=](const Config& c) {
+                   return c.get("TAIL") == 0 || tile_count(c, problem) > sms;
+                 },
                  true});
   // Transposing B costs a pass over it: worth it only when many block rows reuse it.
   space.require({"pretranspose_when_m_large", {"PRETB"},
@@ -272,13 +283,13 @@ Config default_config(const DeviceInfo& device, const Problem& problem) {
   // problems that fill the GPU; smaller tiles where there would be too few blocks.
   const Config large = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0");
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0");
   const Config medium = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
-      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0");
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0");
   const Config small = Config::parse(
       "GEMV=0,BM=32,BN=32,BK=8,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
-      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0");
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0");
   const double blocks_large = static_cast<double>((problem.m + 127) / 128) * ((problem.n + 127) / 128);
   const double blocks_medium = static_cast<double>((problem.m + 63) / 64) * ((problem.n + 63) / 64);
   const int sms = std::max(1, device.sm_count);
@@ -294,57 +305,57 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
       // The best NT and TT tiles, reading B transposed into the workspace (NN and TN, large m),
       // and the best large NN tile found on an H200.
       "GEMV=0,BM=128,BN=256,BK=16,WM=128,WN=32,TM=4,TN=8,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0",
+      "PIPE=3,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=128,BN=128,BK=16,WM=128,WN=32,TM=8,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=4,SWZ=4,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0",
+      "PIPE=4,SWZ=4,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=128,BN=256,BK=16,WM=32,WN=128,TM=4,TN=4,LM=2,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0",
+      "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=256,BN=128,BK=16,WM=128,WN=32,TM=4,TN=8,LM=16,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=256,BN=128,BK=8,WM=64,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=3,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
+      "PIPE=3,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=128,BN=256,BK=8,WM=64,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=3,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
+      "PIPE=3,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=128,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0",
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=64,BN=32,BK=32,WM=16,WN=32,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=32,BN=32,BK=16,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=2,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=32,BN=32,BK=32,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0",
       // Skinny products (n or m of 64-128 against thousands): tall or wide tiles, few splits.
       "GEMV=0,BM=256,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=256,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=2,PACK=0,REDUCE=0",
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=2,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=2,PACK=0,REDUCE=0",
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=2,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=64,BN=256,BK=16,WM=32,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=0,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=2,PACK=0,REDUCE=0",
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=2,PACK=0,REDUCE=0,TAIL=0",
       // Long k under a small output: many splits, summed by a second pass.
       "GEMV=0,BM=128,BN=64,BK=32,WM=32,WN=64,TM=4,TN=4,LM=2,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=4,PIPE=4,"
-      "SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1",
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0",
       "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=64,PACK=0,REDUCE=1",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=64,PACK=0,REDUCE=1,TAIL=0",
       "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=128,PACK=0,REDUCE=1",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0",
       "GEMV=0,BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1",
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0",
   };
   const Space space = make_space(device, problem);
   std::vector<Config> seeds = {default_config(device, problem)};
@@ -362,10 +373,18 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
     add(packed);
     c.set("VEC", std::min(c.get("VEC"), problem.alignment));
     add(c);
-    // Split families also with the summing pass spread over many blocks.
+    // Split families also with the summing pass spread over many blocks, the others with their
+    // last wave's tiles split.
     Config spread = c;
     spread.set("REDUCE", 1);
     add(spread);
+    Config tail = c;
+    tail.set("TAIL", 1);
+    add(tail);
+    if (packed.get("VEC") > c.get("VEC")) {
+      packed.set("TAIL", 1);
+      add(packed);
+    }
   }
   // m or n of 1: the matrix-vector kernel, with and without splitting k.
   if (problem.m == 1 || problem.n == 1) {
@@ -456,7 +475,9 @@ Config fit_config(const Config& config, const DeviceInfo& device, const Problem&
 namespace {
 
 // Parameters only the launch reads: configs differing in them share one kernel.
-bool is_host_param(const std::string& name) { return name == "PACK" || name == "REDUCE"; }
+bool is_host_param(const std::string& name) {
+  return name == "PACK" || name == "REDUCE" || name == "TAIL";
+}
 
 // The config without its host-side parameters: what names and compiles the kernel.
 Config kernel_config(const Config& config) {
@@ -517,6 +538,11 @@ namespace {
 
 constexpr size_t kWorkspaceAlign = 256;
 
+// A tail split's bounds: splits per tail tile, and blocks (partial tiles) in all, which bounds
+// its workspace without knowing the device (132 SMs x 2 blocks fit with room).
+constexpr int64_t kMaxTailSplits = 8;
+constexpr int64_t kMaxTailBlocks = 512;
+
 // gemm.cu's split modes: who sums split-K partials in a launch.
 constexpr int kSplitLastBlockSums = 0;
 constexpr int kSplitPartialsOnly = 1;
@@ -574,6 +600,12 @@ int64_t copy_aligned(const float* from, int64_t ld, int64_t rows, int64_t cols, 
 
 size_t split_bytes(const Config& config, const Problem& problem) {
   const int64_t splits = config.get("SPLITK");
+  if (splits == 1 && config.get("TAIL") == 1 && !is_gemv(config)) {
+    // Tail splits: at most kMaxTailBlocks partial tiles and as many tickets.
+    const int64_t partials = std::min(kMaxTailBlocks, tile_count(config, problem) * kMaxTailSplits);
+    return static_cast<size_t>(partials * config.get("BM") * config.get("BN")) * sizeof(float) +
+           static_cast<size_t>(partials) * sizeof(int);
+  }
   if (splits == 1) return 0;
   const int64_t tiles = tile_count(config, problem);
   // Partial tiles (GEMV: row blocks) of every split, then one int ticket per tile (see gemm.cu).
@@ -615,6 +647,26 @@ ProblemKey problem_key(const DeviceInfo& device, const Problem& problem) {
   key.shape = {problem.m, problem.n, problem.k};
   key.alignment = problem.alignment;
   return key;
+}
+
+TailSplit tail_split(const LoadedKernel& kernel, const Config& config, const Problem& problem,
+                     const LaunchGeometry& product) {
+  TailSplit none;
+  if (is_gemv(config) || config.get("TAIL") == 0 || config.get("SPLITK") != 1) return none;
+  int device = 0, sms = 0;
+  TUNED_CUDA_CHECK(cudaGetDevice(&device));
+  TUNED_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t slots = int64_t{sms} * kernel.max_active_blocks_per_sm(
+                                           static_cast<int>(product.block.x), product.dynamic_smem_bytes);
+  const int64_t tiles = tile_count(config, problem);
+  if (slots <= 0 || tiles <= slots || tiles % slots == 0) return none;
+  const int64_t tail = tiles % slots;
+  // As many splits as fill the last wave, each at least two slices of k, within the bounds.
+  const int64_t slices = (problem.k + config.get("BK") - 1) / config.get("BK");
+  const int64_t splits =
+      std::min({kMaxTailSplits, slots / tail, slices / 2, kMaxTailBlocks / tail});
+  if (splits < 2) return none;
+  return {tiles - tail, splits};
 }
 
 void launch(const LoadedKernel& kernel, const Config& config, const Problem& problem, float alpha,
@@ -681,8 +733,21 @@ void launch(const LoadedKernel& kernel, const Config& config, const Problem& pro
                                      0, tickets, stream));
   }
   int split_mode = sum_pass ? kSplitPartialsOnly : kSplitLastBlockSums;
-  void* args[] = {&m, &n, &k, &alpha, &a, &lda, &b, &ldb, &beta, &c, &ldc, &split_ws, &split_mode};
-  const LaunchGeometry product = geometry(config, problem);
+  LaunchGeometry product = geometry(config, problem);
+  const TailSplit tail = tail_split(kernel, config, problem, product);
+  int tail_first = static_cast<int>(tail.first), tail_splits = static_cast<int>(tail.splits);
+  if (tail.splits > 1) {
+    const int64_t tail_tiles = tile_count(config, problem) - tail.first;
+    product.grid.x = static_cast<unsigned>(tail.first + tail_tiles * tail.splits);
+    // Tickets follow the tail's partial tiles, as in gemm.cu; they start at zero each launch.
+    const size_t partial_bytes = static_cast<size_t>(tail.splits * tail_tiles) *
+                                 static_cast<size_t>(config.get("BM") * config.get("BN")) * sizeof(float);
+    TUNED_CUDA_CHECK(cudaMemsetAsync(reinterpret_cast<char*>(split_ws) + partial_bytes, 0,
+                                     static_cast<size_t>(tail_tiles) * sizeof(int), stream));
+  }
+  void* args[] = {&m,   &n,    &k,        &alpha,      &a,          &lda,       &b,
+                  &ldb, &beta, &c,        &ldc,        &split_ws,   &split_mode, &tail_first,
+                  &tail_splits};
   kernel.launch(product, args, stream);
   if (sum_pass) {
     // The same kernel again as the summing pass: a block per (tile, fragment element).

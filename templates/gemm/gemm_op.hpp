@@ -96,6 +96,16 @@ LaunchGeometry geometry(const Config& config, const Problem& problem);
 
 ProblemKey problem_key(const DeviceInfo& device, const Problem& problem);
 
+/// A launch's split of the last, partial wave (TAIL = 1): tiles from `first` on are each computed
+/// by `splits` blocks sharing its k range (splits = 1: no split). Chosen from the SMs and the
+/// kernel's occupancy: the tail tiles times the splits fill at most one wave.
+struct TailSplit {
+  int64_t first = 0;
+  int64_t splits = 1;
+};
+TailSplit tail_split(const LoadedKernel& kernel, const Config& config, const Problem& problem,
+                     const LaunchGeometry& product);
+
 /// The transpose op on the stream: B (cols x rows, ldb) = A^T for A (rows x cols, lda). PRETB
 /// configs transpose B into the workspace with it: the API entry passes the transpose op's runtime
 /// path (api::transpose), a tuning task a kernel of the transpose op it loaded itself.

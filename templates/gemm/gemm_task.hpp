@@ -51,6 +51,8 @@ class GemmTask : public TuningTask {
 
   const Problem& problem() const { return problem_; }
   const Problem& edge_problem() const { return edge_; }
+  /// What this task's launches of PRETB configs transpose B with (for launches of one's own).
+  const TransposeB& transpose_b_callback() const { return transpose_b_; }
 
  private:
   struct Buffers {

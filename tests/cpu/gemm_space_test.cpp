@@ -18,9 +18,9 @@ namespace {
 
 TEST(GemmSpace, ConfigRendersOptionsNameAndCanonicalText) {
   const Config c = Config::parse(
-      "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0");
+      "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0");
   EXPECT_EQ(c.canonical(),
-            "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0");
+            "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0");
   EXPECT_EQ(Config::parse(c.canonical()), c);
   const Problem p = packed_problem("TN", 100, 200, 300);
   EXPECT_EQ(kernel_name(c, p),
@@ -94,14 +94,14 @@ TEST(GemmSpace, EnumerationMeetsEveryConstraint) {
   // those with values it removed.
   const Space full = make_space(dev, p);
   for (const char* rung :
-       {"GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
-        "GEMV=0,BM=32,BN=32,BK=32,WM=32,WN=1,TM=1,TN=1,LM=32,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=32,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
-        "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0"}) {
+       {"GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
+        "GEMV=0,BM=32,BN=32,BK=32,WM=32,WN=1,TM=1,TN=1,LM=32,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=32,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
+        "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0"}) {
     EXPECT_FALSE(full.violation(Config::parse(rung)).has_value()) << rung;
   }
   EXPECT_EQ(space.violation(Config::parse(
                 "GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,"
-                "UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0")),
+                "UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0")),
             std::optional<std::string>("PAD_in_space"));
 }
 
@@ -111,7 +111,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   EXPECT_EQ(p.alignment, 1);
   const Space space = make_space(dev, p);
   auto c = Config::parse(
-      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0");
+      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0");
   EXPECT_EQ(space.violation(c).value_or(""), "vec_fits_alignment");
   c.set("VEC", 1);
   EXPECT_FALSE(space.violation(c).has_value());
@@ -136,7 +136,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   // fit_config keeps VEC by packing where the copies are cheap next to the product (4095^3), and
   // narrows it where they are not (a small or skinny product); everything else is kept.
   const Config wide = Config::parse(
-      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0");
+      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0");
   const Config fitted = fit_config(wide, dev, p);
   EXPECT_EQ(fitted.get("VEC"), 4);
   EXPECT_EQ(fitted.get("PACK"), 1);
@@ -151,7 +151,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
 
 TEST(GemmSpace, PackedOperandsAndSplitSumsHaveTheirWorkspace) {
   const Config c = Config::parse(
-      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0");
+      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0");
   // NN 4095 x 4097 x 4093: A (4095 x 4093) and B (4093 x 4097) copied with leading dims 4096 and
   // 4096, each rounded up to 256 bytes.
   const Problem p = packed_problem("NN", 4095, 4097, 4093);
@@ -175,6 +175,24 @@ TEST(GemmSpace, PackedOperandsAndSplitSumsHaveTheirWorkspace) {
   EXPECT_EQ(split_bytes, 8u * 4 * 128 * 128 * 4 + 4 * 4);
   split.set("REDUCE", 1);
   EXPECT_EQ(workspace_bytes(split, q), split_bytes);
+  // A tail split reserves its bound (512 partial tiles and tickets, fewer for fewer tiles: at most
+  // 8 splits a tile); it needs SPLITK = 1.
+  Config tail = c;
+  tail.set("PACK", 0);
+  tail.set("TAIL", 1);
+  EXPECT_EQ(workspace_bytes(tail, packed_problem("NN", 4096, 4096, 4096)), 512u * (128 * 128 * 4 + 4));
+  EXPECT_EQ(workspace_bytes(tail, packed_problem("NN", 300, 100, 4096)), 24u * (128 * 128 * 4 + 4));
+  const DeviceInfo dev = reference_device(90);
+  const Space space = make_space(dev, packed_problem("NN", 4096, 4096, 4096));
+  EXPECT_EQ(space.violation(tail, /*include_pruning=*/true).value_or(""), "");
+  tail.set("SPLITK", 2);
+  EXPECT_EQ(space.violation(tail, /*include_pruning=*/false).value_or(""), "tail_split_or_split_k");
+  // One wave or less (64 tiles on 132 SMs): nothing to split, pruned.
+  tail.set("SPLITK", 1);
+  EXPECT_EQ(make_space(dev, packed_problem("NN", 1024, 1024, 4096))
+                .violation(tail, /*include_pruning=*/true)
+                .value_or(""),
+            "tail_after_full_waves");
 }
 
 TEST(GemmSpace, RestrictionsNarrowTheSpaceAndUnknownNamesAreErrors) {
@@ -266,7 +284,7 @@ TEST(GemmSpace, SplitKGeometryAndWorkspace) {
   const Problem p = packed_problem("NN", 32, 4096, 4096);
   Config c = Config::parse(
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0");
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0");
   EXPECT_FALSE(make_space(dev, p).violation(c).has_value());
   const LaunchGeometry g = geometry(c, p);
   EXPECT_EQ(g.grid.x, 64u);  // 1 x 64 tiles
@@ -292,7 +310,7 @@ TEST(GemmSpace, SelectionFeaturesArePaddingAndWaveQuantization) {
   EXPECT_EQ(face.selection_feature_names(), (std::vector<std::string>{"padding", "waves"}));
   const Config c = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0");
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0");
   std::vector<double> f;
   // 7573 x 41: 119 x 1 tiles of 64 x 64, 4 splits: 476 blocks on 132 SMs, 3.6 waves.
   face.selection_features(c, 132, {7573, 41, 11185}, f);
@@ -317,7 +335,7 @@ TEST(GemmSpace, PretransposedBReadsTheWorkspaceAsTransposed) {
   const Problem nn = packed_problem("NN", 4096, 1000, 4096);
   Config c = Config::parse(
       "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0");
+      "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0");
   EXPECT_FALSE(make_space(dev, nn).violation(c).has_value());
   const KernelSpec spec = kernel_spec(c, nn);
   EXPECT_EQ(spec.options[2], "-DTRANS_B=1");  // the kernel reads B^T from the workspace
@@ -336,7 +354,7 @@ TEST(GemmSpace, RegisterEstimatePrunesConfigsThatWouldSpill) {
   // 128 accumulators with register prefetch fit one block of 256 threads per SM ...
   Config c = Config::parse(
       "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0");
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0");
   EXPECT_FALSE(space.violation(c).has_value());
   EXPECT_GT(estimated_registers(c), 128);
   // ... but not two (128 registers each at most).
@@ -395,13 +413,13 @@ TEST_P(GemmCompileSample, EveryFamilyCompilesWithoutSpills) {
   const DeviceInfo dev = reference_device(cc);
   const char* families[] = {
       "GEMV=0,BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,PIPE=0,"
-      "SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
+      "SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,PIPE=2,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,PIPE=4,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0",
+      "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0,TAIL=0",
   };
   for (const char* layout : {"NN", "NT", "TN", "TT"}) {
     const Problem p = packed_problem(layout, 1000, 1000, 1000);

@@ -37,7 +37,7 @@ TEST(RuntimeRace, SetDatabaseWhileOtherThreadsChoose) {
     best.key = gemm_op::problem_key(device, key_problem);
     best.config =
         "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-        "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0";
+        "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0";
     best.ms = 1;
     ASSERT_TRUE(db.offer_best(best));
     cache::Database other(empty);

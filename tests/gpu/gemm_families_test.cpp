@@ -17,6 +17,7 @@
 #include "generator/kernel_cache.hpp"
 #include "gpu_test_util.hpp"
 #include "templates/check/device_check.hpp"
+#include "templates/extent.hpp"
 #include "templates/gemm/gemm_task.hpp"
 #include "tuned/tuned.h"
 
@@ -27,30 +28,30 @@ std::vector<Config> families(const DeviceInfo& device) {
   std::vector<Config> configs;
   for (const char* text : {
            "GEMV=0,BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,"
-           "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0",
+           "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
            "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0",
+           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0,TAIL=0",
            "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,"
-           "PIPE=4,SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0",
+           "PIPE=4,SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0",
            "GEMV=0,BM=16,BN=16,BK=8,WM=16,WN=8,TM=1,TN=2,LM=16,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=2,"
-           "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=16,PACK=0,REDUCE=0",
+           "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=16,PACK=0,REDUCE=0,TAIL=0",
            "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-           "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0",
+           "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0,TAIL=0",
            "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=0,REDUCE=0",
+           "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
            // Unaligned operands packed (VEC 4 kept on odd leading dims), with and without PRETB.
            "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-           "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0",
+           "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0",
            "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=0,AKM=0,BKM=1,UNROLL=8,"
-           "PIPE=1,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0",
+           "PIPE=1,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=0",
            // Split sums in a second pass, with packing, and splits past the slices of k (empty
            // splits write zero partials).
            "GEMV=0,BM=32,BN=64,BK=16,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=12,PACK=1,REDUCE=1",
+           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=12,PACK=1,REDUCE=1,TAIL=0",
            "GEMV=0,BM=64,BN=32,BK=32,WM=16,WN=32,TM=2,TN=2,LM=4,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=4,"
-           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1",
+           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0",
            "GEMV=0,BM=16,BN=32,BK=8,WM=16,WN=16,TM=2,TN=1,LM=8,VEC=1,PAD=4,AKM=1,BKM=0,UNROLL=8,"
-           "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=256,PACK=0,REDUCE=0",
+           "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=256,PACK=0,REDUCE=0,TAIL=0",
        }) {
     configs.push_back(Config::parse(text));
   }
@@ -143,6 +144,90 @@ TEST(GemmFamilies, EveryFamilyIsRightOnOddShapesInEveryLayout) {
   EXPECT_EQ(checked, static_cast<int>(runs_per_shape * shapes.size() * 2));
 }
 
+// TAIL = 1: the tiles of a partial last wave are split along k at launch. Shapes are built per
+// config so the launch really splits (a few tiles past whole waves of this GPU): odd m, n and k,
+// every layout, packed (odd leading dims) and padded, checked against cuBLAS on NaN-poisoned C
+// with beta = 0 (GemmTask::check, which adds its alpha/beta edge shape), and two launches on the
+// same inputs must give the same bits.
+TEST(GemmFamilies, TailSplitFillsTheLastWaveRightAndRepeatably) {
+  TUNED_REQUIRE_GPU();
+  const DeviceInfo device = query_device(0);
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  KernelCache kernels;
+  DeviceCheck check(kernels, device);
+  Stream stream = Stream::create();
+  int split_launches = 0;
+  for (const char* text : {
+           "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+           "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1",
+           "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=8,"
+           "PIPE=1,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1",
+           "GEMV=0,BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+           "PIPE=4,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=1",
+       }) {
+    for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+      const Config config = Config::parse(text);
+      if (layout[1] == 'T' && config.get("PRETB")) continue;  // PRETB: B not transposed only
+      const Problem any = packed_problem(layout, 8, 8, 8);
+      for (bool padded : {false, true}) {
+        // The config as fitted to this alignment class (odd m and k: class 1 unless padded; the
+        // shapes below are too skinny in n for fit_config to pack on its own).
+        Problem probe = packed_problem(layout, 1001, 135, 1001);
+        if (padded) probe.alignment = 4;
+        const Config c = fit_config(config, device, probe);
+        const auto kernel = kernels.get(kernel_spec(c, any), device);
+        const int bm = c.get("BM"), bn = c.get("BN");
+        const int64_t slots = int64_t{device.sm_count} *
+                              kernel->max_active_blocks_per_sm(threads_per_block(c), shared_bytes(c));
+        // Three tile columns, and tile rows for whole waves plus 4-6 tiles.
+        const int64_t tiles_m = slots / 3 + 2;
+        const int64_t m = (tiles_m - 1) * bm + 5, n = 2 * bn + 7, k = 1001;
+        Problem p = packed_problem(layout, m, n, k);
+        if (padded) {
+          p.lda = (p.lda + 3) / 4 * 4 + 4;
+          p.ldb = (p.ldb + 3) / 4 * 4 + 8;
+          p.ldc = (p.ldc + 3) / 4 * 4 + 4;
+          p.alignment = 4;
+        }
+        ASSERT_EQ(p.alignment, probe.alignment);
+        ASSERT_EQ(fit_config(c, device, p), c);
+        SCOPED_TRACE(std::string(layout) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                     std::to_string(k) + " lda=" + std::to_string(p.lda) + " " + c.canonical());
+        const TailSplit tail = tail_split(*kernel, c, p, geometry(c, p));
+        EXPECT_GE(tail.splits, 2) << "the shape should leave a short last wave on "
+                                  << slots << " slots";
+        split_launches += tail.splits >= 2;
+        GemmTask task(device, p, check);
+        task.allocate();
+        task.fresh_inputs(77 + split_launches, stream.get());
+        const MatrixCheck result = task.check(*kernel, c, stream.get());
+        EXPECT_TRUE(result.passed(task.tolerance()))
+            << "rel error " << result.rel_error << ", unwritten " << result.unwritten
+            << ", non-finite " << result.nonfinite;
+        // The same inputs twice: the tail's sums are ordered, so the bits repeat.
+        DeviceBuffer a(column_major_elements(p.lda, p.trans_a ? m : k) * sizeof(float));
+        DeviceBuffer b(column_major_elements(p.ldb, p.trans_b ? k : n) * sizeof(float));
+        DeviceBuffer c1(column_major_elements(p.ldc, n) * sizeof(float));
+        DeviceBuffer c2(column_major_elements(p.ldc, n) * sizeof(float));
+        DeviceBuffer ws(std::max<size_t>(workspace_bytes(c, p), 1));
+        check.fill_uniform(a.as<float>(), a.bytes() / 4, 5, -1, 1, stream.get());
+        check.fill_uniform(b.as<float>(), b.bytes() / 4, 6, -1, 1, stream.get());
+        for (DeviceBuffer* out : {&c1, &c2}) {
+          DeviceCheck::poison(out->as<float>(), out->bytes() / 4, stream.get());
+          launch(*kernel, c, p, 1.0f, a.as<float>(), b.as<float>(), 0.0f, out->as<float>(),
+                 ws.get(), stream.get(), task.transpose_b_callback());
+        }
+        const MatrixCheck same =
+            check.compare(c2.as<float>(), p.ldc, c1.as<float>(), p.ldc, m, n, stream.get());
+        EXPECT_EQ(same.rel_error, 0.0);
+        EXPECT_EQ(same.unwritten, 0);
+        EXPECT_EQ(same.nonfinite, 0);
+      }
+    }
+  }
+  EXPECT_EQ(split_launches, 2 * (4 + 4 + 2));
+}
+
 // The matrix-vector kernel (m or n of 1): both of its paths (rows adjacent in memory, k
 // contiguous) come from the layout and which of m, n is 1; every rows-per-block value with and
 // without splits of k, on odd lengths, padded and packed leading dims, NaN-poisoned C.
@@ -174,8 +259,8 @@ TEST(GemmFamilies, SplitKThroughThePublicApiIsDeterministic) {
   check_split_through_the_api(
       96, 200, 3001,
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=0,REDUCE=0",
-      "SPLITK=6,PACK=0,REDUCE=0");
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=0,REDUCE=0,TAIL=0",
+      "SPLITK=6,PACK=0,REDUCE=0,TAIL=0");
 }
 
 // Split-K on odd leading dims with A and B packed (VEC 4 on lda = 97, ldb = 203, ldc = 97): the
@@ -185,8 +270,8 @@ TEST(GemmFamilies, SplitSumPassEqualsTheLastBlockSumOnPackedOperands) {
   const std::string split =
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=";
-  const auto last_block = check_split_through_the_api(97, 203, 3001, split + "0", "PACK=1");
-  const auto sum_pass = check_split_through_the_api(97, 203, 3001, split + "1", "REDUCE=1");
+  const auto last_block = check_split_through_the_api(97, 203, 3001, split + "0,TAIL=0", "PACK=1");
+  const auto sum_pass = check_split_through_the_api(97, 203, 3001, split + "1,TAIL=0", "REDUCE=1");
   ASSERT_EQ(last_block.size(), sum_pass.size());
   size_t differing = 0;
   for (size_t i = 0; i < last_block.size(); ++i) {
