@@ -145,6 +145,10 @@ double Space::unconstrained_size() const {
 }
 
 void Space::for_each(const std::function<bool(const Config&)>& visit) const {
+  walk(visit, nullptr);
+}
+
+void Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_64* rng) const {
   const size_t n = params_.size();
   if (n == 0) return;
   auto names = std::make_shared<std::vector<std::string>>();
@@ -184,10 +188,17 @@ void Space::for_each(const std::function<bool(const Config&)>& visit) const {
   Config config(names, std::vector<int>(n, 0));
   std::vector<size_t> index(n, 0), blame(n, 0);
   std::vector<bool> passed(n, false);  // some value at this depth met its rules
+  // The order each depth tries its values in: the list's, or shuffled on each entry.
+  std::vector<std::vector<int>> order(n);
+  auto enter = [&](size_t d) {
+    order[d] = params_[d].values;
+    if (rng) std::shuffle(order[d].begin(), order[d].end(), *rng);
+  };
+  enter(0);
   size_t depth = 0;
   while (true) {
-    if (index[depth] < params_[depth].values.size()) {
-      config.set_value(depth, params_[depth].values[index[depth]++]);
+    if (index[depth] < order[depth].size()) {
+      config.set_value(depth, order[depth][index[depth]++]);
       const Check* failed = nullptr;
       for (const Check& check : checks_at[depth]) {
         if (!check.constraint->holds(config)) {
@@ -207,6 +218,7 @@ void Space::for_each(const std::function<bool(const Config&)>& visit) const {
         index[depth] = 0;
         blame[depth] = 0;
         passed[depth] = false;
+        enter(depth);
       }
     } else if (depth == 0) {
       return;
@@ -249,7 +261,16 @@ std::optional<Config> Space::sample(std::mt19937_64& rng, int max_tries) const {
     }
     if (!violation(config)) return config;
   }
-  return std::nullopt;
+  // Valid configs are rare (a narrow problem prunes most tiles, splits and host options): a walk
+  // in random order finds one, not uniformly but from anywhere in the space.
+  std::optional<Config> found;
+  walk(
+      [&](const Config& c) {
+        found = c;
+        return false;
+      },
+      &rng);
+  return found;
 }
 
 std::vector<Config> Space::neighbors(const Config& config) const {

@@ -471,5 +471,29 @@ TEST(GemmCompile, ReportParserReadsPtxasLines) {
   EXPECT_EQ(r.static_smem_bytes, 2048);
 }
 
+// Random draws from a space whose valid configs are rare (most tiles, splits and host options
+// pruned): rejection alone found none in 100000 draws for such problems, ending autotune's search
+// after a few seconds as "space exhausted". The walk in random order finds valid, varied configs.
+TEST(GemmSpace, SamplingFindsVariedConfigsWhereValidOnesAreRare) {
+  const DeviceInfo dev = reference_device(90);
+  for (const Problem& p : {packed_problem("TT", 2245, 3167, 47), packed_problem("NN", 128, 128, 131072),
+                           packed_problem("TN", 16384, 64, 8192)}) {
+    const Space space = make_space(dev, p);
+    std::mt19937_64 rng(7);
+    std::set<std::string> distinct;
+    for (int t = 0; t < 300; ++t) {
+      const auto c = space.sample(rng);
+      ASSERT_TRUE(c.has_value());
+      EXPECT_FALSE(space.violation(*c, /*include_pruning=*/true).has_value());
+      distinct.insert(c->canonical());
+    }
+    EXPECT_GE(distinct.size(), 250u) << p.layout() << " " << p.m << "x" << p.n << "x" << p.k;
+    // Every tile row count the space allows shows up among the draws.
+    std::set<int> bms;
+    for (const auto& c : distinct) bms.insert(Config::parse(c).get("BM"));
+    EXPECT_GE(bms.size(), 3u);
+  }
+}
+
 }  // namespace
 }  // namespace tuned::gemm_op
