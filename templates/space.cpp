@@ -148,7 +148,8 @@ void Space::for_each(const std::function<bool(const Config&)>& visit) const {
   walk(visit, nullptr);
 }
 
-void Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_64* rng) const {
+void Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_64* rng,
+                 size_t max_steps) const {
   const size_t n = params_.size();
   if (n == 0) return;
   auto names = std::make_shared<std::vector<std::string>>();
@@ -196,7 +197,9 @@ void Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_6
   };
   enter(0);
   size_t depth = 0;
+  size_t steps = 0;
   while (true) {
+    if (max_steps > 0 && ++steps > max_steps) return;
     if (index[depth] < order[depth].size()) {
       config.set_value(depth, order[depth][index[depth]++]);
       const Check* failed = nullptr;
@@ -249,6 +252,13 @@ size_t Space::count() const {
   return n;
 }
 
+namespace {
+// A draw's walks give up after this many values tried each: valid configs, where any exist,
+// turn up within hundreds.
+constexpr size_t kSampleWalkSteps = 2000;
+constexpr int kSampleWalks = 10;  // fresh orders: a walk stuck in a barren branch starts over
+}  // namespace
+
 std::optional<Config> Space::sample(std::mt19937_64& rng, int max_tries) const {
   if (params_.empty()) return std::nullopt;
   auto names = std::make_shared<std::vector<std::string>>();
@@ -264,12 +274,14 @@ std::optional<Config> Space::sample(std::mt19937_64& rng, int max_tries) const {
   // Valid configs are rare (a narrow problem prunes most tiles, splits and host options): a walk
   // in random order finds one, not uniformly but from anywhere in the space.
   std::optional<Config> found;
-  walk(
-      [&](const Config& c) {
-        found = c;
-        return false;
-      },
-      &rng);
+  for (int w = 0; w < kSampleWalks && !found; ++w) {
+    walk(
+        [&](const Config& c) {
+          found = c;
+          return false;
+        },
+        &rng, kSampleWalkSteps);
+  }
   return found;
 }
 

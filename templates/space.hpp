@@ -91,7 +91,8 @@ class Space {
   /// A random valid config, or nothing if the space is empty. First each parameter drawn
   /// uniformly, rejected until every constraint holds (up to max_tries draws: uniform over the
   /// valid configs where they are not rare); then, where they are, the first config of a walk
-  /// like for_each's over values in random order, which always finds one if any exists.
+  /// like for_each's over values in random order (bounded walks, restarted a few times: an empty
+  /// space is for_each's to prove, not every draw's).
   std::optional<Config> sample(std::mt19937_64& rng, int max_tries = 200) const;
   /// Valid configs one step away: one parameter moved to the next lower or higher value of its
   /// list, or two parameters moved together (so coupled ones like BM and WM can move in step).
@@ -105,8 +106,10 @@ class Space {
   std::optional<std::string> violation(const Config& config, bool include_pruning = true) const;
 
  private:
-  /// for_each's walk; with rng, each parameter's values are tried in a fresh random order.
-  void walk(const std::function<bool(const Config&)>& visit, std::mt19937_64* rng) const;
+  /// for_each's walk; with rng, each parameter's values are tried in a fresh random order. Stops
+  /// after max_steps values tried (0: no limit).
+  void walk(const std::function<bool(const Config&)>& visit, std::mt19937_64* rng,
+            size_t max_steps = 0) const;
 
   std::vector<Param> params_;
   std::vector<Constraint> constraints_;

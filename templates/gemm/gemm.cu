@@ -27,14 +27,16 @@
 //   parameter REDUCE): the last block of a tile to finish (an integer ticket), or a second launch
 //   of this kernel spread over many blocks per tile (one fragment element of every thread each);
 //   both add the same numbers in the same order, so they give the same bits.
+//   TAIL = 1 (with SPLITK = 1) splits the tiles of a partial last wave along k: blocks from
+//   tail_first on each take 1/tail_splits of one tail tile's k range (the host sizes both from
+//   the SMs and the kernel's occupancy), summed like split-K partials, so a wave that would run
+//   mostly empty runs full and short (a data-parallel + split hybrid in the spirit of stream-K).
+//   Compiled in only where asked for: the summing code costs registers (221 -> 255 on the large
+//   NN tile) even where no tail is split.
 // Host-side parameters (no -D option, the same kernel): PACK copies A and B that are not 16-byte
 // aligned into an aligned workspace first (so VEC > 1 survives an odd leading dimension), REDUCE
-// picks who sums split-K partials, TAIL splits the tiles of a partial last wave along k: with
-// SPLITK = 1, blocks from tail_first on each take 1/tail_splits of one tail tile's k range (the
-// host sizes both from the SMs and the kernel's occupancy), summed like split-K partials, so a
-// wave that would run mostly empty runs full and short (a data-parallel + split hybrid in the
-// spirit of stream-K). C's own alignment is checked here at run time: its stores are VEC wide
-// only where ldc and C allow.
+// picks who sums split-K partials. C_VEC, set from the problem's alignment class (not a tuning
+// parameter), is the widest store C allows: below VEC where packing let VEC exceed it.
 // GEMV > 0 replaces all of that with a matrix-vector kernel for m == 1 or n == 1 (see below);
 // the tile parameters then hold fixed placeholder values and only VEC and SPLITK are read.
 
@@ -104,6 +106,12 @@
 #ifndef SPLITK
 #error "gemm.cu: SPLITK must be defined (-DSPLITK=<value>)"
 #endif
+#ifndef TAIL
+#error "gemm.cu: TAIL must be defined (-DTAIL=<value>)"
+#endif
+#ifndef C_VEC
+#error "gemm.cu: C_VEC must be defined (-DC_VEC=<value>)"
+#endif
 
 namespace {
 
@@ -137,6 +145,8 @@ static_assert(PIPE >= 0 && PIPE <= 4, "PIPE is 0 (single stage), 1 (register pre
 static_assert(SWZ >= 0, "SWZ is 0 (no grouping) or a group height in block rows");
 static_assert(MINB >= 1, "MINB is at least 1");
 static_assert(SPLITK >= 1, "SPLITK is at least 1");
+static_assert(TAIL == 0 || (TAIL == 1 && SPLITK == 1), "TAIL is 0, or 1 with SPLITK = 1");
+static_assert(C_VEC >= 1 && C_VEC <= VEC && VEC % C_VEC == 0, "C_VEC is 1, 2 or 4, at most VEC");
 static_assert(TRANS_A == 0 || TRANS_A == 1, "TRANS_A is 0 or 1");
 static_assert(TRANS_B == 0 || TRANS_B == 1, "TRANS_B is 0 or 1");
 #if PIPE >= 2 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
@@ -369,11 +379,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
   int tile = blockIdx.x, split = 0, splits = SPLITK;
   if constexpr (SPLITK > 1) {
     split = blockIdx.y;
-  } else if (tail_splits > 1 && tile >= tail_first) {
-    const int i = tile - tail_first;
-    tile = tail_first + i / tail_splits;
-    split = i % tail_splits;
-    splits = tail_splits;
+  } else if constexpr (TAIL == 1) {
+    if (tail_splits > 1 && tile >= tail_first) {
+      const int i = tile - tail_first;
+      tile = tail_first + i / tail_splits;
+      split = i % tail_splits;
+      splits = tail_splits;
+    }
   }
   int m0, n0;
   tile_origin(tile, M, N, m0, n0);
@@ -498,7 +510,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     }
   }
 
-  if (SPLITK > 1 || splits > 1) {
+  if (SPLITK > 1 || (TAIL == 1 && splits > 1)) {
     // Partial tiles live in the workspace thread-major (coalesced, no edge cases): split s of
     // slot t at [(s * slots + t) * BM * BN], element (i, j) of thread tid at
     // [(i * kFragN + j) * kThreads + tid]; one int ticket per slot follows all partial tiles.
@@ -540,10 +552,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
   }
 
   // Epilogue: C = alpha * acc + beta * C, never reading C when beta == 0 (NaNs there must not
-  // leak). Runs of TM rows are contiguous in C; they are written VEC wide where whole and where C
-  // and ldc are aligned for it (VEC may exceed C's alignment when A and B were packed).
-  constexpr int kCVec = (TM % VEC == 0) ? VEC : 1;
-  const bool c_vectors = ldc % kCVec == 0 && reinterpret_cast<size_t>(C) % (4 * kCVec) == 0;
+  // leak). Runs of TM rows are contiguous in C; they are written C_VEC wide where whole.
+  constexpr int kCVec = (TM % C_VEC == 0) ? C_VEC : 1;
 #pragma unroll
   for (int wm = 0; wm < kWMIter; ++wm) {
 #pragma unroll
@@ -559,7 +569,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
           Vec<kCVec> out;
 #pragma unroll
           for (int e = 0; e < kCVec; ++e) out.v[e] = alpha * acc[wm * TM + i + e][wn * TN + j];
-          if (c_vectors && m + kCVec <= m_left) {
+          if (m + kCVec <= m_left) {
             Vec<kCVec>* p = reinterpret_cast<Vec<kCVec>*>(c_col + m);
             if (beta != 0.0f) {
               const Vec<kCVec> old = *p;

@@ -345,7 +345,7 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
       "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=2,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=64,BN=256,BK=16,WM=32,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
       "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=0,UNROLL=16,"
+      "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
       "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=2,PACK=0,REDUCE=0,TAIL=0",
       "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=2,LM=8,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=16,"
       "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=4,PACK=0,REDUCE=0,TAIL=0",
@@ -481,8 +481,12 @@ Config fit_config(const Config& config, const DeviceInfo& device, const Problem&
 namespace {
 
 // Parameters only the launch reads: configs differing in them share one kernel.
-bool is_host_param(const std::string& name) {
-  return name == "PACK" || name == "REDUCE" || name == "TAIL";
+bool is_host_param(const std::string& name) { return name == "PACK" || name == "REDUCE"; }
+
+// The widest store C allows: VEC, or the problem's alignment class where packing lets VEC exceed
+// it (the class is the narrowest of A, B and C: C may be wider, never narrower).
+int c_vec(const Config& config, const Problem& problem) {
+  return std::min(config.get("VEC"), problem.alignment);
 }
 
 // The config without its host-side parameters: what names and compiles the kernel.
@@ -498,15 +502,18 @@ Config kernel_config(const Config& config) {
 }  // namespace
 
 std::string kernel_name(const Config& config, const Problem& problem) {
+  const int cv = c_vec(config, problem);
   return "gemm_" + std::string(problem.trans_a ? "t" : "n") + (problem.trans_b ? "t" : "n") +
-         kernel_config(config).name_suffix();
+         kernel_config(config).name_suffix() +
+         (cv < config.get("VEC") ? "_cvec" + std::to_string(cv) : "");
 }
 
 KernelSpec kernel_spec(const Config& config, const Problem& problem) {
   KernelSpec spec = template_kernel_spec("gemm.cu", kernel_name(config, problem));
   spec.options = {"-DKERNEL_NAME=" + spec.kernel_name,
                   "-DTRANS_A=" + std::to_string(problem.trans_a ? 1 : 0),
-                  "-DTRANS_B=" + std::to_string(reads_b_transposed(config, problem) ? 1 : 0)};
+                  "-DTRANS_B=" + std::to_string(reads_b_transposed(config, problem) ? 1 : 0),
+                  "-DC_VEC=" + std::to_string(c_vec(config, problem))};
   for (const auto& d : kernel_config(config).defines()) spec.options.push_back(d);
   spec.dynamic_smem_bytes = shared_bytes(config);
   return spec;

@@ -82,14 +82,19 @@ int check_on_shapes(const DeviceInfo& device, const char* layout,
     if (c.get("PACK") == 0) c.set("VEC", std::min(c.get("VEC"), vec));
     return c;
   };
-  const Problem any = packed_problem(layout, 8, 8, 8);  // kernel specs depend on the layout only
+  // Kernel specs depend on the layout and the alignment class only: one per class, by name.
+  auto any = [&](int alignment) {
+    Problem p = packed_problem(layout, 8, 8, 8);
+    p.alignment = alignment;
+    return p;
+  };
   std::map<std::string, std::shared_future<BuiltKernel>> built;
   for (const auto& c : configs) {
     for (int vec : {4, 2, 1}) {
-      const Config v = with_vec(c, vec);
-      if (built.count(v.canonical())) continue;
-      built[v.canonical()] = std::async(std::launch::async, [&, v] {
-        return kernels.build(kernel_spec(v, any), device);
+      const KernelSpec spec = kernel_spec(with_vec(c, vec), any(vec));
+      if (built.count(spec.kernel_name)) continue;
+      built[spec.kernel_name] = std::async(std::launch::async, [&, spec] {
+        return kernels.build(spec, device);
       }).share();
     }
   }
@@ -109,7 +114,8 @@ int check_on_shapes(const DeviceInfo& device, const char* layout,
                      "x" + std::to_string(k) + " lda=" + std::to_string(p.lda) +
                      " ldb=" + std::to_string(p.ldb) + " ldc=" + std::to_string(p.ldc) + " " +
                      c.canonical());
-        const auto kernel = KernelCache::load(built.at(c.canonical()).get(), kernel_spec(c, any));
+        const KernelSpec spec = kernel_spec(c, p);
+        const auto kernel = KernelCache::load(built.at(spec.kernel_name).get(), spec);
         GemmTask task(device, p, check);
         task.allocate();
         task.fresh_inputs(seed + checked, stream.get());
@@ -168,14 +174,13 @@ TEST(GemmFamilies, TailSplitFillsTheLastWaveRightAndRepeatably) {
     for (const char* layout : {"NN", "NT", "TN", "TT"}) {
       const Config config = Config::parse(text);
       if (layout[1] == 'T' && config.get("PRETB")) continue;  // PRETB: B not transposed only
-      const Problem any = packed_problem(layout, 8, 8, 8);
       for (bool padded : {false, true}) {
         // The config as fitted to this alignment class (odd m and k: class 1 unless padded; the
         // shapes below are too skinny in n for fit_config to pack on its own).
         Problem probe = packed_problem(layout, 1001, 135, 1001);
         if (padded) probe.alignment = 4;
         const Config c = fit_config(config, device, probe);
-        const auto kernel = kernels.get(kernel_spec(c, any), device);
+        const auto kernel = kernels.get(kernel_spec(c, probe), device);
         const int bm = c.get("BM"), bn = c.get("BN");
         const int64_t slots = int64_t{device.sm_count} *
                               kernel->max_active_blocks_per_sm(threads_per_block(c), shared_bytes(c));
