@@ -68,6 +68,15 @@ std::vector<Config> families(const DeviceInfo& device) {
 
 using Shapes = std::vector<std::tuple<int, int, int>>;
 
+// Leading dims padded past the minimum to multiples of 4 (alignment class 4), each by a different
+// amount so a mixed-up ld shows.
+void pad_leading_dims(Problem& p) {
+  p.lda = (p.lda + 3) / 4 * 4 + 4;
+  p.ldb = (p.ldb + 3) / 4 * 4 + 8;
+  p.ldc = (p.ldc + 3) / 4 * 4 + 4;
+  p.alignment = 4;
+}
+
 // Checks every config on every shape in one layout against cuBLAS (GemmTask::check: NaN-poisoned
 // C with beta = 0, then the padded alpha/beta edge shape). Each shape runs twice: with leading dims
 // padded to a multiple of 4 (alignment class 4, the config as it is) and packed (odd leading dims:
@@ -103,12 +112,7 @@ int check_on_shapes(const DeviceInfo& device, const char* layout,
     for (auto [m, n, k] : shapes) {
       for (bool padded : {true, false}) {
         Problem p = packed_problem(layout, m, n, k);
-        if (padded) {
-          p.lda = (p.lda + 3) / 4 * 4 + 4;
-          p.ldb = (p.ldb + 3) / 4 * 4 + 8;
-          p.ldc = (p.ldc + 3) / 4 * 4 + 4;
-          p.alignment = 4;
-        }
+        if (padded) pad_leading_dims(p);
         const Config c = with_vec(config, p.alignment);
         SCOPED_TRACE(std::string(layout) + " " + std::to_string(m) + "x" + std::to_string(n) +
                      "x" + std::to_string(k) + " lda=" + std::to_string(p.lda) +
@@ -188,12 +192,7 @@ TEST(GemmFamilies, TailSplitFillsTheLastWaveRightAndRepeatably) {
         const int64_t tiles_m = slots / 3 + 2;
         const int64_t m = (tiles_m - 1) * bm + 5, n = 2 * bn + 7, k = 1001;
         Problem p = packed_problem(layout, m, n, k);
-        if (padded) {
-          p.lda = (p.lda + 3) / 4 * 4 + 4;
-          p.ldb = (p.ldb + 3) / 4 * 4 + 8;
-          p.ldc = (p.ldc + 3) / 4 * 4 + 4;
-          p.alignment = 4;
-        }
+        if (padded) pad_leading_dims(p);
         ASSERT_EQ(p.alignment, probe.alignment);
         ASSERT_EQ(fit_config(c, device, p), c);
         SCOPED_TRACE(std::string(layout) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
