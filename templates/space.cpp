@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 
 #include "tuned/error.hpp"
 
@@ -156,10 +157,15 @@ void Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_6
   for (const auto& p : params_) names->push_back(p.name);
 
   // checks_at[i]: constraints whose last used parameter is i, tested once parameter i is set.
-  // blame_of[c]: 1 + the deepest other parameter it reads (0: none), for backjumping.
+  // Each carries the set of the other parameters it reads (bit j: parameter j), for backjumping.
+  if (n > 64) {
+    throw Error(TUNED_STATUS_INTERNAL_ERROR,
+                "space has " + std::to_string(n) + " parameters; at most 64 are supported");
+  }
+  using Depths = std::uint64_t;
   struct Check {
     const Constraint* constraint;
-    size_t blame;
+    Depths reads_before;
   };
   std::vector<std::vector<Check>> checks_at(n);
   for (const auto& c : constraints_) {
@@ -173,25 +179,33 @@ void Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_6
       used.push_back(static_cast<size_t>(it - names->begin()));
     }
     const size_t last = used.empty() ? n - 1 : *std::max_element(used.begin(), used.end());
-    size_t blame = 0;
+    Depths reads = 0;
     for (size_t u : used) {
-      if (u != last) blame = std::max(blame, u + 1);
+      if (u != last) reads |= Depths{1} << u;
     }
     // A rule reading no parameter is blamed on all of them (never jumped over).
-    if (used.empty()) blame = n - 1;
-    checks_at[last].push_back({&c, blame});
+    if (used.empty()) reads = (Depths{1} << last) - 1;
+    checks_at[last].push_back({&c, reads});
   }
 
   // One config whose later parameters hold stale values that the constraints at this depth
-  // never read. Gaschnig's backjumping: when every value of a parameter fails, the rules that
-  // rejected them read only earlier parameters up to some depth j; nothing between j and here
-  // can change that, so the walk resumes at j. The order of the configs visited is unchanged.
+  // never read. Conflict-directed backjumping (Prosser): conflicts[d] collects the earlier
+  // parameters read by the rules that rejected depth d's values, and those its subtrees reported.
+  // When depth d runs out of values with no valid config below it, nothing between the deepest
+  // of them, h, and d can change that: the walk resumes at h, which inherits the rest of the
+  // set. Where a valid config was found below, the walk steps back one depth as plain
+  // enumeration does. The order of the configs visited is unchanged; only barren branches are
+  // skipped (with contradictory restrictions on late parameters, the whole space at once).
   Config config(names, std::vector<int>(n, 0));
-  std::vector<size_t> index(n, 0), blame(n, 0);
-  std::vector<bool> passed(n, false);  // some value at this depth met its rules
+  std::vector<size_t> index(n, 0);
+  std::vector<Depths> conflicts(n, 0);
+  std::vector<bool> found(n, false);  // a valid config was visited below this depth's values
   // The order each depth tries its values in: the list's, or shuffled on each entry.
   std::vector<std::vector<int>> order(n);
   auto enter = [&](size_t d) {
+    index[d] = 0;
+    conflicts[d] = 0;
+    found[d] = false;
     order[d] = params_[d].values;
     if (rng) std::shuffle(order[d].begin(), order[d].end(), *rng);
   };
@@ -210,26 +224,25 @@ void Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_6
         }
       }
       if (failed) {
-        blame[depth] = std::max(blame[depth], failed->blame);
+        conflicts[depth] |= failed->reads_before;
         continue;
       }
-      passed[depth] = true;
       if (depth + 1 == n) {
+        found[depth] = true;
         if (!visit(config)) return;
       } else {
-        ++depth;
-        index[depth] = 0;
-        blame[depth] = 0;
-        passed[depth] = false;
-        enter(depth);
+        enter(++depth);
       }
     } else if (depth == 0) {
       return;
-    } else if (!passed[depth]) {
-      if (blame[depth] == 0) return;  // no earlier parameter can make any value valid
-      depth = blame[depth] - 1;        // the deepest parameter blamed moves to its next value
+    } else if (found[depth]) {
+      found[--depth] = true;
     } else {
-      --depth;
+      const Depths blamed = conflicts[depth];
+      if (blamed == 0) return;  // no earlier parameter can make any value valid
+      const size_t back = 63 - static_cast<size_t>(__builtin_clzll(blamed));
+      conflicts[back] |= blamed & ~(Depths{1} << back);
+      depth = back;  // the deepest parameter blamed moves to its next value
     }
   }
 }
