@@ -12,11 +12,13 @@ namespace tuned {
 Config::Config(std::shared_ptr<const std::vector<std::string>> names, std::vector<int> values)
     : names_(std::move(names)), values_(std::move(values)) {}
 
-int Config::get(const std::string& name) const {
+int Config::get(std::string_view name) const {
+  const auto& names = *names_;
   for (size_t i = 0; i < values_.size(); ++i) {
-    if ((*names_)[i] == name) return values_[i];
+    if (names[i] == name) return values_[i];
   }
-  throw Error(TUNED_STATUS_INTERNAL_ERROR, "config " + canonical() + " has no parameter " + name);
+  throw Error(TUNED_STATUS_INTERNAL_ERROR,
+              "config " + canonical() + " has no parameter " + std::string(name));
 }
 
 void Config::set_value(size_t i, int value) { values_[i] = value; }

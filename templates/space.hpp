@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tuned {
@@ -21,7 +22,8 @@ class Config {
   Config(std::shared_ptr<const std::vector<std::string>> names, std::vector<int> values);
 
   /// Value of a parameter; throws Error(TUNED_STATUS_INTERNAL_ERROR) when the name is unknown.
-  int get(const std::string& name) const;
+  /// A view: launches read parameters dozens of times per call, without building strings.
+  int get(std::string_view name) const;
   bool has(const std::string& name) const;
   /// Sets an existing parameter or appends a new one.
   void set(const std::string& name, int value);

@@ -108,30 +108,33 @@ void validate_arguments(int op_a, int op_b, int64_t m, int64_t n, int64_t k, con
                         const void* c, int64_t ldc) {
   require_argument(op_a == 0 || op_a == 1, "op_a", "must be TUNED_OP_N or TUNED_OP_T");
   require_argument(op_b == 0 || op_b == 1, "op_b", "must be TUNED_OP_N or TUNED_OP_T");
-  require_argument(m >= 0, "m", "must be >= 0 (got " + std::to_string(m) + ")");
-  require_argument(n >= 0, "n", "must be >= 0 (got " + std::to_string(n) + ")");
-  require_argument(k >= 0, "k", "must be >= 0 (got " + std::to_string(k) + ")");
+  // Rules that quote numbers format them only when they fail (this runs on every call).
+  require_argument(m >= 0, "m", [&] { return "must be >= 0 (got " + std::to_string(m) + ")"; });
+  require_argument(n >= 0, "n", [&] { return "must be >= 0 (got " + std::to_string(n) + ")"; });
+  require_argument(k >= 0, "k", [&] { return "must be >= 0 (got " + std::to_string(k) + ")"; });
   for (const auto& [name, size] : {std::pair{"m", m}, {"n", n}, {"k", k}}) {
-    require_argument(size <= kMaxSize, name,
-                     "must be <= " + std::to_string(kMaxSize) +
-                         " (2^31 - 1024: the kernels index in 32 bits with a tile of margin; got " +
-                         std::to_string(size) + ")");
+    require_argument(size <= kMaxSize, name, [&, size = size] {
+      return "must be <= " + std::to_string(kMaxSize) +
+             " (2^31 - 1024: the kernels index in 32 bits with a tile of margin; got " +
+             std::to_string(size) + ")";
+    });
   }
   require_argument(alpha != nullptr, "alpha", "must not be NULL");
   require_argument(beta != nullptr, "beta", "must not be NULL");
   const int64_t rows_a = op_a ? k : m;
   const int64_t rows_b = op_b ? n : k;
-  require_argument(lda >= std::max<int64_t>(1, rows_a), "lda",
-                   "must be >= max(1, " + std::string(op_a ? "k" : "m") + ") = " +
-                       std::to_string(std::max<int64_t>(1, rows_a)) + " (got " +
-                       std::to_string(lda) + ")");
-  require_argument(ldb >= std::max<int64_t>(1, rows_b), "ldb",
-                   "must be >= max(1, " + std::string(op_b ? "n" : "k") + ") = " +
-                       std::to_string(std::max<int64_t>(1, rows_b)) + " (got " +
-                       std::to_string(ldb) + ")");
-  require_argument(ldc >= std::max<int64_t>(1, m), "ldc",
-                   "must be >= max(1, m) = " + std::to_string(std::max<int64_t>(1, m)) +
-                       " (got " + std::to_string(ldc) + ")");
+  require_argument(lda >= std::max<int64_t>(1, rows_a), "lda", [&] {
+    return "must be >= max(1, " + std::string(op_a ? "k" : "m") + ") = " +
+           std::to_string(std::max<int64_t>(1, rows_a)) + " (got " + std::to_string(lda) + ")";
+  });
+  require_argument(ldb >= std::max<int64_t>(1, rows_b), "ldb", [&] {
+    return "must be >= max(1, " + std::string(op_b ? "n" : "k") + ") = " +
+           std::to_string(std::max<int64_t>(1, rows_b)) + " (got " + std::to_string(ldb) + ")";
+  });
+  require_argument(ldc >= std::max<int64_t>(1, m), "ldc", [&] {
+    return "must be >= max(1, m) = " + std::to_string(std::max<int64_t>(1, m)) + " (got " +
+           std::to_string(ldc) + ")";
+  });
   if (m == 0 || n == 0) return;  // nothing is read or written
   require_argument(c != nullptr, "C", "must not be NULL when m and n are > 0");
   if (k > 0 && *alpha != 0.0f) {
