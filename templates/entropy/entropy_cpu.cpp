@@ -162,20 +162,27 @@ void run_of(CpuMethod method, const Problem& p, const T* in, float* out) {
 }  // namespace
 
 void validate_problem(const Problem& p) {
-  require_argument(p.rows >= 0, "rows", "must be >= 0 (got " + std::to_string(p.rows) + ")");
-  require_argument(p.cols >= 0, "cols", "must be >= 0 (got " + std::to_string(p.cols) + ")");
-  require_argument(p.ld_in >= std::max<int64_t>(1, p.rows), "ld_in",
-                   "must be >= max(1, rows) = " + std::to_string(std::max<int64_t>(1, p.rows)) +
-                       " (got " + std::to_string(p.ld_in) + ")");
-  require_argument(p.ld_out >= std::max<int64_t>(1, p.rows), "ld_out",
-                   "must be >= max(1, rows) = " + std::to_string(std::max<int64_t>(1, p.rows)) +
-                       " (got " + std::to_string(p.ld_out) + ")");
-  require_argument(p.radius >= 0 && p.radius <= kMaxRadius, "radius",
-                   "must be in 0.." + std::to_string(kMaxRadius) + " (got " +
-                       std::to_string(p.radius) + ")");
-  require_argument(p.levels >= 2 && p.levels <= kMaxLevels, "levels",
-                   "must be in 2.." + std::to_string(kMaxLevels) + " (got " +
-                       std::to_string(p.levels) + ")");
+  // Rules that quote numbers format them only when they fail (this runs on every call).
+  require_argument(p.rows >= 0, "rows",
+                   [&] { return "must be >= 0 (got " + std::to_string(p.rows) + ")"; });
+  require_argument(p.cols >= 0, "cols",
+                   [&] { return "must be >= 0 (got " + std::to_string(p.cols) + ")"; });
+  require_argument(p.ld_in >= std::max<int64_t>(1, p.rows), "ld_in", [&] {
+    return "must be >= max(1, rows) = " + std::to_string(std::max<int64_t>(1, p.rows)) +
+           " (got " + std::to_string(p.ld_in) + ")";
+  });
+  require_argument(p.ld_out >= std::max<int64_t>(1, p.rows), "ld_out", [&] {
+    return "must be >= max(1, rows) = " + std::to_string(std::max<int64_t>(1, p.rows)) +
+           " (got " + std::to_string(p.ld_out) + ")";
+  });
+  require_argument(p.radius >= 0 && p.radius <= kMaxRadius, "radius", [&] {
+    return "must be in 0.." + std::to_string(kMaxRadius) + " (got " + std::to_string(p.radius) +
+           ")";
+  });
+  require_argument(p.levels >= 2 && p.levels <= kMaxLevels, "levels", [&] {
+    return "must be in 2.." + std::to_string(kMaxLevels) + " (got " + std::to_string(p.levels) +
+           ")";
+  });
 }
 
 std::string bad_value_message(int64_t i, int64_t j, double value, int levels) {

@@ -48,14 +48,20 @@ int alignment_class(const void* a, const void* b, int64_t lda, int64_t ldb) {
 
 void validate_arguments(int64_t rows, int64_t cols, const void* a, int64_t lda, const void* b,
                         int64_t ldb) {
-  require_argument(rows >= 0, "rows", "must be >= 0 (got " + std::to_string(rows) + ")");
-  require_argument(cols >= 0, "cols", "must be >= 0 (got " + std::to_string(cols) + ")");
-  require_argument(lda >= std::max<int64_t>(1, rows), "lda",
-                   "must be >= max(1, rows) = " + std::to_string(std::max<int64_t>(1, rows)) +
-                       " (got " + std::to_string(lda) + ")");
-  require_argument(ldb >= std::max<int64_t>(1, cols), "ldb",
-                   "must be >= max(1, cols) = " + std::to_string(std::max<int64_t>(1, cols)) +
-                       " (got " + std::to_string(ldb) + ")");
+  // Rules that quote numbers format them only when they fail (this runs on every call, and on
+  // every GEMM call of a PRETB config).
+  require_argument(rows >= 0, "rows",
+                   [&] { return "must be >= 0 (got " + std::to_string(rows) + ")"; });
+  require_argument(cols >= 0, "cols",
+                   [&] { return "must be >= 0 (got " + std::to_string(cols) + ")"; });
+  require_argument(lda >= std::max<int64_t>(1, rows), "lda", [&] {
+    return "must be >= max(1, rows) = " + std::to_string(std::max<int64_t>(1, rows)) + " (got " +
+           std::to_string(lda) + ")";
+  });
+  require_argument(ldb >= std::max<int64_t>(1, cols), "ldb", [&] {
+    return "must be >= max(1, cols) = " + std::to_string(std::max<int64_t>(1, cols)) + " (got " +
+           std::to_string(ldb) + ")";
+  });
   if (rows == 0 || cols == 0) return;  // nothing is read or written
   require_argument(a != nullptr, "A", "must not be NULL when rows and cols are > 0");
   require_argument(b != nullptr, "B", "must not be NULL when rows and cols are > 0");
