@@ -1,7 +1,11 @@
 #include "bench/bench_util.hpp"
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 
 #include "generator/cuda_check.hpp"
 #include "tuned/error.hpp"
@@ -129,6 +133,20 @@ std::string json_escape(const std::string& s) {
     out += ch;
   }
   return out + "\"";
+}
+
+TempDatabase::TempDatabase(const std::string& prefix) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "_XXXXXX")).string();
+  if (!mkdtemp(tmpl.data())) {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                "cannot create a temporary directory: " + std::string(std::strerror(errno)));
+  }
+  dir_ = tmpl;
+}
+
+TempDatabase::~TempDatabase() {
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
 }
 
 }  // namespace tuned::bench

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -63,6 +64,20 @@ Comparison compare_with_cublas(const std::function<void(cudaStream_t)>& tuned_ca
 
 /// Throws Error(status, tuned_last_error()) unless status is TUNED_STATUS_SUCCESS.
 void check_status(tuned_status_t status);
+
+/// A fresh empty directory holding a database path; removed (with SQLite's side files) when done.
+/// prefix names the directory under the temporary folder.
+class TempDatabase {
+ public:
+  explicit TempDatabase(const std::string& prefix = "tuned_bench");
+  ~TempDatabase();
+  TempDatabase(const TempDatabase&) = delete;
+  TempDatabase& operator=(const TempDatabase&) = delete;
+  std::string path() const { return (dir_ / "tuned.db").string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
 
 /// tuned_gemm (the public C API) and cuBLAS on one problem's operands, alpha = 1 and beta = 0: the
 /// pair every GEMM benchmark checks and times.

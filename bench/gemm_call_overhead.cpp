@@ -9,12 +9,10 @@
 #include <cublas_v2.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
-#include <stdexcept>
-#include <unistd.h>
-#include <algorithm>
 
 #include "bench/bench_util.hpp"
 #include "generator/cuda_check.hpp"
@@ -62,9 +60,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     // A fresh empty database: the shipped data decides, as for a new user.
-    std::string dir = "/tmp/gemm_call_overhead_XXXXXX";
-    if (!mkdtemp(dir.data())) throw std::runtime_error("cannot create a temporary directory");
-    check_status(tuned_set_database((dir + "/tuned.db").c_str()));
+    const TempDatabase db("gemm_call_overhead");
+    check_status(tuned_set_database(db.path().c_str()));
     const DeviceInfo device = query_device(device_index);
     TUNED_CUDA_CHECK(cudaSetDevice(device_index));
     KernelCache kernels;

@@ -77,28 +77,6 @@ std::string json_number(double v) {
 
 std::string json_number(const std::optional<double>& v) { return v ? json_number(*v) : "null"; }
 
-// A fresh empty directory holding a database path; removed (with SQLite's side files) when done.
-class TempDatabase {
- public:
-  TempDatabase() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "gemm_random_XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) {
-      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                  "cannot create a temporary directory: " + std::string(std::strerror(errno)));
-    }
-    dir_ = tmpl;
-  }
-  ~TempDatabase() {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  TempDatabase(const TempDatabase&) = delete;
-  TempDatabase& operator=(const TempDatabase&) = delete;
-  std::string path() const { return (dir_ / "tuned.db").string(); }
-
- private:
-  std::filesystem::path dir_;
-};
 
 size_t elements(int64_t ld, int64_t cols) {
   return static_cast<size_t>(ld) * static_cast<size_t>(std::max<int64_t>(cols, 1));
@@ -138,7 +116,7 @@ int run_child(const std::vector<std::string>& args, int device) {
 // Spawns this executable in child mode and reads its "first_call_ms" line; nullopt (with a message
 // on stderr) when it fails. Blocks until the child has exited, so it never overlaps our GPU work.
 std::optional<double> first_call_of_fresh_process(const Shape& s, int device, bool first_use) {
-  TempDatabase db;
+  TempDatabase db("gemm_random");
   std::vector<std::string> args = {"gemm_random", kChildFlag, s.layout};
   for (int64_t d : {s.m, s.n, s.k}) args.push_back(std::to_string(d));
   for (std::string a : {db.path(), std::string("--device"), std::to_string(device)}) {
@@ -306,7 +284,7 @@ int run(const Options& o) {
   std::string db_used = o.db;
   if (o.no_user_db || o.first_use) {
     // An empty database of our own: only shipped data (or what first use tunes) decides.
-    fresh_db.emplace();
+    fresh_db.emplace("gemm_random");
     db_used = fresh_db->path();
   }
   if (!db_used.empty()) check_status(tuned_set_database(db_used.c_str()));

@@ -158,12 +158,12 @@ void Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_6
   auto names = std::make_shared<std::vector<std::string>>();
   for (const auto& p : params_) names->push_back(p.name);
 
-  // checks_at[i]: constraints whose last used parameter is i, tested once parameter i is set.
-  // Each carries the set of the other parameters it reads (bit j: parameter j), for backjumping.
-  if (n > 64) {
+  if (n > 64) {  // a conflict set is one bit per parameter
     throw Error(TUNED_STATUS_INTERNAL_ERROR,
                 "space has " + std::to_string(n) + " parameters; at most 64 are supported");
   }
+  // checks_at[i]: constraints whose last used parameter is i, tested once parameter i is set.
+  // Each carries the set of the other parameters it reads (bit j: parameter j), for backjumping.
   using Depths = std::uint64_t;
   struct Check {
     const Constraint* constraint;
