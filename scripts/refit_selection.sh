@@ -13,7 +13,11 @@
 #   gzip gemm_sweep_<tag>.tsv && mv gemm_sweep_<tag>.tsv.gz bench/results/
 # Denser data where picks miss most (minutes; F: configs from autotune runs on family shapes):
 #   build/bench/gemm_sweep --seeds 1000-1099 --hard-families [--candidates F] --out FILE
-# (seeds 101-103 are the acceptance seeds: never sweep them; fit_selection drops their shapes.)
+# Variants of the portfolio's entries with a parameter it lacks (a file of configs, one per line;
+# how gemm_sweep_nvidia-h100_tail-reduce was made, TAIL=1 and REDUCE=1 variants):
+#   build/bench/gemm_sweep --seeds 1-40 --grid --candidates F --out FILE   (and the other seeds)
+# (seeds 101-103 and 201 are the acceptance seeds: never sweep them; fit_selection and
+# gemm_sweep drop their shapes.)
 #
 # fit_selection is built in build-fit/ (no precompiled kernels, no tests): BUILD_DIR overrides.
 set -euo pipefail

@@ -42,6 +42,25 @@ void Config::set(const std::string& name, int value) {
   values_.push_back(value);
 }
 
+Config with_absent_params(const Config& config, const std::vector<Param>& params) {
+  size_t named = 0;
+  std::string text;
+  for (const Param& p : params) {
+    int value;
+    if (config.has(p.name)) {
+      value = config.get(p.name);
+      ++named;
+    } else if (p.absent_value) {
+      value = *p.absent_value;
+    } else {
+      return config;  // not this op's config, or one missing a parameter nothing stands in for
+    }
+    text += (text.empty() ? "" : ",") + p.name + "=" + std::to_string(value);
+  }
+  if (named != config.size()) return config;  // names a parameter params do not have
+  return Config::parse(text);
+}
+
 std::string Config::canonical() const {
   std::string text;
   for (size_t i = 0; i < values_.size(); ++i) {

@@ -54,7 +54,15 @@ struct Param {
   std::string name;
   std::vector<int> values;
   std::string meaning;  // one line, for --help and docs
+  /// For a parameter added after configs were recorded without it: the value those configs
+  /// meant (the behaviour before it existed). None: every config names it.
+  std::optional<int> absent_value = std::nullopt;
 };
+
+/// config in params' order with each parameter it leaves out that has an absent_value set to it,
+/// when that makes it a whole config of params (a config recorded before those parameters were
+/// added); any other config comes back unchanged.
+Config with_absent_params(const Config& config, const std::vector<Param>& params);
 
 /// A named predicate over a config. `uses` lists every parameter it reads (helpers included), so
 /// enumeration can test it as soon as they are all set, prune the rest of that branch, and jump

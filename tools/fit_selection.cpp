@@ -132,6 +132,7 @@ void device_from_comment(const std::string& line, std::string& name, int& cc, in
 }
 
 void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& sweep) {
+  const std::vector<tuned::Param>& op_params = tuned::find_op(opt.op).params;
   std::vector<std::string> header;
   size_t col_alignment = 0, col_config = 0, col_ms = 0, col_cublas = 0, col_error = 0;
   int line_no = 0;
@@ -209,7 +210,11 @@ void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& 
         ++sweep.invalid;
         continue;
       }
-      p.ms[tuned::Config::parse(f[col_config]).canonical()] = ms;
+      // Sweeps measured before a parameter existed name configs without it: completed, so the
+      // same kernel measured by an older and a newer sweep is one candidate.
+      const tuned::Config config =
+          tuned::with_absent_params(tuned::Config::parse(f[col_config]), op_params);
+      p.ms[config.canonical()] = ms;
     } catch (const std::logic_error& e) {  // stoll and friends
       fail(std::string("not a number: ") + e.what());
     }
@@ -459,7 +464,7 @@ int run(Options opt) {
   }
   table << (sweep.device_line.empty() ? "" : " (" + sweep.device_line.substr(2) + ")") << ".\n"
         << "# " << sweep.rows << " rows, " << sweep.invalid << " wrong results left out, "
-        << sweep.dropped.size() << " problems of the acceptance seeds 101-103 dropped. Per "
+        << sweep.dropped.size() << " problems of the acceptance seeds 101-103 and 201 dropped. Per "
         << "variant, up to " << opt.entries << " entries chosen greedily by summed log regret;\n"
         << "# points: every retained problem with each entry's ms ('-': not measured; a narrower "
            "VEC sibling's time where the alignment is below the entry's).\n"

@@ -37,10 +37,11 @@ const std::vector<Param>& parameters() {
       {"PRETB", {0, 1}, "B (not transposed) copied transposed into the workspace first"},
       {"SPLITK", {1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 256}, "blocks sharing one tile's k range"},
       // Host-side parameters: the launch, not the kernel, reads them (see kHostParams).
-      {"PACK", {0, 1}, "A and B not 16-byte aligned copied aligned into the workspace first"},
+      // These three came after the first sweeps: a config without them meant 0.
+      {"PACK", {0, 1}, "A and B not 16-byte aligned copied aligned into the workspace first", 0},
       {"REDUCE", {0, 1},
-       "split-K partials summed by the last block of each tile (0) or a second launch (1)"},
-      {"TAIL", {0, 1}, "tiles of a partial last wave split along k (sized at launch)"},
+       "split-K partials summed by the last block of each tile (0) or a second launch (1)", 0},
+      {"TAIL", {0, 1}, "tiles of a partial last wave split along k (sized at launch)", 0},
   };
   return params;
 }

@@ -358,7 +358,7 @@ TEST(SelectionModel, BuiltinHasNoAcceptanceShapeAndParsesFast) {
     ++checked;
     EXPECT_FALSE(tuned::bench::is_acceptance_shape(p.variant, p.shape[0], p.shape[1], p.shape[2]))
         << p.device_name << " " << p.op << " " << p.variant << " " << p.shape[0] << "x"
-        << p.shape[1] << "x" << p.shape[2] << " is an acceptance shape (seeds 101-103)";
+        << p.shape[1] << "x" << p.shape[2] << " is an acceptance shape (seeds 101-103, 201)";
   }
   EXPECT_GT(checked, 0u);
   EXPECT_FALSE(builtin.entries().empty());
@@ -499,6 +499,11 @@ TEST_F(FitSelectionTest, DropsTheAcceptanceSeedsShapes) {
   const auto accepted = tuned::bench::random_shapes(tuned::bench::kAcceptanceSeeds[1])[0];
   ASSERT_TRUE(tuned::bench::is_acceptance_shape(accepted.layout, accepted.m, accepted.n,
                                                 accepted.k));
+  // gemm_families' seed 201 (issue 10) is held out the same way.
+  const auto families = tuned::bench::random_shapes(tuned::bench::kFamiliesSeed)[15];
+  EXPECT_TRUE(tuned::bench::is_acceptance_shape(families.layout, families.m, families.n,
+                                                families.k));
+  EXPECT_FALSE(tuned::bench::is_acceptance_shape("NN", 4096, 4096, 4096));
   std::string sweep = kHeader;
   sweep += row(accepted.layout, accepted.m, accepted.n, accepted.k, 1, "A=2,VEC=1", 0.1);
   sweep += row(accepted.layout, accepted.m, accepted.n, accepted.k, 1, "A=1,VEC=1", 1.0);
@@ -541,6 +546,31 @@ TEST_F(FitSelectionTest, WritesTheFeatureWeightsItWasGiven) {
                                 "of gemm (padding, waves)"),
             std::string::npos)
       << unknown.output;
+}
+
+// A sweep measured before GEMM had PACK, REDUCE and TAIL names its configs without them: they
+// meant 0, so the same kernel measured again later (named whole) is one candidate, timed by the
+// later row, and the table's entries are whole configs the library can run.
+TEST_F(FitSelectionTest, CompletesConfigsOfSweepsOlderThanAParameter) {
+  const std::string old_form =
+      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1";
+  const std::string whole = old_form + ",PACK=0,REDUCE=0,TAIL=0";
+  const std::string tail = old_form + ",PACK=0,REDUCE=0,TAIL=1";
+  std::string sweep = kHeader;
+  for (int64_t n : {64, 128}) sweep += row("NN", 4096, n, 4096, 4, old_form, 1.0);
+  for (int64_t n : {64, 128}) {
+    sweep += row("NN", 4096, n, 4096, 4, whole, 1.25);
+    sweep += row("NN", 4096, n, 4096, 4, tail, n == 64 ? 0.5 : 2.0);
+  }
+  const Fit fit = this->fit(sweep, "--entries 2");
+  ASSERT_EQ(fit.exit_code, 0) << fit.output;
+  EXPECT_NE(fit.table.find("entry\tNN\t0\t" + tail + "\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("entry\tNN\t1\t" + whole + "\n"), std::string::npos) << fit.table;
+  EXPECT_EQ(fit.table.find(old_form + "\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("\t4096x64x4096\t0.5,1.25\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("\t4096x128x4096\t2,1.25\n"), std::string::npos) << fit.table;
+  EXPECT_NO_THROW(SelectionModel{fit.table});
 }
 
 TEST_F(FitSelectionTest, BadInputExitsOneNamingTheLine) {

@@ -95,4 +95,26 @@ TEST(Space, ContradictoryLateRestrictionsAreFoundEmptyAtOnce) {
   EXPECT_LT(seconds, 2.0) << "the emptiness proof enumerated the space";
 }
 
+// A config recorded before a parameter existed (an older sweep's or table's) is completed with
+// the value it meant; anything else is left as it is.
+TEST(Space, AbsentParametersCompleteOlderConfigs) {
+  const std::vector<Param> params = {
+      {"A", {1, 2}, "a"}, {"B", {1, 2}, "b"}, {"NEW", {0, 1}, "added later", 0}};
+  EXPECT_EQ(with_absent_params(Config::parse("A=2,B=1"), params).canonical(), "A=2,B=1,NEW=0");
+  // Named out of order: completed in the params' order.
+  EXPECT_EQ(with_absent_params(Config::parse("B=1,A=2"), params).canonical(), "A=2,B=1,NEW=0");
+  // Already whole: unchanged, whatever the value.
+  EXPECT_EQ(with_absent_params(Config::parse("A=2,B=1,NEW=1"), params).canonical(),
+            "A=2,B=1,NEW=1");
+  // Missing a parameter nothing stands in for, or naming one params lack: unchanged.
+  EXPECT_EQ(with_absent_params(Config::parse("A=2"), params).canonical(), "A=2");
+  EXPECT_EQ(with_absent_params(Config::parse("A=2,B=1,X=3"), params).canonical(), "A=2,B=1,X=3");
+  // GEMM's later parameters: a config of the first sweeps means PACK=0,REDUCE=0,TAIL=0.
+  const std::string gemm_old =
+      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1";
+  EXPECT_EQ(with_absent_params(Config::parse(gemm_old), gemm_op::parameters()).canonical(),
+            gemm_old + ",PACK=0,REDUCE=0,TAIL=0");
+}
+
 }  // namespace
