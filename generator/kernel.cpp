@@ -48,30 +48,50 @@ LoadedKernel::~LoadedKernel() {
   if (library_ != nullptr) (void)cudaLibraryUnload(library_);
 }
 
+namespace {
+
+// cudaLaunchKernelExC of function (a cudaKernel_t of image), allowing an early launch where the
+// kernel waits for the previous grid itself (LaunchGeometry::waits_for_previous_grid).
+void launch_function(const void* function, int binary_version, const LaunchGeometry& geometry,
+                     void** args, cudaStream_t stream, const std::string& name) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = geometry.grid;
+  config.blockDim = geometry.block;
+  config.dynamicSmemBytes = geometry.dynamic_smem_bytes;
+  config.stream = stream;
+  cudaLaunchAttribute overlap{};
+  // griddepcontrol exists from sm_90: older images cannot wait, so they launch in plain order.
+  if (geometry.waits_for_previous_grid && binary_version >= 90) {
+    overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    overlap.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &overlap;
+    config.numAttrs = 1;
+  }
+  const cudaError_t err = cudaLaunchKernelExC(&config, function, args);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw_cuda_error(err, ("cudaLaunchKernelExC(" + name + ")").c_str(), __FILE__, __LINE__);
+  }
+}
+
+}  // namespace
+
 void LoadedKernel::launch(const LaunchGeometry& geometry, void** args, cudaStream_t stream) const {
   if (geometry.dynamic_smem_bytes > dynamic_smem_bytes_) {
     throw Error(TUNED_STATUS_INTERNAL_ERROR,
                 name_ + ": launch asks for more dynamic shared memory than the kernel was loaded for");
   }
-  const cudaError_t err = cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), geometry.grid,
-                                           geometry.block, args, geometry.dynamic_smem_bytes, stream);
-  if (err != cudaSuccess) {
-    (void)cudaGetLastError();
-    throw_cuda_error(err, ("cudaLaunchKernel(" + name_ + ")").c_str(), __FILE__, __LINE__);
-  }
+  launch_function(reinterpret_cast<const void*>(kernel_), attributes_.binaryVersion, geometry, args,
+                  stream, name_);
 }
 
 void LoadedKernel::launch_companion(const std::string& name, const LaunchGeometry& geometry,
                                     void** args, cudaStream_t stream) const {
   for (const auto& [companion, kernel] : companions_) {
     if (companion != name) continue;
-    const cudaError_t err = cudaLaunchKernel(reinterpret_cast<const void*>(kernel), geometry.grid,
-                                             geometry.block, args, geometry.dynamic_smem_bytes,
-                                             stream);
-    if (err != cudaSuccess) {
-      (void)cudaGetLastError();
-      throw_cuda_error(err, ("cudaLaunchKernel(" + name + ")").c_str(), __FILE__, __LINE__);
-    }
+    // Companions come from the same image, so they share the main kernel's binary version.
+    launch_function(reinterpret_cast<const void*>(kernel), attributes_.binaryVersion, geometry,
+                    args, stream, name);
     return;
   }
   throw Error(TUNED_STATUS_INTERNAL_ERROR, name_ + ": no companion kernel " + name + " was loaded");

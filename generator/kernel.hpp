@@ -18,6 +18,11 @@ struct LaunchGeometry {
   dim3 grid;
   dim3 block;
   size_t dynamic_smem_bytes = 0;
+  /// The kernel itself waits for the previous grid of the stream to finish before it touches
+  /// memory (griddepcontrol.wait), so it may be launched while that grid runs (programmatic
+  /// stream serialization): its blocks are then resident when the previous kernel ends, with no
+  /// launch gap between them. Honoured for images built for sm_90 or later.
+  bool waits_for_previous_grid = false;
 };
 
 class LoadedKernel {

@@ -335,6 +335,18 @@ __device__ __forceinline__ void store_c(float* c, float alpha, float value, floa
   *c = beta != 0.0f ? fmaf(beta, *c, out) : out;
 }
 
+// Programmatic dependent launch (sm_90+; the host launches these kernels allowing it): this grid
+// may be launched while the previous kernel of the stream still runs, so its blocks are resident
+// when that one ends instead of starting after a launch gap; every block waits here until the
+// previous grid has finished and its writes are visible, before touching memory. It lets the next
+// such kernel launch at once: that one waits the same way for this grid to finish.
+__device__ __forceinline__ void wait_for_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 }  // namespace
 
 #if GEMV == 0
@@ -343,6 +355,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     KERNEL_NAME(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
                 float* __restrict__ workspace, int split_mode, int tail_first, int tail_splits) {
+  wait_for_previous_grid();
   constexpr int kTileFloats = BM * BN;  // == kThreads * kFragM * kFragN
   const int tid = threadIdx.x;
   const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
@@ -613,6 +626,7 @@ extern "C" __global__ void __launch_bounds__(kGemvThreads)
     KERNEL_NAME(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
                 float* __restrict__ workspace, int split_mode, int tail_first, int tail_splits) {
+  wait_for_previous_grid();
   // The matrix-vector kernel's last block always sums, and it has no tiles to split.
   (void)split_mode;
   (void)tail_first;
@@ -744,3 +758,15 @@ extern "C" __global__ void __launch_bounds__(kGemvThreads)
 }
 
 #endif  // GEMV
+
+// Zeroes the n split-K tickets a launch counts on (its workspace comes from a pool: what it held
+// is unknown; each tile's last block leaves its ticket at zero again). A kernel, not a memset, so
+// that it and the product launched after it join the programmatic launch chain: no launch gap
+// before either. The host names it gemm_op.cpp's kZeroTickets.
+extern "C" __global__ void __launch_bounds__(256)
+    tuned_gemm_zero_tickets(int* __restrict__ tickets, int n) {
+  wait_for_previous_grid();  // the stream's previous kernel may still use this memory
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    tickets[i] = 0;
+  }
+}

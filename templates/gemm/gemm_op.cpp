@@ -60,6 +60,7 @@ const std::vector<std::pair<const char*, int>>& gemv_tile_placeholders() {
 }
 
 constexpr int kGemvThreads = 256;  // gemm.cu's kGemvThreads
+constexpr const char* kZeroTickets = "tuned_gemm_zero_tickets";  // gemm.cu's ticket reset
 
 // Rows of y a GEMV kernel computes: m when n == 1, else n.
 int64_t gemv_rows(const Problem& p) { return p.n == 1 ? p.m : p.n; }
@@ -520,6 +521,7 @@ KernelSpec kernel_spec(const Config& config, const Problem& problem) {
                   "-DC_VEC=" + std::to_string(c_vec(config, problem))};
   for (const auto& d : kernel_config(config).defines()) spec.options.push_back(d);
   spec.dynamic_smem_bytes = shared_bytes(config);
+  spec.companions = {kZeroTickets};
   return spec;
 }
 
@@ -653,6 +655,7 @@ LaunchGeometry geometry(const Config& config, const Problem& problem) {
   g.grid = dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(config.get("SPLITK")));
   g.block = dim3(static_cast<unsigned>(threads_per_block(config)));
   g.dynamic_smem_bytes = shared_bytes(config);
+  g.waits_for_previous_grid = true;  // gemm.cu's kernels start with wait_for_previous_grid()
   return g;
 }
 
@@ -685,6 +688,22 @@ TailSplit tail_split(const LoadedKernel& kernel, const Config& config, const Pro
   if (splits < 2) return none;
   return {tiles - tail, splits};
 }
+
+namespace {
+
+// gemm.cu's tuned_gemm_zero_tickets over n tickets, in the programmatic launch chain.
+void zero_tickets(const LoadedKernel& kernel, int* tickets, int64_t n, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  int count = static_cast<int>(n);
+  LaunchGeometry g;
+  g.grid = dim3(static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 1024)));
+  g.block = dim3(kThreads);
+  g.waits_for_previous_grid = true;
+  void* args[] = {&tickets, &count};
+  kernel.launch_companion(kZeroTickets, g, args, stream);
+}
+
+}  // namespace
 
 void launch(const LoadedKernel& kernel, const Config& config, const Problem& problem, float alpha,
             const float* a, const float* b, float beta, float* c, void* workspace,
@@ -745,9 +764,9 @@ void launch(const LoadedKernel& kernel, const Config& config, const Problem& pro
   if (split_ws_bytes > 0 && !sum_pass) {
     // The tickets start at zero each launch (the last block of a tile also resets its own, but
     // a workspace may be fresh or left over from an aborted launch).
-    const size_t tickets = static_cast<size_t>(tile_count(config, problem)) * sizeof(int);
-    TUNED_CUDA_CHECK(cudaMemsetAsync(reinterpret_cast<char*>(split_ws) + split_ws_bytes - tickets,
-                                     0, tickets, stream));
+    const int64_t tickets = tile_count(config, problem);
+    zero_tickets(kernel, reinterpret_cast<int*>(reinterpret_cast<char*>(split_ws) + split_ws_bytes) -
+                             tickets, tickets, stream);
   }
   int split_mode = sum_pass ? kSplitPartialsOnly : kSplitLastBlockSums;
   LaunchGeometry product = geometry(config, problem);
@@ -759,8 +778,8 @@ void launch(const LoadedKernel& kernel, const Config& config, const Problem& pro
     // Tickets follow the tail's partial tiles, as in gemm.cu; they start at zero each launch.
     const size_t partial_bytes = static_cast<size_t>(tail.splits * tail_tiles) *
                                  static_cast<size_t>(config.get("BM") * config.get("BN")) * sizeof(float);
-    TUNED_CUDA_CHECK(cudaMemsetAsync(reinterpret_cast<char*>(split_ws) + partial_bytes, 0,
-                                     static_cast<size_t>(tail_tiles) * sizeof(int), stream));
+    zero_tickets(kernel, reinterpret_cast<int*>(reinterpret_cast<char*>(split_ws) + partial_bytes),
+                 tail_tiles, stream);
   }
   void* args[] = {&m,   &n,    &k,        &alpha,      &a,          &lda,       &b,
                   &ldb, &beta, &c,        &ldc,        &split_ws,   &split_mode, &tail_first,
