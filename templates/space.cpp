@@ -43,22 +43,22 @@ void Config::set(const std::string& name, int value) {
 }
 
 Config with_absent_params(const Config& config, const std::vector<Param>& params) {
+  auto names = std::make_shared<std::vector<std::string>>();
+  std::vector<int> values;
   size_t named = 0;
-  std::string text;
   for (const Param& p : params) {
-    int value;
     if (config.has(p.name)) {
-      value = config.get(p.name);
+      values.push_back(config.get(p.name));
       ++named;
     } else if (p.absent_value) {
-      value = *p.absent_value;
+      values.push_back(*p.absent_value);
     } else {
       return config;  // not this op's config, or one missing a parameter nothing stands in for
     }
-    text += (text.empty() ? "" : ",") + p.name + "=" + std::to_string(value);
+    names->push_back(p.name);
   }
   if (named != config.size()) return config;  // names a parameter params do not have
-  return Config::parse(text);
+  return Config(std::move(names), std::move(values));
 }
 
 std::string Config::canonical() const {

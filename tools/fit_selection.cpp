@@ -133,6 +133,9 @@ void device_from_comment(const std::string& line, std::string& name, int& cc, in
 
 void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& sweep) {
   const std::vector<tuned::Param>& op_params = tuned::find_op(opt.op).params;
+  // Config text as the sweep wrote it -> its whole canonical form: a sweep repeats a few hundred
+  // configs over ~10^5 rows, so each text is parsed and completed once.
+  std::map<std::string, std::string> canonical_of;
   std::vector<std::string> header;
   size_t col_alignment = 0, col_config = 0, col_ms = 0, col_cublas = 0, col_error = 0;
   int line_no = 0;
@@ -212,9 +215,12 @@ void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& 
       }
       // Sweeps measured before a parameter existed name configs without it: completed, so the
       // same kernel measured by an older and a newer sweep is one candidate.
-      const tuned::Config config =
-          tuned::with_absent_params(tuned::Config::parse(f[col_config]), op_params);
-      p.ms[config.canonical()] = ms;
+      auto [known, added] = canonical_of.try_emplace(f[col_config]);
+      if (added) {
+        known->second =
+            tuned::with_absent_params(tuned::Config::parse(f[col_config]), op_params).canonical();
+      }
+      p.ms[known->second] = ms;
     } catch (const std::logic_error& e) {  // stoll and friends
       fail(std::string("not a number: ") + e.what());
     }
