@@ -9,7 +9,8 @@
 //   reads stay compact (WMITER = WNITER = 1 is the plain 2D register tile);
 //   global loads are VEC floats wide; shared rows are padded by PAD floats; A is stored k-major
 //   (AKM = 1, m contiguous) or m-major (AKM = 0, k contiguous) in shared memory, B k-major
-//   (BKM = 1, n contiguous) or n-major (BKM = 0); k-major fragments are read 128 bits at a time;
+//   (BKM = 1, n contiguous) or n-major (BKM = 0); fragments are read 128 bits at a time: along m
+//   or n where k-major, along k (four steps at once) where not;
 //   the k slice is unrolled UNROLL times;
 //   PIPE says how global memory reaches shared memory: 0 load, store, compute, one stage;
 //   1 two stages, the next slice prefetched into registers during this slice's math;
@@ -126,6 +127,10 @@ constexpr int kFragN = kWNIter * TN;        // accumulator columns per thread
 constexpr int kStages = PIPE == 0 ? 1 : PIPE == 1 ? 2 : PIPE;
 constexpr bool kAsync = PIPE >= 2;
 constexpr int kUnroll = UNROLL;  // #pragma unroll takes a constant expression, not a macro
+// Steps of k read at once from shared memory: 4 where an operand is stored k-contiguous (its
+// fragments then come 128 bits at a time along k), else 1; the slice loop unrolls whole groups.
+constexpr int kKGroup = (AKM && BKM) ? 1 : 4;
+constexpr int kGroupUnroll = kUnroll / kKGroup > 0 ? kUnroll / kKGroup : 1;
 
 // Shared-memory strides (floats). A k-major: (BK, BM + PAD); A m-major: (BM, BK + PAD); B alike.
 constexpr int kAStride = AKM ? BM + PAD : BK + PAD;
@@ -284,20 +289,16 @@ struct BIndex {
   }
 };
 
-// Reads N floats of a fragment from shared memory: consecutive ones 16 bytes at a time where
-// alignment allows, else one by one with the given stride.
-template <int N, int STRIDE>
+// Reads N consecutive floats of a fragment from shared memory, 16 or 8 bytes at a time where N
+// allows (the callers' offsets are aligned to that).
+template <int N>
 __device__ __forceinline__ void read_shared(float* dst, const float* src) {
-  if constexpr (STRIDE == 1 && N % 4 == 0) {
+  constexpr int kWidth = N % 4 == 0 ? 4 : N % 2 == 0 ? 2 : 1;
 #pragma unroll
-    for (int i = 0; i < N; i += 4) {
-      const Vec<4> x = *reinterpret_cast<const Vec<4>*>(src + i);
+  for (int i = 0; i < N; i += kWidth) {
+    const Vec<kWidth> x = *reinterpret_cast<const Vec<kWidth>*>(src + i);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) dst[i + e] = x.v[e];
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < N; ++i) dst[i] = src[i * STRIDE];
+    for (int e = 0; e < kWidth; ++e) dst[i + e] = x.v[e];
   }
 }
 
@@ -461,24 +462,56 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
   auto compute_slice = [&](int stage) {
     const float* as = a_smem + stage * kATileFloats;
     const float* bs = b_smem + stage * kBTileFloats;
-#pragma unroll kUnroll
-    for (int k = 0; k < BK; ++k) {
-      float a_frag[kFragM];
-      float b_frag[kFragN];
+#pragma unroll kGroupUnroll
+    for (int k0 = 0; k0 < BK; k0 += kKGroup) {
+      // An operand stored k-contiguous (AKM or BKM = 0) is read kKGroup steps of k at once: one
+      // 128-bit read per fragment row instead of one 32-bit read per row and step.
+      float a_group[AKM ? 1 : kFragM][kKGroup];
+      float b_group[BKM ? 1 : kFragN][kKGroup];
+      if constexpr (!AKM) {
 #pragma unroll
-      for (int wm = 0; wm < kWMIter; ++wm) {
-        const int m = warp_m0 + wm * LM * TM + lane_m * TM;
-        read_shared<TM, AKM ? 1 : kAStride>(a_frag + wm * TM, as + a_index(k, m));
+        for (int i = 0; i < kFragM; ++i) {
+          const int m = warp_m0 + (i / TM) * LM * TM + lane_m * TM + i % TM;
+          read_shared<kKGroup>(a_group[i], as + a_index(k0, m));
+        }
+      }
+      if constexpr (!BKM) {
+#pragma unroll
+        for (int j = 0; j < kFragN; ++j) {
+          const int n = warp_n0 + (j / TN) * kLN * TN + lane_n * TN + j % TN;
+          read_shared<kKGroup>(b_group[j], bs + b_index(k0, n));
+        }
       }
 #pragma unroll
-      for (int wn = 0; wn < kWNIter; ++wn) {
-        const int n = warp_n0 + wn * kLN * TN + lane_n * TN;
-        read_shared<TN, BKM ? 1 : kBStride>(b_frag + wn * TN, bs + b_index(k, n));
+      for (int kk = 0; kk < kKGroup; ++kk) {
+        const int k = k0 + kk;
+        float a_frag[kFragM];
+        float b_frag[kFragN];
+        if constexpr (AKM) {
+#pragma unroll
+          for (int wm = 0; wm < kWMIter; ++wm) {
+            const int m = warp_m0 + wm * LM * TM + lane_m * TM;
+            read_shared<TM>(a_frag + wm * TM, as + a_index(k, m));
+          }
+        } else {
+#pragma unroll
+          for (int i = 0; i < kFragM; ++i) a_frag[i] = a_group[i][kk];
+        }
+        if constexpr (BKM) {
+#pragma unroll
+          for (int wn = 0; wn < kWNIter; ++wn) {
+            const int n = warp_n0 + wn * kLN * TN + lane_n * TN;
+            read_shared<TN>(b_frag + wn * TN, bs + b_index(k, n));
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < kFragN; ++j) b_frag[j] = b_group[j][kk];
+        }
+#pragma unroll
+        for (int i = 0; i < kFragM; ++i)
+#pragma unroll
+          for (int j = 0; j < kFragN; ++j) acc[i][j] = fmaf(a_frag[i], b_frag[j], acc[i][j]);
       }
-#pragma unroll
-      for (int i = 0; i < kFragM; ++i)
-#pragma unroll
-        for (int j = 0; j < kFragN; ++j) acc[i][j] = fmaf(a_frag[i], b_frag[j], acc[i][j]);
     }
   };
 
