@@ -76,7 +76,6 @@ int main(int argc, char** argv) {
                                  {"NN", 2, 199, 807}};
     if (!shape_texts.empty()) shapes.clear();
     for (const std::string& text : shape_texts) {
-      Shape shape;
       char layout[3] = {};
       long long m = 0, n = 0, k = 0;
       if (std::sscanf(text.c_str(), "%2[NT]:%lldx%lldx%lld", layout, &m, &n, &k) != 4 ||
