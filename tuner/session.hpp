@@ -76,8 +76,9 @@ using ProgressSink = std::function<void(const Progress&)>;
 using BestSink =
     std::function<void(const cache::TrialRecord&, const BuiltKernel&, double baseline_ms)>;
 
-/// Median and minimum of `runs` timed launches after warm-up, with events around each launch.
-/// Stops early when the first timed run already exceeds give_up_ms.
+/// Median and minimum over `runs` samples after warm-up, in ms per call: a sample is enough
+/// back-to-back calls to last about 1 ms (one call for longer ones), with events around the
+/// sample. Stops early when a sample's time per call exceeds give_up_ms.
 BaselineTiming time_runs(const std::function<void(cudaStream_t)>& run, cudaStream_t stream,
                          int runs, double give_up_ms = 0);
 
