@@ -36,10 +36,8 @@
 //   NN tile) even where no tail is split.
 // Host-side parameters (no -D option, the same kernel): PACK copies A and B that are not 16-byte
 // aligned into an aligned workspace first (so VEC > 1 survives an odd leading dimension), REDUCE
-// picks who sums split-K partials. C_VEC and A_VEC, set from the problem's alignment class (not
-// tuning parameters), are the widest accesses C and A allow: below VEC where packing (C) or a
-// pre-transposed B without packing (A) let VEC exceed the class. B always moves VEC wide: where
-// VEC exceeds the class, B comes from the workspace (PRETB or PACK), which is aligned.
+// picks who sums split-K partials. C_VEC, set from the problem's alignment class (not a tuning
+// parameter), is the widest store C allows: below VEC where packing let VEC exceed it.
 // GEMV > 0 replaces all of that with a matrix-vector kernel for m == 1 or n == 1 (see below);
 // the tile parameters then hold fixed placeholder values and only VEC and SPLITK are read.
 
@@ -115,9 +113,6 @@
 #ifndef C_VEC
 #error "gemm.cu: C_VEC must be defined (-DC_VEC=<value>)"
 #endif
-#ifndef A_VEC
-#error "gemm.cu: A_VEC must be defined (-DA_VEC=<value>)"
-#endif
 
 namespace {
 
@@ -157,7 +152,6 @@ static_assert(MINB >= 1, "MINB is at least 1");
 static_assert(SPLITK >= 1, "SPLITK is at least 1");
 static_assert(TAIL == 0 || (TAIL == 1 && SPLITK == 1), "TAIL is 0, or 1 with SPLITK = 1");
 static_assert(C_VEC >= 1 && C_VEC <= VEC && VEC % C_VEC == 0, "C_VEC is 1, 2 or 4, at most VEC");
-static_assert(A_VEC >= 1 && A_VEC <= VEC && VEC % A_VEC == 0, "A_VEC is 1, 2 or 4, at most VEC");
 static_assert(TRANS_A == 0 || TRANS_A == 1, "TRANS_A is 0 or 1");
 static_assert(TRANS_B == 0 || TRANS_B == 1, "TRANS_B is 0 or 1");
 #if PIPE >= 2 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
@@ -198,16 +192,15 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 // One operand's (BM or BN) x BK slice, as stored in global memory: CLEN elements along the
-// contiguous dimension, SLEN along the strided one. Each thread moves kLoads vectors of W floats
-// (VEC, or A_VEC for A). CONTIG: the contiguous global dimension is also contiguous in shared
-// memory (no transpose).
-template <int CLEN, int SLEN, bool CONTIG, int W>
+// contiguous dimension, SLEN along the strided one. Each thread moves kLoads vectors of VEC floats.
+// CONTIG: the contiguous global dimension is also contiguous in shared memory (no transpose).
+template <int CLEN, int SLEN, bool CONTIG>
 struct TileLoader {
-  static constexpr int kVecPerLine = CLEN / W;
+  static constexpr int kVecPerLine = CLEN / VEC;
   static constexpr int kVectors = kVecPerLine * SLEN;
   static constexpr int kLoads = (kVectors + kThreads - 1) / kThreads;
   // Staging registers exist only for the register paths (PIPE 0 and 1).
-  float reg[kAsync ? 1 : kLoads][W];
+  float reg[kAsync ? 1 : kLoads][VEC];
 
   __device__ __forceinline__ static bool exists(int v) {
     return kVectors % kThreads == 0 || v < kVectors;
@@ -219,16 +212,16 @@ struct TileLoader {
 #pragma unroll
     for (int l = 0; l < kLoads; ++l) {
       const int v = tid + l * kThreads;
-      const int c = (v % kVecPerLine) * W;
+      const int c = (v % kVecPerLine) * VEC;
       const int s = v / kVecPerLine;
       const float* p = base + s * ld + c;
-      if (exists(v) && s < s_left && c + W <= c_left) {
-        const Vec<W> x = *reinterpret_cast<const Vec<W>*>(p);
+      if (exists(v) && s < s_left && c + VEC <= c_left) {
+        const Vec<VEC> x = *reinterpret_cast<const Vec<VEC>*>(p);
 #pragma unroll
-        for (int e = 0; e < W; ++e) reg[l][e] = x.v[e];
+        for (int e = 0; e < VEC; ++e) reg[l][e] = x.v[e];
       } else {
 #pragma unroll
-        for (int e = 0; e < W; ++e) {
+        for (int e = 0; e < VEC; ++e) {
           const bool in = exists(v) && s < s_left && c + e < c_left;
           reg[l][e] = in ? p[e] : 0.0f;  // zeros past the edge add nothing to the dot products
         }
@@ -243,14 +236,14 @@ struct TileLoader {
     for (int l = 0; l < kLoads; ++l) {
       const int v = tid + l * kThreads;
       if (!exists(v)) continue;
-      const int c = (v % kVecPerLine) * W;
+      const int c = (v % kVecPerLine) * VEC;
       const int s = v / kVecPerLine;
 #pragma unroll
-      for (int e = 0; e < W; ++e) smem[index(c + e, s)] = reg[l][e];
+      for (int e = 0; e < VEC; ++e) smem[index(c + e, s)] = reg[l][e];
     }
   }
 
-  // Global -> shared without registers: one W-wide copy per vector where shared memory keeps
+  // Global -> shared without registers: one VEC-wide copy per vector where shared memory keeps
   // the global order, else one 4-byte copy per element (the transpose happens in the scatter).
   // Elements past the edge are zero-filled by the copy itself.
   template <typename Index>
@@ -261,17 +254,17 @@ struct TileLoader {
     for (int l = 0; l < kLoads; ++l) {
       const int v = tid + l * kThreads;
       if (!exists(v)) continue;
-      const int c = (v % kVecPerLine) * W;
+      const int c = (v % kVecPerLine) * VEC;
       const int s = v / kVecPerLine;
       const bool row_in = s < s_left;
       // Rows past the edge copy nothing from a valid address (the tile's first element).
       const float* p = row_in ? base + s * ld + c : base;
       if constexpr (CONTIG) {
-        const int valid = row_in ? min(max(c_left - c, 0), W) : 0;
-        cp_async<4 * W>(smem + index(c, s), p, 4 * valid);
+        const int valid = row_in ? min(max(c_left - c, 0), VEC) : 0;
+        cp_async<4 * VEC>(smem + index(c, s), p, 4 * valid);
       } else {
 #pragma unroll
-        for (int e = 0; e < W; ++e) {
+        for (int e = 0; e < VEC; ++e) {
           const bool in = row_in && c + e < c_left;
           cp_async<4>(smem + index(c + e, s), in ? p + e : base, in ? 4 : 0);
         }
@@ -281,11 +274,9 @@ struct TileLoader {
 };
 
 // A slice: TRANS_A = 0 stores A as (m, k) with m contiguous; TRANS_A = 1 as (k, m), k contiguous.
-using ALoader =
-    TileLoader<TRANS_A ? BK : BM, TRANS_A ? BM : BK, (TRANS_A == 0) == (AKM == 1), A_VEC>;
+using ALoader = TileLoader<TRANS_A ? BK : BM, TRANS_A ? BM : BK, (TRANS_A == 0) == (AKM == 1)>;
 // B slice: TRANS_B = 0 stores B as (k, n) with k contiguous; TRANS_B = 1 as (n, k), n contiguous.
-using BLoader =
-    TileLoader<TRANS_B ? BN : BK, TRANS_B ? BK : BN, (TRANS_B == 1) == (BKM == 1), VEC>;
+using BLoader = TileLoader<TRANS_B ? BN : BK, TRANS_B ? BK : BN, (TRANS_B == 1) == (BKM == 1)>;
 
 struct AIndex {
   __device__ __forceinline__ int operator()(int c, int s) const {

@@ -194,10 +194,8 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                    const int v = c.get("VEC");
                    return c.get("BM") % v == 0 && c.get("BN") % v == 0 && c.get("BK") % v == 0;
                  }});
-  // Past the class, B must come from the aligned workspace (packed, or transposed by PRETB); A
-  // and C then move at the class's width (A_VEC, C_VEC) unless packing aligned A too.
-  space.require({"vec_fits_alignment", {"VEC", "PACK", "PRETB"}, [=](const Config& c) {
-                   return c.get("VEC") <= alignment || c.get("PACK") == 1 || c.get("PRETB") == 1;
+  space.require({"vec_fits_alignment", {"VEC", "PACK"}, [=](const Config& c) {
+                   return c.get("VEC") <= alignment || c.get("PACK") == 1;
                  }});
   space.require({"reduce_pass_needs_splits", {"SPLITK", "REDUCE"}, [](const Config& c) {
                    return c.get("REDUCE") == 0 || c.get("SPLITK") > 1;
@@ -391,17 +389,10 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
   };
   for (const char* text : kFamilies) {
     Config c = Config::parse(text);
-    // Unaligned operands: each family packed (wide vectors kept) and narrowed (no copies), and
-    // with B pre-transposed instead of packed (B wide from the workspace; A, not copied, and C
-    // at the class's width).
+    // Unaligned operands: each family packed (wide vectors kept) and narrowed (no copies).
     Config packed = c;
     packed.set("PACK", 1);
     add(packed);
-    if (c.get("VEC") > problem.alignment && !problem.trans_b) {
-      Config pretransposed = c;
-      pretransposed.set("PRETB", 1);
-      add(pretransposed);
-    }
     c.set("VEC", std::min(c.get("VEC"), problem.alignment));
     add(c);
     // Split families also with the summing pass spread over many blocks, the others with their
@@ -508,22 +499,10 @@ namespace {
 // Parameters only the launch reads: configs differing in them share one kernel.
 bool is_host_param(const std::string& name) { return name == "PACK" || name == "REDUCE"; }
 
-// Packing reserves room for both operands whenever something is unaligned: which one is decided
-// at launch from the pointers.
-bool packs(const Config& config, const Problem& p) {
-  return config.get("PACK") == 1 && !is_gemv(config) && p.alignment < 4;
-}
-
-// The widest store C allows: VEC, or the problem's alignment class where packing or PRETB let VEC
-// exceed it (the class is the narrowest of A, B and C: C may be wider, never narrower).
+// The widest store C allows: VEC, or the problem's alignment class where packing lets VEC exceed
+// it (the class is the narrowest of A, B and C: C may be wider, never narrower).
 int c_vec(const Config& config, const Problem& problem) {
   return std::min(config.get("VEC"), problem.alignment);
-}
-
-// The widest load A allows: VEC where packing aligns it, else the class (PRETB alone lets VEC
-// exceed the class: B is then aligned in the workspace and A, unpacked, is read narrower).
-int a_vec(const Config& config, const Problem& problem) {
-  return packs(config, problem) ? config.get("VEC") : std::min(config.get("VEC"), problem.alignment);
 }
 
 // The config without its host-side parameters: what names and compiles the kernel.
@@ -539,11 +518,10 @@ Config kernel_config(const Config& config) {
 }  // namespace
 
 std::string kernel_name(const Config& config, const Problem& problem) {
-  const int cv = c_vec(config, problem), av = a_vec(config, problem);
+  const int cv = c_vec(config, problem);
   return "gemm_" + std::string(problem.trans_a ? "t" : "n") + (problem.trans_b ? "t" : "n") +
          kernel_config(config).name_suffix() +
-         (cv < config.get("VEC") ? "_cvec" + std::to_string(cv) : "") +
-         (av < config.get("VEC") ? "_avec" + std::to_string(av) : "");
+         (cv < config.get("VEC") ? "_cvec" + std::to_string(cv) : "");
 }
 
 KernelSpec kernel_spec(const Config& config, const Problem& problem) {
@@ -551,8 +529,7 @@ KernelSpec kernel_spec(const Config& config, const Problem& problem) {
   spec.options = {"-DKERNEL_NAME=" + spec.kernel_name,
                   "-DTRANS_A=" + std::to_string(problem.trans_a ? 1 : 0),
                   "-DTRANS_B=" + std::to_string(reads_b_transposed(config, problem) ? 1 : 0),
-                  "-DC_VEC=" + std::to_string(c_vec(config, problem)),
-                  "-DA_VEC=" + std::to_string(a_vec(config, problem))};
+                  "-DC_VEC=" + std::to_string(c_vec(config, problem))};
   for (const auto& d : kernel_config(config).defines()) spec.options.push_back(d);
   spec.dynamic_smem_bytes = shared_bytes(config);
   spec.companions = {kZeroTickets};
@@ -623,6 +600,11 @@ int64_t a_cols(const Problem& p) { return p.trans_a ? p.m : p.k; }
 int64_t b_rows(const Problem& p) { return p.trans_b ? p.n : p.k; }
 int64_t b_cols(const Problem& p) { return p.trans_b ? p.k : p.n; }
 
+// Packing reserves room for both operands whenever something is unaligned: which one is decided
+// at launch from the pointers.
+bool packs(const Config& config, const Problem& p) {
+  return config.get("PACK") == 1 && !is_gemv(config) && p.alignment < 4;
+}
 size_t packed_a_bytes(const Config& config, const Problem& p) {
   return packs(config, p) ? aligned_bytes(a_rows(p), a_cols(p)) : 0;
 }

@@ -2,7 +2,6 @@
 // of the space for sm_80 and sm_90 with their resource reports.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -32,9 +31,8 @@ TEST(GemmSpace, ConfigRendersOptionsNameAndCanonicalText) {
   EXPECT_EQ(spec.options[1], "-DTRANS_A=1");
   EXPECT_EQ(spec.options[2], "-DTRANS_B=0");
   EXPECT_EQ(spec.options[3], "-DC_VEC=4");
-  EXPECT_EQ(spec.options[4], "-DA_VEC=4");
-  EXPECT_EQ(spec.options[5], "-DGEMV=0");
-  EXPECT_EQ(spec.options[6], "-DBM=128");
+  EXPECT_EQ(spec.options[4], "-DGEMV=0");
+  EXPECT_EQ(spec.options[5], "-DBM=128");
   // PACK and REDUCE are the launch's: neither in the kernel's name nor among its options.
   EXPECT_EQ(spec.options.back(), "-DTAIL=0");
   Config host_side = c;
@@ -135,19 +133,6 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   const Space aligned = make_space(dev, packed_problem("NN", 4096, 4096, 4096));
   EXPECT_EQ(aligned.violation(c, /*include_pruning=*/false).value_or(""), "");
   EXPECT_EQ(aligned.violation(c, /*include_pruning=*/true).value_or(""), "pack_for_wider_vectors");
-  // So does B pre-transposed into the workspace without packing: A and C then move at the
-  // class's width, which the kernel is compiled for (A_VEC, C_VEC below VEC).
-  c.set("PACK", 0);
-  c.set("PRETB", 1);
-  EXPECT_FALSE(space.violation(c, /*include_pruning=*/true).has_value());
-  const KernelSpec spec = kernel_spec(c, p);
-  EXPECT_NE(std::find(spec.options.begin(), spec.options.end(), "-DA_VEC=1"), spec.options.end());
-  EXPECT_NE(std::find(spec.options.begin(), spec.options.end(), "-DC_VEC=1"), spec.options.end());
-  c.set("PACK", 1);  // packing aligns A: it moves VEC wide again
-  const KernelSpec packed = kernel_spec(c, p);
-  EXPECT_NE(std::find(packed.options.begin(), packed.options.end(), "-DA_VEC=4"),
-            packed.options.end());
-  EXPECT_NE(spec.kernel_name, packed.kernel_name);
   c.set("PACK", 0);
   c.set("REDUCE", 1);  // a summing pass with nothing split
   EXPECT_EQ(aligned.violation(c, /*include_pruning=*/false).value_or(""), "reduce_pass_needs_splits");
@@ -399,28 +384,6 @@ TEST(GemmSpace, SeedsAreValidForEveryLayoutAndShapeClass) {
   }
 }
 
-// Unaligned operands: the tuner starts from each family packed, narrowed, and (B not transposed)
-// with B pre-transposed into the workspace while A stays in place, read at the class's width.
-TEST(GemmSpace, UnalignedSeedsIncludeBPretransposedWithoutPacking) {
-  const DeviceInfo dev = reference_device(90);
-  for (const char* layout : {"NN", "TN", "NT"}) {
-    const Problem p = packed_problem(layout, 12345, 678, 910);
-    ASSERT_EQ(p.alignment, 1);
-    int unpacked_wide = 0;
-    for (const auto& c : seed_configs(dev, p)) {
-      if (c.get("GEMV") == 0 && c.get("VEC") == 4 && c.get("PACK") == 0) {
-        EXPECT_EQ(c.get("PRETB"), 1) << c.canonical();
-        ++unpacked_wide;
-      }
-    }
-    if (layout[1] == 'T') {
-      EXPECT_EQ(unpacked_wide, 0) << layout;  // PRETB needs B not transposed
-    } else {
-      EXPECT_GE(unpacked_wide, 5) << layout;
-    }
-  }
-}
-
 // NVRTC needs no GPU: compile a random sample of the space for both architectures and read the
 // resource report back. Every sampled config must compile, and none of the sample may spill more
 // than a little (a sign the space admits configs the register file cannot hold).
@@ -492,7 +455,7 @@ INSTANTIATE_TEST_SUITE_P(Archs, GemmCompileSample, ::testing::Values(80, 90));
 TEST(GemmCompile, MissingParameterFailsWithTheNvrtcLog) {
   const Problem p = packed_problem("NN", 64, 64, 64);
   KernelSpec spec = kernel_spec(default_config(reference_device(90), p), p);
-  spec.options.erase(spec.options.begin() + 7);  // drop -DBN=... (after -DA_VEC, -DGEMV, -DBM)
+  spec.options.erase(spec.options.begin() + 6);  // drop -DBN=... (after -DC_VEC, -DGEMV, -DBM)
   CompileRequest request{spec.source_name, spec.source, spec.kernel_name, spec.options, 90};
   try {
     compile_kernel(request);

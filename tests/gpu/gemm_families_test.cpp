@@ -80,16 +80,15 @@ void pad_leading_dims(Problem& p) {
 // Checks every config on every shape in one layout against cuBLAS (GemmTask::check: NaN-poisoned
 // C with beta = 0, then the padded alpha/beta edge shape). Each shape runs twice: with leading dims
 // padded to a multiple of 4 (alignment class 4, the config as it is) and packed (odd leading dims:
-// the config with VEC lowered to fit, unless it packs A and B, or B comes pre-transposed from the
-// workspace: then VEC stays and A and C move at the class's width, A_VEC and C_VEC). The layout's
-// kernels (every VEC variant) compile in parallel first. Returns the number of checks.
+// the config with VEC lowered to fit, unless it packs A and B). The layout's kernels (every VEC variant) compile in
+// parallel first. Returns the number of checks.
 int check_on_shapes(const DeviceInfo& device, const char* layout,
                     const std::vector<Config>& configs, const Shapes& shapes, int seed) {
   KernelCache kernels;
   DeviceCheck check(kernels, device);
   Stream stream = Stream::create();
   auto with_vec = [](Config c, int vec) {
-    if (c.get("PACK") == 0 && c.get("PRETB") == 0) c.set("VEC", std::min(c.get("VEC"), vec));
+    if (c.get("PACK") == 0) c.set("VEC", std::min(c.get("VEC"), vec));
     return c;
   };
   // Kernel specs depend on the layout and the alignment class only: one per class, by name.
