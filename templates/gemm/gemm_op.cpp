@@ -61,6 +61,7 @@ const std::vector<std::pair<const char*, int>>& gemv_tile_placeholders() {
 
 constexpr int kGemvThreads = 256;  // gemm.cu's kGemvThreads
 constexpr const char* kZeroTickets = "tuned_gemm_zero_tickets";  // gemm.cu's ticket reset
+constexpr const char* kPack = "tuned_gemm_pack";                 // gemm.cu's aligned copy (PACK)
 
 // Rows of y a GEMV kernel computes: m when n == 1, else n.
 int64_t gemv_rows(const Problem& p) { return p.n == 1 ? p.m : p.n; }
@@ -532,7 +533,7 @@ KernelSpec kernel_spec(const Config& config, const Problem& problem) {
                   "-DC_VEC=" + std::to_string(c_vec(config, problem))};
   for (const auto& d : kernel_config(config).defines()) spec.options.push_back(d);
   spec.dynamic_smem_bytes = shared_bytes(config);
-  spec.companions = {kZeroTickets};
+  spec.companions = {kZeroTickets, kPack};
   return spec;
 }
 
@@ -616,17 +617,6 @@ bool vector_aligned(const void* pointer, int64_t ld) {
   return reinterpret_cast<uintptr_t>(pointer) % 16 == 0 && ld % 4 == 0;
 }
 
-// Copies the rows x cols column-major matrix at `from` (leading dimension ld) to `to` with an
-// aligned leading dimension; returns it.
-int64_t copy_aligned(const float* from, int64_t ld, int64_t rows, int64_t cols, float* to,
-                     cudaStream_t stream) {
-  const int64_t to_ld = aligned_ld(rows);
-  TUNED_CUDA_CHECK(cudaMemcpy2DAsync(to, static_cast<size_t>(to_ld) * sizeof(float), from,
-                                     static_cast<size_t>(ld) * sizeof(float),
-                                     static_cast<size_t>(rows) * sizeof(float),
-                                     static_cast<size_t>(cols), cudaMemcpyDeviceToDevice, stream));
-  return to_ld;
-}
 
 size_t split_bytes(const Config& config, const Problem& problem) {
   const int64_t splits = config.get("SPLITK");
@@ -702,6 +692,26 @@ TailSplit tail_split(const LoadedKernel& kernel, const Config& config, const Pro
 
 namespace {
 
+// Copies the rows x cols column-major matrix at `from` (leading dimension ld) to `to` with an
+// aligned leading dimension (gemm.cu's tuned_gemm_pack, in the programmatic launch chain); returns
+// that leading dimension.
+int64_t copy_aligned(const LoadedKernel& kernel, const float* from, int64_t ld, int64_t rows,
+                     int64_t cols, float* to, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  long long from_ld = ld, to_ld = aligned_ld(rows);
+  int rows32 = static_cast<int>(rows), cols32 = static_cast<int>(cols);
+  if (rows == 0 || cols == 0) return to_ld;
+  LaunchGeometry g;
+  const int64_t row_blocks = (rows + 4 * kThreads - 1) / (4 * kThreads);  // 4 rows per thread
+  g.grid = dim3(static_cast<unsigned>(std::min<int64_t>(row_blocks, 1024)),
+                static_cast<unsigned>(std::min<int64_t>(cols, 65535)));
+  g.block = dim3(kThreads);
+  g.waits_for_previous_grid = true;
+  void* args[] = {&from, &from_ld, &rows32, &cols32, &to, &to_ld};
+  kernel.launch_companion(kPack, g, args, stream);
+  return to_ld;
+}
+
 // gemm.cu's tuned_gemm_zero_tickets over n tickets, in the programmatic launch chain.
 void zero_tickets(const LoadedKernel& kernel, int* tickets, int64_t n, cudaStream_t stream) {
   constexpr int kThreads = 256;
@@ -760,11 +770,13 @@ void launch(const LoadedKernel& kernel, const Config& config, const Problem& pro
     float* a_packed = reinterpret_cast<float*>(ws);
     float* b_packed = reinterpret_cast<float*>(ws + packed_a_bytes(config, problem));
     if (!vector_aligned(a, lda)) {
-      lda = static_cast<int>(copy_aligned(a, lda, a_rows(problem), a_cols(problem), a_packed, stream));
+      lda = static_cast<int>(
+          copy_aligned(kernel, a, lda, a_rows(problem), a_cols(problem), a_packed, stream));
       a = a_packed;
     }
     if (!config.get("PRETB") && !vector_aligned(b, ldb)) {
-      ldb = static_cast<int>(copy_aligned(b, ldb, b_rows(problem), b_cols(problem), b_packed, stream));
+      ldb = static_cast<int>(
+          copy_aligned(kernel, b, ldb, b_rows(problem), b_cols(problem), b_packed, stream));
       b = b_packed;
     }
   }

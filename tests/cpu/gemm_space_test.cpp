@@ -345,8 +345,9 @@ TEST(GemmSpace, PretransposedBReadsTheWorkspaceAsTransposed) {
   EXPECT_FALSE(make_space(dev, nn).violation(c).has_value());
   const KernelSpec spec = kernel_spec(c, nn);
   EXPECT_EQ(spec.options[2], "-DTRANS_B=1");  // the kernel reads B^T from the workspace
-  // B is transposed by the transpose op, not a companion: the only one resets split-K tickets.
-  EXPECT_EQ(spec.companions, std::vector<std::string>{"tuned_gemm_zero_tickets"});
+  // B is transposed by the transpose op, not a companion: those reset split-K tickets and pack.
+  EXPECT_EQ(spec.companions,
+            (std::vector<std::string>{"tuned_gemm_zero_tickets", "tuned_gemm_pack"}));
   EXPECT_EQ(workspace_bytes(c, nn), 1000u * 4096 * 4);  // ld rounded to 1000, 256-byte multiple
   // Not for a B that is already n-contiguous, and pruned where m is small.
   EXPECT_EQ(make_space(dev, packed_problem("NT", 4096, 1000, 4096)).violation(c).value_or(""),
