@@ -617,7 +617,6 @@ bool vector_aligned(const void* pointer, int64_t ld) {
   return reinterpret_cast<uintptr_t>(pointer) % 16 == 0 && ld % 4 == 0;
 }
 
-
 size_t split_bytes(const Config& config, const Problem& problem) {
   const int64_t splits = config.get("SPLITK");
   if (splits == 1 && config.get("TAIL") == 1 && !is_gemv(config)) {
@@ -699,8 +698,8 @@ int64_t copy_aligned(const LoadedKernel& kernel, const float* from, int64_t ld, 
                      int64_t cols, float* to, cudaStream_t stream) {
   constexpr int kThreads = 256;
   long long from_ld = ld, to_ld = aligned_ld(rows);
-  int rows32 = static_cast<int>(rows), cols32 = static_cast<int>(cols);
   if (rows == 0 || cols == 0) return to_ld;
+  int rows32 = static_cast<int>(rows), cols32 = static_cast<int>(cols);  // both <= 2^31 - 1024
   LaunchGeometry g;
   const int64_t row_blocks = (rows + 4 * kThreads - 1) / (4 * kThreads);  // 4 rows per thread
   g.grid = dim3(static_cast<unsigned>(std::min<int64_t>(row_blocks, 1024)),
