@@ -67,7 +67,8 @@ class Runtime {
  private:
   struct Choice {
     Config config;
-    std::string origin;  // "exact", "first-use", "shipped", "model", "nearest MxNxK", "default"
+    std::string origin;  // "exact", "first-use", "twin <uuid>", "shipped", "model",
+                         // "nearest MxNxK", "default"
     std::shared_ptr<const LoadedKernel> kernel;  // null until a run() needed it
     size_t workspace_bytes = 0;
   };

@@ -917,6 +917,29 @@ std::optional<BestRecord> Database::find_best(const ProblemKey& key) {
   }
 }
 
+std::optional<BestRecord> Database::find_best_on_twin(const ProblemKey& key,
+                                                       const DeviceRecord& device) {
+  std::lock_guard lock(mutex_);
+  Statement s(db_, path_,
+              std::string("SELECT ") + kBestColumns +
+                  " FROM best WHERE device_uuid IN (SELECT uuid FROM devices WHERE uuid <> ? "
+                  "AND name = ? AND cc_major = ? AND cc_minor = ? AND sm_count = ?) "
+                  "AND op = ? AND layout = ? AND shape = ? AND alignment = ? "
+                  "ORDER BY ms, updated_at DESC, id DESC",
+              "find best of a twin device");
+  s.bind(1, device.uuid).bind(2, device.name).bind(3, device.cc_major).bind(4, device.cc_minor);
+  s.bind(5, device.sm_count).bind(6, key.op).bind(7, key.layout).bind(8, key.shape_string());
+  s.bind(9, key.alignment);
+  while (s.step()) {
+    try {
+      return read_best(s, path_);
+    } catch (const Error& e) {
+      skip_row(path_, "best", s.int64(12), e);  // the next twin's entry may be readable
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<BestRecord> Database::find_nearest(const ProblemKey& key) {
   std::lock_guard lock(mutex_);
   Statement s(db_, path_,

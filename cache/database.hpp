@@ -87,6 +87,11 @@ class Database {
   bool offer_best(const BestRecord& best);
   /// Best for exactly this key.
   std::optional<BestRecord> find_best(const ProblemKey& key);
+  /// Best for this key's op, layout, shape and alignment measured on a twin of `device`: another
+  /// GPU (uuid other than device.uuid) that the devices table lists with the same name, compute
+  /// capability and SM count. A database tuned on one GPU of a cluster then serves its twins; of
+  /// several twins' entries the fastest answers (ties: the most recently stored).
+  std::optional<BestRecord> find_best_on_twin(const ProblemKey& key, const DeviceRecord& device);
   /// Best of the same device, op and layout whose shape is nearest in log space (sum over dims of
   /// |log2(a) - log2(b)|, dims of 0 counted as 1); entries of the same alignment class first, then
   /// any alignment: first narrower ones that divide key.alignment (their kernels stay valid on

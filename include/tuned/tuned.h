@@ -127,8 +127,8 @@ typedef enum tuned_tuning_t {
 tuned_status_t tuned_set_tuning(tuned_tuning_t policy);
 
 /// Describes the configuration tuned_gemm would use for this problem, and where it came from
-/// ("exact", "first-use", "shipped", "model", "nearest MxNxK", "default"), into buf
-/// (NUL-terminated, truncated to size).
+/// ("exact", "first-use", "twin <uuid>" (tuned on another GPU of this model), "shipped", "model",
+/// "nearest MxNxK", "default"), into buf (NUL-terminated, truncated to size).
 tuned_status_t tuned_gemm_describe(tuned_operation_t op_a, tuned_operation_t op_b, int m, int n,
                                    int k, const float* A, int lda, const float* B, int ldb,
                                    const float* C, int ldc, char* buf, unsigned long size);

@@ -526,6 +526,51 @@ TEST(CacheDatabase, BestRoundTripsOneTwoAndThreeDims) {
   EXPECT_EQ(twos[1].key.shape, (std::vector<int64_t>{16384, 16384}));
 }
 
+// A key tuned on another GPU of the same model (name, compute capability, SM count) is found for
+// this one; other models, the asking GPU's own rows and GPUs the devices table does not list are
+// not. Of several twins the fastest answers.
+TEST(CacheDatabase, FindBestOnTwinMatchesOnlyTheSameModel) {
+  TempDir dir;
+  Database db(dir.file("tuned.db"));
+  const DeviceRecord here = device("GPU-here", "NVIDIA H100 80GB HBM3");
+  const std::string twin_a = "GPU-twin-a", twin_b = "GPU-twin-b";
+  db.upsert_device(device(twin_a, "NVIDIA H100 80GB HBM3"));
+  db.upsert_device(device(twin_b, "NVIDIA H100 80GB HBM3"));
+  DeviceRecord fewer_sms = device("GPU-fewer-sms", "NVIDIA H100 80GB HBM3");
+  fewer_sms.sm_count = 114;
+  db.upsert_device(fewer_sms);
+  DeviceRecord other_cc = device("GPU-other-cc", "NVIDIA H100 80GB HBM3");
+  other_cc.cc_minor = 9;
+  db.upsert_device(other_cc);
+  db.upsert_device(device(kH200, "NVIDIA H200"));
+  const std::vector<int64_t> shape = {12345, 678, 910};
+  auto twin = [&](const ProblemKey& k) {
+    auto found = db.find_best_on_twin(k, here);
+    return found ? found->config + "@" + found->key.device_uuid : std::string("none");
+  };
+  EXPECT_EQ(twin(key(here.uuid, shape, 1)), "none");  // empty database
+  // Other models, and a GPU of this name missing from the devices table, do not answer.
+  ASSERT_TRUE(db.offer_best(best(key("GPU-fewer-sms", shape, 1), 0.1, "fewer_sms")));
+  ASSERT_TRUE(db.offer_best(best(key("GPU-other-cc", shape, 1), 0.1, "other_cc")));
+  ASSERT_TRUE(db.offer_best(best(key(kH200, shape, 1), 0.1, "h200")));
+  ASSERT_TRUE(db.offer_best(best(key("GPU-unlisted", shape, 1), 0.1, "unlisted")));
+  EXPECT_EQ(twin(key(here.uuid, shape, 1)), "none");
+  // A twin answers for the same op, layout, shape and alignment only; the fastest twin wins.
+  ASSERT_TRUE(db.offer_best(best(key(twin_a, shape, 1), 0.5, "slow_twin")));
+  EXPECT_EQ(twin(key(here.uuid, shape, 1)), "slow_twin@" + twin_a);
+  ASSERT_TRUE(db.offer_best(best(key(twin_b, shape, 1), 0.4, "fast_twin")));
+  EXPECT_EQ(twin(key(here.uuid, shape, 1)), "fast_twin@" + twin_b);
+  EXPECT_EQ(twin(key(here.uuid, shape, 4)), "none");
+  EXPECT_EQ(twin(key(here.uuid, shape, 1, "TN")), "none");
+  EXPECT_EQ(twin(key(here.uuid, {12345, 678, 911}, 1)), "none");
+  EXPECT_EQ(twin(key(here.uuid, shape, 1, "NN", "transpose")), "none");
+  // The asking GPU's own row is find_best's answer, never its own twin's.
+  db.upsert_device(here);
+  ASSERT_TRUE(db.offer_best(best(key(here.uuid, shape, 1), 0.05, "own")));
+  EXPECT_EQ(twin(key(here.uuid, shape, 1)), "fast_twin@" + twin_b);
+  EXPECT_EQ(db.find_best(key(here.uuid, shape, 1))->config, "own");
+}
+
 TEST(CacheDatabase, FindNearestOrdersByLogDistance) {
   TempDir dir;
   Database db(dir.file("tuned.db"));
@@ -1182,6 +1227,9 @@ TEST(CacheDatabaseFaults, ReadersChangeNoByte) {
     EXPECT_EQ(reader.sessions({}).size(), 1u);
     EXPECT_TRUE(reader.find_best(key(kH100, {64, 64, 64})).has_value());
     EXPECT_TRUE(reader.find_nearest(key(kH100, {60, 70, 64})).has_value());
+    EXPECT_TRUE(reader.find_best_on_twin(key(kH200, {64, 64, 64}),
+                                         device(kH200, "NVIDIA H100 80GB HBM3"))
+                    .has_value());
     EXPECT_FALSE(reader.find_cubin({"h", "o", "sm_90", "v"}).has_value());
     // A reader asked to write is a programming error, named as such, and writes nothing.
     expect_error([&] { reader.upsert_device(device(kH200, "NVIDIA H200")); },

@@ -83,6 +83,49 @@ TEST(RuntimeRace, SetDatabaseWhileOtherThreadsChoose) {
   std::remove(empty.c_str());
 }
 
+// A database tuned on another GPU of this model (copied across a cluster) answers for its shapes
+// as "twin <uuid>", after this GPU's own entry and before the shipped data and the model; a GPU
+// of another model does not.
+TEST(RuntimeChoice, TwinGpusEntryAnswersAfterTheOwnOne) {
+  const DeviceInfo device = reference_h100();
+  const OpRegistration& gemm = find_op("gemm");
+  const std::string path = ::testing::TempDir() + "twin_" + std::to_string(getpid()) + ".db";
+  std::remove(path.c_str());
+  const auto problem = gemm_op::packed_problem("NN", 12345, 678, 910);
+  const std::string twin_config =
+      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=1,LM=8,VEC=1,PAD=4,AKM=1,BKM=0,UNROLL=16,"
+      "PIPE=4,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1";
+  const std::string own_config =
+      "GEMV=0,BM=128,BN=64,BK=8,WM=128,WN=32,TM=4,TN=2,LM=8,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=8,"
+      "PIPE=4,SWZ=4,MINB=2,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=1";
+  auto store = [&](const std::string& uuid, const std::string& name, const std::string& config) {
+    cache::Database db(path);
+    cache::DeviceRecord d{uuid, name, device.cc_major, device.cc_minor, device.sm_count,
+                          static_cast<int64_t>(device.memory_bytes), device.clock_khz};
+    db.upsert_device(d);
+    cache::BestRecord best;
+    best.key = gemm_op::problem_key(device, problem);
+    best.key.device_uuid = uuid;
+    best.config = config;
+    best.ms = 1;
+    ASSERT_TRUE(db.offer_best(best));
+  };
+  auto describe = [&] {
+    Runtime runtime(device);  // a fresh memo each time
+    runtime.set_database(path);
+    return runtime.describe(gemm, gemm_op::problem_id(problem));
+  };
+  const std::string untuned = describe();
+  EXPECT_EQ(untuned.rfind("twin ", 0), std::string::npos) << untuned;
+  store("GPU-other-model", "NVIDIA H200", twin_config);
+  EXPECT_EQ(describe(), untuned);
+  store("GPU-twin", device.name, twin_config);
+  EXPECT_EQ(describe(), "twin GPU-twin: " + twin_config);
+  store(device.uuid, device.name, own_config);
+  EXPECT_EQ(describe(), "exact: " + own_config);
+  std::remove(path.c_str());
+}
+
 // With TUNED_LOG_LEVEL=info (here set_log_level) every choice is logged with its origin and
 // config; silent otherwise.
 TEST(RuntimeLog, NamesEachChoiceWhenEnabled) {
