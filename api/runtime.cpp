@@ -93,14 +93,6 @@ cache::SelectionModel::Features selection_features(const OpFace& face, const Dev
   return features;
 }
 
-// The database's record of a device (devices table).
-cache::DeviceRecord device_record(const DeviceInfo& device) {
-  return {device.uuid,     device.name,
-          device.cc_major, device.cc_minor,
-          device.sm_count, static_cast<int64_t>(device.memory_bytes),
-          device.clock_khz};
-}
-
 std::string describe_problem(const OpRegistration& op, const ProblemId& p) {
   std::string text = op.name + " " + op.variants[p.variant] + " ";
   for (int i = 0; i < p.rank; ++i) text += (i ? "x" : "") + std::to_string(p.dims[i]);
@@ -265,7 +257,7 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
       }
       // Tuned on another GPU of this model (a database copied across a cluster): this shape's
       // own measurement beats any other shape's or the model's guess.
-      if (auto twin = db->find_best_on_twin(key, device_record(device))) {
+      if (auto twin = db->find_best_on_twin(key, cache::device_record(device))) {
         if (take(twin->config, "twin " + twin->key.device_uuid)) return choice;
       }
       nearest = db->find_nearest(key);
@@ -342,7 +334,7 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
     best.tflops = task->rate(pick->ms);
     best.origin = "first-use";
     try {
-      db->upsert_device(device_record(device));
+      db->upsert_device(cache::device_record(device));
       // The cubin is not stored: first-use picks are precompiled or already in the database.
       keep_best(*db, best, face.kernel_spec(pick->config, problem), device, nullptr);
     } catch (const Error& e) {

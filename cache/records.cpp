@@ -7,6 +7,13 @@
 
 namespace tuned::cache {
 
+DeviceRecord device_record(const DeviceInfo& device) {
+  return {device.uuid,     device.name,
+          device.cc_major, device.cc_minor,
+          device.sm_count, static_cast<int64_t>(device.memory_bytes),
+          device.clock_khz};
+}
+
 const char* to_string(Disposition d) {
   switch (d) {
     case Disposition::kOk:

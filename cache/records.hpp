@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "generator/device.hpp"
 #include "templates/problem_key.hpp"
 
 namespace tuned::cache {
@@ -21,6 +22,9 @@ struct DeviceRecord {
   int64_t memory_bytes = 0;
   int clock_khz = 0;
 };
+
+/// The record of a queried device (what autotune and first-use tuning store, what lookups match).
+DeviceRecord device_record(const DeviceInfo& device);
 
 // ProblemKey and shape_distance are the ops' vocabulary (templates/problem_key.hpp).
 using tuned::ProblemKey;

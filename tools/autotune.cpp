@@ -113,8 +113,7 @@ int run(const AutotuneOptions& options) {
   const tuned::DeviceLock gpu_lock(device.uuid, !options.no_wait, [](const std::string& message) {
     std::fprintf(stderr, "autotune: %s\n", message.c_str());
   });
-  db.upsert_device({device.uuid, device.name, device.cc_major, device.cc_minor, device.sm_count,
-                    static_cast<int64_t>(device.memory_bytes), device.clock_khz});
+  db.upsert_device(tuned::cache::device_record(device));
 
   const double budget = options.budget_s > 0 ? options.budget_s : 60.0 * shapes.size();
   std::printf("autotune: %s on device %d: %s (%s, %d SMs), %zu shape(s), budget %.0f s, "

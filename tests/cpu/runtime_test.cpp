@@ -100,8 +100,9 @@ TEST(RuntimeChoice, TwinGpusEntryAnswersAfterTheOwnOne) {
       "PIPE=4,SWZ=4,MINB=2,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=1";
   auto store = [&](const std::string& uuid, const std::string& name, const std::string& config) {
     cache::Database db(path);
-    cache::DeviceRecord d{uuid, name, device.cc_major, device.cc_minor, device.sm_count,
-                          static_cast<int64_t>(device.memory_bytes), device.clock_khz};
+    cache::DeviceRecord d = cache::device_record(device);  // a GPU like this one ...
+    d.uuid = uuid;                                          // ... or of another model
+    d.name = name;
     db.upsert_device(d);
     cache::BestRecord best;
     best.key = gemm_op::problem_key(device, problem);
