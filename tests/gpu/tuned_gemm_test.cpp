@@ -9,7 +9,11 @@
 #include <random>
 #include <vector>
 
+#include "cache/database.hpp"
+#include "cache/records.hpp"
+#include "generator/device.hpp"
 #include "gpu_test_util.hpp"
+#include "templates/gemm/gemm_op.hpp"
 #include "tuned/tuned.h"
 #include "tuned/tuned.hpp"
 
@@ -244,6 +248,42 @@ TEST_F(TunedGemm, BadArgumentsGiveClearErrors) {
     EXPECT_NE(std::string(e.what()).find("lda"), std::string::npos);
   }
   cudaFree(d);
+}
+
+// A database tuned on another GPU of this model (the devices table lists another uuid with this
+// GPU's name, compute capability and SM count) answers for its exact shape on this GPU: the call
+// reports the twin's entry and its kernel, compiled here, gives correct results.
+TEST_F(TunedGemm, TwinGpusEntryIsUsedAndCorrectHere) {
+  const tuned::DeviceInfo device = tuned::query_device(0);
+  const auto problem = tuned::gemm_op::packed_problem("NN", 1001, 999, 777);  // odd everything
+  const std::string twin_uuid = "GPU-twin-of-" + device.uuid;
+  const std::string twin_config =
+      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=1,LM=8,VEC=1,PAD=4,AKM=1,BKM=0,UNROLL=16,"
+      "PIPE=4,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0";
+  {
+    tuned::cache::Database db(db_);
+    tuned::cache::DeviceRecord twin = tuned::cache::device_record(device);
+    twin.uuid = twin_uuid;
+    db.upsert_device(twin);
+    tuned::cache::BestRecord best;
+    best.key = tuned::gemm_op::problem_key(device, problem);
+    best.key.device_uuid = twin_uuid;
+    best.config = twin_config;
+    best.ms = 1;
+    ASSERT_TRUE(db.offer_best(best));
+  }
+  float* d;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), 1001 * 1001 * 4), cudaSuccess);
+  char buf[512];
+  ASSERT_EQ(tuned_gemm_describe(TUNED_OP_N, TUNED_OP_N, 1001, 999, 777, d, 1001, d, 777, d, 1001,
+                                buf, sizeof(buf)),
+            TUNED_STATUS_SUCCESS)
+      << tuned_last_error();
+  cudaFree(d);
+  EXPECT_EQ(std::string(buf), "twin " + twin_uuid + ": " + twin_config);
+  std::mt19937_64 rng(201);
+  run_case({TUNED_OP_N, TUNED_OP_N, 1001, 999, 777, 1001, 777, 1001, 1.0f, 0.0f}, rng);
+  run_case({TUNED_OP_N, TUNED_OP_N, 1001, 999, 777, 1001, 777, 1001, -0.5f, 0.75f}, rng);
 }
 
 TEST_F(TunedGemm, UnwritableDatabasePathIsAnError) {
