@@ -272,18 +272,19 @@ TEST_F(TunedGemm, TwinGpusEntryIsUsedAndCorrectHere) {
     best.ms = 1;
     ASSERT_TRUE(db.offer_best(best));
   }
-  float* d;
-  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), 1001 * 1001 * 4), cudaSuccess);
+  const int m = static_cast<int>(problem.m), n = static_cast<int>(problem.n);
+  const int k = static_cast<int>(problem.k);
+  float* d;  // only its alignment matters to describe: one buffer serves as A, B and C
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), static_cast<size_t>(m) * m * 4), cudaSuccess);
   char buf[512];
-  ASSERT_EQ(tuned_gemm_describe(TUNED_OP_N, TUNED_OP_N, 1001, 999, 777, d, 1001, d, 777, d, 1001,
-                                buf, sizeof(buf)),
+  ASSERT_EQ(tuned_gemm_describe(TUNED_OP_N, TUNED_OP_N, m, n, k, d, m, d, k, d, m, buf, sizeof(buf)),
             TUNED_STATUS_SUCCESS)
       << tuned_last_error();
   cudaFree(d);
   EXPECT_EQ(std::string(buf), "twin " + twin_uuid + ": " + twin_config);
   std::mt19937_64 rng(201);
-  run_case({TUNED_OP_N, TUNED_OP_N, 1001, 999, 777, 1001, 777, 1001, 1.0f, 0.0f}, rng);
-  run_case({TUNED_OP_N, TUNED_OP_N, 1001, 999, 777, 1001, 777, 1001, -0.5f, 0.75f}, rng);
+  run_case({TUNED_OP_N, TUNED_OP_N, m, n, k, m, k, m, 1.0f, 0.0f}, rng);
+  run_case({TUNED_OP_N, TUNED_OP_N, m, n, k, m, k, m, -0.5f, 0.75f}, rng);
 }
 
 TEST_F(TunedGemm, UnwritableDatabasePathIsAnError) {
