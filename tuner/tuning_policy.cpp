@@ -16,7 +16,8 @@ std::vector<Config> starting_configs(cache::Database& db, const TuningTask& task
   std::vector<Config> first;
   auto add = [&](const std::string& text) {
     try {
-      const auto config = Config::parse(text);
+      // (A config recorded before a parameter existed means that parameter's old value.)
+      const auto config = with_absent_params(Config::parse(text), task.space().params());
       if (!task.space().violation(config)) first.push_back(config);
     } catch (const Error&) {  // a config of an older template
     }

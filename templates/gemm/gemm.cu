@@ -34,6 +34,17 @@
 //   mostly empty runs full and short (a data-parallel + split hybrid in the spirit of stream-K).
 //   Compiled in only where asked for: the summing code costs registers (221 -> 255 on the large
 //   NN tile) even where no tail is split.
+//   MMA = 1 computes the products on the FP64 tensor cores instead of FFMA: each warp's WM x WN
+//   tile is (WM / 16) x (WN / 8) tiles of mma.sync m16n8k8 in double, its fragments converted
+//   from the float slices in shared memory. A product of two floats is exact in double and the
+//   sums run in double, so the result (rounded to float once, at the end) is closer to the exact
+//   product than any FFMA order; on an H100 the FP64 tensor cores match FFMA's peak and issue
+//   one instruction per 1024 multiply-adds instead of 32, which frees the issue slots and
+//   registers FFMA kernels stall on (sm_90+; TM, TN, LM and UNROLL are fixed placeholders then,
+//   and the lanes follow the mma's fragment layout).
+// A_STRIDE and B_STRIDE, from the host (gemm_op.cpp's shared_strides, the one place they are
+// computed), are the shared rows' lengths in floats: the stored extent plus PAD, or for MMA = 1 the
+// padding that keeps that layout's fragment reads free of bank conflicts.
 // Host-side parameters (no -D option, the same kernel): PACK copies A and B that are not 16-byte
 // aligned into an aligned workspace first (so VEC > 1 survives an odd leading dimension), REDUCE
 // picks who sums split-K partials. C_VEC, set from the problem's alignment class (not a tuning
@@ -113,6 +124,15 @@
 #ifndef C_VEC
 #error "gemm.cu: C_VEC must be defined (-DC_VEC=<value>)"
 #endif
+#ifndef MMA
+#error "gemm.cu: MMA must be defined (-DMMA=<value>)"
+#endif
+#ifndef A_STRIDE
+#error "gemm.cu: A_STRIDE must be defined (-DA_STRIDE=<value>)"
+#endif
+#ifndef B_STRIDE
+#error "gemm.cu: B_STRIDE must be defined (-DB_STRIDE=<value>)"
+#endif
 
 namespace {
 
@@ -133,10 +153,15 @@ constexpr int kKGroup = (AKM && BKM) ? 1 : 4;
 constexpr int kGroupUnroll = kUnroll / kKGroup > 0 ? kUnroll / kKGroup : 1;
 
 // Shared-memory strides (floats). A k-major: (BK, BM + PAD); A m-major: (BM, BK + PAD); B alike.
-constexpr int kAStride = AKM ? BM + PAD : BK + PAD;
-constexpr int kATileFloats = AKM ? BK * (BM + PAD) : BM * (BK + PAD);
-constexpr int kBStride = BKM ? BN + PAD : BK + PAD;
-constexpr int kBTileFloats = BKM ? BK * (BN + PAD) : BN * (BK + PAD);
+constexpr int kAStride = A_STRIDE;
+constexpr int kATileFloats = (AKM ? BK : BM) * kAStride;
+constexpr int kBStride = B_STRIDE;
+constexpr int kBTileFloats = (BKM ? BK : BN) * kBStride;
+
+// MMA = 1: mma tiles per warp along m and n (1 in FFMA kernels, whose MMA code is never run).
+constexpr bool kMma = MMA == 1;
+constexpr int kMmaM = kMma ? WM / 16 : 1;
+constexpr int kMmaN = kMma ? WN / 8 : 1;
 
 static_assert(BM % WM == 0 && BN % WN == 0, "warp tile must divide the block tile");
 static_assert(32 % LM == 0, "LM must divide the warp");
@@ -154,6 +179,17 @@ static_assert(TAIL == 0 || (TAIL == 1 && SPLITK == 1), "TAIL is 0, or 1 with SPL
 static_assert(C_VEC >= 1 && C_VEC <= VEC && VEC % C_VEC == 0, "C_VEC is 1, 2 or 4, at most VEC");
 static_assert(TRANS_A == 0 || TRANS_A == 1, "TRANS_A is 0 or 1");
 static_assert(TRANS_B == 0 || TRANS_B == 1, "TRANS_B is 0 or 1");
+static_assert(A_STRIDE >= (AKM ? BM : BK) && A_STRIDE % 4 == 0, "A_STRIDE: whole, aligned rows");
+static_assert(B_STRIDE >= (BKM ? BN : BK) && B_STRIDE % 4 == 0, "B_STRIDE: whole, aligned rows");
+static_assert(MMA == 0 || MMA == 1, "MMA is 0 (FFMA) or 1 (FP64 tensor cores)");
+static_assert(!kMma || (BK % 8 == 0 && WM % 16 == 0 && WN % 8 == 0),
+              "MMA = 1 steps k by 8 and tiles warps by 16 x 8");
+// The mma's fragment layout, in the FFMA kernel's terms: lane (g, t) = (lane / 4, lane % 4) holds
+// rows 2g, 2g + 1 and columns 2t, 2t + 1 of each 16 x 8 tile, i.e. TM = TN = 2 on an 8 x 4 grid.
+static_assert(!kMma || (TM == 2 && TN == 2 && LM == 8), "MMA = 1 fixes TM = TN = 2, LM = 8");
+#if MMA == 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "gemm.cu: MMA = 1 uses mma.sync m16n8k8 in FP64, which needs sm_90 or later"
+#endif
 #if PIPE >= 2 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #error "gemm.cu: PIPE >= 2 uses cp.async, which needs sm_80 or later"
 #endif
@@ -302,6 +338,22 @@ __device__ __forceinline__ void read_shared(float* dst, const float* src) {
   }
 }
 
+// MMA = 1: k slot s (0, 1) of lane t's fragments is logical step mma_k(t, s) of an 8-step group:
+// two consecutive steps where both operands are stored k-contiguous (one 64-bit read each), else
+// the mma's own order. Any fixed permutation of k gives the same product.
+__device__ __forceinline__ int mma_k(int t, int s) { return (!AKM && !BKM) ? 2 * t + s : t + 4 * s; }
+
+// d += a * b for one 16 x 8 x 8 tile in FP64 (fragments in the mma's layout: a[2s + h] is row
+// g + 8h, k slot s; b[s] is k slot s, column g; d[e] is row g + 8(e / 2), column 2t + e % 2).
+__device__ __forceinline__ void mma_f64(double (&d)[4], const double (&a)[4], const double (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+      : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+#endif
+}
+
 // How a launch treats split-K partials (gemm_op.cpp's SplitMode): the last block of each tile sums
 // them; every block only writes its partial; or this launch is the summing pass.
 constexpr int kSplitLastBlockSums = 0;
@@ -326,8 +378,9 @@ __device__ __forceinline__ void tile_origin(int tile, int M, int N, int& m0, int
 __device__ __forceinline__ void fragment_position(int tid, int e, int& m, int& n) {
   const int lane = tid % 32, warp = tid / 32;
   const int i = e / kFragN, j = e % kFragN;
-  m = (warp % kWarpsM) * WM + (i / TM) * LM * TM + (lane % LM) * TM + i % TM;
-  n = (warp / kWarpsM) * WN + (j / TN) * kLN * TN + (lane / LM) * TN + j % TN;
+  const int lane_m = kMma ? lane / 4 : lane % LM, lane_n = kMma ? lane % 4 : lane / LM;
+  m = (warp % kWarpsM) * WM + (i / TM) * LM * TM + lane_m * TM + i % TM;
+  n = (warp / kWarpsM) * WN + (j / TN) * kLN * TN + lane_n * TN + j % TN;
 }
 
 // C = alpha * value + beta * C for one element; beta == 0 never reads C (NaNs there must not leak).
@@ -385,8 +438,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
   const int warp = tid / 32;
   const int warp_m0 = (warp % kWarpsM) * WM;  // warp tile origin inside the block tile
   const int warp_n0 = (warp / kWarpsM) * WN;
-  const int lane_m = lane % LM;  // lanes run along m first: C is column-major
-  const int lane_n = lane / LM;
+  // FFMA: lanes run along m first (C is column-major); MMA: the mma's groups (g, t).
+  const int lane_m = kMma ? lane / 4 : lane % LM;
+  const int lane_n = kMma ? lane % 4 : lane / LM;
 
   // This block's tile and share of its k range: split-K, tile blockIdx.x and split blockIdx.y;
   // a tail tile (SPLITK = 1, blocks from tail_first on), tail_splits consecutive blocks per tile.
@@ -427,6 +481,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
   for (int i = 0; i < kFragM; ++i)
 #pragma unroll
     for (int j = 0; j < kFragN; ++j) acc[i][j] = 0.0f;
+  // MMA = 1 sums in double until the epilogue: element e of tile (im, jn) is acc[2 im + e / 2]
+  // [2 jn + e % 2].
+  double dacc[kMmaM][kMmaN][4];
+#pragma unroll
+  for (int im = 0; im < kMmaM; ++im)
+#pragma unroll
+    for (int jn = 0; jn < kMmaN; ++jn)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) dacc[im][jn][e] = 0.0;
 
   // Extents of the slice starting at k0 as (contiguous, strided) lengths of each operand.
   auto a_extent = [&](int k0, int& c_left, int& s_left) {
@@ -459,9 +522,73 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     a_tile += a_step;
     b_tile += b_step;
   };
-  auto compute_slice = [&](int stage) {
-    const float* as = a_smem + stage * kATileFloats;
-    const float* bs = b_smem + stage * kBTileFloats;
+  // MMA = 1, per 8 steps of k: each warp converts its fragments to double and issues the tiles'
+  // mma. The operand with fewer fragments (A: 4 doubles per m tile, B: 2 per n tile) is converted
+  // whole first and the other one tile at a time, which keeps the fewest doubles live.
+  auto a_fragment = [&](const float* as, int kk, int im, double (&a)[4]) {
+    const int r = warp_m0 + im * 16 + 2 * lane_m;  // the mma's rows g and g + 8
+    float f[4];                                     // f[2s + h]: row r + h, k slot s
+    if constexpr (AKM) {  // m contiguous: both rows in one 64-bit read per k slot
+#pragma unroll
+      for (int s = 0; s < 2; ++s) read_shared<2>(f + 2 * s, as + a_index(kk + mma_k(lane_n, s), r));
+    } else if constexpr (!BKM) {  // k contiguous, two steps per lane: a 64-bit read per row
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float row[2];
+        read_shared<2>(row, as + a_index(kk + 2 * lane_n, r + h));
+        f[h] = row[0];
+        f[2 + h] = row[1];
+      }
+    } else {
+#pragma unroll
+      for (int s = 0; s < 2; ++s)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) f[2 * s + h] = as[a_index(kk + mma_k(lane_n, s), r + h)];
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) a[e] = static_cast<double>(f[e]);
+  };
+  auto b_fragment = [&](const float* bs, int kk, int jn, double (&b)[2]) {
+    const int n = warp_n0 + jn * 8 + lane_m;  // the mma's column g
+    float f[2];
+    if constexpr (!AKM && !BKM) {
+      read_shared<2>(f, bs + b_index(kk + 2 * lane_n, n));
+    } else {
+#pragma unroll
+      for (int s = 0; s < 2; ++s) f[s] = bs[b_index(kk + mma_k(lane_n, s), n)];
+    }
+    b[0] = static_cast<double>(f[0]);
+    b[1] = static_cast<double>(f[1]);
+  };
+  auto compute_slice_mma = [&](const float* as, const float* bs) {
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 8) {
+      if constexpr (kMmaM * 4 <= kMmaN * 2) {
+        double a[kMmaM][4];
+#pragma unroll
+        for (int im = 0; im < kMmaM; ++im) a_fragment(as, kk, im, a[im]);
+#pragma unroll
+        for (int jn = 0; jn < kMmaN; ++jn) {
+          double b[2];
+          b_fragment(bs, kk, jn, b);
+#pragma unroll
+          for (int im = 0; im < kMmaM; ++im) mma_f64(dacc[im][jn], a[im], b);
+        }
+      } else {
+        double b[kMmaN][2];
+#pragma unroll
+        for (int jn = 0; jn < kMmaN; ++jn) b_fragment(bs, kk, jn, b[jn]);
+#pragma unroll
+        for (int im = 0; im < kMmaM; ++im) {
+          double a[4];
+          a_fragment(as, kk, im, a);
+#pragma unroll
+          for (int jn = 0; jn < kMmaN; ++jn) mma_f64(dacc[im][jn], a, b[jn]);
+        }
+      }
+    }
+  };
+  auto compute_slice_ffma = [&](const float* as, const float* bs) {
 #pragma unroll kGroupUnroll
     for (int k0 = 0; k0 < BK; k0 += kKGroup) {
       // An operand stored k-contiguous (AKM or BKM = 0) is read kKGroup steps of k at once: one
@@ -514,6 +641,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
       }
     }
   };
+  auto compute_slice = [&](int stage) {
+    const float* as = a_smem + stage * kATileFloats;
+    const float* bs = b_smem + stage * kBTileFloats;
+    if constexpr (kMma) {
+      compute_slice_mma(as, bs);
+    } else {
+      compute_slice_ffma(as, bs);
+    }
+  };
 
   if constexpr (kAsync) {
     // kStages - 1 slices in flight ahead of the one being computed; one barrier per slice. A
@@ -554,6 +690,17 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
       compute_slice(0);
       __syncthreads();
     }
+  }
+
+  if constexpr (kMma) {
+#pragma unroll
+    for (int im = 0; im < kMmaM; ++im)
+#pragma unroll
+      for (int jn = 0; jn < kMmaN; ++jn)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          acc[2 * im + e / 2][2 * jn + e % 2] = static_cast<float>(dacc[im][jn][e]);
+        }
   }
 
   if (SPLITK > 1 || (TAIL == 1 && splits > 1)) {
@@ -599,7 +746,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
 
   // Epilogue: C = alpha * acc + beta * C, never reading C when beta == 0 (NaNs there must not
   // leak). Runs of TM rows are contiguous in C; they are written C_VEC wide where whole.
-  constexpr int kCVec = (TM % C_VEC == 0) ? C_VEC : 1;
+  // (MMA = 1: runs of TM = 2 rows, at even offsets, written 2 wide where C allows.)
+  constexpr int kCVec = kMma ? (C_VEC >= 2 ? 2 : 1) : (TM % C_VEC == 0) ? C_VEC : 1;
 #pragma unroll
   for (int wm = 0; wm < kWMIter; ++wm) {
 #pragma unroll

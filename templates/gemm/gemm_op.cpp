@@ -42,6 +42,8 @@ const std::vector<Param>& parameters() {
       {"REDUCE", {0, 1},
        "split-K partials summed by the last block of each tile (0) or a second launch (1)", 0},
       {"TAIL", {0, 1}, "tiles of a partial last wave split along k (sized at launch)", 0},
+      // Came with issue 10: configs recorded before it are FFMA kernels.
+      {"MMA", {0, 1}, "0: FFMA; 1: products and sums in FP64 on the tensor cores (sm_90+)", 0},
   };
   return params;
 }
@@ -55,9 +57,19 @@ const std::vector<std::pair<const char*, int>>& gemv_tile_placeholders() {
       {"BM", 16},  {"BN", 16},  {"BK", 8},     {"WM", 16},   {"WN", 16},  {"TM", 2},
       {"TN", 2},   {"LM", 8},   {"PAD", 4},    {"AKM", 1},   {"BKM", 1},  {"UNROLL", 8},
       {"PIPE", 0}, {"SWZ", 0},  {"MINB", 1},   {"PRETB", 0}, {"PACK", 0}, {"REDUCE", 0},
-      {"TAIL", 0}};
+      {"TAIL", 0}, {"MMA", 0}};
   return values;
 }
+
+// An MMA = 1 config's thread-layout parameters: fixed by the mma's fragment layout (gemm.cu), and
+// PAD, since its shared strides are derived (shared_strides).
+const std::vector<std::pair<const char*, int>>& mma_placeholders() {
+  static const std::vector<std::pair<const char*, int>> values = {
+      {"TM", 2}, {"TN", 2}, {"LM", 8}, {"UNROLL", 8}, {"PAD", 0}};
+  return values;
+}
+
+bool is_mma(const Config& c) { return c.has("MMA") && c.get("MMA") == 1; }
 
 constexpr int kGemvThreads = 256;  // gemm.cu's kGemvThreads
 constexpr const char* kZeroTickets = "tuned_gemm_zero_tickets";  // gemm.cu's ticket reset
@@ -181,10 +193,23 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"threads_per_block", {"GEMV", "BM", "BN", "WM", "WN"}, [=](const Config& c) {
                    return threads_per_block(c) <= max_threads;
                  }});
-  // A lane holds WM*WN/32 accumulators; past 128 the kernel spills.
-  space.require({"accumulators_per_thread", {"WM", "WN"}, [](const Config& c) {
-                   return c.get("WM") * c.get("WN") <= 32 * 128;
+  // A lane holds WM*WN/32 accumulators; past 128 the kernel spills (MMA: doubles, past 64).
+  space.require({"accumulators_per_thread", {"WM", "WN", "MMA"}, [](const Config& c) {
+                   return c.get("WM") * c.get("WN") <= 32 * (is_mma(c) ? 64 : 128);
                  }});
+  space.require({"mma_needs_sm90", {"MMA"}, [=](const Config& c) {
+                   return c.get("MMA") == 0 || cc >= 90;
+                 }});
+  space.require({"mma_tiles_16x8x8", {"BK", "WM", "WN", "MMA"}, [](const Config& c) {
+                   return c.get("MMA") == 0 || (c.get("BK") % 8 == 0 && c.get("WM") % 16 == 0 &&
+                                                c.get("WN") % 8 == 0);
+                 }});
+  for (const auto& [name, value] : mma_placeholders()) {
+    space.require({std::string("mma_fixes_") + name, {"MMA", name},
+                   [name = std::string(name), value = value](const Config& c) {
+                     return c.get("MMA") == 0 || c.get(name) == value;
+                   }});
+  }
   space.require({"lane_grid_divides_warp_tile", {"WM", "WN", "TM", "TN", "LM"},
                  [](const Config& c) {
                    const int lm = c.get("LM"), ln = 32 / lm;
@@ -206,14 +231,14 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                  }});
   space.require({"pad_keeps_rows_aligned", {"PAD"},
                  [](const Config& c) { return c.get("PAD") % 4 == 0; }});
-  space.require({"shared_memory", {"GEMV", "BM", "BN", "BK", "PAD", "AKM", "BKM", "PIPE"},
+  space.require({"shared_memory", {"GEMV", "BM", "BN", "BK", "PAD", "AKM", "BKM", "PIPE", "MMA"},
                  [=](const Config& c) { return shared_bytes(c) <= smem_limit; }});
   space.require({"unroll_divides_bk", {"BK", "UNROLL"},
                  [](const Config& c) { return c.get("BK") % c.get("UNROLL") == 0; }});
   space.require({"cp_async_needs_sm80", {"PIPE"},
                  [=](const Config& c) { return c.get("PIPE") < 2 || cc >= 80; }});
   space.require({"min_blocks_fit_sm", {"GEMV", "BM", "BN", "WM", "WN", "BK", "PAD", "AKM", "BKM",
-                                       "PIPE", "MINB"},
+                                       "PIPE", "MINB", "MMA"},
                  [=](const Config& c) {
                    const int b = c.get("MINB");
                    return threads_per_block(c) * b <= threads_per_sm &&
@@ -230,7 +255,7 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   // The compiler's register cap is 255, or less when MINB blocks must fit the register file;
   // configs whose estimate exceeds it spill (measured: about a quarter of unpruned trials).
   space.require({"registers_fit", {"GEMV", "BM", "BN", "BK", "WM", "WN", "TM", "TN", "LM", "VEC",
-                                   "AKM", "BKM", "PIPE", "MINB"},
+                                   "AKM", "BKM", "PIPE", "MINB", "MMA"},
                  [=](const Config& c) {
                    const int cap = std::min(255, regs_per_sm / (threads_per_block(c) * c.get("MINB")));
                    return estimated_registers(c) <= cap;
@@ -269,10 +294,27 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                    return tiles < 2 * sms && slices >= 2 * s;
                  },
                  true});
+  // MMA: the operands as stored (a transposing copy would only undo the layout the fragments
+  // read best), copied by cp.async (the register paths were slower for every FFMA shape too).
+  space.require({"mma_keeps_operands_as_stored", {"AKM", "BKM", "PRETB", "MMA"},
+                 [=](const Config& c) {
+                   return c.get("MMA") == 0 ||
+                          (c.get("AKM") == (problem.trans_a ? 0 : 1) &&
+                           c.get("BKM") == (reads_b_transposed(c, problem) ? 1 : 0));
+                 },
+                 true});
+  space.require({"mma_copies_async", {"PIPE", "MMA"},
+                 [](const Config& c) { return c.get("MMA") == 0 || c.get("PIPE") >= 2; }, true});
   return space;
 }
 
 int estimated_registers(const Config& c) {
+  if (is_mma(c)) {
+    // Double accumulators (WM*WN/32 each), the fragments of the operand converted whole (A: WM/4
+    // doubles, B: WN/4) and one tile's of the other, addresses and loop state (measured 91-254
+    // for warp tiles 16x32 to 64x32).
+    return c.get("WM") * c.get("WN") / 16 + std::min(c.get("WM"), c.get("WN")) + 72;
+  }
   // Accumulators, the fragments read ahead (one step of k for an operand stored k-major in shared
   // memory; for one stored k-contiguous, the group of four steps in use and the next, which the
   // compiler reads ahead of the multiplies: measured 254 registers for 64 accumulators), staging
@@ -379,6 +421,24 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
       "SWZ=0,MINB=2,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0",
       "GEMV=0,BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
       "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0",
+      // FP64 tensor cores (MMA = 1; sm_90+), the best of a first probe on an H100 (docs/
+      // experiments/gemm_dmma_probe.cu): 64x64 tiles for medium products (1000^3, 3000^3, TN
+      // 1024^3), 128x64 with split-K for skinny ones (TN 16384x64x8192). AKM and BKM are set
+      // from the layout below (operands as stored).
+      "GEMV=0,BM=64,BN=64,BK=16,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1",
+      "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1",
+      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1",
+      "GEMV=0,BM=128,BN=32,BK=16,WM=32,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1",
+      "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1",
+      "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1",
+      "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1",
   };
   const Space space = make_space(device, problem);
   std::vector<Config> seeds = {default_config(device, problem)};
@@ -389,7 +449,11 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
     }
   };
   for (const char* text : kFamilies) {
-    Config c = Config::parse(text);
+    Config c = with_absent_params(Config::parse(text), parameters());
+    if (is_mma(c)) {
+      c.set("AKM", problem.trans_a ? 0 : 1);
+      c.set("BKM", reads_b_transposed(c, problem) ? 1 : 0);
+    }
     // Unaligned operands: each family packed (wide vectors kept) and narrowed (no copies).
     Config packed = c;
     packed.set("PACK", 1);
@@ -476,7 +540,8 @@ bool packing_pays(const Problem& p) {
 }
 
 Config fit_config(const Config& config, const DeviceInfo& device, const Problem& problem) {
-  Config fitted = config;
+  // A config recorded before a parameter existed means that parameter's old behaviour.
+  Config fitted = with_absent_params(config, parameters());
   if (fitted.has("VEC") && fitted.get("VEC") > problem.alignment &&
       !(fitted.has("PACK") && fitted.get("PACK") == 1)) {
     // A vector wider than the operands allow: pack them where that pays (the same kernel runs),
@@ -506,12 +571,14 @@ int c_vec(const Config& config, const Problem& problem) {
   return std::min(config.get("VEC"), problem.alignment);
 }
 
-// The config without its host-side parameters: what names and compiles the kernel.
+// The config without its host-side parameters (and with those it predates): what names and
+// compiles the kernel.
 Config kernel_config(const Config& config) {
+  const Config whole = with_absent_params(config, parameters());
   std::string text;
-  for (size_t i = 0; i < config.size(); ++i) {
-    if (is_host_param(config.name(i))) continue;
-    text += (text.empty() ? "" : ",") + config.name(i) + "=" + std::to_string(config.value(i));
+  for (size_t i = 0; i < whole.size(); ++i) {
+    if (is_host_param(whole.name(i))) continue;
+    text += (text.empty() ? "" : ",") + whole.name(i) + "=" + std::to_string(whole.value(i));
   }
   return Config::parse(text);
 }
@@ -532,6 +599,10 @@ KernelSpec kernel_spec(const Config& config, const Problem& problem) {
                   "-DTRANS_B=" + std::to_string(reads_b_transposed(config, problem) ? 1 : 0),
                   "-DC_VEC=" + std::to_string(c_vec(config, problem))};
   for (const auto& d : kernel_config(config).defines()) spec.options.push_back(d);
+  // (A GEMV config's strides are its placeholder tile's: the matrix-vector kernel has no tiles.)
+  const SharedStrides strides = shared_strides(config);
+  spec.options.push_back("-DA_STRIDE=" + std::to_string(strides.a));
+  spec.options.push_back("-DB_STRIDE=" + std::to_string(strides.b));
   spec.dynamic_smem_bytes = shared_bytes(config);
   spec.companions = {kZeroTickets, kPack};
   return spec;
@@ -542,11 +613,33 @@ int stages(const Config& c) {
   return pipe == 0 ? 1 : pipe == 1 ? 2 : pipe;
 }
 
+SharedStrides shared_strides(const Config& c) {
+  const int bm = c.get("BM"), bn = c.get("BN"), bk = c.get("BK");
+  const bool akm = c.get("AKM") == 1, bkm = c.get("BKM") == 1;
+  SharedStrides s;
+  if (!is_mma(c)) {
+    const int pad = c.get("PAD");
+    s.a = (akm ? bm : bk) + pad;
+    s.b = (bkm ? bn : bk) + pad;
+    return s;
+  }
+  // The fragment reads of gemm.cu's MMA path, conflict-free (lane (g, t); rows r = 2g):
+  //   A (k, m) rows: 64-bit reads at k = t + 4s, m = r: stride 8 (mod 32) spreads the t;
+  //   A (m, k) rows with B (n, k): 64-bit reads at rows r, r + 1, k = 2t: 4 (mod 16);
+  //   A (m, k) with B (k, n): 32-bit reads at k = t + 4s: 4 (mod 16) (two ways at most);
+  //   B (n, k) with A (m, k): 64-bit reads at n = g, k = 2t: 8 (mod 32);
+  //   B (n, k) with A (k, m): 32-bit reads at k = t + 4s: 4 (mod 32);
+  //   B (k, n): 32-bit reads at k = t + 4s, n = g: 8 (mod 32).
+  s.a = akm ? bm + 8 : bk + 4;
+  s.b = bkm ? bn + 8 : bk + (akm ? 4 : 8);
+  return s;
+}
+
 size_t shared_bytes(const Config& c) {
   if (is_gemv(c)) return 0;  // static shared memory only
-  const size_t bm = c.get("BM"), bn = c.get("BN"), bk = c.get("BK"), pad = c.get("PAD");
-  const size_t a = c.get("AKM") ? bk * (bm + pad) : bm * (bk + pad);
-  const size_t b = c.get("BKM") ? bk * (bn + pad) : bn * (bk + pad);
+  const SharedStrides s = shared_strides(c);
+  const size_t a = static_cast<size_t>(c.get("AKM") ? c.get("BK") : c.get("BM")) * s.a;
+  const size_t b = static_cast<size_t>(c.get("BKM") ? c.get("BK") : c.get("BN")) * s.b;
   return static_cast<size_t>(stages(c)) * (a + b) * sizeof(float);
 }
 

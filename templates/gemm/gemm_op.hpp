@@ -82,6 +82,13 @@ Config fit_config(const Config& config, const DeviceInfo& device, const Problem&
 std::string kernel_name(const Config& config, const Problem& problem);
 KernelSpec kernel_spec(const Config& config, const Problem& problem);
 int stages(const Config& config);  // shared-memory stages PIPE implies
+/// Row lengths (floats) of A's and B's shared tiles: the stored extent plus PAD, or for MMA = 1 the
+/// padding that keeps its fragment reads conflict-free. gemm.cu receives them as A_STRIDE, B_STRIDE.
+struct SharedStrides {
+  int a = 0;
+  int b = 0;
+};
+SharedStrides shared_strides(const Config& config);
 size_t shared_bytes(const Config& config);
 int threads_per_block(const Config& config);
 int64_t tile_count(const Config& config, const Problem& problem);

@@ -548,15 +548,15 @@ TEST_F(FitSelectionTest, WritesTheFeatureWeightsItWasGiven) {
       << unknown.output;
 }
 
-// A sweep measured before GEMM had PACK, REDUCE and TAIL names its configs without them: they
+// A sweep measured before GEMM had PACK, REDUCE, TAIL and MMA names its configs without them: they
 // meant 0, so the same kernel measured again later (named whole) is one candidate, timed by the
 // later row, and the table's entries are whole configs the library can run.
 TEST_F(FitSelectionTest, CompletesConfigsOfSweepsOlderThanAParameter) {
   const std::string old_form =
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
       "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1";
-  const std::string whole = old_form + ",PACK=0,REDUCE=0,TAIL=0";
-  const std::string tail = old_form + ",PACK=0,REDUCE=0,TAIL=1";
+  const std::string whole = old_form + ",PACK=0,REDUCE=0,TAIL=0,MMA=0";
+  const std::string tail = old_form + ",PACK=0,REDUCE=0,TAIL=1,MMA=0";
   std::string sweep = kHeader;
   for (int64_t n : {64, 128}) sweep += row("NN", 4096, n, 4096, 4, old_form, 1.0);
   for (int64_t n : {64, 128}) {

@@ -109,12 +109,17 @@ TEST(Space, AbsentParametersCompleteOlderConfigs) {
   // Missing a parameter nothing stands in for, or naming one params lack: unchanged.
   EXPECT_EQ(with_absent_params(Config::parse("A=2"), params).canonical(), "A=2");
   EXPECT_EQ(with_absent_params(Config::parse("A=2,B=1,X=3"), params).canonical(), "A=2,B=1,X=3");
-  // GEMM's later parameters: a config of the first sweeps means PACK=0,REDUCE=0,TAIL=0.
+  // GEMM's later parameters: a config of the first sweeps means PACK=0,REDUCE=0,TAIL=0,MMA=0, one
+  // of the sweeps before MMA existed MMA=0.
   const std::string gemm_old =
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
       "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1";
   EXPECT_EQ(with_absent_params(Config::parse(gemm_old), gemm_op::parameters()).canonical(),
-            gemm_old + ",PACK=0,REDUCE=0,TAIL=0");
+            gemm_old + ",PACK=0,REDUCE=0,TAIL=0,MMA=0");
+  EXPECT_EQ(with_absent_params(Config::parse(gemm_old + ",PACK=1,REDUCE=0,TAIL=1"),
+                               gemm_op::parameters())
+                .canonical(),
+            gemm_old + ",PACK=1,REDUCE=0,TAIL=1,MMA=0");
 }
 
 }  // namespace

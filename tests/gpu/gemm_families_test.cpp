@@ -28,30 +28,30 @@ std::vector<Config> families(const DeviceInfo& device) {
   std::vector<Config> configs;
   for (const char* text : {
            "GEMV=0,BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,"
-           "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
+           "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0",
            "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0,TAIL=0",
+           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0,TAIL=0,MMA=0",
            "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,"
-           "PIPE=4,SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0",
+           "PIPE=4,SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0",
            "GEMV=0,BM=16,BN=16,BK=8,WM=16,WN=8,TM=1,TN=2,LM=16,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=2,"
-           "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=16,PACK=0,REDUCE=0,TAIL=0",
+           "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=16,PACK=0,REDUCE=0,TAIL=0,MMA=0",
            "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-           "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0,TAIL=0",
+           "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0,TAIL=0,MMA=0",
            "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
+           "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0",
            // Unaligned operands packed (VEC 4 kept on odd leading dims), with and without PRETB.
            "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-           "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0",
+           "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0",
            "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=0,AKM=0,BKM=1,UNROLL=8,"
-           "PIPE=1,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=0",
+           "PIPE=1,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0",
            // Split sums in a second pass, with packing, and splits past the slices of k (empty
            // splits write zero partials).
            "GEMV=0,BM=32,BN=64,BK=16,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=12,PACK=1,REDUCE=1,TAIL=0",
+           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=12,PACK=1,REDUCE=1,TAIL=0,MMA=0",
            "GEMV=0,BM=64,BN=32,BK=32,WM=16,WN=32,TM=2,TN=2,LM=4,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=4,"
-           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0",
+           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0,MMA=0",
            "GEMV=0,BM=16,BN=32,BK=8,WM=16,WN=16,TM=2,TN=1,LM=8,VEC=1,PAD=4,AKM=1,BKM=0,UNROLL=8,"
-           "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=256,PACK=0,REDUCE=0,TAIL=0",
+           "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=256,PACK=0,REDUCE=0,TAIL=0,MMA=0",
        }) {
     configs.push_back(Config::parse(text));
   }
@@ -154,6 +154,65 @@ TEST(GemmFamilies, EveryFamilyIsRightOnOddShapesInEveryLayout) {
   EXPECT_EQ(checked, static_cast<int>(runs_per_shape * shapes.size() * 2));
 }
 
+// MMA = 1 (FP64 tensor cores, sm_90+): every fragment read path (A and B each k-contiguous or not
+// in shared memory: four combinations, in every layout, so transposing copies too), warp tiles from
+// 16x8 to 64x32, BK 8-32, 2-4 stages, VEC 1-4, split-K summed by the last block and by the
+// summing pass, packing, PRETB and a tail split, on the odd shapes above.
+std::vector<Config> mma_families() {
+  std::vector<Config> configs;
+  for (const char* text : {
+           "GEMV=0,BM=64,BN=64,BK=16,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1",
+           "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=0,UNROLL=8,"
+           "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1",
+           "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=1,UNROLL=8,"
+           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1",
+           "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=2,TN=2,LM=8,VEC=2,PAD=0,AKM=1,BKM=1,UNROLL=8,"
+           "PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=3,PACK=0,REDUCE=1,TAIL=0,MMA=1",
+           "GEMV=0,BM=32,BN=16,BK=8,WM=16,WN=8,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=16,PACK=0,REDUCE=0,TAIL=0,MMA=1",
+           "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,"
+           "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1",
+           "GEMV=0,BM=128,BN=32,BK=16,WM=32,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=0,UNROLL=8,"
+           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=1,TAIL=0,MMA=1",
+       }) {
+    configs.push_back(Config::parse(text));
+  }
+  return configs;
+}
+
+TEST(GemmFamilies, Fp64TensorCoreFamiliesAreRightOnOddShapesInEveryLayout) {
+  TUNED_REQUIRE_GPU();
+  const DeviceInfo device = query_device(0);
+  if (device.compute_capability() < 90) {
+    GTEST_SKIP() << "GPU test skipped: MMA = 1 needs sm_90, this GPU is sm_"
+                 << device.compute_capability();
+  }
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  std::vector<Config> configs = mma_families();
+  // And the MMA seeds the tuner starts from, for a medium and a skinny product.
+  for (auto [layout, m, n, k] : {std::tuple{"NN", 1000, 1000, 1000}, std::tuple{"TN", 16384, 64, 8192}}) {
+    for (const auto& c : seed_configs(device, packed_problem(layout, m, n, k))) {
+      if (c.get("MMA") == 1 && std::find(configs.begin(), configs.end(), c) == configs.end()) {
+        configs.push_back(c);
+      }
+    }
+  }
+  const Shapes shapes = {
+      {1, 1, 1}, {7, 127, 1000}, {1000, 7, 127}, {127, 1000, 4097}, {257, 129, 7}};
+  int checked = 0;
+  for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+    std::vector<Config> in_layout = configs;
+    if (layout[1] == 'T') {
+      std::erase_if(in_layout, [](const Config& c) { return c.get("PRETB") == 1; });
+    }
+    checked += check_on_shapes(device, layout, in_layout, shapes, 3000 + checked);
+  }
+  int runs_per_shape = 0;
+  for (const auto& c : configs) runs_per_shape += c.get("PRETB") ? 2 : 4;
+  EXPECT_EQ(checked, static_cast<int>(runs_per_shape * shapes.size() * 2));
+}
+
 // TAIL = 1: the tiles of a partial last wave are split along k at launch. Shapes are built per
 // config so the launch really splits (a few tiles past whole waves of this GPU): odd m, n and k,
 // every layout, packed (odd leading dims) and padded, checked against cuBLAS on NaN-poisoned C
@@ -169,14 +228,18 @@ TEST(GemmFamilies, TailSplitFillsTheLastWaveRightAndRepeatably) {
   int split_launches = 0;
   for (const char* text : {
            "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-           "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1",
+           "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0",
            "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=8,"
-           "PIPE=1,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1",
+           "PIPE=1,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=0",
            "GEMV=0,BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-           "PIPE=4,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=1",
+           "PIPE=4,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0",
+           // FP64 tensor cores, packed, operands k-contiguous in shared memory (sm_90+).
+           "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=0,UNROLL=8,"
+           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=1",
        }) {
     for (const char* layout : {"NN", "NT", "TN", "TT"}) {
       const Config config = Config::parse(text);
+      if (config.get("MMA") == 1 && device.compute_capability() < 90) continue;
       if (layout[1] == 'T' && config.get("PRETB")) continue;  // PRETB: B not transposed only
       for (bool padded : {false, true}) {
         // The config as fitted to this alignment class (odd m and k: class 1 unless padded; the
@@ -229,7 +292,7 @@ TEST(GemmFamilies, TailSplitFillsTheLastWaveRightAndRepeatably) {
       }
     }
   }
-  EXPECT_EQ(split_launches, 2 * (4 + 4 + 2));
+  EXPECT_EQ(split_launches, 2 * (4 + 4 + 2 + (device.compute_capability() >= 90 ? 4 : 0)));
 }
 
 // The matrix-vector kernel (m or n of 1): both of its paths (rows adjacent in memory, k
@@ -263,8 +326,8 @@ TEST(GemmFamilies, SplitKThroughThePublicApiIsDeterministic) {
   check_split_through_the_api(
       96, 200, 3001,
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=0,REDUCE=0,TAIL=0",
-      "SPLITK=6,PACK=0,REDUCE=0,TAIL=0");
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=0,REDUCE=0,TAIL=0,MMA=0",
+      "SPLITK=6,PACK=0,REDUCE=0,TAIL=0,MMA=0");
 }
 
 // Split-K on odd leading dims with A and B packed (VEC 4 on lda = 97, ldb = 203, ldc = 97): the
@@ -274,8 +337,29 @@ TEST(GemmFamilies, SplitSumPassEqualsTheLastBlockSumOnPackedOperands) {
   const std::string split =
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=";
-  const auto last_block = check_split_through_the_api(97, 203, 3001, split + "0,TAIL=0", "PACK=1");
-  const auto sum_pass = check_split_through_the_api(97, 203, 3001, split + "1,TAIL=0", "REDUCE=1");
+  const auto last_block = check_split_through_the_api(97, 203, 3001, split + "0,TAIL=0,MMA=0", "PACK=1");
+  const auto sum_pass = check_split_through_the_api(97, 203, 3001, split + "1,TAIL=0,MMA=0", "REDUCE=1");
+  ASSERT_EQ(last_block.size(), sum_pass.size());
+  size_t differing = 0;
+  for (size_t i = 0; i < last_block.size(); ++i) {
+    differing += std::memcmp(&last_block[i], &sum_pass[i], sizeof(float)) != 0;
+  }
+  EXPECT_EQ(differing, 0u) << "of " << last_block.size() << " elements";
+}
+
+// The same for an FP64 tensor-core split (sm_90+): the last block's and the summing pass's sums
+// give the same bits, repeatably.
+TEST(GemmFamilies, Fp64TensorCoreSplitKThroughThePublicApiIsDeterministic) {
+  TUNED_REQUIRE_GPU();
+  if (query_device(0).compute_capability() < 90) {
+    GTEST_SKIP() << "GPU test skipped: MMA = 1 needs sm_90";
+  }
+  const std::string split =
+      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=";
+  const auto last_block =
+      check_split_through_the_api(97, 203, 3001, split + "0,TAIL=0,MMA=1", "MMA=1");
+  const auto sum_pass = check_split_through_the_api(97, 203, 3001, split + "1,TAIL=0,MMA=1", "REDUCE=1");
   ASSERT_EQ(last_block.size(), sum_pass.size());
   size_t differing = 0;
   for (size_t i = 0; i < last_block.size(); ++i) {
