@@ -46,7 +46,10 @@ const char* tuned_last_error(void);
 /// from a portfolio precompiled into the library (or the user's nearest tuned shape where that is
 /// predicted to be better), else a built-in default. Loaded once per process. Asynchronous on the
 /// stream; may be captured into a CUDA graph, also on its first call. TUNED_LOG_LEVEL=info (and
-/// TUNED_LOG_FILE) log each choice.
+/// TUNED_LOG_FILE) log each choice. Inputs and output are FP32; the products and sums run in FP32
+/// (FFMA kernels) or, on sm_90 and later where tuning picked one (MMA=1 in the config), in FP64 on
+/// the tensor cores with one rounding to FP32 at the end: closer to the exact result than FP32
+/// sums, so the last bits may differ from an FFMA kernel's or cuBLAS's.
 tuned_status_t tuned_gemm(tuned_operation_t op_a, tuned_operation_t op_b, int m, int n, int k,
                           const float* alpha, const float* A, int lda, const float* B, int ldb,
                           const float* beta, float* C, int ldc, cudaStream_t stream);

@@ -40,8 +40,8 @@
 //   sums run in double, so the result (rounded to float once, at the end) is closer to the exact
 //   product than any FFMA order; on an H100 the FP64 tensor cores match FFMA's peak and issue
 //   one instruction per 1024 multiply-adds instead of 32, which frees the issue slots and
-//   registers FFMA kernels stall on (sm_90+; TM, TN, LM and UNROLL are fixed placeholders then,
-//   and the lanes follow the mma's fragment layout).
+//   registers FFMA kernels stall on (sm_90+; TM, TN, LM, UNROLL and PAD are fixed placeholders
+//   then, and the lanes follow the mma's fragment layout).
 // A_STRIDE and B_STRIDE, from the host (gemm_op.cpp's shared_strides, the one place they are
 // computed), are the shared rows' lengths in floats: the stored extent plus PAD, or for MMA = 1 the
 // padding that keeps that layout's fragment reads free of bank conflicts.
@@ -152,7 +152,7 @@ constexpr int kUnroll = UNROLL;  // #pragma unroll takes a constant expression, 
 constexpr int kKGroup = (AKM && BKM) ? 1 : 4;
 constexpr int kGroupUnroll = kUnroll / kKGroup > 0 ? kUnroll / kKGroup : 1;
 
-// Shared-memory strides (floats). A k-major: (BK, BM + PAD); A m-major: (BM, BK + PAD); B alike.
+// Shared tiles (floats): A k-major is BK rows of kAStride, A m-major BM rows of it; B alike.
 constexpr int kAStride = A_STRIDE;
 constexpr int kATileFloats = (AKM ? BK : BM) * kAStride;
 constexpr int kBStride = B_STRIDE;
@@ -341,11 +341,14 @@ __device__ __forceinline__ void read_shared(float* dst, const float* src) {
 // MMA = 1: k slot s (0, 1) of lane t's fragments is logical step mma_k(t, s) of an 8-step group:
 // two consecutive steps where both operands are stored k-contiguous (one 64-bit read each), else
 // the mma's own order. Any fixed permutation of k gives the same product.
-__device__ __forceinline__ int mma_k(int t, int s) { return (!AKM && !BKM) ? 2 * t + s : t + 4 * s; }
+__device__ __forceinline__ int mma_k(int t, int s) {
+  return (!AKM && !BKM) ? 2 * t + s : t + 4 * s;
+}
 
 // d += a * b for one 16 x 8 x 8 tile in FP64 (fragments in the mma's layout: a[2s + h] is row
 // g + 8h, k slot s; b[s] is k slot s, column g; d[e] is row g + 8(e / 2), column 2t + e % 2).
-__device__ __forceinline__ void mma_f64(double (&d)[4], const double (&a)[4], const double (&b)[2]) {
+__device__ __forceinline__ void mma_f64(double (&d)[4], const double (&a)[4],
+                                        const double (&b)[2]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};\n"
@@ -530,7 +533,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     float f[4];                                     // f[2s + h]: row r + h, k slot s
     if constexpr (AKM) {  // m contiguous: both rows in one 64-bit read per k slot
 #pragma unroll
-      for (int s = 0; s < 2; ++s) read_shared<2>(f + 2 * s, as + a_index(kk + mma_k(lane_n, s), r));
+      for (int s = 0; s < 2; ++s) {
+        read_shared<2>(f + 2 * s, as + a_index(kk + mma_k(lane_n, s), r));
+      }
     } else if constexpr (!BKM) {  // k contiguous, two steps per lane: a 64-bit read per row
 #pragma unroll
       for (int h = 0; h < 2; ++h) {

@@ -83,7 +83,7 @@ std::string kernel_name(const Config& config, const Problem& problem);
 KernelSpec kernel_spec(const Config& config, const Problem& problem);
 int stages(const Config& config);  // shared-memory stages PIPE implies
 /// Row lengths (floats) of A's and B's shared tiles: the stored extent plus PAD, or for MMA = 1 the
-/// padding that keeps its fragment reads conflict-free. gemm.cu receives them as A_STRIDE, B_STRIDE.
+/// padding that keeps its fragment reads conflict-free. gemm.cu gets them as A_STRIDE, B_STRIDE.
 struct SharedStrides {
   int a = 0;
   int b = 0;

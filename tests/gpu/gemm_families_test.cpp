@@ -191,7 +191,8 @@ TEST(GemmFamilies, Fp64TensorCoreFamiliesAreRightOnOddShapesInEveryLayout) {
   TUNED_CUDA_CHECK(cudaSetDevice(0));
   std::vector<Config> configs = mma_families();
   // And the MMA seeds the tuner starts from, for a medium and a skinny product.
-  for (auto [layout, m, n, k] : {std::tuple{"NN", 1000, 1000, 1000}, std::tuple{"TN", 16384, 64, 8192}}) {
+  for (auto [layout, m, n, k] :
+       {std::tuple{"NN", 1000, 1000, 1000}, std::tuple{"TN", 16384, 64, 8192}}) {
     for (const auto& c : seed_configs(device, packed_problem(layout, m, n, k))) {
       if (c.get("MMA") == 1 && std::find(configs.begin(), configs.end(), c) == configs.end()) {
         configs.push_back(c);
@@ -330,15 +331,14 @@ TEST(GemmFamilies, SplitKThroughThePublicApiIsDeterministic) {
       "SPLITK=6,PACK=0,REDUCE=0,TAIL=0,MMA=0");
 }
 
-// Split-K on odd leading dims with A and B packed (VEC 4 on lda = 97, ldb = 203, ldc = 97): the
-// summing pass spread over many blocks gives the very bits of the last block's sum, repeatably.
-TEST(GemmFamilies, SplitSumPassEqualsTheLastBlockSumOnPackedOperands) {
-  TUNED_REQUIRE_GPU();
-  const std::string split =
-      "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=";
-  const auto last_block = check_split_through_the_api(97, 203, 3001, split + "0,TAIL=0,MMA=0", "PACK=1");
-  const auto sum_pass = check_split_through_the_api(97, 203, 3001, split + "1,TAIL=0,MMA=0", "REDUCE=1");
+// The last block's sums and the summing pass's (one split config, before + REDUCE 0 or 1 + after),
+// each through tuned_gemm on odd leading dims: the very same bits.
+void expect_sum_pass_equals_last_block(const std::string& before, const std::string& after,
+                                       const std::string& described) {
+  const auto last_block =
+      check_split_through_the_api(97, 203, 3001, before + "0" + after, described);
+  const auto sum_pass =
+      check_split_through_the_api(97, 203, 3001, before + "1" + after, "REDUCE=1");
   ASSERT_EQ(last_block.size(), sum_pass.size());
   size_t differing = 0;
   for (size_t i = 0; i < last_block.size(); ++i) {
@@ -347,25 +347,26 @@ TEST(GemmFamilies, SplitSumPassEqualsTheLastBlockSumOnPackedOperands) {
   EXPECT_EQ(differing, 0u) << "of " << last_block.size() << " elements";
 }
 
-// The same for an FP64 tensor-core split (sm_90+): the last block's and the summing pass's sums
-// give the same bits, repeatably.
+// Split-K on odd leading dims with A and B packed (VEC 4 on lda = 97, ldb = 203, ldc = 97): the
+// summing pass spread over many blocks gives the very bits of the last block's sum, repeatably.
+TEST(GemmFamilies, SplitSumPassEqualsTheLastBlockSumOnPackedOperands) {
+  TUNED_REQUIRE_GPU();
+  expect_sum_pass_equals_last_block(
+      "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=",
+      ",TAIL=0,MMA=0", "PACK=1");
+}
+
+// The same for an FP64 tensor-core split (sm_90+).
 TEST(GemmFamilies, Fp64TensorCoreSplitKThroughThePublicApiIsDeterministic) {
   TUNED_REQUIRE_GPU();
   if (query_device(0).compute_capability() < 90) {
     GTEST_SKIP() << "GPU test skipped: MMA = 1 needs sm_90";
   }
-  const std::string split =
+  expect_sum_pass_equals_last_block(
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=";
-  const auto last_block =
-      check_split_through_the_api(97, 203, 3001, split + "0,TAIL=0,MMA=1", "MMA=1");
-  const auto sum_pass = check_split_through_the_api(97, 203, 3001, split + "1,TAIL=0,MMA=1", "REDUCE=1");
-  ASSERT_EQ(last_block.size(), sum_pass.size());
-  size_t differing = 0;
-  for (size_t i = 0; i < last_block.size(); ++i) {
-    differing += std::memcmp(&last_block[i], &sum_pass[i], sizeof(float)) != 0;
-  }
-  EXPECT_EQ(differing, 0u) << "of " << last_block.size() << " elements";
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=",
+      ",TAIL=0,MMA=1", "MMA=1");
 }
 
 // The same for the matrix-vector kernel with split k: m = 1 (B's rows, n contiguous, in NT).
