@@ -134,24 +134,31 @@ int check_on_shapes(const DeviceInfo& device, const char* layout,
   return checked;
 }
 
-TEST(GemmFamilies, EveryFamilyIsRightOnOddShapesInEveryLayout) {
-  TUNED_REQUIRE_GPU();
-  const DeviceInfo device = query_device(0);
-  TUNED_CUDA_CHECK(cudaSetDevice(0));
-  const auto configs = families(device);
-  const Shapes shapes = {
-      {1, 1, 1}, {7, 127, 1000}, {1000, 7, 127}, {127, 1000, 4097}, {257, 129, 7}};
+// Odd and tiny shapes: 1, 7, 127, 1000, 4097 in every position.
+const Shapes kOddShapes = {
+    {1, 1, 1}, {7, 127, 1000}, {1000, 7, 127}, {127, 1000, 4097}, {257, 129, 7}};
+
+// check_on_shapes in all four layouts, and that every config ran on every shape there.
+void check_in_every_layout(const DeviceInfo& device, const std::vector<Config>& configs,
+                           const Shapes& shapes, int seed) {
   int checked = 0;
   for (const char* layout : {"NN", "NT", "TN", "TT"}) {
     std::vector<Config> in_layout = configs;
     if (layout[1] == 'T') {  // PRETB: B not transposed only (a transposed B is n-contiguous)
       std::erase_if(in_layout, [](const Config& c) { return c.get("PRETB") == 1; });
     }
-    checked += check_on_shapes(device, layout, in_layout, shapes, 1000 + checked);
+    checked += check_on_shapes(device, layout, in_layout, shapes, seed + checked);
   }
   int runs_per_shape = 0;  // PRETB configs run in the two layouts with B not transposed
   for (const auto& c : configs) runs_per_shape += c.get("PRETB") ? 2 : 4;
   EXPECT_EQ(checked, static_cast<int>(runs_per_shape * shapes.size() * 2));
+}
+
+TEST(GemmFamilies, EveryFamilyIsRightOnOddShapesInEveryLayout) {
+  TUNED_REQUIRE_GPU();
+  const DeviceInfo device = query_device(0);
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  check_in_every_layout(device, families(device), kOddShapes, 1000);
 }
 
 // MMA = 1 (FP64 tensor cores, sm_90+): every fragment read path (A and B each k-contiguous or not
@@ -199,19 +206,7 @@ TEST(GemmFamilies, Fp64TensorCoreFamiliesAreRightOnOddShapesInEveryLayout) {
       }
     }
   }
-  const Shapes shapes = {
-      {1, 1, 1}, {7, 127, 1000}, {1000, 7, 127}, {127, 1000, 4097}, {257, 129, 7}};
-  int checked = 0;
-  for (const char* layout : {"NN", "NT", "TN", "TT"}) {
-    std::vector<Config> in_layout = configs;
-    if (layout[1] == 'T') {
-      std::erase_if(in_layout, [](const Config& c) { return c.get("PRETB") == 1; });
-    }
-    checked += check_on_shapes(device, layout, in_layout, shapes, 3000 + checked);
-  }
-  int runs_per_shape = 0;
-  for (const auto& c : configs) runs_per_shape += c.get("PRETB") ? 2 : 4;
-  EXPECT_EQ(checked, static_cast<int>(runs_per_shape * shapes.size() * 2));
+  check_in_every_layout(device, configs, kOddShapes, 3000);
 }
 
 // TAIL = 1: the tiles of a partial last wave are split along k at launch. Shapes are built per
