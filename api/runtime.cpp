@@ -66,10 +66,12 @@ bool is_capturing(cudaStream_t stream) {
 // Whether a portfolio entry can serve the problem as it is: its kernel is then precompiled (a
 // config the face would have to change, e.g. to a narrower vector, would need NVRTC), and its
 // workspace is worth having (at most 32 MB or the operands' size, and below kMaxWorkspaceBytes).
-bool runs_as_is(const OpFace& face, const std::string& text, const DeviceInfo& device,
+// An entry recorded before a parameter existed means that parameter's old value (as fit says).
+bool runs_as_is(const OpRegistration& op, const std::string& text, const DeviceInfo& device,
                 const ProblemId& problem) {
+  const OpFace& face = *op.face;
   try {
-    const Config config = Config::parse(text);
+    const Config config = with_absent_params(Config::parse(text), op.params);
     const size_t workspace = face.workspace_bytes(config, problem);
     return face.fit(config, device, problem) == config && workspace <= kMaxWorkspaceBytes &&
            workspace <= std::max(kWorkspaceFreeBytes, face.operand_bytes(problem));
@@ -276,7 +278,7 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
   const auto features = selection_features(face, device);
   const auto ranked = model.rank(
       op.name, device.name, cc, key.layout, key.shape, key.alignment,
-      [&](const std::string& text) { return runs_as_is(face, text, device, problem); }, 1,
+      [&](const std::string& text) { return runs_as_is(op, text, device, problem); }, 1,
       &features);
   if (nearest && nearest->key.shape != key.shape) {
     // A config tuned for another shape transfers with a regret that grows with the distance;
@@ -306,7 +308,7 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
   for (const auto& r : cache::SelectionModel::builtin().rank(
            op.name, device.name, cc, op.variants[problem.variant], problem.shape(),
            problem.alignment,
-           [&](const std::string& text) { return runs_as_is(face, text, device, problem); },
+           [&](const std::string& text) { return runs_as_is(op, text, device, problem); },
            kFirstUseCandidates, &features)) {
     const Config c = Config::parse(r.config);
     if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) {

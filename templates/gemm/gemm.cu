@@ -42,9 +42,16 @@
 //   one instruction per 1024 multiply-adds instead of 32, which frees the issue slots and
 //   registers FFMA kernels stall on (sm_90+; TM, TN, LM, UNROLL and PAD are fixed placeholders
 //   then, and the lanes follow the mma's fragment layout).
+//   CSTAGE = 1 writes C through shared memory: the block's accumulators go to a BM x BN tile
+//   there (column-major, C_STRIDE floats per column), then every warp stores whole runs of a
+//   column, 32 consecutive rows per instruction. Straight from the fragments, a lane's rows are
+//   strided (TM-row runs LM apart; the mma's pairs of rows), which is fine when C takes vector
+//   stores but, where it does not (odd ldc: C_VEC = 1), sends about twice the 32-byte sectors
+//   the tile holds to L2; a product with small k is mostly that store.
 // A_STRIDE and B_STRIDE, from the host (gemm_op.cpp's shared_strides, the one place they are
 // computed), are the shared rows' lengths in floats: the stored extent plus PAD, or for MMA = 1 the
-// padding that keeps that layout's fragment reads free of bank conflicts.
+// padding that keeps that layout's fragment reads free of bank conflicts; C_STRIDE (CSTAGE = 1)
+// the staged C tile's column length.
 // Host-side parameters (no -D option, the same kernel): PACK copies A and B that are not 16-byte
 // aligned into an aligned workspace first (so VEC > 1 survives an odd leading dimension), REDUCE
 // picks who sums split-K partials. C_VEC, set from the problem's alignment class (not a tuning
@@ -133,6 +140,12 @@
 #ifndef B_STRIDE
 #error "gemm.cu: B_STRIDE must be defined (-DB_STRIDE=<value>)"
 #endif
+#ifndef CSTAGE
+#error "gemm.cu: CSTAGE must be defined (-DCSTAGE=<value>)"
+#endif
+#ifndef C_STRIDE
+#error "gemm.cu: C_STRIDE must be defined (-DC_STRIDE=<value>)"
+#endif
 
 namespace {
 
@@ -182,6 +195,9 @@ static_assert(TRANS_B == 0 || TRANS_B == 1, "TRANS_B is 0 or 1");
 static_assert(A_STRIDE >= (AKM ? BM : BK) && A_STRIDE % 4 == 0, "A_STRIDE: whole, aligned rows");
 static_assert(B_STRIDE >= (BKM ? BN : BK) && B_STRIDE % 4 == 0, "B_STRIDE: whole, aligned rows");
 static_assert(MMA == 0 || MMA == 1, "MMA is 0 (FFMA) or 1 (FP64 tensor cores)");
+static_assert(CSTAGE == 0 || CSTAGE == 1, "CSTAGE is 0 (C from the fragments) or 1 (via shared)");
+static_assert(CSTAGE == 0 || (C_STRIDE >= BM && C_STRIDE % 4 == 0),
+              "C_STRIDE: whole, aligned columns of the staged C tile");
 static_assert(!kMma || (BK % 8 == 0 && WM % 16 == 0 && WN % 8 == 0),
               "MMA = 1 steps k by 8 and tiles warps by 16 x 8");
 // The mma's fragment layout, in the FFMA kernel's terms: lane (g, t) = (lane / 4, lane % 4) holds
@@ -747,6 +763,59 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
 #pragma unroll
         for (int j = 0; j < kFragN; ++j) acc[i][j] += __ldcg(part + (i * kFragN + j) * kThreads);
     }
+  }
+
+  if constexpr (CSTAGE == 1) {
+    // Staged epilogue. The fragments go to the C tile in shared memory, runs of TM rows as wide
+    // as they allow (C_STRIDE = BM + 4 keeps the mma's 64-bit pairs free of bank conflicts).
+    constexpr int kRun = TM % 4 == 0 ? 4 : TM % 2 == 0 ? 2 : 1;
+    float* c_smem = smem;
+    __syncthreads();  // every warp is done with the last slice: its stages may be overwritten
+#pragma unroll
+    for (int wm = 0; wm < kWMIter; ++wm)
+#pragma unroll
+      for (int wn = 0; wn < kWNIter; ++wn)
+#pragma unroll
+        for (int j = 0; j < TN; ++j)
+#pragma unroll
+          for (int i = 0; i < TM; i += kRun) {
+            const int m = warp_m0 + wm * LM * TM + lane_m * TM + i;
+            const int n = warp_n0 + wn * kLN * TN + lane_n * TN + j;
+            Vec<kRun> run;
+#pragma unroll
+            for (int e = 0; e < kRun; ++e) run.v[e] = acc[wm * TM + i + e][wn * TN + j];
+            *reinterpret_cast<Vec<kRun>*>(c_smem + n * C_STRIDE + m) = run;
+          }
+    __syncthreads();
+    // Then consecutive threads take consecutive C_VEC rows down each column: a warp stores
+    // 32 * C_VEC contiguous floats at once. Same rule as below: beta == 0 never reads C.
+    constexpr int kColumnVecs = BM / C_VEC;
+    constexpr int kStoreSteps = (kColumnVecs * BN + kThreads - 1) / kThreads;
+#pragma unroll
+    for (int step = 0; step < kStoreSteps; ++step) {
+      const int v = tid + step * kThreads;
+      const int m = (v % kColumnVecs) * C_VEC, n = v / kColumnVecs;
+      if (n >= BN || n >= n_left || m >= m_left) continue;
+      Vec<C_VEC> out = *reinterpret_cast<const Vec<C_VEC>*>(c_smem + n * C_STRIDE + m);
+      float* c = C + (long long)(n0 + n) * ldc + m0 + m;
+      if (m + C_VEC <= m_left) {
+        if (beta != 0.0f) {
+          const Vec<C_VEC> old = *reinterpret_cast<const Vec<C_VEC>*>(c);
+#pragma unroll
+          for (int e = 0; e < C_VEC; ++e) out.v[e] = fmaf(beta, old.v[e], alpha * out.v[e]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < C_VEC; ++e) out.v[e] = alpha * out.v[e];
+        }
+        *reinterpret_cast<Vec<C_VEC>*>(c) = out;
+      } else {
+#pragma unroll
+        for (int e = 0; e < C_VEC; ++e) {
+          if (m + e < m_left) store_c(c + e, alpha, out.v[e], beta);
+        }
+      }
+    }
+    return;
   }
 
   // Epilogue: C = alpha * acc + beta * C, never reading C when beta == 0 (NaNs there must not

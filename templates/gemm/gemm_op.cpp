@@ -44,6 +44,8 @@ const std::vector<Param>& parameters() {
       {"TAIL", {0, 1}, "tiles of a partial last wave split along k (sized at launch)", 0},
       // Came with issue 10: configs recorded before it are FFMA kernels.
       {"MMA", {0, 1}, "0: FFMA; 1: products and sums in FP64 on the tensor cores (sm_90+)", 0},
+      // Came with issue 10's small-k products: configs recorded before it store C directly.
+      {"CSTAGE", {0, 1}, "C written through shared memory, whole column runs per warp", 0},
   };
   return params;
 }
@@ -57,7 +59,7 @@ const std::vector<std::pair<const char*, int>>& gemv_tile_placeholders() {
       {"BM", 16},  {"BN", 16},  {"BK", 8},     {"WM", 16},   {"WN", 16},  {"TM", 2},
       {"TN", 2},   {"LM", 8},   {"PAD", 4},    {"AKM", 1},   {"BKM", 1},  {"UNROLL", 8},
       {"PIPE", 0}, {"SWZ", 0},  {"MINB", 1},   {"PRETB", 0}, {"PACK", 0}, {"REDUCE", 0},
-      {"TAIL", 0}, {"MMA", 0}};
+      {"TAIL", 0}, {"MMA", 0},  {"CSTAGE", 0}};
   return values;
 }
 
@@ -231,14 +233,15 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                  }});
   space.require({"pad_keeps_rows_aligned", {"PAD"},
                  [](const Config& c) { return c.get("PAD") % 4 == 0; }});
-  space.require({"shared_memory", {"GEMV", "BM", "BN", "BK", "PAD", "AKM", "BKM", "PIPE", "MMA"},
+  space.require({"shared_memory",
+                 {"GEMV", "BM", "BN", "BK", "PAD", "AKM", "BKM", "PIPE", "MMA", "CSTAGE"},
                  [=](const Config& c) { return shared_bytes(c) <= smem_limit; }});
   space.require({"unroll_divides_bk", {"BK", "UNROLL"},
                  [](const Config& c) { return c.get("BK") % c.get("UNROLL") == 0; }});
   space.require({"cp_async_needs_sm80", {"PIPE"},
                  [=](const Config& c) { return c.get("PIPE") < 2 || cc >= 80; }});
   space.require({"min_blocks_fit_sm", {"GEMV", "BM", "BN", "WM", "WN", "BK", "PAD", "AKM", "BKM",
-                                       "PIPE", "MINB", "MMA"},
+                                       "PIPE", "MINB", "MMA", "CSTAGE"},
                  [=](const Config& c) {
                    const int b = c.get("MINB");
                    return threads_per_block(c) * b <= threads_per_sm &&
@@ -305,6 +308,10 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                  true});
   space.require({"mma_copies_async", {"PIPE", "MMA"},
                  [](const Config& c) { return c.get("MMA") == 0 || c.get("PIPE") >= 2; }, true});
+  // Staging C pays where its stores cannot be vector-wide (an unaligned C writes a lane's strided
+  // rows one float each); with 16-byte stores the fragments' runs are whole sectors already.
+  space.require({"stage_c_where_stores_are_narrow", {"CSTAGE"},
+                 [=](const Config& c) { return c.get("CSTAGE") == 0 || alignment < 4; }, true});
   return space;
 }
 
@@ -603,6 +610,7 @@ KernelSpec kernel_spec(const Config& config, const Problem& problem) {
   const SharedStrides strides = shared_strides(config);
   spec.options.push_back("-DA_STRIDE=" + std::to_string(strides.a));
   spec.options.push_back("-DB_STRIDE=" + std::to_string(strides.b));
+  spec.options.push_back("-DC_STRIDE=" + std::to_string(strides.c));
   spec.dynamic_smem_bytes = shared_bytes(config);
   spec.companions = {kZeroTickets, kPack};
   return spec;
@@ -617,6 +625,9 @@ SharedStrides shared_strides(const Config& c) {
   const int bm = c.get("BM"), bn = c.get("BN"), bk = c.get("BK");
   const bool akm = c.get("AKM") == 1, bkm = c.get("BKM") == 1;
   SharedStrides s;
+  // The staged C tile's columns: rows 2g, 2g + 1 of the mma's lanes (g, t) written as 64-bit
+  // pairs at columns 2t: a stride of 4 (mod 16) puts a half warp's 16 pairs in 32 distinct banks.
+  s.c = bm + 4;
   if (!is_mma(c)) {
     const int pad = c.get("PAD");
     s.a = (akm ? bm : bk) + pad;
@@ -640,7 +651,11 @@ size_t shared_bytes(const Config& c) {
   const SharedStrides s = shared_strides(c);
   const size_t a = static_cast<size_t>(c.get("AKM") ? c.get("BK") : c.get("BM")) * s.a;
   const size_t b = static_cast<size_t>(c.get("BKM") ? c.get("BK") : c.get("BN")) * s.b;
-  return static_cast<size_t>(stages(c)) * (a + b) * sizeof(float);
+  const size_t pipeline = static_cast<size_t>(stages(c)) * (a + b);
+  // A staged C tile reuses the stages once the product is done.
+  const size_t c_tile = c.has("CSTAGE") && c.get("CSTAGE") == 1
+                            ? static_cast<size_t>(c.get("BN")) * s.c : 0;
+  return std::max(pipeline, c_tile) * sizeof(float);
 }
 
 int threads_per_block(const Config& c) {

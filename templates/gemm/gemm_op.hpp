@@ -83,10 +83,12 @@ std::string kernel_name(const Config& config, const Problem& problem);
 KernelSpec kernel_spec(const Config& config, const Problem& problem);
 int stages(const Config& config);  // shared-memory stages PIPE implies
 /// Row lengths (floats) of A's and B's shared tiles: the stored extent plus PAD, or for MMA = 1 the
-/// padding that keeps its fragment reads conflict-free. gemm.cu gets them as A_STRIDE, B_STRIDE.
+/// padding that keeps its fragment reads conflict-free; and the column length of the staged C tile
+/// (CSTAGE = 1). gemm.cu gets them as A_STRIDE, B_STRIDE and C_STRIDE.
 struct SharedStrides {
   int a = 0;
   int b = 0;
+  int c = 0;
 };
 SharedStrides shared_strides(const Config& config);
 size_t shared_bytes(const Config& config);

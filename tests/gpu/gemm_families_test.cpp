@@ -28,30 +28,30 @@ std::vector<Config> families(const DeviceInfo& device) {
   std::vector<Config> configs;
   for (const char* text : {
            "GEMV=0,BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,"
-           "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0",
+           "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
            "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0,TAIL=0,MMA=0",
+           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
            "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,"
-           "PIPE=4,SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0",
+           "PIPE=4,SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
            "GEMV=0,BM=16,BN=16,BK=8,WM=16,WN=8,TM=1,TN=2,LM=16,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=2,"
-           "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=16,PACK=0,REDUCE=0,TAIL=0,MMA=0",
+           "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=16,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
            "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-           "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0,TAIL=0,MMA=0",
+           "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
            "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0",
+           "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
            // Unaligned operands packed (VEC 4 kept on odd leading dims), with and without PRETB.
            "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-           "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0",
+           "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
            "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=0,AKM=0,BKM=1,UNROLL=8,"
-           "PIPE=1,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0",
+           "PIPE=1,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
            // Split sums in a second pass, with packing, and splits past the slices of k (empty
            // splits write zero partials).
            "GEMV=0,BM=32,BN=64,BK=16,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=12,PACK=1,REDUCE=1,TAIL=0,MMA=0",
+           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=12,PACK=1,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0",
            "GEMV=0,BM=64,BN=32,BK=32,WM=16,WN=32,TM=2,TN=2,LM=4,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=4,"
-           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0,MMA=0",
+           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0",
            "GEMV=0,BM=16,BN=32,BK=8,WM=16,WN=16,TM=2,TN=1,LM=8,VEC=1,PAD=4,AKM=1,BKM=0,UNROLL=8,"
-           "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=256,PACK=0,REDUCE=0,TAIL=0,MMA=0",
+           "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=256,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
        }) {
     configs.push_back(Config::parse(text));
   }
@@ -169,19 +169,19 @@ std::vector<Config> mma_families() {
   std::vector<Config> configs;
   for (const char* text : {
            "GEMV=0,BM=64,BN=64,BK=16,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1",
+           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0",
            "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=0,UNROLL=8,"
-           "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1",
+           "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0",
            "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=1,UNROLL=8,"
-           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1",
+           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0",
            "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=2,TN=2,LM=8,VEC=2,PAD=0,AKM=1,BKM=1,UNROLL=8,"
-           "PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=3,PACK=0,REDUCE=1,TAIL=0,MMA=1",
+           "PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=3,PACK=0,REDUCE=1,TAIL=0,MMA=1,CSTAGE=0",
            "GEMV=0,BM=32,BN=16,BK=8,WM=16,WN=8,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=16,PACK=0,REDUCE=0,TAIL=0,MMA=1",
+           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=16,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0",
            "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1",
+           "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0",
            "GEMV=0,BM=128,BN=32,BK=16,WM=32,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=0,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=1,TAIL=0,MMA=1",
+           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=1,TAIL=0,MMA=1,CSTAGE=0",
        }) {
     configs.push_back(Config::parse(text));
   }
@@ -209,6 +209,100 @@ TEST(GemmFamilies, Fp64TensorCoreFamiliesAreRightOnOddShapesInEveryLayout) {
   check_in_every_layout(device, configs, kOddShapes, 3000);
 }
 
+// CSTAGE = 1 (C through shared memory): FFMA tiles with every run length of rows (TM 1 to 8),
+// BM = 16 (a warp's stores span two columns), a C tile larger than the default 48 KB of shared
+// memory, split-K summed by the last block and by the summing pass, a tail split, packing, and the
+// FP64 tensor cores' pairs of rows (sm_90+).
+std::vector<Config> staged_families(const DeviceInfo& device) {
+  std::vector<Config> configs;
+  for (const char* text : {
+           "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=1",
+           "GEMV=0,BM=16,BN=32,BK=8,WM=16,WN=16,TM=2,TN=1,LM=8,VEC=1,PAD=4,AKM=1,BKM=0,UNROLL=8,"
+           "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=1",
+           "GEMV=0,BM=128,BN=32,BK=16,WM=32,WN=32,TM=1,TN=4,LM=32,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=4,"
+           "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=1",
+           "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=8,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
+           "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=1",
+           "GEMV=0,BM=64,BN=32,BK=32,WM=16,WN=32,TM=2,TN=2,LM=4,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=4,"
+           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=8,PACK=0,REDUCE=1,TAIL=0,MMA=0,CSTAGE=1",
+       }) {
+    configs.push_back(Config::parse(text));
+  }
+  if (device.compute_capability() < 90) return configs;
+  for (const char* text : {
+           "GEMV=0,BM=64,BN=64,BK=16,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=8,"
+           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=1",
+           "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+           "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=1",
+           "GEMV=0,BM=32,BN=16,BK=8,WM=16,WN=8,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=1,CSTAGE=1",
+       }) {
+    configs.push_back(Config::parse(text));
+  }
+  return configs;
+}
+
+// Each staged family on the odd shapes in every layout (NaN-poisoned C with beta = 0, then alpha
+// and beta on the edge shape), then against the same config storing C from its fragments on the
+// same inputs: the very same bits, with beta = 0 and with beta != 0, on an odd ldc (one float per
+// store) and a padded one (C_VEC wide).
+TEST(GemmFamilies, StagedCIsRightAndGivesTheBitsOfDirectStores) {
+  TUNED_REQUIRE_GPU();
+  const DeviceInfo device = query_device(0);
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  const std::vector<Config> configs = staged_families(device);
+  check_in_every_layout(device, configs, kOddShapes, 5000);
+  KernelCache kernels;
+  DeviceCheck check(kernels, device);
+  Stream stream = Stream::create();
+  int compared = 0;
+  for (const Config& config : configs) {
+    for (const char* layout : {"NN", "TT"}) {
+      for (bool padded : {false, true}) {
+        Problem p = packed_problem(layout, 1001, 515, 77);
+        if (padded) pad_leading_dims(p);
+        const Config staged = fit_config(config, device, p);
+        Config direct = staged;
+        direct.set("CSTAGE", 0);
+        SCOPED_TRACE(std::string(layout) + " ldc=" + std::to_string(p.ldc) + " " +
+                     staged.canonical());
+        const int64_t m = p.m, n = p.n, k = p.k;
+        DeviceBuffer a(column_major_elements(p.lda, p.trans_a ? m : k) * sizeof(float));
+        DeviceBuffer b(column_major_elements(p.ldb, p.trans_b ? k : n) * sizeof(float));
+        DeviceBuffer c0(column_major_elements(p.ldc, n) * sizeof(float));
+        DeviceBuffer ws(std::max<size_t>(workspace_bytes(staged, p), 1));
+        check.fill_uniform(a.as<float>(), a.bytes() / 4, 21 + compared, -1, 1, stream.get());
+        check.fill_uniform(b.as<float>(), b.bytes() / 4, 22 + compared, -1, 1, stream.get());
+        check.fill_uniform(c0.as<float>(), c0.bytes() / 4, 23 + compared, -1, 1, stream.get());
+        for (float beta : {0.0f, -1.25f}) {
+          std::vector<DeviceBuffer> out;
+          const Config* both[] = {&direct, &staged};
+          for (const Config* c : both) {
+            out.emplace_back(c0.bytes());
+            if (beta == 0.0f) {
+              DeviceCheck::poison(out.back().as<float>(), c0.bytes() / 4, stream.get());
+            } else {
+              TUNED_CUDA_CHECK(cudaMemcpyAsync(out.back().get(), c0.get(), c0.bytes(),
+                                               cudaMemcpyDeviceToDevice, stream.get()));
+            }
+            const auto kernel = kernels.get(kernel_spec(*c, p), device);
+            launch(*kernel, *c, p, 0.75f, a.as<float>(), b.as<float>(), beta, out.back().as<float>(),
+                   ws.get(), stream.get());
+          }
+          const MatrixCheck same = check.compare(out[1].as<float>(), p.ldc, out[0].as<float>(),
+                                                 p.ldc, m, n, stream.get());
+          EXPECT_EQ(same.rel_error, 0.0) << "beta " << beta;
+          EXPECT_EQ(same.unwritten, 0) << "beta " << beta;
+          EXPECT_EQ(same.nonfinite, 0) << "beta " << beta;
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, static_cast<int>(configs.size() * 2 * 2 * 2));
+}
+
 // TAIL = 1: the tiles of a partial last wave are split along k at launch. Shapes are built per
 // config so the launch really splits (a few tiles past whole waves of this GPU): odd m, n and k,
 // every layout, packed (odd leading dims) and padded, checked against cuBLAS on NaN-poisoned C
@@ -224,14 +318,14 @@ TEST(GemmFamilies, TailSplitFillsTheLastWaveRightAndRepeatably) {
   int split_launches = 0;
   for (const char* text : {
            "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-           "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0",
+           "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0",
            "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=8,"
-           "PIPE=1,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=0",
+           "PIPE=1,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0",
            "GEMV=0,BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-           "PIPE=4,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0",
+           "PIPE=4,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0",
            // FP64 tensor cores, packed, operands k-contiguous in shared memory (sm_90+).
            "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=0,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=1",
+           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=1,CSTAGE=0",
        }) {
     for (const char* layout : {"NN", "NT", "TN", "TT"}) {
       const Config config = Config::parse(text);
@@ -322,8 +416,8 @@ TEST(GemmFamilies, SplitKThroughThePublicApiIsDeterministic) {
   check_split_through_the_api(
       96, 200, 3001,
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=0,REDUCE=0,TAIL=0,MMA=0",
-      "SPLITK=6,PACK=0,REDUCE=0,TAIL=0,MMA=0");
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
+      "SPLITK=6,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0");
 }
 
 // The last block's sums and the summing pass's (one split config, before + REDUCE 0 or 1 + after),
@@ -349,7 +443,7 @@ TEST(GemmFamilies, SplitSumPassEqualsTheLastBlockSumOnPackedOperands) {
   expect_sum_pass_equals_last_block(
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=",
-      ",TAIL=0,MMA=0", "PACK=1");
+      ",TAIL=0,MMA=0,CSTAGE=0", "PACK=1");
 }
 
 // The same for an FP64 tensor-core split (sm_90+).
@@ -361,7 +455,7 @@ TEST(GemmFamilies, Fp64TensorCoreSplitKThroughThePublicApiIsDeterministic) {
   expect_sum_pass_equals_last_block(
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=",
-      ",TAIL=0,MMA=1", "MMA=1");
+      ",TAIL=0,MMA=1,CSTAGE=0", "MMA=1,CSTAGE=0");
 }
 
 // The same for the matrix-vector kernel with split k: m = 1 (B's rows, n contiguous, in NT).
