@@ -24,9 +24,15 @@
 namespace tuned::gemm_op {
 namespace {
 
-std::vector<Config> families(const DeviceInfo& device) {
+// Configs from their canonical text.
+std::vector<Config> parsed(std::initializer_list<const char*> texts) {
   std::vector<Config> configs;
-  for (const char* text : {
+  for (const char* text : texts) configs.push_back(Config::parse(text));
+  return configs;
+}
+
+std::vector<Config> families(const DeviceInfo& device) {
+  std::vector<Config> configs = parsed({
            "GEMV=0,BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,"
            "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
            "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,"
@@ -52,9 +58,7 @@ std::vector<Config> families(const DeviceInfo& device) {
            "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0",
            "GEMV=0,BM=16,BN=32,BK=8,WM=16,WN=16,TM=2,TN=1,LM=8,VEC=1,PAD=4,AKM=1,BKM=0,UNROLL=8,"
            "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=256,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
-       }) {
-    configs.push_back(Config::parse(text));
-  }
+  });
   // The seeds the tuner starts from for large, unaligned and skinny problems (cp.async, packing,
   // split-K with both ways of summing, ...).
   for (auto [m, n, k] : {std::tuple{4096, 4096, 4096}, std::tuple{4097, 4097, 4097},
@@ -166,8 +170,7 @@ TEST(GemmFamilies, EveryFamilyIsRightOnOddShapesInEveryLayout) {
 // 16x8 to 64x32, BK 8-32, 2-4 stages, VEC 1-4, split-K summed by the last block and by the
 // summing pass, packing, PRETB and a tail split, on the odd shapes above.
 std::vector<Config> mma_families() {
-  std::vector<Config> configs;
-  for (const char* text : {
+  return parsed({
            "GEMV=0,BM=64,BN=64,BK=16,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
            "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0",
            "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=0,UNROLL=8,"
@@ -182,10 +185,7 @@ std::vector<Config> mma_families() {
            "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0",
            "GEMV=0,BM=128,BN=32,BK=16,WM=32,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=0,UNROLL=8,"
            "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=1,TAIL=0,MMA=1,CSTAGE=0",
-       }) {
-    configs.push_back(Config::parse(text));
-  }
-  return configs;
+  });
 }
 
 TEST(GemmFamilies, Fp64TensorCoreFamiliesAreRightOnOddShapesInEveryLayout) {
@@ -214,8 +214,7 @@ TEST(GemmFamilies, Fp64TensorCoreFamiliesAreRightOnOddShapesInEveryLayout) {
 // memory, split-K summed by the last block and by the summing pass, a tail split, packing, and the
 // FP64 tensor cores' pairs of rows (sm_90+).
 std::vector<Config> staged_families(const DeviceInfo& device) {
-  std::vector<Config> configs;
-  for (const char* text : {
+  std::vector<Config> configs = parsed({
            "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
            "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=1",
            "GEMV=0,BM=16,BN=32,BK=8,WM=16,WN=16,TM=2,TN=1,LM=8,VEC=1,PAD=4,AKM=1,BKM=0,UNROLL=8,"
@@ -226,19 +225,17 @@ std::vector<Config> staged_families(const DeviceInfo& device) {
            "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=1",
            "GEMV=0,BM=64,BN=32,BK=32,WM=16,WN=32,TM=2,TN=2,LM=4,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=4,"
            "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=8,PACK=0,REDUCE=1,TAIL=0,MMA=0,CSTAGE=1",
-       }) {
-    configs.push_back(Config::parse(text));
-  }
+  });
   if (device.compute_capability() < 90) return configs;
-  for (const char* text : {
+  for (const Config& c : parsed({
            "GEMV=0,BM=64,BN=64,BK=16,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=8,"
            "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=1",
            "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
            "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=1",
            "GEMV=0,BM=32,BN=16,BK=8,WM=16,WN=8,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=1,BKM=0,UNROLL=8,"
            "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=1,CSTAGE=1",
-       }) {
-    configs.push_back(Config::parse(text));
+       })) {
+    configs.push_back(c);
   }
   return configs;
 }
