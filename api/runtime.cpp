@@ -310,7 +310,8 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
            problem.alignment,
            [&](const std::string& text) { return runs_as_is(op, text, device, problem); },
            kFirstUseCandidates, &features)) {
-    const Config c = Config::parse(r.config);
+    // Completed like the fallback (fit's), so an entry older than a parameter is not timed twice.
+    const Config c = with_absent_params(Config::parse(r.config), op.params);
     if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) {
       candidates.push_back(c);
     }
