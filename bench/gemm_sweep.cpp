@@ -20,7 +20,7 @@
 
 #include "api/transpose_api.hpp"
 #include "bench/bench_util.hpp"
-#include "bench/random_shapes.hpp"
+#include "bench/held_out.hpp"
 #include "cache/selection_model.hpp"
 #include "generator/cuda_check.hpp"
 #include "templates/gemm/gemm_op.hpp"
@@ -226,7 +226,7 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
   if (sel.grid) {
     for (const auto& s : grid_shapes()) {
       if (sel.gemv && !is_vector_shape(s)) continue;
-      if (!is_acceptance_shape(s.layout, s.m, s.n, s.k)) shapes.push_back(s);
+      if (!is_held_out_shape(s.layout, s.m, s.n, s.k)) shapes.push_back(s);
     }
   }
   for (uint64_t seed : parse_seeds(seeds_text)) {
@@ -234,7 +234,7 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
       if (sel.hard_families && !in_hard_family(s)) continue;
       if (sel.skinny && !is_skinny(s)) continue;
       if (sel.gemv && !is_vector_shape(s)) continue;
-      if (!is_acceptance_shape(s.layout, s.m, s.n, s.k)) shapes.push_back(s);
+      if (!is_held_out_shape(s.layout, s.m, s.n, s.k)) shapes.push_back(s);
     }
   }
 

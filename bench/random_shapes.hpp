@@ -1,17 +1,16 @@
 // Seeded random GEMM problems nobody tuned, the same on every machine (splitmix64, no library
-// distributions): m, n, k each log-uniform in [1, 16384], redrawn together while m*n*k > 2^36;
-// each dimension forced odd with probability 1/3 (a third of them); layout uniform over NN, NT,
-// TN, TT. The acceptance seeds are 101, 102 and 103 (issue 7, gemm_random) and 201 (issue 10,
-// gemm_families): no shipped entry, fit or test may use their shapes (is_acceptance_shape guards
-// the fit and the sweeps).
+// distributions): m, n, k each log-uniform in [1, 16384], redrawn together while m*n*k > 2^36
+// (or, for a large-shape stratum, while 2*m*n*k < min_gflop * 1e9); each dimension forced odd with
+// probability 1/3 (a third of them); layout uniform over NN, NT, TN, TT. The acceptance seeds:
+// 101-103 (gemm_random, issue 7), 111-113 (gemm_random --min-gflop 1, issue 28; their plain draws
+// too) and 201 (gemm_families, issue 10). No shipped entry, fit or test may use their shapes
+// (bench/held_out.hpp guards the fit and the sweeps).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <set>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "bench/bench_util.hpp"
@@ -19,6 +18,8 @@
 namespace tuned::bench {
 
 inline constexpr uint64_t kAcceptanceSeeds[] = {101, 102, 103};  // gemm_random's
+inline constexpr uint64_t kLargeAcceptanceSeeds[] = {111, 112, 113};  // gemm_random --min-gflop 1
+inline constexpr double kLargeAcceptanceMinGflop = 1.0;
 inline constexpr uint64_t kFamiliesSeed = 201;                      // gemm_families'
 
 inline constexpr int kShapesPerSeed = 48;
@@ -38,7 +39,10 @@ class SplitMix64 {
   uint64_t state_;
 };
 
-inline std::vector<Shape> random_shapes(uint64_t seed, int count = kShapesPerSeed) {
+/// count shapes of seed. min_gflop > 0 draws the same law conditioned on 2*m*n*k >= min_gflop*1e9
+/// (checked on the drawn sizes, before the odd ones are made odd): a large-shape stratum.
+inline std::vector<Shape> random_shapes(uint64_t seed, int count = kShapesPerSeed,
+                                        double min_gflop = 0) {
   static const char* const kLayouts[] = {"NN", "NT", "TN", "TT"};
   constexpr int64_t kMaxDim = 16384;
   constexpr int64_t kMaxVolume = int64_t{1} << 36;
@@ -51,7 +55,8 @@ inline std::vector<Shape> random_shapes(uint64_t seed, int count = kShapesPerSee
         x = std::llround(std::exp(rng.uniform() * std::log(static_cast<double>(kMaxDim))));
         x = std::clamp<int64_t>(x, 1, kMaxDim);
       }
-    } while (d[0] * d[1] * d[2] > kMaxVolume);
+    } while (d[0] * d[1] * d[2] > kMaxVolume ||
+             2.0 * static_cast<double>(d[0] * d[1] * d[2]) < min_gflop * 1e9);
     for (auto& x : d) {
       if (rng.uniform() < 1.0 / 3.0 && x % 2 == 0) x = x < kMaxDim ? x + 1 : x - 1;
     }
@@ -59,25 +64,6 @@ inline std::vector<Shape> random_shapes(uint64_t seed, int count = kShapesPerSee
     shapes.push_back({layout, d[0], d[1], d[2]});
   }
   return shapes;
-}
-
-/// Whether layout and shape are one of the acceptance seeds' problems (any layout when layout is
-/// empty): 48 shapes of each, also of seed 201, of which gemm_families uses the first 16.
-inline bool is_acceptance_shape(const std::string& layout, int64_t m, int64_t n, int64_t k) {
-  static const std::set<std::tuple<std::string, int64_t, int64_t, int64_t>> shapes = [] {
-    std::set<std::tuple<std::string, int64_t, int64_t, int64_t>> s;
-    auto add = [&](uint64_t seed) {
-      for (const auto& shape : random_shapes(seed)) s.emplace(shape.layout, shape.m, shape.n, shape.k);
-    };
-    for (uint64_t seed : kAcceptanceSeeds) add(seed);
-    add(kFamiliesSeed);
-    return s;
-  }();
-  if (!layout.empty()) return shapes.count({layout, m, n, k}) > 0;
-  for (const char* l : {"NN", "NT", "TN", "TT"}) {
-    if (shapes.count({l, m, n, k})) return true;
-  }
-  return false;
 }
 
 }  // namespace tuned::bench

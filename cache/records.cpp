@@ -28,6 +28,8 @@ const char* to_string(Disposition d) {
       return "wrong_result";
     case Disposition::kTimeout:
       return "timeout";
+    case Disposition::kInaccurate:
+      return "inaccurate";
   }
   return "unknown";
 }
@@ -35,13 +37,14 @@ const char* to_string(Disposition d) {
 Disposition disposition_from_string(const std::string& s) {
   for (Disposition d :
        {Disposition::kOk, Disposition::kCompileError, Disposition::kResourceLimit,
-        Disposition::kLaunchError, Disposition::kWrongResult, Disposition::kTimeout}) {
+        Disposition::kLaunchError, Disposition::kWrongResult, Disposition::kTimeout,
+        Disposition::kInaccurate}) {
     if (s == to_string(d)) return d;
   }
   // Only the database stores these names, so an unknown one means a damaged or foreign row.
   throw Error(TUNED_STATUS_DATABASE_ERROR, "unknown trial disposition '" + s +
                                                "' (expected ok, compile_error, resource_limit, "
-                                               "launch_error, wrong_result or timeout)");
+                                               "launch_error, wrong_result, timeout or inaccurate)");
 }
 
 }  // namespace tuned::cache

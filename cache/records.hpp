@@ -30,8 +30,17 @@ DeviceRecord device_record(const DeviceInfo& device);
 using tuned::ProblemKey;
 using tuned::shape_distance;
 
-/// Outcome of one candidate.
-enum class Disposition { kOk, kCompileError, kResourceLimit, kLaunchError, kWrongResult, kTimeout };
+/// Outcome of one candidate. kInaccurate: right, but beyond the op's accuracy contract (GEMM: a
+/// normwise error against an FP64 product above twice cuBLAS SGEMM's on the same inputs).
+enum class Disposition {
+  kOk,
+  kCompileError,
+  kResourceLimit,
+  kLaunchError,
+  kWrongResult,
+  kTimeout,
+  kInaccurate
+};
 const char* to_string(Disposition d);
 Disposition disposition_from_string(const std::string& s);  // throws Error on unknown
 

@@ -51,6 +51,9 @@ class OpFace {
   virtual std::unique_ptr<TuningTask> scratch_task(const DeviceInfo& device,
                                                    const ProblemId& problem,
                                                    DeviceCheck& check) const = 0;
+  /// Kernels its tuning tasks load besides the candidates (e.g. an exact reference for the
+  /// accuracy contract): built into the library, so first-use tuning runs no NVRTC for them.
+  virtual std::vector<KernelSpec> support_kernels() const { return {}; }
 
   /// Analytic features of a config on a shape, each a log-time inefficiency the selection model
   /// weighs against its measured neighbours (cache::SelectionModel::Features): e.g. work wasted

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/random_shapes.hpp"
+#include "bench/held_out.hpp"
 #include "cache/selection_model.hpp"
 #include "templates/registry.hpp"
 #include "templates/space.hpp"
@@ -191,7 +191,7 @@ void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& 
       for (size_t i = 1; i < col_alignment; ++i) key.second.push_back(std::stoll(f[i]));
       const auto& s = key.second;
       // The acceptance seeds' GEMM problems (any op with three dims is checked the same way).
-      if (s.size() == 3 && tuned::bench::is_acceptance_shape(f[0], s[0], s[1], s[2])) {
+      if (s.size() == 3 && tuned::bench::is_held_out_shape(f[0], s[0], s[1], s[2])) {
         sweep.dropped.insert(key);
         ++sweep.dropped_rows;
         continue;

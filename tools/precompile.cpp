@@ -75,6 +75,9 @@ int run(const std::string& out_dir, int jobs_wanted) {
   }
   for (int cc : archs) {
     for (const auto& spec : DeviceCheck::kernel_specs()) add(spec, cc);
+    for (const auto& op : op_registrations()) {
+      for (const auto& spec : op.face->support_kernels()) add(spec, cc);
+    }
     // Every op's built-in fallback for each alignment class: the last answer of the runtime's
     // choice (and what one op's call of another, like gemm's PRETB transpose, meets first).
     for (const auto& op : op_registrations()) {

@@ -157,7 +157,9 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
       const MatrixCheck check = task.check(*kernel, job.config, stream.get());
       t.rel_error = check.rel_error;
       if (!check.passed(task.tolerance())) {
-        t.disposition = cache::Disposition::kWrongResult;
+        // Right but less accurate than the op's contract allows: refused, and said so.
+        t.disposition = check.computes(task.tolerance()) ? cache::Disposition::kInaccurate
+                                                         : cache::Disposition::kWrongResult;
         t.message = check.describe();
         return t;
       }

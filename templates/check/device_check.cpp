@@ -27,6 +27,12 @@ std::string MatrixCheck::describe() const {
   if (beyond > 0) {
     out += ", " + std::to_string(beyond) + " beyond the absolute tolerance";
   }
+  if (breaks_contract()) {
+    std::snprintf(text, sizeof(text),
+                  ", error against the exact product %.3g beyond the accuracy contract's %.3g",
+                  exact_error, exact_limit);
+    out += text;
+  }
   return out;
 }
 

@@ -22,18 +22,35 @@ struct MatrixCheck {
   uint64_t nonfinite = 0;  // NaN or Inf elements the kernel wrote
   double max_abs_error = 0;  // over written, finite elements
   uint64_t beyond = 0;     // elements further from the reference than the absolute tolerance
-  bool passed(double tolerance) const {
+  // An op's accuracy contract, where it has one: the error against an exact (higher-precision)
+  // reference and the most the contract allows on these inputs (NaN: not checked).
+  double exact_error = NAN;
+  double exact_limit = NAN;
+
+  /// Written everywhere, finite, and within the tolerances of the comparison.
+  bool computes(double tolerance) const {
     return unwritten == 0 && nonfinite == 0 && beyond == 0 && rel_error <= tolerance;
   }
-  /// "rel error 3.1e-07, max abs 2e-06, 0 unwritten, 0 NaN/Inf" (+ ", N beyond ..." when any)
+  /// Whether a contract was checked and the error is beyond it (NaN errors break it).
+  bool breaks_contract() const {
+    return !std::isnan(exact_limit) && !(exact_error <= exact_limit);
+  }
+  bool passed(double tolerance) const { return computes(tolerance) && !breaks_contract(); }
+  /// "rel error 3.1e-07, max abs 2e-06, 0 unwritten, 0 NaN/Inf" (+ ", N beyond ..." when any,
+  /// + ", error against the exact product 2e-06 beyond the contract's 1e-06" when broken)
   std::string describe() const;
-  /// Folds in another comparison of the same candidate (worst errors, counts summed).
+  /// Folds in another comparison of the same candidate (worst errors, counts summed; a broken
+  /// contract wins).
   void add(const MatrixCheck& other) {
     rel_error = std::max(rel_error, other.rel_error);
     max_abs_error = std::max(max_abs_error, other.max_abs_error);
     unwritten += other.unwritten;
     nonfinite += other.nonfinite;
     beyond += other.beyond;
+    if (std::isnan(exact_limit) || (other.breaks_contract() && !breaks_contract())) {
+      exact_error = other.exact_error;
+      exact_limit = other.exact_limit;
+    }
   }
 };
 

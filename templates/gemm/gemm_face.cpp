@@ -33,6 +33,7 @@ class GemmFace : public OpFace {
                                            DeviceCheck& check) const override {
     return std::make_unique<GemmTask>(device, problem_of(problem), check);
   }
+  std::vector<KernelSpec> support_kernels() const override { return Fp64Sample::kernel_specs(); }
   // padding: log(computed / useful outputs) of the tile grid; waves: log(blocks the last wave
   // could hold / blocks it holds) at one block per SM, splits included. The matrix-vector kernel
   // has neither (0): its blocks are rows of y, not output tiles.

@@ -65,6 +65,7 @@ void* GemmTask::workspace(const Config& config, const Problem& p) {
 void GemmTask::allocate() {
   allocate(problem_, main_, false);
   allocate(edge_, edge_buffers_, true);
+  exact_ = std::make_unique<Fp64Sample>(check_.kernels(), device_);
 }
 
 void GemmTask::fresh_inputs(uint64_t seed, cudaStream_t stream) {
@@ -79,6 +80,8 @@ void GemmTask::fresh_inputs(uint64_t seed, cudaStream_t stream) {
   fill(edge_buffers_.c_init, seed * 8 + 5);
   cublas_sgemm(cublas_.get(), problem_, 1.0f, main_.a.as<float>(), main_.b.as<float>(), 0.0f,
                main_.c_ref.as<float>());
+  exact_->compute(problem_, main_.a.as<float>(), main_.b.as<float>(), stream);
+  cublas_exact_error_ = exact_->error(main_.c_ref.as<float>(), problem_.ldc, stream);
   TUNED_CUDA_CHECK(cudaMemcpyAsync(edge_buffers_.c_ref.get(), edge_buffers_.c_init.get(),
                                    edge_buffers_.c_init.bytes(), cudaMemcpyDeviceToDevice, stream));
   cublas_sgemm(cublas_.get(), edge_, kEdgeAlpha, edge_buffers_.a.as<float>(),
@@ -94,6 +97,9 @@ MatrixCheck GemmTask::check(const LoadedKernel& kernel, const Config& config,
   MatrixCheck main = check_.compare(main_.c.as<float>(), problem_.ldc, main_.c_ref.as<float>(),
                                     problem_.ldc, problem_.m, problem_.n, stream);
   if (!main.passed(tolerance())) return main;
+  main.exact_error = exact_->error(main_.c.as<float>(), problem_.ldc, stream);
+  main.exact_limit = contract_limit(cublas_exact_error_);
+  if (main.breaks_contract()) return main;
 
   // Edge shape: partial tiles everywhere, padded leading dims, alpha and beta != 0.
   TUNED_CUDA_CHECK(cudaMemcpyAsync(edge_buffers_.c.get(), edge_buffers_.c_init.get(),

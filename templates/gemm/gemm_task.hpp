@@ -1,6 +1,8 @@
 // GEMM as a tuning task: random inputs, cuBLAS (FP32, no TF32) as reference and baseline, and an
 // extra odd-shaped problem with padded leading dimensions and beta != 0 that every candidate must
-// also get right, because a config tuned on one shape is later used on its neighbours.
+// also get right, because a config tuned on one shape is later used on its neighbours. Every
+// candidate must also keep the accuracy contract (gemm_reference.hpp): its error against an FP64
+// product at most twice cuBLAS's on the same inputs.
 #pragma once
 
 #include <cublas_v2.h>
@@ -10,6 +12,7 @@
 #include "generator/cuda_raii.hpp"
 #include "templates/check/cublas_handle.hpp"
 #include "templates/gemm/gemm_op.hpp"
+#include "templates/gemm/gemm_reference.hpp"
 #include "templates/op.hpp"
 
 namespace tuned::gemm_op {
@@ -73,6 +76,8 @@ class GemmTask : public TuningTask {
   CublasHandle cublas_;
   Buffers main_, edge_buffers_;
   DeviceBuffer workspace_;
+  std::unique_ptr<Fp64Sample> exact_;  // the FP64 product at a sample of the main C
+  double cublas_exact_error_ = 0;      // cuBLAS SGEMM's error against it on the current inputs
   TransposeB transpose_b_;  // calls transpose_b: what every launch of a PRETB config is given
   std::shared_ptr<const LoadedKernel> transpose_kernel_;
   Config transpose_config_;

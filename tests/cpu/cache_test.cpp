@@ -159,7 +159,8 @@ TEST(CacheRecords, DispositionNamesRoundTrip) {
       {Disposition::kResourceLimit, "resource_limit"},
       {Disposition::kLaunchError, "launch_error"},
       {Disposition::kWrongResult, "wrong_result"},
-      {Disposition::kTimeout, "timeout"}};
+      {Disposition::kTimeout, "timeout"},
+      {Disposition::kInaccurate, "inaccurate"}};
   for (const auto& [d, name] : names) {
     EXPECT_EQ(to_string(d), name);
     EXPECT_EQ(disposition_from_string(name), d);
@@ -389,7 +390,8 @@ TEST(CacheDatabase, TrialsRoundTripEveryDisposition) {
   int64_t session = db.begin_session({0, kH100, "gemm", "random", 10, ""}).id;
   const std::vector<Disposition> dispositions = {
       Disposition::kOk,          Disposition::kCompileError, Disposition::kResourceLimit,
-      Disposition::kLaunchError, Disposition::kWrongResult,  Disposition::kTimeout};
+      Disposition::kLaunchError, Disposition::kWrongResult,  Disposition::kTimeout,
+      Disposition::kInaccurate};
   const std::vector<std::vector<int64_t>> shapes = {{4096, 4096, 4096}, {16384, 64}, {127}};
   std::vector<TrialRecord> written;
   for (size_t i = 0; i < dispositions.size(); ++i) {

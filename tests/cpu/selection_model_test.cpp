@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/random_shapes.hpp"
+#include "bench/held_out.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::cache {
@@ -356,7 +356,7 @@ TEST(SelectionModel, BuiltinHasNoAcceptanceShapeAndParsesFast) {
   for (const auto& p : points) {
     if (p.shape.size() != 3) continue;
     ++checked;
-    EXPECT_FALSE(tuned::bench::is_acceptance_shape(p.variant, p.shape[0], p.shape[1], p.shape[2]))
+    EXPECT_FALSE(tuned::bench::is_held_out_shape(p.variant, p.shape[0], p.shape[1], p.shape[2]))
         << p.device_name << " " << p.op << " " << p.variant << " " << p.shape[0] << "x"
         << p.shape[1] << "x" << p.shape[2] << " is an acceptance shape (seeds 101-103, 201)";
   }
@@ -497,13 +497,13 @@ TEST_F(FitSelectionTest, FitsATableThatRanksTheWinnerFirst) {
 
 TEST_F(FitSelectionTest, DropsTheAcceptanceSeedsShapes) {
   const auto accepted = tuned::bench::random_shapes(tuned::bench::kAcceptanceSeeds[1])[0];
-  ASSERT_TRUE(tuned::bench::is_acceptance_shape(accepted.layout, accepted.m, accepted.n,
+  ASSERT_TRUE(tuned::bench::is_held_out_shape(accepted.layout, accepted.m, accepted.n,
                                                 accepted.k));
   // gemm_families' seed 201 (issue 10) is held out the same way.
   const auto families = tuned::bench::random_shapes(tuned::bench::kFamiliesSeed)[15];
-  EXPECT_TRUE(tuned::bench::is_acceptance_shape(families.layout, families.m, families.n,
+  EXPECT_TRUE(tuned::bench::is_held_out_shape(families.layout, families.m, families.n,
                                                 families.k));
-  EXPECT_FALSE(tuned::bench::is_acceptance_shape("NN", 4096, 4096, 4096));
+  EXPECT_FALSE(tuned::bench::is_held_out_shape("NN", 4096, 4096, 4096));
   std::string sweep = kHeader;
   sweep += row(accepted.layout, accepted.m, accepted.n, accepted.k, 1, "A=2,VEC=1", 0.1);
   sweep += row(accepted.layout, accepted.m, accepted.n, accepted.k, 1, "A=1,VEC=1", 1.0);
