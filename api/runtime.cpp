@@ -26,9 +26,10 @@ constexpr size_t kMaxWorkspaceBytes = size_t{1} << 30;
 // Nor may a workspace outgrow the call's own operands by much: the first call maps it into the
 // pool (H100: a 100 MB split-K workspace made a 50 ms first call of a 52 MB problem).
 constexpr size_t kWorkspaceFreeBytes = size_t{32} << 20;
-// First-use tuning: candidates timed, and the time they may take (the first is always timed).
-constexpr size_t kFirstUseCandidates = 6;
-constexpr double kFirstUseBudgetMs = 250;
+// First-use tuning: candidates timed, and the time they may take (the first is always timed):
+// a few in 250 ms for a short product, up to 16 in up to 150 of its run times (at most 5 s) for
+// a long one, where what the pick gains is paid at every call.
+constexpr QuickPickBudget kFirstUseBudget{};
 
 bool env_is(const char* name, const char* value) {
   const char* v = std::getenv(name);
@@ -309,7 +310,7 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
            op.name, device.name, cc, op.variants[problem.variant], problem.shape(),
            problem.alignment,
            [&](const std::string& text) { return runs_as_is(op, text, device, problem); },
-           kFirstUseCandidates, &features)) {
+           kFirstUseBudget.long_candidates, &features)) {
     // Completed like the fallback (fit's), so an entry older than a parameter is not timed twice.
     const Config c = with_absent_params(Config::parse(r.config), op.params);
     if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) {
@@ -321,7 +322,7 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
   DeviceCheck check(kernels_, device);
   auto task = face.scratch_task(device, problem, check);
   Stream stream = Stream::create();
-  auto pick = quick_pick(*task, kernels_, device, candidates, kFirstUseBudgetMs, stream.get());
+  auto pick = quick_pick(*task, kernels_, device, candidates, kFirstUseBudget, stream.get());
   if (!pick) return std::nullopt;
   Choice choice;
   choice.config = pick->config;

@@ -70,7 +70,8 @@ PairTiming time_side_by_side(const std::function<void(cudaStream_t)>& first,
 Comparison compare_with_cublas(const std::function<void(cudaStream_t)>& tuned_call,
                                const std::function<void(cudaStream_t)>& cublas_call,
                                const gemm_op::Problem& p, const GemmOperands& ops,
-                               DeviceCheck& check, cudaStream_t stream) {
+                               DeviceCheck& check, gemm_op::Fp64Sample& exact,
+                               cudaStream_t stream) {
   Comparison c;
   DeviceCheck::poison(ops.c(), ops.c_elements(), stream);
   tuned_call(stream);
@@ -78,6 +79,12 @@ Comparison compare_with_cublas(const std::function<void(cudaStream_t)>& tuned_ca
   const MatrixCheck result = check.compare(ops.c(), p.ldc, ops.c_ref(), p.ldc, p.m, p.n, stream);
   c.rel_error = result.rel_error;
   c.correct = result.passed(std::max(1e-5, 2e-7 * std::sqrt(static_cast<double>(p.k))));
+  // Before the timing: its calls rewrite both Cs with the same values, but the errors belong to
+  // the results just checked.
+  exact.compute(p, ops.a(), ops.b(), stream);
+  c.err_tuned = exact.error(ops.c(), p.ldc, stream);
+  c.err_cublas = exact.error(ops.c_ref(), p.ldc, stream);
+  c.within_contract = c.err_tuned <= gemm_op::contract_limit(c.err_cublas);
   const PairTiming t = time_side_by_side(tuned_call, cublas_call, stream);
   c.tuned_ms = t.first_ms;
   c.cublas_ms = t.second_ms;
@@ -112,9 +119,10 @@ std::string TunedGemmCalls::describe() const {
   return text;
 }
 
-Comparison TunedGemmCalls::compare(DeviceCheck& check, cudaStream_t stream) const {
+Comparison TunedGemmCalls::compare(DeviceCheck& check, gemm_op::Fp64Sample& exact,
+                                   cudaStream_t stream) const {
   return compare_with_cublas([this](cudaStream_t s) { tuned(s); },
-                             [this](cudaStream_t s) { cublas(s); }, p_, ops_, check, stream);
+                             [this](cudaStream_t s) { cublas(s); }, p_, ops_, check, exact, stream);
 }
 
 double tflops(const gemm_op::Problem& p, double ms) { return ms > 0 ? p.flops() / (ms * 1e9) : 0; }

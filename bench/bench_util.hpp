@@ -15,6 +15,7 @@
 #include "generator/device.hpp"
 #include "generator/kernel_cache.hpp"
 #include "templates/check/device_check.hpp"
+#include "templates/gemm/gemm_reference.hpp"
 #include "templates/gemm/gemm_task.hpp"
 #include "tuned/tuned.h"
 
@@ -51,16 +52,23 @@ PairTiming time_side_by_side(const std::function<void(cudaStream_t)>& first,
                              cudaStream_t stream, int rounds = 9);
 
 /// What every GEMM benchmark does per problem: C poisoned, one call of each, tuned's result checked
-/// against cuBLAS's (into ops.c_ref()), then both timed side by side.
+/// against cuBLAS's (into ops.c_ref()), both results measured against an FP64 product of the same
+/// inputs at a sample of C (the accuracy contract of issue 28), then both timed side by side.
 struct Comparison {
-  double rel_error = 0;
+  double rel_error = 0;  // tuned's C against cuBLAS's (DeviceCheck::compare)
   bool correct = false;
+  // Normwise errors against the FP64 sample (gemm_op::Fp64Sample::error), and whether tuned's is
+  // within gemm_op::contract_limit of cuBLAS's: the contract every config the library picks keeps.
+  double err_tuned = 0, err_cublas = 0;
+  bool within_contract = false;
   double tuned_ms = 0, cublas_ms = 0;
 };
+/// exact: its compute() runs here, once, on ops' operands (alpha 1, beta 0, as both calls use).
 Comparison compare_with_cublas(const std::function<void(cudaStream_t)>& tuned_call,
                                const std::function<void(cudaStream_t)>& cublas_call,
                                const gemm_op::Problem& p, const GemmOperands& ops,
-                               DeviceCheck& check, cudaStream_t stream);
+                               DeviceCheck& check, gemm_op::Fp64Sample& exact,
+                               cudaStream_t stream);
 
 /// Throws Error(status, tuned_last_error()) unless status is TUNED_STATUS_SUCCESS.
 void check_status(tuned_status_t status);
@@ -89,7 +97,7 @@ class TunedGemmCalls {
   void cublas(cudaStream_t stream) const;  // into ops.c_ref()
   std::string describe() const;            // tuned_gemm_describe's text for the call
   /// compare_with_cublas of the two.
-  Comparison compare(DeviceCheck& check, cudaStream_t stream) const;
+  Comparison compare(DeviceCheck& check, gemm_op::Fp64Sample& exact, cudaStream_t stream) const;
 
  private:
   const gemm_op::Problem& p_;

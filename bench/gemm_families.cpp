@@ -1,21 +1,24 @@
 // gemm_families: the GEMM families where even tuning lost (issue 10), tuned per shape with
 // `autotune` for a fixed budget and then compared with cuBLAS FP32 side by side in one process,
-// every result checked against cuBLAS. Shapes: seed 201's random shapes (bench/random_shapes.hpp,
-// 16 of them) and the named family shapes: unaligned leading dimensions (4097^3, 1000^3,
-// 12345x678x910 NN), large k (128x128x131072 NN and TN), skinny products outside NN
-// (16384x64x8192 TN and NT) and a partial last wave (3000^3 NN).
+// every result checked against cuBLAS and both against an FP64 product at a sample of C (the
+// accuracy contract: tuned's error within gemm_op::contract_limit of cuBLAS's). Shapes: seed
+// 201's random shapes (bench/random_shapes.hpp, 16 of them) and the named family shapes:
+// unaligned leading dimensions (4097^3, 1000^3, 12345x678x910 NN), large k (128x128x131072 NN and
+// TN), skinny products outside NN (16384x64x8192 TN and NT) and a partial last wave (3000^3 NN).
 //   gemm_families [--seed 201] [--count 16] [--no-family] [--no-seeded] [--budget 60]
 //                 [--db PATH] [--skip-tuning] [--json FILE] [--print-shapes]
 // Each shape is tuned by `autotune --op gemm --layout L --shape MxNxK --budget S` into one
 // database (a fresh one under the temporary folder unless --db names one; --skip-tuning uses the
 // database as it is), which tuned_gemm then reads. Writes {"device", "budget_s", "geomean_ratio",
-// "seeded_geomean_ratio", "family_geomean_ratio", "worst_ratio", "all_correct", "rows": [{"group",
-// "shape", "layout", "origin", "tuned_tflops", "cublas_tflops", "ratio", "budget_s", "rel_error"}]}.
-// Exit status: 0, 1 error, 2 usage, 3 a wrong result.
+// "seeded_geomean_ratio", "family_geomean_ratio", "worst_ratio", "all_correct",
+// "contract_violations": ["LAYOUT MxNxK"...], "rows": [{"group", "shape", "layout", "origin",
+// "tuned_tflops", "cublas_tflops", "ratio", "budget_s", "rel_error", "err_tuned", "err_cublas"}]}.
+// Exit status: 0, 1 error, 2 usage, 3 a wrong result or a contract violation.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -52,7 +55,8 @@ struct Row {
   Entry entry;
   std::string origin;
   double tuned_tflops = 0, cublas_tflops = 0, ratio = 0, rel_error = 0;
-  bool correct = false;
+  double err_tuned = 0, err_cublas = 0;  // against the FP64 sample
+  bool correct = false, within_contract = false;
   int tune_status = 0;
 };
 
@@ -74,8 +78,8 @@ int tune(const Shape& s, double budget_s, const std::string& db, const std::stri
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-Row measure(const Entry& e, DeviceCheck& check, gemm_op::CublasHandle& cublas,
-            cudaStream_t stream) {
+Row measure(const Entry& e, DeviceCheck& check, gemm_op::Fp64Sample& exact,
+            gemm_op::CublasHandle& cublas, cudaStream_t stream) {
   Row row;
   row.entry = e;
   const Shape& s = e.shape;
@@ -83,9 +87,12 @@ Row measure(const Entry& e, DeviceCheck& check, gemm_op::CublasHandle& cublas,
   GemmOperands ops(p, check, stream);
   const TunedGemmCalls calls(p, ops, cublas);
   row.origin = calls.describe();
-  const Comparison c = calls.compare(check, stream);
+  const Comparison c = calls.compare(check, exact, stream);
   row.rel_error = c.rel_error;
   row.correct = c.correct;
+  row.err_tuned = c.err_tuned;
+  row.err_cublas = c.err_cublas;
+  row.within_contract = c.within_contract;
   row.tuned_tflops = tflops(p, c.tuned_ms);
   row.cublas_tflops = tflops(p, c.cublas_ms);
   row.ratio = c.cublas_ms / c.tuned_ms;
@@ -154,6 +161,7 @@ int main(int argc, char** argv) {
     const DeviceInfo device = query_device(0);
     KernelCache kernels;
     DeviceCheck check(kernels, device);
+    gemm_op::Fp64Sample exact(check.kernels(), device);
     gemm_op::CublasHandle cublas;
     Stream stream = Stream::create();
     cublas.set_stream(stream.get());
@@ -161,15 +169,22 @@ int main(int argc, char** argv) {
     std::vector<double> all, seeded, family;
     double worst = INFINITY;
     bool all_correct = true;
-    std::printf("%-9s %-6s %-20s %10s %10s %7s %10s  %s\n", "group", "layout", "shape", "tuned TF",
-                "cuBLAS TF", "ratio", "rel err", "origin");
+    std::vector<std::string> violations;  // "LAYOUT MxNxK"
+    std::printf("%-9s %-6s %-20s %10s %10s %7s %10s %10s %10s  %s\n", "group", "layout", "shape",
+                "tuned TF", "cuBLAS TF", "ratio", "rel err", "err tuned", "err cuBLAS", "origin");
     for (size_t i = 0; i < entries.size(); ++i) {
-      Row r = measure(entries[i], check, cublas, stream.get());
+      Row r = measure(entries[i], check, exact, cublas, stream.get());
       r.tune_status = tune_status[i];
-      std::printf("%-9s %-6s %-20s %10.2f %10.2f %7.3f %10.2e  %s%s\n", r.entry.group.c_str(),
-                  r.entry.shape.layout.c_str(), r.entry.shape.text().c_str(), r.tuned_tflops,
-                  r.cublas_tflops, r.ratio, r.rel_error, r.origin.c_str(),
-                  r.correct ? "" : "  WRONG RESULT");
+      std::printf("%-9s %-6s %-20s %10.2f %10.2f %7.3f %10.2e %10.2e %10.2e  %s%s%s\n",
+                  r.entry.group.c_str(), r.entry.shape.layout.c_str(),
+                  r.entry.shape.text().c_str(), r.tuned_tflops, r.cublas_tflops, r.ratio,
+                  r.rel_error, r.err_tuned, r.err_cublas, r.origin.c_str(),
+                  r.correct ? "" : "  WRONG RESULT",
+                  r.within_contract ? "" : "  CONTRACT VIOLATION");
+      std::fflush(stdout);
+      if (!r.within_contract) {
+        violations.push_back(r.entry.shape.layout + " " + r.entry.shape.text());
+      }
       all.push_back(r.ratio);
       (r.entry.group == "family" ? family : seeded).push_back(r.ratio);
       worst = std::min(worst, r.ratio);
@@ -180,6 +195,12 @@ int main(int argc, char** argv) {
     std::printf("geometric mean of tuned/cuBLAS speed: %.3f (seeded %.3f, family %.3f), worst %.3f\n",
                 geomean, seeded.empty() ? NAN : geometric_mean(seeded),
                 family.empty() ? NAN : geometric_mean(family), worst);
+    if (!violations.empty()) {
+      std::printf("%zu CONTRACT VIOLATIONS (error against FP64 beyond contract_limit of cuBLAS's):",
+                  violations.size());
+      for (const auto& v : violations) std::printf(" %s;", v.c_str());
+      std::printf("\n");
+    }
     if (!json.empty()) {
       auto number = [](double v) {
         char buf[32];
@@ -193,7 +214,12 @@ int main(int argc, char** argv) {
           << number(seeded.empty() ? NAN : geometric_mean(seeded))
           << ",\n  \"family_geomean_ratio\": " << number(family.empty() ? NAN : geometric_mean(family))
           << ",\n  \"worst_ratio\": " << number(worst)
-          << ",\n  \"all_correct\": " << (all_correct ? "true" : "false") << ",\n  \"rows\": [\n";
+          << ",\n  \"all_correct\": " << (all_correct ? "true" : "false")
+          << ",\n  \"contract_violations\": [";
+      for (size_t i = 0; i < violations.size(); ++i) {
+        out << (i ? ", " : "") << json_escape(violations[i]);
+      }
+      out << "],\n  \"rows\": [\n";
       for (size_t i = 0; i < rows.size(); ++i) {
         const Row& r = rows[i];
         out << "    {\"group\": " << json_escape(r.entry.group)
@@ -204,11 +230,13 @@ int main(int argc, char** argv) {
             << ", \"cublas_tflops\": " << number(r.cublas_tflops) << ", \"ratio\": " << number(r.ratio)
             << ", \"budget_s\": " << (skip_tuning ? std::string("null") : number(budget_s))
             << ", \"autotune_exit\": " << r.tune_status << ", \"rel_error\": " << number(r.rel_error)
-            << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
+            << ", \"err_tuned\": " << number(r.err_tuned)
+            << ", \"err_cublas\": " << number(r.err_cublas) << "}"
+            << (i + 1 < rows.size() ? ",\n" : "\n");
       }
       out << "  ]\n}\n";
     }
-    return all_correct ? 0 : 3;
+    return all_correct && violations.empty() ? 0 : 3;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gemm_families: %s\n", e.what());
     return 1;

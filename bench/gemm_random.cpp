@@ -1,13 +1,19 @@
 // gemm_random: tuned_gemm (public C API) against cuBLAS FP32 on seeded random shapes nobody tuned
 // (bench/random_shapes.hpp), timed side by side in the same process, each result checked against
-// cuBLAS. Per shape it also measures the first call of a fresh process: this executable is spawned
-// in a hidden child mode with an empty database and times one tuned_gemm call from a cold start.
-//   gemm_random [--seeds 101,102,103] [--count N] [--device N] [--db PATH | --no-user-db]
-//               [--first-use] [--no-first-call] [--json FILE]
-//   gemm_random --print-shapes [--seeds ...] [--count N]   (no GPU needed)
+// cuBLAS and both against an FP64 product at a sample of C (the accuracy contract: tuned's error
+// within gemm_op::contract_limit of cuBLAS's). Per shape it also measures the first call of a
+// fresh process: this executable is spawned in a hidden child mode with an empty database and
+// times one tuned_gemm call from a cold start.
+//   gemm_random [--seeds 101,102,103] [--count N] [--min-gflop X] [--device N]
+//               [--db PATH | --no-user-db] [--first-use] [--no-first-call] [--json FILE]
+//   gemm_random --print-shapes [--seeds ...] [--count N] [--min-gflop X]   (no GPU needed)
+// --min-gflop X draws the large-shape stratum (every shape at least X GFLOP; issue 28's seeds
+// 111-113 with X = 1). Besides the geometric mean over all shapes it reports the shapes above
+// 1 GFLOP and those at or below apart (a geomean over all is mostly small, launch-bound shapes)
+// and the time-weighted ratio (sum of cuBLAS's ms over sum of ours: what a workload of them saves).
 // --first-use sets TUNED_TUNING=first-use (opt-in tuning on first use) with a fresh database and
 // reports the wall time of each shape's first, tuning call. Exit status: 0, 1 error, 2 usage,
-// 3 a wrong result, 4 a first-call child failed.
+// 3 a wrong result or a contract violation, 4 a first-call child failed.
 #include <cublas_v2.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -47,16 +53,34 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kLayouts[] = {"NN", "NT", "TN", "TT"};
 constexpr const char* kChildFlag = "--first-call-child";
+constexpr double kLargeGflop = 1.0;  // "large": above it (2mnk > 1e9)
 
 struct Row {
   uint64_t seed = 0;
   Shape shape;
   std::string origin;  // tuned_gemm_describe's text before the config
   double tuned_ms = 0, cublas_ms = 0, tuned_tflops = 0, cublas_tflops = 0, ratio = 0;
-  double rel_error = 0;
-  bool correct = false;
+  double gflop = 0;  // 2mnk / 1e9
+  double rel_error = 0, err_tuned = 0, err_cublas = 0;
+  bool correct = false, within_contract = false;
   std::optional<double> first_call_ms, first_use_ms;
 };
+
+// The summary of a set of rows: geometric mean and worst of the ratios, and how many.
+struct Stratum {
+  double geomean = NAN, worst = NAN;
+  int count = 0;
+};
+
+Stratum stratum(const std::vector<double>& ratios) {
+  Stratum s;
+  s.count = static_cast<int>(ratios.size());
+  if (!ratios.empty()) {
+    s.geomean = geometric_mean(ratios);
+    s.worst = *std::min_element(ratios.begin(), ratios.end());
+  }
+  return s;
+}
 
 double elapsed_ms(Clock::time_point since) {
   return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
@@ -187,7 +211,7 @@ std::optional<double> first_call_of_fresh_process(const Shape& s, int device, bo
 }
 
 Row run_shape(uint64_t seed, const Shape& s, bool first_use, DeviceCheck& check,
-              gemm_op::CublasHandle& cublas, cudaStream_t stream) {
+              gemm_op::Fp64Sample& exact, gemm_op::CublasHandle& cublas, cudaStream_t stream) {
   Row row;
   row.seed = seed;
   row.shape = s;
@@ -205,9 +229,13 @@ Row run_shape(uint64_t seed, const Shape& s, bool first_use, DeviceCheck& check,
   row.origin = calls.describe();
   row.origin = row.origin.substr(0, row.origin.find(": "));
 
-  const Comparison c = calls.compare(check, stream);
+  const Comparison c = calls.compare(check, exact, stream);
+  row.gflop = p.flops() / 1e9;
   row.rel_error = c.rel_error;
   row.correct = c.correct;
+  row.err_tuned = c.err_tuned;
+  row.err_cublas = c.err_cublas;
+  row.within_contract = c.within_contract;
   row.tuned_ms = c.tuned_ms;
   row.cublas_ms = c.cublas_ms;
   row.tuned_tflops = tflops(p, row.tuned_ms);
@@ -219,6 +247,7 @@ Row run_shape(uint64_t seed, const Shape& s, bool first_use, DeviceCheck& check,
 struct Options {
   std::vector<uint64_t> seeds{std::begin(kAcceptanceSeeds), std::end(kAcceptanceSeeds)};
   int count = kShapesPerSeed;
+  double min_gflop = 0;
   int device = 0;
   std::string db, json;
   bool no_user_db = false, first_use = false, no_first_call = false;
@@ -231,30 +260,56 @@ std::string optional_ms(const std::optional<double>& v) {
   return buf;
 }
 
+// Everything the summary reports, for the table's end and the JSON.
+struct Summary {
+  double geomean = NAN, worst = NAN, time_weighted = NAN;
+  std::map<std::string, std::vector<double>> by_layout;
+  Stratum large, small;
+  int below_0_6 = 0, below_0_85 = 0;
+  std::vector<double> first_calls;
+  std::vector<std::string> violations;  // "seed LAYOUT MxNxK"
+  bool all_correct = true;
+};
+
 void write_json(const Options& o, const std::string& device_name, const std::string& mode,
-                const std::vector<Row>& rows, double geomean,
-                const std::map<std::string, std::vector<double>>& by_layout, double worst,
-                int below, const std::vector<double>& first_calls, bool all_correct) {
+                const std::vector<Row>& rows, const Summary& sum) {
   std::ofstream out(o.json);
   out << "{\n  \"device\": " << json_escape(device_name) << ",\n  \"mode\": " << json_escape(mode)
       << ",\n  \"seeds\": [";
   for (size_t i = 0; i < o.seeds.size(); ++i) out << (i ? ", " : "") << o.seeds[i];
-  out << "],\n  \"geomean_ratio\": " << json_number(geomean) << ",\n  \"geomean_by_layout\": {";
+  out << "],\n  \"min_gflop\": " << json_number(o.min_gflop)
+      << ",\n  \"geomean_ratio\": " << json_number(sum.geomean)
+      << ",\n  \"geomean_by_layout\": {";
   for (size_t i = 0; i < 4; ++i) {
-    const auto it = by_layout.find(kLayouts[i]);
+    const auto it = sum.by_layout.find(kLayouts[i]);
     out << (i ? ", " : "") << "\"" << kLayouts[i]
-        << "\": " << json_number(it == by_layout.end() ? NAN : geometric_mean(it->second));
+        << "\": " << json_number(it == sum.by_layout.end() ? NAN : geometric_mean(it->second));
   }
-  const double fc_max =
-      first_calls.empty() ? NAN : *std::max_element(first_calls.begin(), first_calls.end());
-  out << "},\n  \"worst_ratio\": " << json_number(worst) << ",\n  \"below_0_6\": " << below
-      << ",\n  \"first_call_median_ms\": " << json_number(median(first_calls))
+  const double fc_max = sum.first_calls.empty()
+                            ? NAN
+                            : *std::max_element(sum.first_calls.begin(), sum.first_calls.end());
+  out << "},\n  \"worst_ratio\": " << json_number(sum.worst)
+      << ",\n  \"below_0_6\": " << sum.below_0_6 << ",\n  \"below_0_85\": " << sum.below_0_85
+      << ",\n  \"time_weighted_ratio\": " << json_number(sum.time_weighted)
+      << ",\n  \"geomean_large\": " << json_number(sum.large.geomean)
+      << ",\n  \"worst_large\": " << json_number(sum.large.worst)
+      << ",\n  \"count_large\": " << sum.large.count
+      << ",\n  \"geomean_small\": " << json_number(sum.small.geomean)
+      << ",\n  \"worst_small\": " << json_number(sum.small.worst)
+      << ",\n  \"count_small\": " << sum.small.count
+      << ",\n  \"first_call_median_ms\": " << json_number(median(sum.first_calls))
       << ",\n  \"first_call_max_ms\": " << json_number(fc_max)
-      << ",\n  \"all_correct\": " << (all_correct ? "true" : "false") << ",\n  \"rows\": [\n";
+      << ",\n  \"all_correct\": " << (sum.all_correct ? "true" : "false")
+      << ",\n  \"contract_violations\": [";
+  for (size_t i = 0; i < sum.violations.size(); ++i) {
+    out << (i ? ", " : "") << json_escape(sum.violations[i]);
+  }
+  out << "],\n  \"rows\": [\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     out << "    {\"seed\": " << r.seed << ", \"shape\": " << json_escape(r.shape.text())
         << ", \"layout\": " << json_escape(r.shape.layout)
+        << ", \"gflop\": " << json_number(r.gflop)
         << ", \"origin\": " << json_escape(r.origin)
         << ", \"tuned_ms\": " << json_number(r.tuned_ms)
         << ", \"cublas_ms\": " << json_number(r.cublas_ms)
@@ -263,7 +318,10 @@ void write_json(const Options& o, const std::string& device_name, const std::str
         << ", \"ratio\": " << json_number(r.ratio)
         << ", \"first_call_ms\": " << json_number(r.first_call_ms)
         << ", \"first_use_ms\": " << json_number(r.first_use_ms)
-        << ", \"rel_error\": " << json_number(r.rel_error) << "}"
+        << ", \"rel_error\": " << json_number(r.rel_error)
+        << ", \"err_tuned\": " << json_number(r.err_tuned)
+        << ", \"err_cublas\": " << json_number(r.err_cublas)
+        << ", \"within_contract\": " << (r.within_contract ? "true" : "false") << "}"
         << (i + 1 < rows.size() ? ",\n" : "\n");
   }
   out << "  ]\n}\n";
@@ -291,28 +349,32 @@ int run(const Options& o) {
 
   KernelCache kernels;
   DeviceCheck check(kernels, device);
+  gemm_op::Fp64Sample exact(check.kernels(), device);
   gemm_op::CublasHandle cublas;
   Stream stream = Stream::create();
   cublas.set_stream(stream.get());
   int cublas_version = 0;
   cublasGetVersion(cublas.get(), &cublas_version);
 
-  std::printf("gemm_random on %s (%s, %d SMs), cuBLAS %d FP32, mode %s, database: %s\n",
+  std::printf("gemm_random on %s (%s, %d SMs), cuBLAS %d FP32, mode %s, database: %s, "
+              "min GFLOP %g\n",
               device.name.c_str(), device.arch().c_str(), device.sm_count, cublas_version,
               mode.c_str(),
               fresh_db          ? "fresh empty"
               : db_used.empty() ? "default"
-                                : db_used.c_str());
-  std::printf("%-5s %-18s %-6s %10s %8s %10s %8s %7s %9s %10s%s  %s\n", "seed", "shape", "layout",
-              "tuned ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio", "rel err", "1st call",
-              o.first_use ? "  1st use ms" : "", "origin");
+                                : db_used.c_str(),
+              o.min_gflop);
+  std::printf("%-5s %-18s %-6s %10s %8s %10s %8s %7s %9s %10s %10s %10s%s  %s\n", "seed", "shape",
+              "layout", "tuned ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio", "rel err",
+              "err tuned", "err cuBLAS", "1st call", o.first_use ? "  1st use ms" : "", "origin");
   std::vector<Row> rows;
-  std::vector<double> ratios, first_calls, first_uses;
-  std::map<std::string, std::vector<double>> by_layout;
+  std::vector<double> ratios, large, small, first_uses;
+  Summary sum;
+  double tuned_total_ms = 0, cublas_total_ms = 0;
   int wrong = 0, child_failures = 0;
   std::optional<size_t> worst;  // index into rows
   for (uint64_t seed : o.seeds) {
-    for (const Shape& s : random_shapes(seed, o.count)) {
+    for (const Shape& s : random_shapes(seed, o.count, o.min_gflop)) {
       std::optional<double> first_call;
       if (!o.no_first_call) {
         // Our GPU is idle while the child runs (everything before was synchronized).
@@ -320,43 +382,69 @@ int run(const Options& o) {
         first_call = first_call_of_fresh_process(s, o.device, o.first_use);
         if (!first_call) ++child_failures;
       }
-      Row r = run_shape(seed, s, o.first_use, check, cublas, stream.get());
+      Row r = run_shape(seed, s, o.first_use, check, exact, cublas, stream.get());
       r.first_call_ms = first_call;
-      std::printf("%-5llu %-18s %-6s %10.4f %8.2f %10.4f %8.2f %7.3f %9.2e %10s",
+      std::printf("%-5llu %-18s %-6s %10.4f %8.2f %10.4f %8.2f %7.3f %9.2e %10.2e %10.2e %10s",
                   static_cast<unsigned long long>(seed), s.text().c_str(), s.layout.c_str(),
                   r.tuned_ms, r.tuned_tflops, r.cublas_ms, r.cublas_tflops, r.ratio, r.rel_error,
-                  optional_ms(first_call).c_str());
+                  r.err_tuned, r.err_cublas, optional_ms(first_call).c_str());
       if (o.first_use) std::printf(" %12s", optional_ms(r.first_use_ms).c_str());
-      std::printf("  %s%s\n", r.origin.c_str(), r.correct ? "" : "  WRONG RESULT");
+      std::printf("  %s%s%s\n", r.origin.c_str(), r.correct ? "" : "  WRONG RESULT",
+                  r.within_contract ? "" : "  CONTRACT VIOLATION");
       std::fflush(stdout);
       if (!r.correct) ++wrong;
+      if (!r.within_contract) {
+        sum.violations.push_back(std::to_string(seed) + " " + s.layout + " " + s.text());
+      }
       ratios.push_back(r.ratio);
-      by_layout[s.layout].push_back(r.ratio);
-      if (first_call) first_calls.push_back(*first_call);
+      (r.gflop > kLargeGflop ? large : small).push_back(r.ratio);
+      tuned_total_ms += r.tuned_ms;
+      cublas_total_ms += r.cublas_ms;
+      sum.by_layout[s.layout].push_back(r.ratio);
+      if (first_call) sum.first_calls.push_back(*first_call);
       if (r.first_use_ms) first_uses.push_back(*r.first_use_ms);
       if (!worst || r.ratio < rows[*worst].ratio) worst = rows.size();
       rows.push_back(std::move(r));
     }
   }
-  const double geomean = geometric_mean(ratios);
-  const double worst_ratio = worst ? rows[*worst].ratio : NAN;
-  const int below = static_cast<int>(
-      std::count_if(ratios.begin(), ratios.end(), [](double r) { return r < 0.6; }));
+  auto count_below = [&](double bound) {
+    return static_cast<int>(
+        std::count_if(ratios.begin(), ratios.end(), [&](double r) { return r < bound; }));
+  };
+  sum.geomean = geometric_mean(ratios);
+  sum.worst = worst ? rows[*worst].ratio : NAN;
+  sum.below_0_6 = count_below(0.6);
+  sum.below_0_85 = count_below(0.85);
+  sum.time_weighted = tuned_total_ms > 0 ? cublas_total_ms / tuned_total_ms : NAN;
+  sum.large = stratum(large);
+  sum.small = stratum(small);
+  sum.all_correct = wrong == 0;
   std::printf("\ngeometric mean of cuBLAS/tuned time over %zu shapes: %.3f\n", rows.size(),
-              geomean);
+              sum.geomean);
   for (const char* l : kLayouts) {
-    if (auto it = by_layout.find(l); it != by_layout.end()) {
+    if (auto it = sum.by_layout.find(l); it != sum.by_layout.end()) {
       std::printf("  %s: %.3f over %zu shapes\n", l, geometric_mean(it->second), it->second.size());
     }
   }
-  if (worst) {
-    std::printf("worst ratio %.3f (%s %s), %d below 0.6\n", worst_ratio,
-                rows[*worst].shape.layout.c_str(), rows[*worst].shape.text().c_str(), below);
+  for (const auto& [name, st] : {std::pair{"above 1 GFLOP", sum.large},
+                                 std::pair{"at or below 1 GFLOP", sum.small}}) {
+    if (st.count) {
+      std::printf("  %s: geomean %.3f, worst %.3f over %d shapes\n", name, st.geomean, st.worst,
+                  st.count);
+    }
   }
-  if (!first_calls.empty()) {
+  std::printf("time-weighted ratio (sum of cuBLAS ms / sum of tuned ms): %.3f\n",
+              sum.time_weighted);
+  if (worst) {
+    std::printf("worst ratio %.3f (%s %s), %d below 0.6, %d below 0.85\n", sum.worst,
+                rows[*worst].shape.layout.c_str(), rows[*worst].shape.text().c_str(),
+                sum.below_0_6, sum.below_0_85);
+  }
+  if (!sum.first_calls.empty()) {
     std::printf("first call of a fresh process: median %.1f ms, max %.1f ms over %zu shapes\n",
-                median(first_calls), *std::max_element(first_calls.begin(), first_calls.end()),
-                first_calls.size());
+                median(sum.first_calls),
+                *std::max_element(sum.first_calls.begin(), sum.first_calls.end()),
+                sum.first_calls.size());
   }
   if (!first_uses.empty()) {
     std::printf("first-use (tuning) call: median %.1f ms, max %.1f ms\n", median(first_uses),
@@ -368,11 +456,14 @@ int run(const Options& o) {
   } else {
     std::printf("ALL CORRECT\n");
   }
-  if (!o.json.empty()) {
-    write_json(o, device.name, mode, rows, geomean, by_layout, worst_ratio, below, first_calls,
-               wrong == 0);
+  if (!sum.violations.empty()) {
+    std::printf("%zu CONTRACT VIOLATIONS (error against FP64 beyond contract_limit of cuBLAS's):",
+                sum.violations.size());
+    for (const auto& v : sum.violations) std::printf(" %s;", v.c_str());
+    std::printf("\n");
   }
-  return wrong ? 3 : child_failures ? 4 : 0;
+  if (!o.json.empty()) write_json(o, device.name, mode, rows, sum);
+  return wrong || !sum.violations.empty() ? 3 : child_failures ? 4 : 0;
 }
 
 }  // namespace
@@ -385,6 +476,10 @@ int main(int argc, char** argv) {
   app.add_option("--seeds", o.seeds, "comma-separated shape seeds (default 101,102,103)")
       ->delimiter(',');
   app.add_option("--count", o.count, "shapes per seed")->check(CLI::PositiveNumber);
+  app.add_option("--min-gflop", o.min_gflop,
+                 "draw only shapes of at least this many GFLOP (2mnk / 1e9; issue 28: 1)")
+      // The draw caps m*n*k at 2^36 (137.4 GFLOP): above that it would never end.
+      ->check(CLI::Range(0.0, 137.0));
   app.add_option("--device", o.device, "CUDA device index")->check(CLI::NonNegativeNumber);
   app.add_option("--db", o.db, "tuning database tuned_gemm reads (default: the user's)");
   app.add_flag("--no-user-db", o.no_user_db, "use a fresh empty database: shipped data only");
@@ -396,7 +491,12 @@ int main(int argc, char** argv) {
   app.add_flag("--no-first-call", o.no_first_call, "skip the fresh-process first-call timing");
   // Internal: the fresh process whose first call is timed (LAYOUT M N K DB).
   app.add_option(kChildFlag, child)->expected(5)->group("");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // app.exit prints the message (or the help); usage errors exit 2 as the header says.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
 
   if (!child.empty()) {
     try {
@@ -412,7 +512,7 @@ int main(int argc, char** argv) {
   }
   if (print_shapes) {
     for (uint64_t seed : o.seeds) {
-      for (const Shape& s : random_shapes(seed, o.count)) {
+      for (const Shape& s : random_shapes(seed, o.count, o.min_gflop)) {
         std::printf("%llu %s %s\n", static_cast<unsigned long long>(seed), s.layout.c_str(),
                     s.text().c_str());
       }

@@ -1,17 +1,22 @@
 // gemm_sweep: the measurements the GEMM selection model is fitted on. Times every candidate config
 // (each fitted to the problem: VEC lowered to its alignment) and cuBLAS FP32 on a list of problems
-// (seeded random shapes of the same law as bench/gemm_random, never the acceptance seeds, plus a
-// grid of squares, skinny, tall and large-k shapes in all four layouts), checks each candidate's
-// result against cuBLAS, and writes one TSV row per (problem, candidate):
-//   layout m n k alignment config registers occupancy ms cublas_ms rel_error
+// (seeded random shapes of the same law as bench/gemm_random, never the held-out ones, plus a
+// grid of squares, skinny, tall and large-k shapes in all four layouts, plus the layers of public
+// networks that no benchmark measures), checks each candidate's result against cuBLAS and its
+// error against an FP64 product (the accuracy contract), and writes one TSV row per (problem,
+// candidate):
+//   layout m n k alignment config registers occupancy ms cublas_ms rel_error exact_error
+//   cublas_exact_error within_contract
 // Rows are flushed per problem, so a run cut short keeps what it measured.
-//   gemm_sweep --seeds 1-25 [--grid] [--hard-families] [--skinny] [--gemv] [--portfolio]
-//              [--out FILE] [--max-seconds S]
-//              [--candidates FILE]
+//   gemm_sweep --seeds 1-25 [--min-gflop X] [--grid] [--networks] [--hard-families] [--skinny]
+//              [--gemv] [--portfolio] [--candidates FILE] [--candidates-from-db DB [--top N]]
+//              [--cubin-db DB] [--max-gflop X] [--out FILE [--resume]] [--max-seconds S]
+//              [--print-shapes]
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -21,9 +26,12 @@
 #include "api/transpose_api.hpp"
 #include "bench/bench_util.hpp"
 #include "bench/held_out.hpp"
+#include "cache/cubin_store.hpp"
+#include "cache/database.hpp"
 #include "cache/selection_model.hpp"
 #include "generator/cuda_check.hpp"
 #include "templates/gemm/gemm_op.hpp"
+#include "templates/gemm/gemm_reference.hpp"
 #include "templates/gemm/gemm_task.hpp"
 #include "tuned/error.hpp"
 #include "tuner/compile_pool.hpp"
@@ -132,10 +140,12 @@ struct Candidate {
   int occupancy = 0;
 };
 
-// Per-call ms: a warm-up, a probe, then the median of 3 batches of back-to-back calls (as a user
-// calling in a loop sees them). Returns the probe alone when it is over give_up_ms.
+// Per-call ms: a warm-up (unless the caller just ran it: warmed), a probe, then the median of 3
+// batches of back-to-back calls (as a user calling in a loop sees them); a call of 2 ms or more is
+// its own batch, and the probe counts as the first of them (large products are what a sweep spends
+// its time on). Returns the probe alone when it is over give_up_ms.
 double time_calls(const std::function<void(cudaStream_t)>& call, cudaStream_t stream,
-                  double give_up_ms) {
+                  double give_up_ms, bool warmed = false) {
   Event start = Event::create(), stop = Event::create();
   auto batch = [&](int reps) {
     start.record(stream);
@@ -143,11 +153,17 @@ double time_calls(const std::function<void(cudaStream_t)>& call, cudaStream_t st
     stop.record(stream);
     return stop.elapsed_since(start) / reps;
   };
-  call(stream);
+  if (!warmed) call(stream);
   const double probe = batch(1);
   if (give_up_ms > 0 && probe > give_up_ms) return probe;
-  const int reps = std::clamp(static_cast<int>(std::ceil(0.25 / std::max(probe, 1e-4))), 1, 100);
-  std::vector<double> t = {batch(reps), batch(reps), batch(reps)};
+  std::vector<double> t;
+  if (probe >= 2.0) {
+    t = {probe, batch(1), batch(1)};
+  } else {
+    const int reps =
+        std::clamp(static_cast<int>(std::ceil(0.25 / std::max(probe, 1e-4))), 1, 100);
+    t = {batch(reps), batch(reps), batch(reps)};
+  }
   std::sort(t.begin(), t.end());
   return t[1];
 }
@@ -211,64 +227,159 @@ std::vector<Config> gemv_candidates() {
   return out;
 }
 
+// Base configs from a file, one per line ('#' comments); a line "LAYOUT<TAB>config" is for that
+// layout only.
+std::map<std::string, std::vector<Config>> candidates_from_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--candidates: cannot read " + path);
+  std::map<std::string, std::vector<Config>> out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos) {
+      for (const char* layout : {"NN", "NT", "TN", "TT"}) out[layout].push_back(Config::parse(line));
+    } else {
+      out[line.substr(0, tab)].push_back(Config::parse(line.substr(tab + 1)));
+    }
+  }
+  return out;
+}
+
+// The fastest configs autotune measured (ok trials of a tuning database) per problem of this GPU
+// model: top of each (layout, shape, alignment), for every layout (a config found on one layout
+// is tried on the others with its operands as stored there).
+std::vector<Config> candidates_from_database(const std::string& path, const DeviceInfo& device,
+                                             int top) {
+  cache::Database db(path, cache::Access::kRead);
+  std::set<std::string> uuids;
+  for (const auto& d : db.devices()) {
+    if (d.name == device.name) uuids.insert(d.uuid);
+  }
+  std::map<std::string, std::vector<std::pair<double, std::string>>> by_problem;
+  db.for_each_trial({}, [&](const cache::TrialRecord& t) {
+    if (t.key.op != "gemm" || t.disposition != cache::Disposition::kOk || !(t.ms_median > 0) ||
+        !uuids.count(t.key.device_uuid)) {
+      return;
+    }
+    by_problem[t.key.layout + " " + t.key.shape_string() + " " + std::to_string(t.key.alignment)]
+        .emplace_back(t.ms_median, t.config);
+  });
+  std::vector<Config> out;
+  std::set<std::string> seen;
+  for (auto& [problem, trials] : by_problem) {
+    std::sort(trials.begin(), trials.end());
+    int taken = 0;
+    for (const auto& [ms, config] : trials) {
+      if (taken == top) break;
+      if (seen.insert(config).second) {
+        out.push_back(with_absent_params(Config::parse(config), gemm_op::parameters()));
+        ++taken;
+      }
+    }
+  }
+  std::fprintf(stderr, "gemm_sweep: %zu configs from %zu problems of %s\n", out.size(),
+               by_problem.size(), path.c_str());
+  return out;
+}
+
 struct Selection {
-  bool grid = false, hard_families = false, skinny = false, gemv = false, portfolio = false;
+  bool grid = false, hard_families = false, skinny = false, gemv = false, portfolio = false,
+       networks = false;
+  double min_gflop = 0, max_gflop = 0;  // random draws of at least; any problem of at most (0: any)
+  std::string candidates_path, candidates_db, cubin_db;
+  int top = 4;
 };
 
-int run(const std::string& seeds_text, const Selection& sel, const std::string& out_path,
-        double max_seconds, const std::string& candidates_path, int min_split) {
-  const auto started = Clock::now();
-  const DeviceInfo device = query_device(0);
-  TUNED_CUDA_CHECK(cudaSetDevice(0));
-
-  // The grid first: a run cut short by --max-seconds still covers every region.
+// Every problem the selection asks for, the held-out ones left out, in the order they are swept.
+std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& sel) {
   std::vector<Shape> shapes;
+  std::set<std::tuple<std::string, int64_t, int64_t, int64_t>> seen;
+  auto add = [&](const Shape& s) {
+    const double gflop = 2e-9 * static_cast<double>(s.m) * s.n * s.k;
+    if (sel.max_gflop > 0 && gflop > sel.max_gflop) return;
+    if (is_held_out_shape(s.layout, s.m, s.n, s.k)) return;
+    if (seen.emplace(s.layout, s.m, s.n, s.k).second) shapes.push_back(s);
+  };
+  // The grid first: a run cut short by --max-seconds still covers every region.
   if (sel.grid) {
     for (const auto& s : grid_shapes()) {
       if (sel.gemv && !is_vector_shape(s)) continue;
-      if (!is_held_out_shape(s.layout, s.m, s.n, s.k)) shapes.push_back(s);
+      add(s);
     }
   }
+  if (sel.networks) {
+    for (const auto& g : fitting_gemms()) add(g.shape);
+  }
   for (uint64_t seed : parse_seeds(seeds_text)) {
-    for (const auto& s : random_shapes(seed)) {
+    for (const auto& s : random_shapes(seed, kShapesPerSeed, sel.min_gflop)) {
       if (sel.hard_families && !in_hard_family(s)) continue;
       if (sel.skinny && !is_skinny(s)) continue;
       if (sel.gemv && !is_vector_shape(s)) continue;
-      if (!is_held_out_shape(s.layout, s.m, s.n, s.k)) shapes.push_back(s);
+      add(s);
     }
   }
+  return shapes;
+}
 
-  std::vector<Config> bases;
-  if (!candidates_path.empty()) {
-    std::ifstream in(candidates_path);
-    for (std::string line; std::getline(in, line);) {
-      if (!line.empty() && line[0] != '#') bases.push_back(Config::parse(line));
-    }
-  } else if (sel.gemv) {
-    bases = gemv_candidates();
-  } else {
-    bases = base_candidates(device);
-  }
-  std::erase_if(bases, [&](const Config& c) { return c.get("SPLITK") < min_split; });
+int run(const std::string& seeds_text, const Selection& sel, const std::string& out_path,
+        double max_seconds, int min_split, bool resume) {
+  const auto started = Clock::now();
+  const DeviceInfo device = query_device(0);
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  const std::vector<Shape> shapes = sweep_shapes(seeds_text, sel);
+
+  // Bases per layout: the shipped portfolio (--portfolio), configs from a file and from a tuning
+  // database; else the built-in base list (or the matrix-vector configs).
   std::map<std::string, std::vector<Config>> bases_by_layout;
-  for (const char* layout : {"NN", "NT", "TN", "TT"}) bases_by_layout[layout] = bases;
   if (sel.portfolio) bases_by_layout = shipped_portfolio(device);
-  // Every VEC variant of every base in every layout: compiled up front on all cores.
-  KernelCache kernels;
+  if (!sel.candidates_path.empty()) {
+    for (auto& [layout, list] : candidates_from_file(sel.candidates_path)) {
+      auto& to = bases_by_layout[layout];
+      to.insert(to.end(), list.begin(), list.end());
+    }
+  }
+  if (!sel.candidates_db.empty()) {
+    const auto found = candidates_from_database(sel.candidates_db, device, sel.top);
+    for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+      auto& to = bases_by_layout[layout];
+      to.insert(to.end(), found.begin(), found.end());
+    }
+  }
+  if (bases_by_layout.empty()) {
+    const auto bases = sel.gemv ? gemv_candidates() : base_candidates(device);
+    for (const char* layout : {"NN", "NT", "TN", "TT"}) bases_by_layout[layout] = bases;
+  }
+  size_t base_count = 0;
+  for (auto& [layout, bases] : bases_by_layout) {
+    std::erase_if(bases, [&](const Config& c) { return c.get("SPLITK") < min_split; });
+    base_count += bases.size();
+  }
+  // Kernels compiled by an earlier sweep on this machine are loaded from there, not rebuilt.
+  std::unique_ptr<cache::Database> cubin_db;
+  std::unique_ptr<cache::DatabaseCubinStore> cubin_store;
+  if (!sel.cubin_db.empty()) {
+    cubin_db = std::make_unique<cache::Database>(sel.cubin_db);
+    cubin_store = std::make_unique<cache::DatabaseCubinStore>(*cubin_db);
+  }
+  KernelCache kernels(cubin_store.get());
   CompilePool pool(kernels, device,
                    std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1));
   std::map<std::string, Candidate> by_key;  // layout|canonical
   size_t submitted = 0;
-  for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+  // Every VEC variant of every base in every layout swept: compiled up front on all cores.
+  std::set<std::string> layouts;
+  for (const Shape& s : shapes) layouts.insert(s.layout);
+  for (const std::string& layout : layouts) {
     for (const auto& base : bases_by_layout[layout]) {
       for (int vec : {4, 2, 1}) {
         if (vec > base.get("VEC")) continue;
-        Config c = base;
-        c.set("VEC", vec);
         // (A matrix-vector config is valid only where m or n is 1.)
-        const auto p = gemm_op::packed_problem(layout, 1024, c.get("GEMV") > 0 ? 1 : 1024, 1024);
+        const auto p =
+            gemm_op::packed_problem(layout, 1024, base.get("GEMV") > 0 ? 1 : 1024, 1024);
+        Config c = gemm_op::with_operands_as_stored(base, p);
+        c.set("VEC", vec);
         if (gemm_op::make_space(device, p).violation(c, false)) continue;
-        if (!by_key.emplace(std::string(layout) + "|" + c.canonical(), Candidate{c, layout})
+        if (!by_key.emplace(layout + "|" + c.canonical(), Candidate{c, layout})
                  .second) {
           continue;
         }
@@ -280,8 +391,8 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
       }
     }
   }
-  std::fprintf(stderr, "gemm_sweep: %zu base configs, %zu kernels, %zu shapes on %s\n",
-               bases.size(), submitted, shapes.size(), device.name.c_str());
+  std::fprintf(stderr, "gemm_sweep: %zu base configs (all layouts), %zu kernels, %zu shapes on %s\n",
+               base_count, submitted, shapes.size(), device.name.c_str());
   while (pool.in_flight() > 0) {
     CompileJob job = pool.wait();
     // Kernel names start with the layout: "gemm_nn_...".
@@ -313,20 +424,52 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
   check.fill_uniform(b.as<float>(), kMaxElements, 2, -1.0f, 1.0f, stream.get());
   gemm_op::CublasHandle cublas;
   cublas.set_stream(stream.get());
+  gemm_op::Fp64Sample exact(kernels, device);
 
-  std::ofstream out(out_path);
-  out << "# gemm_sweep on " << device.name << " (" << device.arch() << ", " << device.sm_count
-      << " SMs)\nlayout\tm\tn\tk\talignment\tconfig\tregisters\toccupancy\tms\tcublas_ms\t"
-         "rel_error\n";
-  size_t done = 0, rows = 0;
+  // --resume: the problems a cut-short run of the same command wrote are not measured again.
+  std::set<std::tuple<std::string, int64_t, int64_t, int64_t>> measured;
+  if (resume) {
+    std::ifstream previous(out_path);
+    for (std::string line; std::getline(previous, line);) {
+      std::istringstream fields(line);
+      std::string layout;
+      int64_t m = 0, n = 0, k = 0;
+      if (line.empty() || line[0] == '#' || !(fields >> layout >> m >> n >> k)) continue;
+      measured.emplace(layout, m, n, k);
+    }
+  }
+  const bool append = resume && std::filesystem::exists(out_path);
+  std::ofstream out(out_path, append ? std::ios::app : std::ios::trunc);
+  if (!append) {
+    out << "# gemm_sweep on " << device.name << " (" << device.arch() << ", " << device.sm_count
+        << " SMs)\nlayout\tm\tn\tk\talignment\tconfig\tregisters\toccupancy\tms\tcublas_ms\t"
+           "rel_error\texact_error\tcublas_exact_error\twithin_contract\n";
+  }
+  size_t done = measured.size(), rows = 0;
+  if (!measured.empty()) {
+    std::fprintf(stderr, "gemm_sweep: resuming %s: %zu problems measured before\n",
+                 out_path.c_str(), measured.size());
+  }
   for (const Shape& s : shapes) {
     if (std::chrono::duration<double>(Clock::now() - started).count() > max_seconds) break;
+    if (measured.count({s.layout, s.m, s.n, s.k})) continue;
     const auto p = gemm_op::packed_problem(s.layout, s.m, s.n, s.k);
+    const auto elements = [](int64_t ld, int64_t cols) { return static_cast<size_t>(ld * cols); };
+    if (elements(p.lda, p.trans_a ? p.m : p.k) > kMaxElements ||
+        elements(p.ldb, p.trans_b ? p.k : p.n) > kMaxElements ||
+        elements(p.ldc, p.n) > kMaxElements) {
+      std::fprintf(stderr, "gemm_sweep: %s %s skipped: an operand over %zu floats\n",
+                   s.layout.c_str(), s.text().c_str(), kMaxElements);
+      continue;
+    }
     auto run_cublas = [&](cudaStream_t) {
       gemm_op::cublas_sgemm(cublas.get(), p, 1.0f, a.as<float>(), b.as<float>(), 0.0f,
                             c_ref.as<float>());
     };
     const double cublas_ms = time_calls(run_cublas, stream.get(), 0);
+    // The accuracy contract's reference: an FP64 product at a sample of C, and cuBLAS's error.
+    exact.compute(p, a.as<float>(), b.as<float>(), stream.get());
+    const double cublas_exact = exact.error(c_ref.as<float>(), p.ldc, stream.get());
     const Space space = gemm_op::make_space(device, p);
     double best = 0;
     std::ostringstream lines;
@@ -356,11 +499,15 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
       const MatrixCheck result =
           check.compare(c.as<float>(), p.ldc, c_ref.as<float>(), p.ldc, p.m, p.n, stream.get());
       const double err = result.unwritten || result.nonfinite ? 1.0 : result.rel_error;
-      const double ms = time_calls(call, stream.get(), best > 0 ? 4 * best : 0);
+      const double exact_err = exact.error(c.as<float>(), p.ldc, stream.get());
+      // (The checked call above is the warm-up.)
+      const double ms = time_calls(call, stream.get(), best > 0 ? 4 * best : 0, /*warmed=*/true);
       if (best == 0 || ms < best) best = ms;
       lines << s.layout << '\t' << s.m << '\t' << s.n << '\t' << s.k << '\t' << p.alignment << '\t'
             << cand.config.canonical() << '\t' << cand.registers << '\t' << cand.occupancy << '\t'
-            << ms << '\t' << cublas_ms << '\t' << err << '\n';
+            << ms << '\t' << cublas_ms << '\t' << err << '\t' << exact_err << '\t'
+            << cublas_exact << '\t' << (exact_err <= gemm_op::contract_limit(cublas_exact) ? 1 : 0)
+            << '\n';
       ++rows;
     }
     out << lines.str();
@@ -382,14 +529,21 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
 int main(int argc, char** argv) {
   CLI::App app{"Times candidate GEMM configs and cuBLAS on many problems (selection-model data).",
                "gemm_sweep"};
-  std::string seeds = "1-20", out = "gemm_sweep.tsv", candidates;
+  std::string seeds, out = "gemm_sweep.tsv";
   Selection sel;
-  bool list = false;
+  bool list = false, print_shapes = false, resume = false;
   int min_split = 1;
   double max_seconds = 1e9;
-  app.add_option("--seeds", seeds, "random-shape seeds, e.g. 1-20,30 (acceptance seeds' shapes "
-                                   "are always left out)");
+  app.add_option("--seeds", seeds, "random-shape seeds, e.g. 1-20,30 (held-out shapes are always "
+                                   "left out)");
+  app.add_option("--min-gflop", sel.min_gflop,
+                 "draw the random shapes conditioned on 2mnk >= X GFLOP (a large-shape stratum, "
+                 "as gemm_random --min-gflop)");
+  app.add_option("--max-gflop", sel.max_gflop, "leave out problems above X GFLOP");
   app.add_flag("--grid", sel.grid, "add the grid of squares, skinny, tall and large-k shapes");
+  app.add_flag("--networks", sel.networks,
+               "add the layers of public networks no benchmark measures (bench/network_shapes.hpp "
+               "fitting_gemms: forward, input and weight gradients)");
   app.add_flag("--hard-families", sel.hard_families,
                "keep only random shapes of the hard families (min(m, n) <= 256 with k >= 2000; "
                "k <= 128 with m*n >= 2^20): denser data where picks miss most");
@@ -397,15 +551,28 @@ int main(int argc, char** argv) {
                "keep only skinny random shapes big enough to matter (min(m, n) <= 256, "
                "m*n*k >= 2^27)");
   app.add_flag("--portfolio", sel.portfolio,
-               "time the library's selection-model portfolio of this GPU, per layout, instead of "
-               "the base configs (more points for the model, the same portfolio)");
+               "time the library's selection-model portfolio of this GPU, per layout (with "
+               "--candidates or --candidates-from-db: besides those)");
   app.add_flag("--gemv", sel.gemv,
                "keep only shapes with m or n of 1 and time the matrix-vector configs on them "
                "(rows per block x splits of k; the tile configs' times come from other sweeps)");
   app.add_option("--out", out, "TSV file to write");
   app.add_option("--max-seconds", max_seconds, "stop after this long (rows so far are kept)");
-  app.add_option("--candidates", candidates, "file of base configs, one per line");
+  app.add_flag("--resume", resume,
+               "append to --out, leaving out the problems it holds (a cut-short run goes on)");
+  app.add_option("--candidates", sel.candidates_path,
+                 "file of base configs, one per line (\"LAYOUT<TAB>config\": that layout only)");
+  app.add_option("--candidates-from-db", sel.candidates_db,
+                 "a tuning database: the --top fastest configs autotune measured on each of its "
+                 "problems (this GPU model) are base configs of every layout");
+  app.add_option("--top", sel.top, "configs per problem taken from --candidates-from-db")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--cubin-db", sel.cubin_db,
+                 "keep compiled kernels in this database file and load them from it (a later "
+                 "sweep on the same machine compiles nothing twice)");
   app.add_flag("--list-candidates", list, "print the base configs and exit");
+  app.add_flag("--print-shapes", print_shapes,
+               "print the problems the sweep would measure (\"LAYOUT MxNxK GFLOP\") and exit");
   app.add_option("--min-split", min_split, "only base configs with SPLITK at least this (a sweep "
                                            "of configs added later)");
   CLI11_PARSE(app, argc, argv);
@@ -416,7 +583,18 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    return run(seeds, sel, out, max_seconds, candidates, min_split);
+    if (print_shapes) {
+      double total = 0;
+      const auto shapes = sweep_shapes(seeds, sel);
+      for (const auto& s : shapes) {
+        const double gflop = 2e-9 * static_cast<double>(s.m) * s.n * s.k;
+        total += gflop;
+        std::printf("%s %s %.3f\n", s.layout.c_str(), s.text().c_str(), gflop);
+      }
+      std::fprintf(stderr, "gemm_sweep: %zu problems, %.0f GFLOP in all\n", shapes.size(), total);
+      return 0;
+    }
+    return run(seeds, sel, out, max_seconds, min_split, resume);
   } catch (const tuned::Error& e) {
     std::fprintf(stderr, "gemm_sweep: %s\n", e.what());
     return 1;

@@ -1,8 +1,10 @@
 // gemm_vs_cublas: tuned_gemm against cuBLAS FP32 (no TF32) on the benchmark suite, in the same
-// process, timed side by side; checks each result against cuBLAS, prints a table and the geometric
-// mean of the speed ratios, and writes them as JSON.
+// process, timed side by side; checks each result against cuBLAS and both against an FP64 product
+// at a sample of C (the accuracy contract: tuned's error within gemm_op::contract_limit of
+// cuBLAS's), prints a table and the geometric mean of the speed ratios, and writes them as JSON.
 //   gemm_vs_cublas [--device N] [--db PATH | --no-user-db] [--json FILE] [--layout L]
 //   gemm_vs_cublas --print-shapes LAYOUT   (the suite's shapes of a layout, for autotune --shape)
+// Exit status: 0, 1 error, 2 usage, 3 a wrong result or a contract violation.
 #include <cublas_v2.h>
 #include <unistd.h>
 
@@ -10,6 +12,9 @@
 #include <cstdio>
 #include <fstream>
 #include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "bench/bench_util.hpp"
 #include "bench/gemm_suite.hpp"
@@ -26,21 +31,24 @@ struct Row {
   Shape shape;
   std::string origin;  // where tuned_gemm's config came from, and the config
   double tuned_ms = 0, cublas_ms = 0, tuned_tflops = 0, cublas_tflops = 0, ratio = 0;
-  double rel_error = 0;
-  bool correct = false;
+  double rel_error = 0, err_tuned = 0, err_cublas = 0;
+  bool correct = false, within_contract = false;
 };
 
-Row run_shape(const Shape& s, DeviceCheck& check, gemm_op::CublasHandle& cublas,
-              cudaStream_t stream) {
+Row run_shape(const Shape& s, DeviceCheck& check, gemm_op::Fp64Sample& exact,
+              gemm_op::CublasHandle& cublas, cudaStream_t stream) {
   Row row;
   row.shape = s;
   const gemm_op::Problem p = gemm_op::packed_problem(s.layout, s.m, s.n, s.k);
   GemmOperands ops(p, check, stream);
   const TunedGemmCalls calls(p, ops, cublas);
   row.origin = calls.describe();
-  const Comparison c = calls.compare(check, stream);
+  const Comparison c = calls.compare(check, exact, stream);
   row.rel_error = c.rel_error;
   row.correct = c.correct;
+  row.err_tuned = c.err_tuned;
+  row.err_cublas = c.err_cublas;
+  row.within_contract = c.within_contract;
   row.tuned_ms = c.tuned_ms;
   row.cublas_ms = c.cublas_ms;
   row.tuned_tflops = tflops(p, row.tuned_ms);
@@ -63,6 +71,7 @@ int run(int device_index, const std::string& db, bool no_user_db, const std::str
 
   KernelCache kernels;
   DeviceCheck check(kernels, device);
+  gemm_op::Fp64Sample exact(check.kernels(), device);
   gemm_op::CublasHandle cublas;
   Stream stream = Stream::create();
   cublas.set_stream(stream.get());
@@ -72,19 +81,23 @@ int run(int device_index, const std::string& db, bool no_user_db, const std::str
   std::printf("gemm_vs_cublas on %s (%s, %d SMs), cuBLAS %d FP32, database: %s\n",
               device.name.c_str(), device.arch().c_str(), device.sm_count, cublas_version,
               no_user_db ? "none (shipped defaults)" : db_used.empty() ? "default" : db_used.c_str());
-  std::printf("%-18s %-6s %10s %9s %10s %9s %7s %9s  %s\n", "shape", "layout", "tuned ms", "TFLOP/s",
-              "cuBLAS ms", "TFLOP/s", "ratio", "rel err", "config");
+  std::printf("%-18s %-6s %10s %9s %10s %9s %7s %9s %10s %10s  %s\n", "shape", "layout",
+              "tuned ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio", "rel err", "err tuned",
+              "err cuBLAS", "config");
   std::vector<Row> rows;
   std::vector<double> ratios;
+  std::vector<std::string> violations;  // "LAYOUT MxNxK"
   bool all_correct = true;
   for (const Shape& s : gemm_suite()) {
     if (!layout_filter.empty() && s.layout != layout_filter) continue;
-    Row r = run_shape(s, check, cublas, stream.get());
-    std::printf("%-18s %-6s %10.4f %9.2f %10.4f %9.2f %7.3f %9.2e  %s%s\n", s.text().c_str(),
-                s.layout.c_str(), r.tuned_ms, r.tuned_tflops, r.cublas_ms, r.cublas_tflops, r.ratio,
-                r.rel_error, r.origin.c_str(), r.correct ? "" : "  WRONG RESULT");
+    Row r = run_shape(s, check, exact, cublas, stream.get());
+    std::printf("%-18s %-6s %10.4f %9.2f %10.4f %9.2f %7.3f %9.2e %10.2e %10.2e  %s%s%s\n",
+                s.text().c_str(), s.layout.c_str(), r.tuned_ms, r.tuned_tflops, r.cublas_ms,
+                r.cublas_tflops, r.ratio, r.rel_error, r.err_tuned, r.err_cublas, r.origin.c_str(),
+                r.correct ? "" : "  WRONG RESULT", r.within_contract ? "" : "  CONTRACT VIOLATION");
     std::fflush(stdout);
     all_correct = all_correct && r.correct;
+    if (!r.within_contract) violations.push_back(s.layout + " " + s.text());
     ratios.push_back(r.ratio);
     rows.push_back(r);
   }
@@ -93,28 +106,48 @@ int run(int device_index, const std::string& db, bool no_user_db, const std::str
   for (double r : ratios) worst = std::min(worst, r);
   std::printf("geometric mean of tuned/cuBLAS speed over %zu shapes: %.3f (worst %.3f)%s\n",
               rows.size(), geomean, worst, all_correct ? "" : "; SOME RESULTS WRONG");
+  if (!violations.empty()) {
+    std::printf("%zu CONTRACT VIOLATIONS (error against FP64 beyond contract_limit of cuBLAS's):",
+                violations.size());
+    for (const auto& v : violations) std::printf(" %s;", v.c_str());
+    std::printf("\n");
+  }
 
   if (!json.empty()) {
+    // An error is +Inf where a sampled element was not finite: JSON has no Inf.
+    auto number = [](double v) {
+      std::ostringstream text;
+      if (!std::isfinite(v)) return std::string("null");
+      text << v;
+      return text.str();
+    };
     std::ofstream out(json);
     out << "{\n  \"device\": " << json_escape(device.name) << ",\n  \"arch\": "
         << json_escape(device.arch()) << ",\n  \"cublas_version\": " << cublas_version
         << ",\n  \"database\": " << json_escape(no_user_db ? "none (shipped defaults)" : db_used)
         << ",\n  \"geomean_ratio\": " << geomean << ",\n  \"worst_ratio\": " << worst
-        << ",\n  \"all_correct\": " << (all_correct ? "true" : "false") << ",\n  \"rows\": [\n";
+        << ",\n  \"all_correct\": " << (all_correct ? "true" : "false")
+        << ",\n  \"contract_violations\": [";
+    for (size_t i = 0; i < violations.size(); ++i) {
+      out << (i ? ", " : "") << json_escape(violations[i]);
+    }
+    out << "],\n  \"rows\": [\n";
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       out << "    {\"shape\": " << json_escape(r.shape.text()) << ", \"layout\": "
           << json_escape(r.shape.layout) << ", \"tuned_ms\": " << r.tuned_ms
           << ", \"cublas_ms\": " << r.cublas_ms << ", \"tuned_tflops\": " << r.tuned_tflops
           << ", \"cublas_tflops\": " << r.cublas_tflops << ", \"ratio\": " << r.ratio
-          << ", \"rel_error\": " << r.rel_error << ", \"config\": " << json_escape(r.origin)
+          << ", \"rel_error\": " << r.rel_error << ", \"err_tuned\": " << number(r.err_tuned)
+          << ", \"err_cublas\": " << number(r.err_cublas)
+          << ", \"config\": " << json_escape(r.origin)
           << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
     }
     out << "  ]\n}\n";
     if (!out) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--json " + json + ": cannot write");
   }
   if (no_user_db) std::remove(db_used.c_str());
-  return all_correct ? 0 : 3;
+  return all_correct && violations.empty() ? 0 : 3;
 }
 
 }  // namespace

@@ -2,10 +2,13 @@
 // op from sweep measurements (bench/gemm_sweep's TSV: a '# <sweep> on <GPU> (sm_NN, ...)' line, a
 // header naming the columns, one row per problem and candidate config). Per variant it picks a
 // portfolio greedily, each step adding the config that most reduces the summed log regret (time
-// over the problem's best measured time, log(20) where no chosen entry has a time), and writes
-// every retained problem as a point with the portfolio's times. Wrong results are left out and the
-// problems of the acceptance seeds (bench/random_shapes.hpp) dropped: the model is never fitted
-// on them. Prints the expected quality per variant (leave-one-out) to stderr.
+// over the problem's best measured time, log(20) where no chosen entry has a time), each problem
+// weighed by its time (1 + cuBLAS ms / --time-weight-ms: losing 20 % on a 5 ms product costs the
+// fit far more than on a 10 us one, and small products still count), and writes every retained
+// problem as a point with the portfolio's times. Wrong results, and results beyond the op's
+// accuracy contract where the sweep checked it (a within_contract column of 0), are left out;
+// the held-out problems (bench/held_out.hpp) are dropped: the model is never fitted on them.
+// Prints the expected quality per variant (leave-one-out) to stderr.
 //   zcat bench/results/gemm_sweep_nvidia-h100.tsv.gz |
 //     fit_selection - --op gemm --entries 16 --neighbours 5 --out TABLE
 // scripts/refit_selection.sh regenerates the shipped tables.
@@ -44,6 +47,7 @@ struct Problem {
   std::vector<int64_t> shape;
   int alignment = 1;
   double cublas_ms = 0;
+  double weight = 1;                 // in the portfolio's objective: 1 + cublas_ms / scale
   std::map<std::string, double> ms;  // config -> ms, valid results only
   double best = 0;
   std::string best_config;
@@ -104,6 +108,7 @@ struct Options {
   int entries = 16;
   int neighbours = 5;
   int sm_count = 0;              // of the GPU the sweep ran on
+  double time_weight_ms = 0.05;  // a problem weighs 1 + cuBLAS ms / this (0: every problem 1)
   std::string feature_weights;   // "padding=0.75,waves=0.5": the op's selection features
   std::string out;
   std::string command_line;
@@ -113,7 +118,7 @@ struct Sweep {
   std::map<ProblemKey, Problem> problems;
   std::string device_line;  // the first '#' line naming the GPU
   std::string device_name;  // named there
-  size_t rows = 0, invalid = 0, dropped_rows = 0;
+  size_t rows = 0, invalid = 0, inaccurate = 0, dropped_rows = 0;
   std::set<ProblemKey> dropped;
 };
 
@@ -138,6 +143,8 @@ void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& 
   std::map<std::string, std::string> canonical_of;
   std::vector<std::string> header;
   size_t col_alignment = 0, col_config = 0, col_ms = 0, col_cublas = 0, col_error = 0;
+  // The op's accuracy contract, where the sweep checked it (0/1; absent before issue 28).
+  size_t col_contract = 0;
   int line_no = 0;
   bool first_comment = true;
   auto fail = [&](const std::string& why) {
@@ -180,6 +187,8 @@ void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& 
       col_ms = column("ms");
       col_cublas = column("cublas_ms");
       col_error = column("rel_error");
+      const auto contract = std::find(header.begin(), header.end(), "within_contract");
+      col_contract = contract == header.end() ? 0 : static_cast<size_t>(contract - header.begin());
       if (col_alignment < 2 || col_alignment > 5) fail("expected 1 to 4 dims before alignment");
       continue;
     }
@@ -190,7 +199,7 @@ void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& 
       ProblemKey key{f[0], {}};
       for (size_t i = 1; i < col_alignment; ++i) key.second.push_back(std::stoll(f[i]));
       const auto& s = key.second;
-      // The acceptance seeds' GEMM problems (any op with three dims is checked the same way).
+      // The held-out GEMM problems (any op with three dims is checked the same way).
       if (s.size() == 3 && tuned::bench::is_held_out_shape(f[0], s[0], s[1], s[2])) {
         sweep.dropped.insert(key);
         ++sweep.dropped_rows;
@@ -213,6 +222,10 @@ void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& 
         ++sweep.invalid;
         continue;
       }
+      if (col_contract > 0 && f[col_contract] != "1") {
+        ++sweep.inaccurate;
+        continue;
+      }
       // Sweeps measured before a parameter existed name configs without it: completed, so the
       // same kernel measured by an older and a newer sweep is one candidate.
       auto [known, added] = canonical_of.try_emplace(f[col_config]);
@@ -228,7 +241,8 @@ void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& 
   if (header.empty()) fail("no header line");
 }
 
-// Per variant: greedy portfolio; 'current' is each problem's regret with the chosen entries.
+// Per variant: greedy portfolio; 'current' is each problem's regret with the chosen entries, and
+// a step's gain the weighted sum of what it lowers.
 std::vector<std::string> choose_portfolio(const std::vector<Problem*>& list, int entries) {
   std::set<std::string> all;
   for (const Problem* p : list) {
@@ -254,7 +268,9 @@ std::vector<std::string> choose_portfolio(const std::vector<Problem*>& list, int
     for (size_t c = 0; c < candidates.size(); ++c) {
       if (taken[c]) continue;
       double gain = 0;
-      for (size_t i = 0; i < list.size(); ++i) gain += std::max(0.0, current[i] - regret[c][i]);
+      for (size_t i = 0; i < list.size(); ++i) {
+        gain += list[i]->weight * std::max(0.0, current[i] - regret[c][i]);
+      }
       if (gain > pick_gain) {
         pick_gain = gain;
         pick = c;
@@ -333,13 +349,15 @@ int run(Options opt) {
       }
     }
     for (int64_t d : p.shape) p.coords.push_back(std::log2(static_cast<double>(d) + 1.0));
+    p.weight = opt.time_weight_ms > 0 ? 1.0 + p.cublas_ms / opt.time_weight_ms : 1.0;
     by_variant[p.variant].push_back(&p);
   }
   std::fprintf(stderr,
-               "fit_selection: %s (sm_%d): %zu rows, %zu wrong results left out; %zu problems of "
-               "the acceptance seeds dropped (%zu rows); %zu problems kept, %zu without a valid "
-               "result left out\n",
-               opt.device_name.c_str(), opt.cc, sweep.rows, sweep.invalid, sweep.dropped.size(),
+               "fit_selection: %s (sm_%d): %zu rows, %zu wrong results and %zu beyond the accuracy "
+               "contract left out; %zu held-out problems dropped (%zu rows); %zu problems kept, "
+               "%zu without a valid result left out\n",
+               opt.device_name.c_str(), opt.cc, sweep.rows, sweep.invalid, sweep.inaccurate,
+               sweep.dropped.size(),
                sweep.dropped_rows, sweep.problems.size() - without_valid, without_valid);
   if (by_variant.empty()) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "no valid measurements");
 
@@ -410,9 +428,11 @@ int run(Options opt) {
 
     // Expected quality: each problem ranked by the model without its own point, among the
     // entries measured on it (what the caller's validity check lets through).
-    std::vector<double> sweep_best, oracle, picked;
+    std::vector<double> sweep_best, oracle, picked, picked_long;
     size_t uncovered = 0, hits = 0, picked_slow = 0, oracle_slow = 0;
+    double baseline_sum = 0, picked_sum = 0, oracle_sum = 0;  // ms, for time-weighted ratios
     constexpr double kSlow = 0.6;  // the untuned-shape benchmark's floor (x cuBLAS)
+    constexpr double kLongMs = 0.05;  // "where time goes": baselines of 50 us and more
     for (size_t i = 0; i < list.size(); ++i) {
       const Problem& p = *list[i];
       sweep_best.push_back(p.cublas_ms / p.best);
@@ -437,19 +457,27 @@ int run(Options opt) {
       const double ms = p.ms.at(ranked.front().config);
       oracle.push_back(p.cublas_ms / portfolio_best);
       picked.push_back(p.cublas_ms / ms);
+      if (p.cublas_ms >= kLongMs) picked_long.push_back(picked.back());
+      baseline_sum += p.cublas_ms;
+      picked_sum += ms;
+      oracle_sum += portfolio_best;
       hits += ms == portfolio_best;
       picked_slow += picked.back() < kSlow;
       oracle_slow += oracle.back() < kSlow;
     }
-    char line[512];
+    char line[768];
     std::snprintf(line, sizeof line,
                   "%s: %zu problems, %zu entries; geomean cuBLAS ms / ms: sweep best %.3f, "
                   "portfolio oracle %.3f, kNN pick (leave-one-out) %.3f; pick = oracle on %.0f%%, "
-                  "below %.1fx cuBLAS: %zu picks, %zu oracles; %zu problems with no entry measured",
+                  "below %.1fx cuBLAS: %zu picks, %zu oracles; %zu problems with no entry "
+                  "measured; time-weighted (sum cuBLAS ms / sum ms): pick %.3f, oracle %.3f; "
+                  "problems of cuBLAS >= %.0f us: %zu, pick geomean %.3f",
                   variant.c_str(), list.size(), chosen.size(), geomean(sweep_best),
                   geomean(oracle), geomean(picked),
                   picked.empty() ? 0.0 : 100.0 * static_cast<double>(hits) / picked.size(), kSlow,
-                  picked_slow, oracle_slow, uncovered);
+                  picked_slow, oracle_slow, uncovered, picked_sum > 0 ? baseline_sum / picked_sum : 0.0,
+                  oracle_sum > 0 ? baseline_sum / oracle_sum : 0.0, kLongMs * 1000,
+                  picked_long.size(), geomean(picked_long));
     std::fprintf(stderr, "fit_selection: %s\n", line);
     quality << "#   " << line << '\n';
   }
@@ -470,8 +498,10 @@ int run(Options opt) {
   }
   table << (sweep.device_line.empty() ? "" : " (" + sweep.device_line.substr(2) + ")") << ".\n"
         << "# " << sweep.rows << " rows, " << sweep.invalid << " wrong results left out, "
-        << sweep.dropped.size() << " problems of the acceptance seeds 101-103 and 201 dropped. Per "
-        << "variant, up to " << opt.entries << " entries chosen greedily by summed log regret;\n"
+        << sweep.inaccurate << " beyond the accuracy contract left out, " << sweep.dropped.size()
+        << " held-out problems dropped. Per variant, up to " << opt.entries
+        << " entries chosen greedily by summed log regret, each problem weighed 1 + cuBLAS ms / "
+        << opt.time_weight_ms << ";\n"
         << "# points: every retained problem with each entry's ms ('-': not measured; a narrower "
            "VEC sibling's time where the alignment is below the entry's).\n"
         << (opt.feature_weights.empty()
@@ -526,6 +556,11 @@ int main(int argc, char** argv) {
   app.add_option("--feature-weights", opt.feature_weights,
                  "weights of the op's selection features, e.g. padding=0.75,waves=0.5 (default: "
                  "none weighed)");
+  app.add_option("--time-weight-ms", opt.time_weight_ms,
+                 "a problem weighs 1 + its cuBLAS ms / this in the portfolio's objective (0: "
+                 "every problem alike)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--out", opt.out, "table to write")->required();
   CLI11_PARSE(app, argc, argv);
   opt.command_line = quoted_command_line(argc, argv);

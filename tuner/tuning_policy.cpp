@@ -54,7 +54,7 @@ bool keep_best(cache::Database& db, const cache::BestRecord& best, const KernelS
 
 std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
                                     const DeviceInfo& device, const std::vector<Config>& candidates,
-                                    double budget_ms, cudaStream_t stream) {
+                                    const QuickPickBudget& budget, cudaStream_t stream) {
   using Clock = std::chrono::steady_clock;
   const auto started = Clock::now();
   auto spent_ms = [&] {
@@ -63,8 +63,10 @@ std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
   task.allocate();
   task.fresh_inputs(1, stream);
   std::vector<QuickPick> timed;
+  double allowed_ms = budget.budget_ms;
+  size_t allowed = candidates.size();
   for (const Config& config : candidates) {
-    if (!timed.empty() && spent_ms() > budget_ms) break;
+    if (!timed.empty() && (spent_ms() > allowed_ms || timed.size() >= allowed)) break;
     QuickPick pick;
     pick.config = config;
     try {
@@ -73,6 +75,10 @@ std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
       pick.ms = time_runs(run, stream, 5).ms_median;
     } catch (const Error&) {
       continue;  // a candidate that does not run is skipped, never fatal
+    }
+    if (timed.empty()) {  // the first run time says how much more the product is worth
+      allowed_ms = budget.allowed_ms(pick.ms);
+      allowed = budget.allowed_candidates(pick.ms);
     }
     timed.push_back(std::move(pick));
   }

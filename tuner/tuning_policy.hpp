@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,11 +39,32 @@ struct QuickPick {
   int timed = 0;  // candidates timed before the budget ran out
 };
 
-/// Times candidates (best guess first) on the task's own buffers, a few runs each, until budget_ms
-/// is spent (the first candidate is always timed), and returns the fastest one that computes the
-/// right result on fresh inputs; nothing if none does. Synchronizes the stream.
+/// How much timing a quick pick may spend: a short product gets a few candidates in a fixed time,
+/// a long one more candidates and time in proportion to its own run time (what a first-use pick
+/// gains on a 20 ms product, a program waits for at every call; the time is repaid within a few
+/// hundred calls).
+struct QuickPickBudget {
+  size_t candidates = 6;        // timed at most where the first candidate runs under long_ms
+  size_t long_candidates = 16;  // timed at most otherwise
+  double long_ms = 0.1;
+  double budget_ms = 250;       // the time candidates may take: this,
+  double first_runs = 150;      // or this many runs of the first candidate where that is longer,
+  double max_budget_ms = 5000;  // but never more than this
+  /// The time allowed once the first candidate took first_ms a run.
+  double allowed_ms(double first_ms) const {
+    return std::min(max_budget_ms, std::max(budget_ms, first_runs * first_ms));
+  }
+  size_t allowed_candidates(double first_ms) const {
+    return first_ms >= long_ms ? long_candidates : candidates;
+  }
+};
+
+/// Times candidates (best guess first) on the task's own buffers, a few runs each, until the
+/// budget's time or count for the product is spent (the first candidate is always timed), and
+/// returns the fastest one that passes the task's check (right result on fresh inputs, and the
+/// op's accuracy contract); nothing if none does. Synchronizes the stream.
 std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
                                     const DeviceInfo& device, const std::vector<Config>& candidates,
-                                    double budget_ms, cudaStream_t stream);
+                                    const QuickPickBudget& budget, cudaStream_t stream);
 
 }  // namespace tuned

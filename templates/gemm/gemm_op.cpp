@@ -456,11 +456,8 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
     }
   };
   for (const char* text : kFamilies) {
-    Config c = with_absent_params(Config::parse(text), parameters());
-    if (is_mma(c)) {
-      c.set("AKM", problem.trans_a ? 0 : 1);
-      c.set("BKM", reads_b_transposed(c, problem) ? 1 : 0);
-    }
+    Config c = with_operands_as_stored(with_absent_params(Config::parse(text), parameters()),
+                                       problem);
     // Unaligned operands: each family packed (wide vectors kept) and narrowed (no copies).
     Config packed = c;
     packed.set("PACK", 1);
@@ -490,6 +487,14 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
     }
   }
   return seeds;
+}
+
+Config with_operands_as_stored(Config config, const Problem& problem) {
+  if (is_mma(config)) {
+    config.set("AKM", problem.trans_a ? 0 : 1);
+    config.set("BKM", reads_b_transposed(config, problem) ? 1 : 0);
+  }
+  return config;
 }
 
 Config gemv_config(int rows, int vec, int splits) {

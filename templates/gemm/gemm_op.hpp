@@ -62,6 +62,11 @@ Config default_config(const DeviceInfo& device, const Problem& problem);
 /// The default plus known-good families that fit the problem: where a search starts.
 std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& problem);
 
+/// config with its operands' shared-memory layout set from the problem's layout where the config
+/// keeps operands as stored (MMA = 1: AKM = 0 for a k-contiguous A, BKM = 1 where B is read
+/// n-contiguous); other configs unchanged. How a config found for one layout serves another.
+Config with_operands_as_stored(Config config, const Problem& problem);
+
 /// The matrix-vector config (m or n of 1): rows of y per block, vector width, splits of k; the tile
 /// parameters at their placeholder values, in the space's parameter order.
 Config gemv_config(int rows, int vec, int splits);

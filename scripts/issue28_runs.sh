@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Issue 28's measurements on the GPU machine, from binaries carried in carry/bins.tar.zst (build/
+# outputs, packed by scripts/pack_bins.sh): each argument one step, logs and results under $OUT;
+# what later steps of the same machine need stays in $WORK (default /tmp/issue28).
+#   probe        autotune the suite's shapes (their shipped entries) and a few layer-like shapes of
+#                every layout, full space, into $WORK/tune.db: the fastest configs of each become
+#                sweep candidates
+#   sweep[:S]    gemm_sweep of the portfolio plus the probe's configs (top 4 per problem) on the
+#                layers of public networks no benchmark uses, then the large random stratum
+#                (seeds 3001-3016, >= 1 GFLOP) and a middle one (seeds 3101-3104, >= 0.1 GFLOP);
+#                resumes where the last call stopped, for at most S seconds (default 500)
+#   networks     bench/gemm_networks, shipped data only (empty user database)
+#   networks-fu  bench/gemm_networks with first-use tuning
+#   large        gemm_random --min-gflop 1 --seeds 111,112,113, shipped data only
+#   random       gemm_random seeds 101-103, shipped data only, with first calls
+#   suite        gemm_vs_cublas, shipped data only
+#   tests        the GEMM GPU tests
+set -uo pipefail
+WORK=${WORK:-/tmp/issue28}
+mkdir -p "$WORK"
+export LD_LIBRARY_PATH=$PWD/carry:${LD_LIBRARY_PATH:-}
+[ -x build/bench/gemm_networks ] || carry/zstd -d -c carry/bins.tar.zst | tar -xf -
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader >> "$OUT/device.txt"
+tag=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | tr 'A-Z' 'a-z' |
+  awk '{for (i = 2; i <= NF; i++) if ($i ~ /[0-9]/) {print $1 "-" $i; exit}}')
+summary=()
+
+tune() {  # tune LAYOUT SECONDS SHAPE...
+  local layout=$1 budget=$2
+  shift 2
+  build/tools/autotune --op gemm --layout "$layout" --budget "$budget" --seed 1 \
+    --db "$WORK/tune.db" $(printf -- '--shape %s ' "$@") < /dev/null \
+    >> "$OUT/probe_autotune.txt" 2>> "$OUT/probe_progress.txt"
+}
+
+sweep() {  # sweep OUTFILE SECONDS ARGS...
+  local file=$1 seconds=$2
+  shift 2
+  build/bench/gemm_sweep --portfolio --candidates-from-db "$WORK/tune.db" --top 4 \
+    --cubin-db "$WORK/cubins.db" --resume --out "$WORK/$file" --max-seconds "$seconds" "$@" \
+    2>> "$OUT/sweep_progress.txt"
+}
+
+for step in "$@"; do
+  start=$(date +%s)
+  case "$step" in
+    probe)
+      tune NN 60 4096x4096x4096 8192x8192x8192
+      tune NN 120 4097x4097x4097 2048x2048x2048 1024x1024x1024 1000x1000x1000 12345x678x910 \
+        3000x200x5000 1000x1000x8000 16384x16384x64
+      tune NN 20 64x2048x8192 768x768x768
+      tune NT 45 4096x4096x4096 4608x6144x2000 3072x768x16384
+      tune TN 45 4096x4096x4096 11008x4096x4096 5001x3000x2047
+      tune TT 30 4096x4096x4096 2999x5000x1500
+      cp "$WORK/tune.db" "$OUT/probe.db"
+      build/tools/tunedb --db "$WORK/tune.db" export --format shipped > "$OUT/probe_shipped.tsv"
+      summary+=("probe: $(grep -c . "$OUT/probe_shipped.tsv") bests") ;;
+    sweep|sweep:*)
+      budget=${step#sweep}; budget=${budget#:}; budget=${budget:-500}
+      deadline=$(( $(date +%s) + budget ))
+      left() { echo $(( deadline - $(date +%s) )); }
+      sweep networks.tsv "$(left)" --networks --max-gflop 600
+      [ "$(left)" -gt 20 ] && sweep large.tsv "$(left)" --seeds 3001-3016 --min-gflop 1
+      [ "$(left)" -gt 20 ] && sweep middle.tsv "$(left)" --seeds 3101-3104 --min-gflop 0.1
+      for f in networks large middle; do
+        [ -f "$WORK/$f.tsv" ] && gzip -c "$WORK/$f.tsv" > "$OUT/gemm_sweep_${tag}_$f.tsv.gz"
+      done
+      summary+=("sweep: $(tail -n 3 "$OUT/sweep_progress.txt" | tr '\n' ' ')") ;;
+    networks)
+      build/bench/gemm_networks --no-user-db --json "$OUT/gemm_networks_${tag}.json" \
+        > "$OUT/gemm_networks_${tag}.txt" 2>&1
+      summary+=("networks rc=$?: $(grep -iE 'time-weighted|geometric|worst' "$OUT/gemm_networks_${tag}.txt" | tr '\n' ' ')") ;;
+    networks-fu)
+      build/bench/gemm_networks --first-use --json "$OUT/gemm_networks_first_use_${tag}.json" \
+        > "$OUT/gemm_networks_first_use_${tag}.txt" 2>&1
+      summary+=("networks-fu rc=$?: $(grep -iE 'time-weighted|geometric|worst' "$OUT/gemm_networks_first_use_${tag}.txt" | tr '\n' ' ')") ;;
+    large)
+      build/bench/gemm_random --no-user-db --min-gflop 1 --seeds 111,112,113 --no-first-call \
+        --json "$OUT/gemm_random_large_${tag}.json" > "$OUT/gemm_random_large_${tag}.txt" 2>&1
+      summary+=("large rc=$?: $(grep -iE 'geometric|worst|time-weighted' "$OUT/gemm_random_large_${tag}.txt" | tr '\n' ' ')") ;;
+    random)
+      build/bench/gemm_random --no-user-db --json "$OUT/gemm_random_${tag}.json" \
+        > "$OUT/gemm_random_${tag}.txt" 2>&1
+      summary+=("random rc=$?: $(grep -iE 'geometric|worst|time-weighted|first call' "$OUT/gemm_random_${tag}.txt" | tr '\n' ' ')") ;;
+    suite)
+      build/bench/gemm_vs_cublas --no-user-db --json "$OUT/gemm_shipped_${tag}.json" \
+        > "$OUT/gemm_shipped_${tag}.txt" 2>&1
+      summary+=("suite rc=$?: $(grep -i geometric "$OUT/gemm_shipped_${tag}.txt" | tail -1)") ;;
+    tests)
+      build/tests/tuned_gpu_tests --gtest_color=no \
+        --gtest_filter='GemmFamilies.*:TunedGemm.*:GraphCapture.*:AutotuneEndToEnd.*:DeviceCheckCompare.*:GemmLimits.*:GemmAccuracy*:SelectionPortfolio*' \
+        > "$OUT/gpu_tests_${tag}.log" 2>&1
+      summary+=("tests rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/gpu_tests_${tag}.log" | tr '\n' ' ')") ;;
+    *) echo "unknown step $step"; exit 2 ;;
+  esac
+  summary[-1]+=" ($(( $(date +%s) - start )) s)"
+done
+printf '%s\n' "${summary[@]}"
