@@ -2,6 +2,7 @@
 # Issue 28's measurements on the GPU machine, from binaries carried in carry/bins.tar.zst (build/
 # outputs, packed by scripts/pack_bins.sh): each argument one step, logs and results under $OUT;
 # what later steps of the same machine need stays in $WORK (default /tmp/issue28).
+#   accuracy     the accuracy contract's GPU tests; stops the script when they fail
 #   probe        autotune the suite's shapes (their shipped entries) and a few layer-like shapes of
 #                every layout, full space, into $WORK/tune.db: the fastest configs of each become
 #                sweep candidates
@@ -19,7 +20,7 @@ set -uo pipefail
 WORK=${WORK:-/tmp/issue28}
 mkdir -p "$WORK"
 export LD_LIBRARY_PATH=$PWD/carry:${LD_LIBRARY_PATH:-}
-[ -x build/bench/gemm_networks ] || carry/zstd -d -c carry/bins.tar.zst | tar -xf -
+carry/zstd -d --long=27 -c carry/bins.tar.zst | tar -xf -
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader >> "$OUT/device.txt"
 tag=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | tr 'A-Z' 'a-z' |
   awk '{for (i = 2; i <= NF; i++) if ($i ~ /[0-9]/) {print $1 "-" $i; exit}}')
@@ -44,6 +45,12 @@ sweep() {  # sweep OUTFILE SECONDS ARGS...
 for step in "$@"; do
   start=$(date +%s)
   case "$step" in
+    accuracy)
+      build/tests/tuned_gpu_tests --gtest_color=no --gtest_filter='GemmAccuracy.*' \
+        > "$OUT/gpu_tests_accuracy_${tag}.log" 2>&1
+      rc=$?
+      summary+=("accuracy rc=$rc: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/gpu_tests_accuracy_${tag}.log" | tr '\n' ' ')")
+      if [ $rc -ne 0 ]; then printf '%s\n' "${summary[@]}"; tail -40 "$OUT/gpu_tests_accuracy_${tag}.log"; exit 1; fi ;;
     probe)
       tune NN 60 4096x4096x4096 8192x8192x8192
       tune NN 120 4097x4097x4097 2048x2048x2048 1024x1024x1024 1000x1000x1000 12345x678x910 \
