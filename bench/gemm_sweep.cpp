@@ -135,7 +135,9 @@ std::vector<Shape> grid_shapes() {
 struct Candidate {
   Config config;
   std::string layout;
-  std::shared_ptr<const LoadedKernel> kernel;
+  // Per width of C's stores (C_VEC: the config's VEC, or less where packing lets VEC exceed the
+  // problem's alignment): one kernel each.
+  std::map<int, std::shared_ptr<const LoadedKernel>> kernels;
   int registers = 0;
   int occupancy = 0;
 };
@@ -205,7 +207,9 @@ std::map<std::string, std::vector<Config>> shipped_portfolio(const DeviceInfo& d
   std::map<std::string, std::vector<Config>> out;
   for (const auto& e : cache::SelectionModel::builtin().entries()) {
     if (e.op == "gemm" && e.device_name == device.name) {
-      out[e.variant].push_back(Config::parse(e.config));
+      // (An entry recorded before a parameter existed means its old value: completed, or the
+      // space would refuse it as incomplete.)
+      out[e.variant].push_back(with_absent_params(Config::parse(e.config), gemm_op::parameters()));
     }
   }
   if (out.empty()) {
@@ -365,6 +369,8 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
   CompilePool pool(kernels, device,
                    std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1));
   std::map<std::string, Candidate> by_key;  // layout|canonical
+  // kernel name -> the candidates (key, C_VEC) a compile job serves
+  std::map<std::string, std::vector<std::pair<std::string, int>>> job_keys;
   size_t submitted = 0;
   // Every VEC variant of every base in every layout swept: compiled up front on all cores.
   std::set<std::string> layouts;
@@ -379,15 +385,21 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
         Config c = gemm_op::with_operands_as_stored(base, p);
         c.set("VEC", vec);
         if (gemm_op::make_space(device, p).violation(c, false)) continue;
-        if (!by_key.emplace(layout + "|" + c.canonical(), Candidate{c, layout})
-                 .second) {
-          continue;
+        const std::string key = layout + "|" + c.canonical();
+        if (!by_key.emplace(key, Candidate{c, layout}).second) continue;
+        // A packed config keeps its VEC on problems of narrower alignment, where C is stored
+        // C_VEC = alignment wide: a kernel for each.
+        for (int alignment : {4, 2, 1}) {
+          if (alignment > vec || (alignment < vec && c.get("PACK") == 0)) continue;
+          auto aligned = p;
+          aligned.alignment = alignment;
+          CompileJob job;
+          job.config = c;
+          job.spec = gemm_op::kernel_spec(c, aligned);
+          job_keys[job.spec.kernel_name].emplace_back(key, alignment);
+          pool.submit(std::move(job));
+          ++submitted;
         }
-        CompileJob job;
-        job.config = c;
-        job.spec = gemm_op::kernel_spec(c, p);
-        pool.submit(std::move(job));
-        ++submitted;
       }
     }
   }
@@ -395,19 +407,20 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
                base_count, submitted, shapes.size(), device.name.c_str());
   while (pool.in_flight() > 0) {
     CompileJob job = pool.wait();
-    // Kernel names start with the layout: "gemm_nn_...".
-    std::string layout = job.spec.kernel_name.substr(5, 2);
-    for (char& ch : layout) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    auto& cand = by_key.at(layout + "|" + job.config.canonical());
     if (!job.built || job.built->cubin.spill_bytes > 0 || job.built->cubin.stack_bytes > 0) {
       continue;
     }
+    auto& served = job_keys.at(job.spec.kernel_name);
+    const auto [key, c_vec] = served.back();  // jobs of one name are alike: each takes one
+    served.pop_back();
+    auto& cand = by_key.at(key);
     try {
-      cand.kernel = KernelCache::load(*job.built, job.spec);
+      cand.kernels[c_vec] = KernelCache::load(*job.built, job.spec);
       cand.registers = job.built->cubin.registers;
-      const auto g = gemm_op::geometry(cand.config, gemm_op::packed_problem(layout, 64, 1, 64));
-      cand.occupancy = cand.kernel->max_active_blocks_per_sm(static_cast<int>(g.block.x),
-                                                             g.dynamic_smem_bytes);
+      const auto g =
+          gemm_op::geometry(cand.config, gemm_op::packed_problem(cand.layout, 64, 1, 64));
+      cand.occupancy = cand.kernels[c_vec]->max_active_blocks_per_sm(
+          static_cast<int>(g.block.x), g.dynamic_smem_bytes);
     } catch (const Error& e) {
       std::fprintf(stderr, "skip %s: %s\n", job.spec.kernel_name.c_str(), e.what());
     }
@@ -474,7 +487,9 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
     double best = 0;
     std::ostringstream lines;
     for (auto& [key, cand] : by_key) {
-      if (!cand.kernel || cand.layout != s.layout) continue;
+      if (cand.layout != s.layout) continue;
+      const auto kernel = cand.kernels.find(std::min(cand.config.get("VEC"), p.alignment));
+      if (kernel == cand.kernels.end()) continue;
       if (cand.config.get("VEC") != std::min(p.alignment, 4) &&
           cand.config.get("VEC") != p.alignment) {
         // Only the variant fit_config makes of each base: VEC = min(base VEC, alignment).
@@ -491,7 +506,7 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
       if (space.violation(cand.config, false)) continue;
       if (gemm_op::workspace_bytes(cand.config, p) > kMaxWorkspace) continue;
       auto call = [&](cudaStream_t st) {
-        gemm_op::launch(*cand.kernel, cand.config, p, 1.0f, a.as<float>(), b.as<float>(), 0.0f,
+        gemm_op::launch(*kernel->second, cand.config, p, 1.0f, a.as<float>(), b.as<float>(), 0.0f,
                         c.as<float>(), workspace.get(), st, api::transpose);
       };
       DeviceCheck::poison(c.as<float>(), static_cast<size_t>(p.ldc * p.n), stream.get());

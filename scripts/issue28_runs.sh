@@ -6,21 +6,27 @@
 #   probe        autotune the suite's shapes (their shipped entries) and a few layer-like shapes of
 #                every layout, full space, into $WORK/tune.db: the fastest configs of each become
 #                sweep candidates
-#   sweep[:S]    gemm_sweep of the portfolio plus the probe's configs (top 4 per problem) on the
-#                layers of public networks no benchmark uses, then the large random stratum
-#                (seeds 3001-3016, >= 1 GFLOP) and a middle one (seeds 3101-3104, >= 0.1 GFLOP);
-#                resumes where the last call stopped, for at most S seconds (default 500)
+#   sweep[:S]    gemm_sweep of the portfolio plus the issue's candidates (bench/results/
+#                gemm_sweep_candidates_issue28_<gpu>.txt: the probe's bests and variants; with the
+#                probe's database on this machine, its top 4 per problem too) on the layers of
+#                public networks no benchmark uses, then the large random stratum (seeds
+#                3001-3016, >= 1 GFLOP) and a middle one (seeds 3101-3104, >= 0.1 GFLOP); resumes
+#                where the last call stopped (rows brought back are carried in carry/sweeps/),
+#                for at most S seconds (default 500)
+#   portfolio[:S]  the shipped portfolio alone on the same problems, for at most S seconds
 #   networks     bench/gemm_networks, shipped data only (empty user database)
 #   networks-fu  bench/gemm_networks with first-use tuning
 #   large        gemm_random --min-gflop 1 --seeds 111,112,113, shipped data only
 #   random       gemm_random seeds 101-103, shipped data only, with first calls
+#   random-quick the same without the fresh-process first calls
+#   firstcall    gemm_random's first 8 shapes of each seed with their first calls
 #   suite        gemm_vs_cublas, shipped data only
 #   tests        the GEMM GPU tests
 set -uo pipefail
 WORK=${WORK:-/tmp/issue28}
 mkdir -p "$WORK"
 export LD_LIBRARY_PATH=$PWD/carry:${LD_LIBRARY_PATH:-}
-carry/zstd -d --long=27 -c carry/bins.tar.zst | tar -xf -
+[ -n "${SKIP_UNPACK:-}" ] || carry/zstd -d --long=27 -c carry/bins.tar.zst | tar -xf -
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader >> "$OUT/device.txt"
 tag=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | tr 'A-Z' 'a-z' |
   awk '{for (i = 2; i <= NF; i++) if ($i ~ /[0-9]/) {print $1 "-" $i; exit}}')
@@ -35,11 +41,16 @@ tune() {  # tune LAYOUT SECONDS SHAPE...
 }
 
 sweep() {  # sweep OUTFILE SECONDS ARGS...
-  local file=$1 seconds=$2
+  local file=$1 seconds=$2 from_db=()
   shift 2
-  build/bench/gemm_sweep --portfolio --candidates-from-db "$WORK/tune.db" --top 4 \
-    --cubin-db "$WORK/cubins.db" --resume --out "$WORK/$file" --max-seconds "$seconds" "$@" \
-    2>> "$OUT/sweep_progress.txt"
+  # A sweep cut short on an earlier machine goes on from the rows it brought back.
+  if [ ! -f "$WORK/$file" ] && [ -f "carry/sweeps/${file%.tsv}.tsv.gz" ]; then
+    zcat "carry/sweeps/${file%.tsv}.tsv.gz" > "$WORK/$file"
+  fi
+  [ -f "$WORK/tune.db" ] && from_db=(--candidates-from-db "$WORK/tune.db" --top 4)
+  build/bench/gemm_sweep --portfolio --candidates "bench/results/gemm_sweep_candidates_issue28_${tag}.txt" \
+    "${from_db[@]}" --cubin-db "$WORK/cubins.db" --resume --out "$WORK/$file" \
+    --max-seconds "$seconds" "$@" 2>> "$OUT/sweep_progress.txt"
 }
 
 for step in "$@"; do
@@ -59,7 +70,9 @@ for step in "$@"; do
       tune NT 45 4096x4096x4096 4608x6144x2000 3072x768x16384
       tune TN 45 4096x4096x4096 11008x4096x4096 5001x3000x2047
       tune TT 30 4096x4096x4096 2999x5000x1500
-      cp "$WORK/tune.db" "$OUT/probe.db"
+      # The trials without their cubins: small enough to come back.
+      python3 -c "import sqlite3; s = sqlite3.connect('$WORK/tune.db'); d = sqlite3.connect('$WORK/probe.db'); s.backup(d); d.execute('DELETE FROM cubins'); d.commit(); d.execute('VACUUM')"
+      gzip -c "$WORK/probe.db" > "$OUT/probe.db.gz"
       build/tools/tunedb --db "$WORK/tune.db" export --format shipped > "$OUT/probe_shipped.tsv"
       summary+=("probe: $(grep -c . "$OUT/probe_shipped.tsv") bests") ;;
     sweep|sweep:*)
@@ -70,9 +83,24 @@ for step in "$@"; do
       [ "$(left)" -gt 20 ] && sweep large.tsv "$(left)" --seeds 3001-3016 --min-gflop 1
       [ "$(left)" -gt 20 ] && sweep middle.tsv "$(left)" --seeds 3101-3104 --min-gflop 0.1
       for f in networks large middle; do
-        [ -f "$WORK/$f.tsv" ] && gzip -c "$WORK/$f.tsv" > "$OUT/gemm_sweep_${tag}_$f.tsv.gz"
+        [ -f "$WORK/$f.tsv" ] && gzip -c "$WORK/$f.tsv" > "$OUT/$f.tsv.gz"
       done
       summary+=("sweep: $(tail -n 3 "$OUT/sweep_progress.txt" | tr '\n' ' ')") ;;
+    portfolio|portfolio:*)
+      # The shipped portfolio alone on the sweep's problems (the first sweeps missed its entries
+      # recorded before MMA and CSTAGE existed): rows the fit joins to those problems.
+      budget=${step#portfolio}; budget=${budget#:}; budget=${budget:-540}
+      deadline=$(( $(date +%s) + budget ))
+      left() { echo $(( deadline - $(date +%s) )); }
+      for set in "networks --networks --max-gflop 600" "large --seeds 3001-3032 --min-gflop 1" \
+                 "middle --seeds 3101-3116 --min-gflop 0.1" "small --seeds 3201-3208 --min-gflop 0.01"; do
+        read -r name args <<< "$set"
+        [ "$(left)" -gt 20 ] || break
+        build/bench/gemm_sweep --portfolio --cubin-db "$WORK/cubins.db" --resume \
+          --out "$WORK/${name}_portfolio.tsv" --max-seconds "$(left)" $args 2>> "$OUT/sweep_progress.txt"
+        gzip -c "$WORK/${name}_portfolio.tsv" > "$OUT/${name}_portfolio.tsv.gz"
+      done
+      summary+=("portfolio: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
     networks)
       build/bench/gemm_networks --no-user-db --json "$OUT/gemm_networks_${tag}.json" \
         > "$OUT/gemm_networks_${tag}.txt" 2>&1
@@ -89,6 +117,14 @@ for step in "$@"; do
       build/bench/gemm_random --no-user-db --json "$OUT/gemm_random_${tag}.json" \
         > "$OUT/gemm_random_${tag}.txt" 2>&1
       summary+=("random rc=$?: $(grep -iE 'geometric|worst|time-weighted|first call' "$OUT/gemm_random_${tag}.txt" | tr '\n' ' ')") ;;
+    random-quick)
+      build/bench/gemm_random --no-user-db --no-first-call --json "$OUT/gemm_random_${tag}.json" \
+        > "$OUT/gemm_random_${tag}.txt" 2>&1
+      summary+=("random-quick rc=$?: $(grep -iE 'geometric|worst|time-weighted' "$OUT/gemm_random_${tag}.txt" | tr '\n' ' ')") ;;
+    firstcall)
+      build/bench/gemm_random --no-user-db --count 8 --json "$OUT/gemm_random_first_call_${tag}.json" \
+        > "$OUT/gemm_random_first_call_${tag}.txt" 2>&1
+      summary+=("firstcall rc=$?: $(grep -iE 'first call' "$OUT/gemm_random_first_call_${tag}.txt" | tr '\n' ' ')") ;;
     suite)
       build/bench/gemm_vs_cublas --no-user-db --json "$OUT/gemm_shipped_${tag}.json" \
         > "$OUT/gemm_shipped_${tag}.txt" 2>&1

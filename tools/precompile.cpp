@@ -58,8 +58,23 @@ int run(const std::string& out_dir, int jobs_wanted) {
     id.rank = op.rank();
     for (int i = 0; i < id.rank; ++i) id.dims[i] = 1024;
     id.alignment = 4;
-    add(op.face->kernel_spec(Config::parse(e.config), id), e.cc);
+    const Config config = with_absent_params(Config::parse(e.config), op.params);
+    add(op.face->kernel_spec(config, id), e.cc);
     archs.insert(e.cc);
+    // An entry that runs as it is on problems of narrower alignment too (GEMM: one that packs
+    // its operands) may need another kernel there (GEMM: C stored narrower): built as well, or a
+    // fresh process's first call of such a problem would wait for NVRTC (60-80 ms on an H100).
+    for (int alignment : {2, 1}) {
+      ProblemId large = id;
+      for (int i = 0; i < large.rank; ++i) large.dims[i] = std::min<int64_t>(8192, op.range_of(i).second);
+      large.alignment = alignment;
+      try {
+        if (op.face->fit(config, reference_device(e.cc), large) == config) {
+          add(op.face->kernel_spec(config, large), e.cc);
+        }
+      } catch (const Error&) {  // not valid there as it is: the runtime would not run it
+      }
+    }
   }
   // The shipped exact bests (the suite's shapes): a fresh process's first call of one of those
   // shapes must not compile either.

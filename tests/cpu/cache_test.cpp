@@ -445,7 +445,7 @@ TEST(CacheDatabase, TrialsRoundTripEveryDisposition) {
   f.limit = 3;
   auto latest = db.trials(f);
   ASSERT_EQ(latest.size(), 3u);
-  EXPECT_EQ(latest[0].disposition, Disposition::kTimeout);
+  EXPECT_EQ(latest[0].disposition, Disposition::kInaccurate);
   EXPECT_EQ(latest[2].key.shape, (std::vector<int64_t>{8, 8}));
 }
 
