@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -119,10 +120,66 @@ std::string TunedGemmCalls::describe() const {
   return text;
 }
 
+std::pair<std::string, std::string> TunedGemmCalls::origin_and_config() const {
+  const std::string text = describe();
+  const size_t colon = text.find(": ");
+  return {text.substr(0, colon), colon == std::string::npos ? "" : text.substr(colon + 2)};
+}
+
+double TunedGemmCalls::time_one_call(cudaStream_t stream) const {
+  TUNED_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto start = std::chrono::steady_clock::now();
+  tuned(stream);
+  TUNED_CUDA_CHECK(cudaDeviceSynchronize());
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 Comparison TunedGemmCalls::compare(DeviceCheck& check, gemm_op::Fp64Sample& exact,
                                    cudaStream_t stream) const {
   return compare_with_cublas([this](cudaStream_t s) { tuned(s); },
                              [this](cudaStream_t s) { cublas(s); }, p_, ops_, check, exact, stream);
+}
+
+namespace {
+
+// Sets TUNED_TUNING before anything reads it: the runtime takes it at its first call.
+std::string set_tuning_mode(bool first_use, bool fresh_db) {
+  if (first_use) {
+    setenv("TUNED_TUNING", "first-use", 1);
+  } else {
+    unsetenv("TUNED_TUNING");
+  }
+  return first_use ? "first-use" : fresh_db ? "shipped" : "db";
+}
+
+DeviceInfo use_device(int index) {
+  TUNED_CUDA_CHECK(cudaSetDevice(index));
+  return query_device(index);
+}
+
+}  // namespace
+
+GemmBenchSetup::GemmBenchSetup(int device_index, const std::string& db, bool fresh, bool first_use,
+                               const std::string& prefix)
+    : mode(set_tuning_mode(first_use, fresh || first_use)),
+      device(use_device(device_index)),
+      db_used(db),
+      check(kernels, device),
+      exact(check.kernels(), device),
+      stream(Stream::create()) {
+  if (fresh || first_use) {
+    // An empty database of our own: only shipped data (or what first use tunes) decides.
+    fresh_db.emplace(prefix);
+    db_used = fresh_db->path();
+  }
+  if (!db_used.empty()) check_status(tuned_set_database(db_used.c_str()));
+  cublas.set_stream(stream.get());
+  cublasGetVersion(cublas.get(), &cublas_version);
+}
+
+std::string GemmBenchSetup::database_text() const {
+  return fresh_db ? "fresh empty" : db_used.empty() ? "default" : db_used;
 }
 
 double tflops(const gemm_op::Problem& p, double ms) { return ms > 0 ? p.flops() / (ms * 1e9) : 0; }

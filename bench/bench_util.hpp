@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "generator/cuda_raii.hpp"
@@ -96,6 +98,11 @@ class TunedGemmCalls {
   void tuned(cudaStream_t stream) const;   // into ops.c()
   void cublas(cudaStream_t stream) const;  // into ops.c_ref()
   std::string describe() const;            // tuned_gemm_describe's text for the call
+  /// describe()'s "origin: config" split in two (config empty where there is no ": ").
+  std::pair<std::string, std::string> origin_and_config() const;
+  /// Wall ms of one tuned call from an idle device to its end: with first-use tuning on, the
+  /// first call of a shape, which tunes (timed before describe, so describe reports its record).
+  double time_one_call(cudaStream_t stream) const;
   /// compare_with_cublas of the two.
   Comparison compare(DeviceCheck& check, gemm_op::Fp64Sample& exact, cudaStream_t stream) const;
 
@@ -103,6 +110,28 @@ class TunedGemmCalls {
   const gemm_op::Problem& p_;
   const GemmOperands& ops_;
   gemm_op::CublasHandle& cublas_;
+};
+
+/// What every tuned_gemm-against-cuBLAS benchmark sets up once: the library's tuning mode
+/// (first-use only when asked, never inherited from the environment), the database tuned_gemm
+/// reads (a fresh empty one of our own for shipped data only or first-use tuning, else db, else the
+/// user's), and on the device its checks, the FP64 reference, a cuBLAS handle and a stream.
+struct GemmBenchSetup {
+  GemmBenchSetup(int device_index, const std::string& db, bool fresh_db, bool first_use,
+                 const std::string& prefix);
+  /// "fresh empty", "default" or the database's path, for the header line.
+  std::string database_text() const;
+
+  std::string mode;  // "first-use", "shipped" (fresh database) or "db"
+  DeviceInfo device;
+  std::optional<TempDatabase> fresh_db;
+  std::string db_used;
+  KernelCache kernels;
+  DeviceCheck check;
+  gemm_op::Fp64Sample exact;
+  gemm_op::CublasHandle cublas;
+  Stream stream;
+  int cublas_version = 0;
 };
 
 double tflops(const gemm_op::Problem& p, double ms);

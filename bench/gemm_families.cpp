@@ -156,15 +156,8 @@ int main(int argc, char** argv) {
         }
       }
     }
-    check_status(tuned_set_database(db.c_str()));
-
-    const DeviceInfo device = query_device(0);
-    KernelCache kernels;
-    DeviceCheck check(kernels, device);
-    gemm_op::Fp64Sample exact(check.kernels(), device);
-    gemm_op::CublasHandle cublas;
-    Stream stream = Stream::create();
-    cublas.set_stream(stream.get());
+    // tuned_gemm reads what autotune recorded (no first-use tuning of its own).
+    GemmBenchSetup bench(0, db, /*fresh_db=*/false, /*first_use=*/false, "gemm_families");
     std::vector<Row> rows;
     std::vector<double> all, seeded, family;
     double worst = INFINITY;
@@ -173,7 +166,7 @@ int main(int argc, char** argv) {
     std::printf("%-9s %-6s %-20s %10s %10s %7s %10s %10s %10s  %s\n", "group", "layout", "shape",
                 "tuned TF", "cuBLAS TF", "ratio", "rel err", "err tuned", "err cuBLAS", "origin");
     for (size_t i = 0; i < entries.size(); ++i) {
-      Row r = measure(entries[i], check, exact, cublas, stream.get());
+      Row r = measure(entries[i], bench.check, bench.exact, bench.cublas, bench.stream.get());
       r.tune_status = tune_status[i];
       std::printf("%-9s %-6s %-20s %10.2f %10.2f %7.3f %10.2e %10.2e %10.2e  %s%s%s\n",
                   r.entry.group.c_str(), r.entry.shape.layout.c_str(),
@@ -209,7 +202,7 @@ int main(int argc, char** argv) {
         return std::string(buf);
       };
       std::ofstream out(json);
-      out << "{\n  \"device\": " << json_escape(device.name) << ",\n  \"budget_s\": " << budget_s
+      out << "{\n  \"device\": " << json_escape(bench.device.name) << ",\n  \"budget_s\": " << budget_s
           << ",\n  \"geomean_ratio\": " << number(geomean) << ",\n  \"seeded_geomean_ratio\": "
           << number(seeded.empty() ? NAN : geometric_mean(seeded))
           << ",\n  \"family_geomean_ratio\": " << number(family.empty() ? NAN : geometric_mean(family))

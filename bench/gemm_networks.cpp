@@ -124,18 +124,8 @@ Measurement measure(const Shape& s, bool first_use, DeviceCheck& check, gemm_op:
   // Operands of this shape only (VGG's largest are 3.7 GB each): freed when this returns.
   GemmOperands ops(p, check, stream);
   const TunedGemmCalls calls(p, ops, cublas);
-  if (first_use) {
-    // The call that tunes: timed before describe, so describe reports what it recorded.
-    TUNED_CUDA_CHECK(cudaDeviceSynchronize());
-    const auto start = Clock::now();
-    calls.tuned(stream);
-    TUNED_CUDA_CHECK(cudaDeviceSynchronize());
-    m.first_use_ms = elapsed_ms(start);
-  }
-  const std::string text = calls.describe();
-  const size_t colon = text.find(": ");
-  m.origin = text.substr(0, colon);
-  m.config = colon == std::string::npos ? "" : text.substr(colon + 2);
+  if (first_use) m.first_use_ms = calls.time_one_call(stream);
+  std::tie(m.origin, m.config) = calls.origin_and_config();
   m.c = calls.compare(check, exact, stream);
   m.ratio = m.c.cublas_ms / m.c.tuned_ms;
   return m;
@@ -257,32 +247,8 @@ int print_shapes(const Options& o) {
 
 int run(const Options& o) {
   const auto wall_start = Clock::now();
-  // The mode decides whether the library tunes: not an inherited environment variable.
-  if (o.first_use) {
-    setenv("TUNED_TUNING", "first-use", 1);
-  } else {
-    unsetenv("TUNED_TUNING");
-  }
-  const std::string mode = o.first_use ? "first-use" : o.no_user_db ? "shipped" : "db";
-  const DeviceInfo device = query_device(o.device);
-  TUNED_CUDA_CHECK(cudaSetDevice(o.device));
-  std::optional<TempDatabase> fresh_db;
-  std::string db_used = o.db;
-  if (o.no_user_db || o.first_use) {
-    // An empty database of our own: only shipped data (or what first use tunes) decides.
-    fresh_db.emplace("gemm_networks");
-    db_used = fresh_db->path();
-  }
-  if (!db_used.empty()) check_status(tuned_set_database(db_used.c_str()));
-
-  KernelCache kernels;
-  DeviceCheck check(kernels, device);
-  gemm_op::Fp64Sample exact(check.kernels(), device);
-  gemm_op::CublasHandle cublas;
-  Stream stream = Stream::create();
-  cublas.set_stream(stream.get());
-  int cublas_version = 0;
-  cublasGetVersion(cublas.get(), &cublas_version);
+  GemmBenchSetup bench(o.device, o.db, o.no_user_db, o.first_use, "gemm_networks");
+  const DeviceInfo& device = bench.device;
 
   const std::vector<NetworkGemm> gemms = selected_gemms(o);
   std::set<ShapeKey> distinct;
@@ -292,11 +258,8 @@ int run(const Options& o) {
     total_gflop += gflop(g.shape);
   }
   std::printf("gemm_networks on %s (%s, %d SMs), cuBLAS %d FP32, mode %s, database: %s\n",
-              device.name.c_str(), device.arch().c_str(), device.sm_count, cublas_version,
-              mode.c_str(),
-              fresh_db          ? "fresh empty"
-              : db_used.empty() ? "default"
-                                : db_used.c_str());
+              device.name.c_str(), device.arch().c_str(), device.sm_count, bench.cublas_version,
+              bench.mode.c_str(), bench.database_text().c_str());
   std::printf("%zu rows, %zu distinct shapes, %.0f GFLOP in all\n", gemms.size(), distinct.size(),
               total_gflop);
   std::printf("%-12s %-8s %-11s %7s %-6s %-16s %9s %10s %10s %7s %10s %10s%s  %s\n", "model",
@@ -313,7 +276,8 @@ int run(const Options& o) {
       r.measurement = it->second;
       r.reused = true;
     } else {
-      measured.push_back(measure(g.shape, o.first_use, check, exact, cublas, stream.get()));
+      measured.push_back(measure(g.shape, o.first_use, bench.check, bench.exact, bench.cublas,
+                                 bench.stream.get()));
       r.measurement = measured.size() - 1;
       index.emplace(key_of(g.shape), r.measurement);
     }
@@ -365,7 +329,7 @@ int run(const Options& o) {
                 s.violations.size());
     for (const auto& v : s.violations) std::printf("  %s\n", v.c_str());
   }
-  if (!o.json.empty()) write_json(o, device.name, mode, rows, measured, s, wall_s);
+  if (!o.json.empty()) write_json(o, device.name, bench.mode, rows, measured, s, wall_s);
   return s.wrong || !s.violations.empty() ? 3 : 0;
 }
 

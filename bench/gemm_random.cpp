@@ -218,16 +218,8 @@ Row run_shape(uint64_t seed, const Shape& s, bool first_use, DeviceCheck& check,
   const gemm_op::Problem p = gemm_op::packed_problem(s.layout, s.m, s.n, s.k);
   GemmOperands ops(p, check, stream);
   const TunedGemmCalls calls(p, ops, cublas);
-  if (first_use) {
-    // The call that tunes: timed before describe, so describe reports what it recorded.
-    TUNED_CUDA_CHECK(cudaDeviceSynchronize());
-    const auto start = Clock::now();
-    calls.tuned(stream);
-    TUNED_CUDA_CHECK(cudaDeviceSynchronize());
-    row.first_use_ms = elapsed_ms(start);
-  }
-  row.origin = calls.describe();
-  row.origin = row.origin.substr(0, row.origin.find(": "));
+  if (first_use) row.first_use_ms = calls.time_one_call(stream);
+  row.origin = calls.origin_and_config().first;
 
   const Comparison c = calls.compare(check, exact, stream);
   row.gflop = p.flops() / 1e9;
@@ -329,40 +321,13 @@ void write_json(const Options& o, const std::string& device_name, const std::str
 }
 
 int run(const Options& o) {
-  // The mode decides whether the library tunes: not an inherited environment variable.
-  if (o.first_use) {
-    setenv("TUNED_TUNING", "first-use", 1);
-  } else {
-    unsetenv("TUNED_TUNING");
-  }
-  const std::string mode = o.first_use ? "first-use" : o.no_user_db ? "shipped" : "db";
-  const DeviceInfo device = query_device(o.device);
-  TUNED_CUDA_CHECK(cudaSetDevice(o.device));
-  std::optional<TempDatabase> fresh_db;
-  std::string db_used = o.db;
-  if (o.no_user_db || o.first_use) {
-    // An empty database of our own: only shipped data (or what first use tunes) decides.
-    fresh_db.emplace("gemm_random");
-    db_used = fresh_db->path();
-  }
-  if (!db_used.empty()) check_status(tuned_set_database(db_used.c_str()));
-
-  KernelCache kernels;
-  DeviceCheck check(kernels, device);
-  gemm_op::Fp64Sample exact(check.kernels(), device);
-  gemm_op::CublasHandle cublas;
-  Stream stream = Stream::create();
-  cublas.set_stream(stream.get());
-  int cublas_version = 0;
-  cublasGetVersion(cublas.get(), &cublas_version);
+  GemmBenchSetup bench(o.device, o.db, o.no_user_db, o.first_use, "gemm_random");
+  const DeviceInfo& device = bench.device;
 
   std::printf("gemm_random on %s (%s, %d SMs), cuBLAS %d FP32, mode %s, database: %s, "
               "min GFLOP %g\n",
-              device.name.c_str(), device.arch().c_str(), device.sm_count, cublas_version,
-              mode.c_str(),
-              fresh_db          ? "fresh empty"
-              : db_used.empty() ? "default"
-                                : db_used.c_str(),
+              device.name.c_str(), device.arch().c_str(), device.sm_count, bench.cublas_version,
+              bench.mode.c_str(), bench.database_text().c_str(),
               o.min_gflop);
   std::printf("%-5s %-18s %-6s %10s %8s %10s %8s %7s %9s %10s %10s %10s%s  %s\n", "seed", "shape",
               "layout", "tuned ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio", "rel err",
@@ -382,7 +347,8 @@ int run(const Options& o) {
         first_call = first_call_of_fresh_process(s, o.device, o.first_use);
         if (!first_call) ++child_failures;
       }
-      Row r = run_shape(seed, s, o.first_use, check, exact, cublas, stream.get());
+      Row r = run_shape(seed, s, o.first_use, bench.check, bench.exact, bench.cublas,
+                        bench.stream.get());
       r.first_call_ms = first_call;
       std::printf("%-5llu %-18s %-6s %10.4f %8.2f %10.4f %8.2f %7.3f %9.2e %10.2e %10.2e %10s",
                   static_cast<unsigned long long>(seed), s.text().c_str(), s.layout.c_str(),
@@ -462,7 +428,7 @@ int run(const Options& o) {
     for (const auto& v : sum.violations) std::printf(" %s;", v.c_str());
     std::printf("\n");
   }
-  if (!o.json.empty()) write_json(o, device.name, mode, rows, sum);
+  if (!o.json.empty()) write_json(o, device.name, bench.mode, rows, sum);
   return wrong || !sum.violations.empty() ? 3 : child_failures ? 4 : 0;
 }
 

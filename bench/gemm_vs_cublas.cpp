@@ -59,28 +59,14 @@ Row run_shape(const Shape& s, DeviceCheck& check, gemm_op::Fp64Sample& exact,
 
 int run(int device_index, const std::string& db, bool no_user_db, const std::string& json,
         const std::string& layout_filter) {
-  const DeviceInfo device = query_device(device_index);
-  TUNED_CUDA_CHECK(cudaSetDevice(device_index));
-  std::string db_used = db;
-  if (no_user_db) {
-    // An empty database of our own: every config comes from the shipped defaults (or built-in).
-    db_used = "/tmp/gemm_vs_cublas_empty_" + std::to_string(getpid()) + ".db";
-    std::remove(db_used.c_str());
-  }
-  if (!db_used.empty()) check_status(tuned_set_database(db_used.c_str()));
-
-  KernelCache kernels;
-  DeviceCheck check(kernels, device);
-  gemm_op::Fp64Sample exact(check.kernels(), device);
-  gemm_op::CublasHandle cublas;
-  Stream stream = Stream::create();
-  cublas.set_stream(stream.get());
-  int cublas_version = 0;
-  cublasGetVersion(cublas.get(), &cublas_version);
+  GemmBenchSetup bench(device_index, db, no_user_db, /*first_use=*/false, "gemm_vs_cublas");
+  const DeviceInfo& device = bench.device;
+  // (A fresh empty database: every config comes from the shipped defaults, or built-in ones.)
+  const std::string database = no_user_db ? "none (shipped defaults)" : bench.database_text();
 
   std::printf("gemm_vs_cublas on %s (%s, %d SMs), cuBLAS %d FP32, database: %s\n",
-              device.name.c_str(), device.arch().c_str(), device.sm_count, cublas_version,
-              no_user_db ? "none (shipped defaults)" : db_used.empty() ? "default" : db_used.c_str());
+              device.name.c_str(), device.arch().c_str(), device.sm_count, bench.cublas_version,
+              database.c_str());
   std::printf("%-18s %-6s %10s %9s %10s %9s %7s %9s %10s %10s  %s\n", "shape", "layout",
               "tuned ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio", "rel err", "err tuned",
               "err cuBLAS", "config");
@@ -90,7 +76,7 @@ int run(int device_index, const std::string& db, bool no_user_db, const std::str
   bool all_correct = true;
   for (const Shape& s : gemm_suite()) {
     if (!layout_filter.empty() && s.layout != layout_filter) continue;
-    Row r = run_shape(s, check, exact, cublas, stream.get());
+    Row r = run_shape(s, bench.check, bench.exact, bench.cublas, bench.stream.get());
     std::printf("%-18s %-6s %10.4f %9.2f %10.4f %9.2f %7.3f %9.2e %10.2e %10.2e  %s%s%s\n",
                 s.text().c_str(), s.layout.c_str(), r.tuned_ms, r.tuned_tflops, r.cublas_ms,
                 r.cublas_tflops, r.ratio, r.rel_error, r.err_tuned, r.err_cublas, r.origin.c_str(),
@@ -123,8 +109,8 @@ int run(int device_index, const std::string& db, bool no_user_db, const std::str
     };
     std::ofstream out(json);
     out << "{\n  \"device\": " << json_escape(device.name) << ",\n  \"arch\": "
-        << json_escape(device.arch()) << ",\n  \"cublas_version\": " << cublas_version
-        << ",\n  \"database\": " << json_escape(no_user_db ? "none (shipped defaults)" : db_used)
+        << json_escape(device.arch()) << ",\n  \"cublas_version\": " << bench.cublas_version
+        << ",\n  \"database\": " << json_escape(no_user_db ? "none (shipped defaults)" : bench.db_used)
         << ",\n  \"geomean_ratio\": " << geomean << ",\n  \"worst_ratio\": " << worst
         << ",\n  \"all_correct\": " << (all_correct ? "true" : "false")
         << ",\n  \"contract_violations\": [";
@@ -146,7 +132,6 @@ int run(int device_index, const std::string& db, bool no_user_db, const std::str
     out << "  ]\n}\n";
     if (!out) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--json " + json + ": cannot write");
   }
-  if (no_user_db) std::remove(db_used.c_str());
   return all_correct && violations.empty() ? 0 : 3;
 }
 
