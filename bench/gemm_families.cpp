@@ -202,7 +202,8 @@ int main(int argc, char** argv) {
         return std::string(buf);
       };
       std::ofstream out(json);
-      out << "{\n  \"device\": " << json_escape(bench.device.name) << ",\n  \"budget_s\": " << budget_s
+      out << "{\n  \"device\": " << json_escape(bench.device.name)
+          << ",\n  \"budget_s\": " << budget_s
           << ",\n  \"geomean_ratio\": " << number(geomean) << ",\n  \"seeded_geomean_ratio\": "
           << number(seeded.empty() ? NAN : geometric_mean(seeded))
           << ",\n  \"family_geomean_ratio\": " << number(family.empty() ? NAN : geometric_mean(family))

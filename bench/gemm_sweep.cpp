@@ -241,7 +241,9 @@ std::map<std::string, std::vector<Config>> candidates_from_file(const std::strin
     if (line.empty() || line[0] == '#') continue;
     const size_t tab = line.find('\t');
     if (tab == std::string::npos) {
-      for (const char* layout : {"NN", "NT", "TN", "TT"}) out[layout].push_back(Config::parse(line));
+      for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+        out[layout].push_back(Config::parse(line));
+      }
     } else {
       out[line.substr(0, tab)].push_back(Config::parse(line.substr(tab + 1)));
     }
@@ -403,7 +405,8 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
       }
     }
   }
-  std::fprintf(stderr, "gemm_sweep: %zu base configs (all layouts), %zu kernels, %zu shapes on %s\n",
+  std::fprintf(stderr,
+               "gemm_sweep: %zu base configs (all layouts), %zu kernels, %zu shapes on %s\n",
                base_count, submitted, shapes.size(), device.name.c_str());
   while (pool.in_flight() > 0) {
     CompileJob job = pool.wait();

@@ -110,7 +110,7 @@ int run(int device_index, const std::string& db, bool no_user_db, const std::str
     std::ofstream out(json);
     out << "{\n  \"device\": " << json_escape(device.name) << ",\n  \"arch\": "
         << json_escape(device.arch()) << ",\n  \"cublas_version\": " << bench.cublas_version
-        << ",\n  \"database\": " << json_escape(no_user_db ? "none (shipped defaults)" : bench.db_used)
+        << ",\n  \"database\": " << json_escape(database)
         << ",\n  \"geomean_ratio\": " << geomean << ",\n  \"worst_ratio\": " << worst
         << ",\n  \"all_correct\": " << (all_correct ? "true" : "false")
         << ",\n  \"contract_violations\": [";

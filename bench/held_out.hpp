@@ -29,7 +29,8 @@ inline bool is_held_out_shape(const std::string& layout, int64_t m, int64_t n, i
       add(random_shapes(seed, kShapesPerSeed, kLargeAcceptanceMinGflop));
     }
     add(random_shapes(kFamiliesSeed));
-    for (const auto& g : benchmark_gemms()) s.emplace(g.shape.layout, g.shape.m, g.shape.n, g.shape.k);
+    for (const auto& g : benchmark_gemms())
+      s.emplace(g.shape.layout, g.shape.m, g.shape.n, g.shape.k);
     return s;
   }();
   if (!layout.empty()) return shapes.count({layout, m, n, k}) > 0;

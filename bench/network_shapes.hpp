@@ -42,8 +42,8 @@ inline NetworkLayer conv3x3(const std::string& name, int64_t c_in, int64_t c_out
 
 /// Transformer blocks: attention projections, feed-forward up (and gate) and down, and the
 /// vocabulary projection where given (vocab 0: none).
-inline std::vector<NetworkLayer> transformer(int64_t d, int64_t ffn, int64_t vocab,
-                                             int64_t kv = 0, bool fused_qkv = false) {
+inline std::vector<NetworkLayer> transformer(int64_t d, int64_t ffn, int64_t vocab, int64_t kv = 0,
+                                             bool fused_qkv = false) {
   std::vector<NetworkLayer> layers;
   if (fused_qkv) {
     layers.push_back({"attn_qkv", d, 3 * d});
@@ -87,9 +87,9 @@ inline std::vector<NetworkGemm> network_gemms(const Network& net) {
 }
 
 /// A convolutional network's layers, each at its own pixel count (tokens = batch * H * W).
-inline std::vector<NetworkGemm> conv_gemms(const std::string& model, int64_t batch,
-                                           const std::vector<std::pair<NetworkLayer, int64_t>>&
-                                               layers_and_sides) {
+inline std::vector<NetworkGemm> conv_gemms(
+    const std::string& model, int64_t batch,
+    const std::vector<std::pair<NetworkLayer, int64_t>>& layers_and_sides) {
   std::vector<NetworkGemm> out;
   for (const auto& [layer, side] : layers_and_sides) {
     Network one{model, {layer}, {batch * side * side}, {}};

@@ -44,7 +44,8 @@ Disposition disposition_from_string(const std::string& s) {
   // Only the database stores these names, so an unknown one means a damaged or foreign row.
   throw Error(TUNED_STATUS_DATABASE_ERROR, "unknown trial disposition '" + s +
                                                "' (expected ok, compile_error, resource_limit, "
-                                               "launch_error, wrong_result, timeout or inaccurate)");
+                                               "launch_error, wrong_result, timeout or "
+                                               "inaccurate)");
 }
 
 }  // namespace tuned::cache

@@ -475,7 +475,8 @@ int run(Options opt) {
                   variant.c_str(), list.size(), chosen.size(), geomean(sweep_best),
                   geomean(oracle), geomean(picked),
                   picked.empty() ? 0.0 : 100.0 * static_cast<double>(hits) / picked.size(), kSlow,
-                  picked_slow, oracle_slow, uncovered, picked_sum > 0 ? baseline_sum / picked_sum : 0.0,
+                  picked_slow, oracle_slow, uncovered,
+                  picked_sum > 0 ? baseline_sum / picked_sum : 0.0,
                   oracle_sum > 0 ? baseline_sum / oracle_sum : 0.0, kLongMs * 1000,
                   picked_long.size(), geomean(picked_long));
     std::fprintf(stderr, "fit_selection: %s\n", line);

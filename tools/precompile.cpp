@@ -66,7 +66,9 @@ int run(const std::string& out_dir, int jobs_wanted) {
     // fresh process's first call of such a problem would wait for NVRTC (60-80 ms on an H100).
     for (int alignment : {2, 1}) {
       ProblemId large = id;
-      for (int i = 0; i < large.rank; ++i) large.dims[i] = std::min<int64_t>(8192, op.range_of(i).second);
+      for (int i = 0; i < large.rank; ++i) {
+        large.dims[i] = std::min<int64_t>(8192, op.range_of(i).second);
+      }
       large.alignment = alignment;
       try {
         if (op.face->fit(config, reference_device(e.cc), large) == config) {

@@ -21,7 +21,8 @@ std::vector<long long> spread(int64_t extent, int count) {
   std::vector<long long> out(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {
     out[static_cast<size_t>(i)] =
-        count == 1 ? 0 : static_cast<long long>(static_cast<double>(i) * (extent - 1) / (count - 1));
+        count == 1 ? 0
+                   : static_cast<long long>(static_cast<double>(i) * (extent - 1) / (count - 1));
   }
   return out;
 }
@@ -61,8 +62,8 @@ void Fp64Sample::compute(const Problem& p, const float* a, const float* b, cudaS
   long long lda = p.lda, ldb = p.ldb, k = p.k;
   int trans_a = p.trans_a, trans_b = p.trans_b, nr = rows_, nc = cols_;
   double* ref = ref_.as<double>();
-  void* args[] = {&a, &lda, &trans_a, &b, &ldb, &trans_b, &k, &row_index, &nr, &col_index, &nc,
-                  &ref};
+  void* args[] = {&a, &lda,       &trans_a, &b,         &ldb, &trans_b,
+                  &k, &row_index, &nr,      &col_index, &nc,  &ref};
   LaunchGeometry g;
   g.block = dim3(kThreads);
   g.grid = dim3(static_cast<unsigned>((rows_ + kSampleTile - 1) / kSampleTile),

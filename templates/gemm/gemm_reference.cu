@@ -2,7 +2,8 @@
 // straight from the float operands (a product of two floats is exact in double; the sums are
 // FP64), and the normwise error of a float C on that sample. Compiled by NVRTC like every
 // template; no tuning parameters. Column-major, cuBLAS conventions:
-//   A(i, l) = trans_a ? a[l + i * lda] : a[i + l * lda];  B(l, j) = trans_b ? b[j + l * ldb] : b[l + j * ldb]
+//   A(i, l) = trans_a ? a[l + i * lda] : a[i + l * lda]
+//   B(l, j) = trans_b ? b[j + l * ldb] : b[l + j * ldb]
 
 #define SAMPLE_TILE 16  // sampled rows (and columns) per block: 16 x 16 threads
 #define K_CHUNK 32      // steps of k staged in shared memory at a time

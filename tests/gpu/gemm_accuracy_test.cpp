@@ -58,8 +58,8 @@ class GemmAccuracy : public ::testing::Test {
 TEST_F(GemmAccuracy, Fp64SampleIsTheDoubleProductAtItsSample) {
   // Odd shapes in every layout; 300 and 1000 rows are sampled (256 of them), 7 and 127 whole.
   for (const char* layout : {"NN", "NT", "TN", "TT"}) {
-    for (auto [m, n, k] : {std::tuple{7, 5, 3}, std::tuple{127, 300, 1000},
-                           std::tuple{1000, 1, 77}, std::tuple{1, 1000, 4097}}) {
+    for (auto [m, n, k] : {std::tuple{7, 5, 3}, std::tuple{127, 300, 1000}, std::tuple{1000, 1, 77},
+                           std::tuple{1, 1000, 4097}}) {
       SCOPED_TRACE(std::string(layout) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
                    std::to_string(k));
       Problem p = packed_problem(layout, m, n, k);
@@ -77,8 +77,12 @@ TEST_F(GemmAccuracy, Fp64SampleIsTheDoubleProductAtItsSample) {
       const auto a = download(ops.a.as<float>(), p.lda, p.trans_a ? m : k);
       const auto b = download(ops.b.as<float>(), p.ldb, p.trans_b ? k : n);
       std::vector<float> c(column_major_elements(p.ldc, n), 0.0f), shifted = c;
-      auto at_a = [&](int64_t i, int64_t l) { return p.trans_a ? a[l + i * p.lda] : a[i + l * p.lda]; };
-      auto at_b = [&](int64_t l, int64_t j) { return p.trans_b ? b[j + l * p.ldb] : b[l + j * p.ldb]; };
+      auto at_a = [&](int64_t i, int64_t l) {
+        return p.trans_a ? a[l + i * p.lda] : a[i + l * p.lda];
+      };
+      auto at_b = [&](int64_t l, int64_t j) {
+        return p.trans_b ? b[j + l * p.ldb] : b[l + j * p.ldb];
+      };
       for (int64_t j = 0; j < n; ++j) {
         for (int64_t i = 0; i < m; ++i) {
           double sum = 0;
@@ -87,8 +91,8 @@ TEST_F(GemmAccuracy, Fp64SampleIsTheDoubleProductAtItsSample) {
           if (j + 1 < n) shifted[i + (j + 1) * p.ldc] = static_cast<float>(sum);
         }
       }
-      TUNED_CUDA_CHECK(cudaMemcpy(ops.c.get(), c.data(), c.size() * sizeof(float),
-                                  cudaMemcpyHostToDevice));
+      TUNED_CUDA_CHECK(
+          cudaMemcpy(ops.c.get(), c.data(), c.size() * sizeof(float), cudaMemcpyHostToDevice));
       EXPECT_LE(sample.error(ops.c.as<float>(), p.ldc, nullptr), 0x1.0p-24);
       if (n > 1) {
         TUNED_CUDA_CHECK(cudaMemcpy(ops.c.get(), shifted.data(), shifted.size() * sizeof(float),
@@ -97,8 +101,8 @@ TEST_F(GemmAccuracy, Fp64SampleIsTheDoubleProductAtItsSample) {
       }
       // A NaN at a sampled position: infinitely wrong.
       c[0] = NAN;
-      TUNED_CUDA_CHECK(cudaMemcpy(ops.c.get(), c.data(), c.size() * sizeof(float),
-                                  cudaMemcpyHostToDevice));
+      TUNED_CUDA_CHECK(
+          cudaMemcpy(ops.c.get(), c.data(), c.size() * sizeof(float), cudaMemcpyHostToDevice));
       EXPECT_TRUE(std::isinf(sample.error(ops.c.as<float>(), p.ldc, nullptr)));
     }
   }
@@ -129,8 +133,8 @@ TEST_F(GemmAccuracy, ContractRefusesAResultThatOnlyTheToleranceLetsThrough) {
     }
     TUNED_CUDA_CHECK(cudaMemcpy(ops.c.get(), moved.data(), moved.size() * sizeof(float),
                                 cudaMemcpyHostToDevice));
-    MatrixCheck result = check_->compare(ops.c.as<float>(), p.ldc, c_ref.as<float>(), p.ldc, p.m,
-                                         p.n, nullptr);
+    MatrixCheck result =
+        check_->compare(ops.c.as<float>(), p.ldc, c_ref.as<float>(), p.ldc, p.m, p.n, nullptr);
     const double tolerance = std::max(1e-5, 2e-7 * std::sqrt(static_cast<double>(p.k)));
     EXPECT_TRUE(result.computes(tolerance)) << result.describe();
     result.exact_error = sample.error(ops.c.as<float>(), p.ldc, nullptr);
@@ -182,12 +186,12 @@ TEST(SelectionPortfolio, EveryEntryKeepsTheAccuracyContract) {
   for (const auto& entry : cache::SelectionModel::builtin().entries()) {
     if (entry.op != "gemm" || entry.device_name != device.name) continue;
     for (auto [m, n, k] : {std::tuple{512, 384, 1024}, std::tuple{1501, 1499, 1021}}) {
-      const Problem p = packed_problem(entry.variant, m, entry.config.find("GEMV=0") == 0 ? n : 1,
-                                       k);
+      const Problem p =
+          packed_problem(entry.variant, m, entry.config.find("GEMV=0") == 0 ? n : 1, k);
       Config config;
       try {
-        config = fit_config(with_absent_params(Config::parse(entry.config), parameters()), device,
-                            p);
+        config =
+            fit_config(with_absent_params(Config::parse(entry.config), parameters()), device, p);
       } catch (const Error&) {
         continue;  // an entry for other problems (e.g. a matrix-vector kernel)
       }
