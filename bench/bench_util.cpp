@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <sstream>
 
 #include "generator/cuda_check.hpp"
 #include "tuned/error.hpp"
@@ -18,12 +20,34 @@ size_t elements(int64_t ld, int64_t cols) {
   return static_cast<size_t>(ld) * static_cast<size_t>(std::max<int64_t>(cols, 1));
 }
 
+}  // namespace
+
 double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-}  // namespace
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+std::string json_number(const std::optional<double>& v) { return v ? json_number(*v) : "null"; }
+
+std::string optional_ms(const std::optional<double>& v) {
+  if (!v) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", *v);
+  return buf;
+}
+
+double elapsed_ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since)
+      .count();
+}
 
 std::string Shape::text() const {
   return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
@@ -85,7 +109,7 @@ Comparison compare_with_cublas(const std::function<void(cudaStream_t)>& tuned_ca
   exact.compute(p, ops.a(), ops.b(), stream);
   c.err_tuned = exact.error(ops.c(), p.ldc, stream);
   c.err_cublas = exact.error(ops.c_ref(), p.ldc, stream);
-  c.within_contract = c.err_tuned <= gemm_op::contract_limit(c.err_cublas);
+  c.within_contract = gemm_op::within_contract(c.err_tuned, c.err_cublas);
   const PairTiming t = time_side_by_side(tuned_call, cublas_call, stream);
   c.tuned_ms = t.first_ms;
   c.cublas_ms = t.second_ms;
@@ -131,8 +155,7 @@ double TunedGemmCalls::time_one_call(cudaStream_t stream) const {
   const auto start = std::chrono::steady_clock::now();
   tuned(stream);
   TUNED_CUDA_CHECK(cudaDeviceSynchronize());
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-      .count();
+  return elapsed_ms(start);
 }
 
 Comparison TunedGemmCalls::compare(DeviceCheck& check, gemm_op::Fp64Sample& exact,

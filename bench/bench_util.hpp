@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -28,7 +29,11 @@ struct Shape {
   std::string layout;
   int64_t m, n, k;
   std::string text() const;  // "4096x4096x4096"
+  double gflop() const { return 2e-9 * static_cast<double>(m) * static_cast<double>(n) * k; }
 };
+
+/// "Large" products of the benchmarks' reports: above 1 GFLOP (2mnk > 1e9).
+inline constexpr double kLargeGflop = 1.0;
 
 /// Operands of one problem on the device, random in [-1, 1), plus the cuBLAS result.
 class GemmOperands {
@@ -136,6 +141,13 @@ struct GemmBenchSetup {
 
 double tflops(const gemm_op::Problem& p, double ms);
 double geometric_mean(const std::vector<double>& values);
+double median(std::vector<double> values);  // NaN when empty
 std::string json_escape(const std::string& s);
+/// A JSON number, or null where the value is missing or not finite (an error of +Inf).
+std::string json_number(double v);
+std::string json_number(const std::optional<double>& v);
+/// "12.3", or "-" where missing: milliseconds in a table.
+std::string optional_ms(const std::optional<double>& v);
+double elapsed_ms(std::chrono::steady_clock::time_point since);
 
 }  // namespace tuned::bench

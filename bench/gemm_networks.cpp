@@ -51,7 +51,6 @@ using namespace tuned;
 using namespace tuned::bench;
 using Clock = std::chrono::steady_clock;
 
-constexpr double kLargeGflop = 1.0;  // "large": above it (2mnk > 1e9)
 
 struct Options {
   int device = 0;
@@ -61,18 +60,13 @@ struct Options {
   std::optional<double> max_gflop;
 };
 
-double gflop(const Shape& s) {
-  return 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) /
-         1e9;
-}
-
 // The rows the options select, in benchmark_gemms()'s order.
 std::vector<NetworkGemm> selected_gemms(const Options& o) {
   std::vector<NetworkGemm> out;
   for (auto& g : benchmark_gemms()) {
     if (!o.models.empty() && std::find(o.models.begin(), o.models.end(), g.model) == o.models.end())
       continue;
-    if (o.max_gflop && gflop(g.shape) > *o.max_gflop) continue;
+    if (o.max_gflop && g.shape.gflop() > *o.max_gflop) continue;
     out.push_back(std::move(g));
   }
   return out;
@@ -81,32 +75,6 @@ std::vector<NetworkGemm> selected_gemms(const Options& o) {
 // "Llama-2-13B ffn_up forward TN 13824x8192x5120": how violations and the worst row are named.
 std::string describe_row(const NetworkGemm& g) {
   return g.model + " " + g.layer + " " + g.pass + " " + g.shape.layout + " " + g.shape.text();
-}
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";  // an error is +Inf where a sampled element was not finite
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
-
-std::string json_number(const std::optional<double>& v) { return v ? json_number(*v) : "null"; }
-
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
-std::string optional_ms(const std::optional<double>& v) {
-  char buf[32];
-  if (!v) return "-";
-  std::snprintf(buf, sizeof buf, "%.1f", *v);
-  return buf;
-}
-
-double elapsed_ms(Clock::time_point since) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
 }
 
 // One distinct layout and shape, measured.
@@ -152,7 +120,7 @@ Summary summarize(const std::vector<Row>& rows, const std::vector<Measurement>& 
   double tuned_ms = 0, cublas_ms = 0;
   for (const Row& r : rows) {
     const Measurement& m = measured[r.measurement];
-    const double g = gflop(r.gemm.shape);
+    const double g = r.gemm.shape.gflop();
     s.total_gflop += g;
     tuned_ms += m.c.tuned_ms;
     cublas_ms += m.c.cublas_ms;
@@ -214,7 +182,7 @@ void write_json(const Options& o, const std::string& device_name, const std::str
         << ", \"pass\": " << json_escape(r.gemm.pass) << ", \"tokens\": " << r.gemm.tokens
         << ", \"layout\": " << json_escape(r.gemm.shape.layout)
         << ", \"shape\": " << json_escape(r.gemm.shape.text())
-        << ", \"gflop\": " << json_number(gflop(r.gemm.shape))
+        << ", \"gflop\": " << json_number(r.gemm.shape.gflop())
         << ", \"origin\": " << json_escape(m.origin) << ", \"config\": " << json_escape(m.config)
         << ", \"tuned_ms\": " << json_number(m.c.tuned_ms)
         << ", \"cublas_ms\": " << json_number(m.c.cublas_ms)
@@ -240,7 +208,7 @@ int print_shapes(const Options& o) {
   for (const auto& g : selected_gemms(o)) {
     std::printf("%-12s %-8s %-11s %7lld %-2s %-16s %.6g\n", g.model.c_str(), g.layer.c_str(),
                 g.pass.c_str(), static_cast<long long>(g.tokens), g.shape.layout.c_str(),
-                g.shape.text().c_str(), gflop(g.shape));
+                g.shape.text().c_str(), g.shape.gflop());
   }
   return 0;
 }
@@ -255,7 +223,7 @@ int run(const Options& o) {
   double total_gflop = 0;
   for (const auto& g : gemms) {
     distinct.insert(key_of(g.shape));
-    total_gflop += gflop(g.shape);
+    total_gflop += g.shape.gflop();
   }
   std::printf("gemm_networks on %s (%s, %d SMs), cuBLAS %d FP32, mode %s, database: %s\n",
               device.name.c_str(), device.arch().c_str(), device.sm_count, bench.cublas_version,
@@ -285,7 +253,7 @@ int run(const Options& o) {
     std::printf("%-12s %-8s %-11s %7lld %-6s %-16s %9.4g %10.4f %10.4f %7.3f %10.2e %10.2e",
                 g.model.c_str(), g.layer.c_str(), g.pass.c_str(),
                 static_cast<long long>(g.tokens), g.shape.layout.c_str(), g.shape.text().c_str(),
-                gflop(g.shape), m.c.tuned_ms, m.c.cublas_ms, m.ratio, m.c.err_tuned,
+                g.shape.gflop(), m.c.tuned_ms, m.c.cublas_ms, m.ratio, m.c.err_tuned,
                 m.c.err_cublas);
     if (o.first_use) std::printf(" %12s", optional_ms(m.first_use_ms).c_str());
     std::printf("  %s: %s%s%s%s\n", m.origin.c_str(), m.config.c_str(),

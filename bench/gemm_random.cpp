@@ -53,7 +53,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kLayouts[] = {"NN", "NT", "TN", "TT"};
 constexpr const char* kChildFlag = "--first-call-child";
-constexpr double kLargeGflop = 1.0;  // "large": above it (2mnk > 1e9)
 
 struct Row {
   uint64_t seed = 0;
@@ -81,25 +80,6 @@ Stratum stratum(const std::vector<double>& ratios) {
   }
   return s;
 }
-
-double elapsed_ms(Clock::time_point since) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
-
-std::string json_number(const std::optional<double>& v) { return v ? json_number(*v) : "null"; }
 
 
 size_t elements(int64_t ld, int64_t cols) {
@@ -222,7 +202,7 @@ Row run_shape(uint64_t seed, const Shape& s, bool first_use, DeviceCheck& check,
   row.origin = calls.origin_and_config().first;
 
   const Comparison c = calls.compare(check, exact, stream);
-  row.gflop = p.flops() / 1e9;
+  row.gflop = s.gflop();
   row.rel_error = c.rel_error;
   row.correct = c.correct;
   row.err_tuned = c.err_tuned;
@@ -244,13 +224,6 @@ struct Options {
   std::string db, json;
   bool no_user_db = false, first_use = false, no_first_call = false;
 };
-
-std::string optional_ms(const std::optional<double>& v) {
-  char buf[32];
-  if (!v) return "-";
-  std::snprintf(buf, sizeof buf, "%.1f", *v);
-  return buf;
-}
 
 // Everything the summary reports, for the table's end and the JSON.
 struct Summary {

@@ -30,6 +30,7 @@
 #include "cache/database.hpp"
 #include "cache/selection_model.hpp"
 #include "generator/cuda_check.hpp"
+#include "templates/extent.hpp"
 #include "templates/gemm/gemm_op.hpp"
 #include "templates/gemm/gemm_reference.hpp"
 #include "templates/gemm/gemm_task.hpp"
@@ -301,8 +302,7 @@ std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& 
   std::vector<Shape> shapes;
   std::set<std::tuple<std::string, int64_t, int64_t, int64_t>> seen;
   auto add = [&](const Shape& s) {
-    const double gflop = 2e-9 * static_cast<double>(s.m) * s.n * s.k;
-    if (sel.max_gflop > 0 && gflop > sel.max_gflop) return;
+    if (sel.max_gflop > 0 && s.gflop() > sel.max_gflop) return;
     if (is_held_out_shape(s.layout, s.m, s.n, s.k)) return;
     if (seen.emplace(s.layout, s.m, s.n, s.k).second) shapes.push_back(s);
   };
@@ -470,10 +470,9 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
     if (std::chrono::duration<double>(Clock::now() - started).count() > max_seconds) break;
     if (measured.count({s.layout, s.m, s.n, s.k})) continue;
     const auto p = gemm_op::packed_problem(s.layout, s.m, s.n, s.k);
-    const auto elements = [](int64_t ld, int64_t cols) { return static_cast<size_t>(ld * cols); };
-    if (elements(p.lda, p.trans_a ? p.m : p.k) > kMaxElements ||
-        elements(p.ldb, p.trans_b ? p.k : p.n) > kMaxElements ||
-        elements(p.ldc, p.n) > kMaxElements) {
+    if (column_major_elements(p.lda, p.trans_a ? p.m : p.k) > kMaxElements ||
+        column_major_elements(p.ldb, p.trans_b ? p.k : p.n) > kMaxElements ||
+        column_major_elements(p.ldc, p.n) > kMaxElements) {
       std::fprintf(stderr, "gemm_sweep: %s %s skipped: an operand over %zu floats\n",
                    s.layout.c_str(), s.text().c_str(), kMaxElements);
       continue;
@@ -524,7 +523,7 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
       lines << s.layout << '\t' << s.m << '\t' << s.n << '\t' << s.k << '\t' << p.alignment << '\t'
             << cand.config.canonical() << '\t' << cand.registers << '\t' << cand.occupancy << '\t'
             << ms << '\t' << cublas_ms << '\t' << err << '\t' << exact_err << '\t'
-            << cublas_exact << '\t' << (exact_err <= gemm_op::contract_limit(cublas_exact) ? 1 : 0)
+            << cublas_exact << '\t' << (gemm_op::within_contract(exact_err, cublas_exact) ? 1 : 0)
             << '\n';
       ++rows;
     }
@@ -605,9 +604,8 @@ int main(int argc, char** argv) {
       double total = 0;
       const auto shapes = sweep_shapes(seeds, sel);
       for (const auto& s : shapes) {
-        const double gflop = 2e-9 * static_cast<double>(s.m) * s.n * s.k;
-        total += gflop;
-        std::printf("%s %s %.3f\n", s.layout.c_str(), s.text().c_str(), gflop);
+        total += s.gflop();
+        std::printf("%s %s %.3f\n", s.layout.c_str(), s.text().c_str(), s.gflop());
       }
       std::fprintf(stderr, "gemm_sweep: %zu problems, %.0f GFLOP in all\n", shapes.size(), total);
       return 0;

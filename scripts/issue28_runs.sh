@@ -8,12 +8,14 @@
 #                sweep candidates
 #   sweep[:S]    gemm_sweep of the portfolio plus the issue's candidates (bench/results/
 #                gemm_sweep_candidates_issue28_<gpu>.txt: the probe's bests and variants; with the
-#                probe's database on this machine, its top 4 per problem too) on the layers of
-#                public networks no benchmark uses, then the large random stratum (seeds
-#                3001-3016, >= 1 GFLOP) and a middle one (seeds 3101-3104, >= 0.1 GFLOP); resumes
-#                where the last call stopped (rows brought back are carried in carry/sweeps/),
-#                for at most S seconds (default 500)
+#                probe's database on this machine, its top 4 per problem too) on SETS below: the
+#                layers of public networks no benchmark uses, then the large random stratum (seeds
+#                3001-3032, >= 1 GFLOP), a middle (3101-3116, >= 0.1) and a small one (3201-3208,
+#                >= 0.01); resumes where the last call stopped (rows brought back are carried in
+#                carry/sweeps/ under the names they come back with), for at most S seconds
+#                (default 500). Output: gemm_sweep_<gpu>_issue28-<set>.tsv.gz
 #   portfolio[:S]  the shipped portfolio alone on the same problems, for at most S seconds
+#                (default 540; gemm_sweep_<gpu>_issue28-<set>-portfolio.tsv.gz)
 #   networks     bench/gemm_networks, shipped data only (empty user database)
 #   networks-fu  bench/gemm_networks with first-use tuning
 #   large        gemm_random --min-gflop 1 --seeds 111,112,113, shipped data only
@@ -40,17 +42,26 @@ tune() {  # tune LAYOUT SECONDS SHAPE...
     >> "$OUT/probe_autotune.txt" 2>> "$OUT/probe_progress.txt"
 }
 
-sweep() {  # sweep OUTFILE SECONDS ARGS...
-  local file=$1 seconds=$2 from_db=()
+# The problems of the issue's sweeps, one set a line: its name, then gemm_sweep's shape options.
+SETS=("networks --networks --max-gflop 600" "large --seeds 3001-3032 --min-gflop 1"
+      "middle --seeds 3101-3116 --min-gflop 0.1" "small --seeds 3201-3208 --min-gflop 0.01")
+
+# sweep_sets SUFFIX SECONDS ARGS...: gemm_sweep ARGS on every set, resumed, for at most SECONDS in
+# all; each set's rows in $WORK/<set>SUFFIX.tsv and back in $OUT as the file bench/results keeps.
+# A set cut short on an earlier machine goes on from the rows carried in carry/sweeps/.
+sweep_sets() {
+  local suffix=$1 deadline=$(( $(date +%s) + $2 )) set name args
   shift 2
-  # A sweep cut short on an earlier machine goes on from the rows it brought back.
-  if [ ! -f "$WORK/$file" ] && [ -f "carry/sweeps/${file%.tsv}.tsv.gz" ]; then
-    zcat "carry/sweeps/${file%.tsv}.tsv.gz" > "$WORK/$file"
-  fi
-  [ -f "$WORK/tune.db" ] && from_db=(--candidates-from-db "$WORK/tune.db" --top 4)
-  build/bench/gemm_sweep --portfolio --candidates "bench/results/gemm_sweep_candidates_issue28_${tag}.txt" \
-    "${from_db[@]}" --cubin-db "$WORK/cubins.db" --resume --out "$WORK/$file" \
-    --max-seconds "$seconds" "$@" 2>> "$OUT/sweep_progress.txt"
+  for set in "${SETS[@]}"; do
+    read -r name args <<< "$set"
+    local left=$(( deadline - $(date +%s) )) file="$WORK/$name$suffix.tsv"
+    local kept="gemm_sweep_${tag}_issue28-$name$suffix.tsv.gz"
+    [ "$left" -gt 20 ] || break
+    [ ! -f "$file" ] && [ -f "carry/sweeps/$kept" ] && zcat "carry/sweeps/$kept" > "$file"
+    build/bench/gemm_sweep "$@" --cubin-db "$WORK/cubins.db" --resume --out "$file" \
+      --max-seconds "$left" $args 2>> "$OUT/sweep_progress.txt"
+    gzip -c "$file" > "$OUT/$kept"
+  done
 }
 
 for step in "$@"; do
@@ -76,30 +87,17 @@ for step in "$@"; do
       build/tools/tunedb --db "$WORK/tune.db" export --format shipped > "$OUT/probe_shipped.tsv"
       summary+=("probe: $(grep -c . "$OUT/probe_shipped.tsv") bests") ;;
     sweep|sweep:*)
-      budget=${step#sweep}; budget=${budget#:}; budget=${budget:-500}
-      deadline=$(( $(date +%s) + budget ))
-      left() { echo $(( deadline - $(date +%s) )); }
-      sweep networks.tsv "$(left)" --networks --max-gflop 600
-      [ "$(left)" -gt 20 ] && sweep large.tsv "$(left)" --seeds 3001-3016 --min-gflop 1
-      [ "$(left)" -gt 20 ] && sweep middle.tsv "$(left)" --seeds 3101-3104 --min-gflop 0.1
-      for f in networks large middle; do
-        [ -f "$WORK/$f.tsv" ] && gzip -c "$WORK/$f.tsv" > "$OUT/$f.tsv.gz"
-      done
-      summary+=("sweep: $(tail -n 3 "$OUT/sweep_progress.txt" | tr '\n' ' ')") ;;
+      budget=${step#sweep}; budget=${budget#:}
+      from_db=()
+      [ -f "$WORK/tune.db" ] && from_db=(--candidates-from-db "$WORK/tune.db" --top 4)
+      sweep_sets "" "${budget:-500}" --portfolio \
+        --candidates "bench/results/gemm_sweep_candidates_issue28_${tag}.txt" "${from_db[@]}"
+      summary+=("sweep: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
     portfolio|portfolio:*)
-      # The shipped portfolio alone on the sweep's problems (the first sweeps missed its entries
+      # The shipped portfolio alone on the same problems (the first sweeps missed its entries
       # recorded before MMA and CSTAGE existed): rows the fit joins to those problems.
-      budget=${step#portfolio}; budget=${budget#:}; budget=${budget:-540}
-      deadline=$(( $(date +%s) + budget ))
-      left() { echo $(( deadline - $(date +%s) )); }
-      for set in "networks --networks --max-gflop 600" "large --seeds 3001-3032 --min-gflop 1" \
-                 "middle --seeds 3101-3116 --min-gflop 0.1" "small --seeds 3201-3208 --min-gflop 0.01"; do
-        read -r name args <<< "$set"
-        [ "$(left)" -gt 20 ] || break
-        build/bench/gemm_sweep --portfolio --cubin-db "$WORK/cubins.db" --resume \
-          --out "$WORK/${name}_portfolio.tsv" --max-seconds "$(left)" $args 2>> "$OUT/sweep_progress.txt"
-        gzip -c "$WORK/${name}_portfolio.tsv" > "$OUT/${name}_portfolio.tsv.gz"
-      done
+      budget=${step#portfolio}; budget=${budget#:}
+      sweep_sets -portfolio "${budget:-540}" --portfolio
       summary+=("portfolio: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
     networks)
       build/bench/gemm_networks --no-user-db --json "$OUT/gemm_networks_${tag}.json" \

@@ -23,6 +23,10 @@ namespace tuned::gemm_op {
 inline constexpr double kContractFactor = 2.0;
 inline constexpr double kContractFloor = 0x1.0p-24;
 double contract_limit(double reference_error);
+/// Whether error keeps the contract against a reference (cuBLAS SGEMM) of reference_error.
+inline bool within_contract(double error, double reference_error) {
+  return error <= contract_limit(reference_error);
+}
 
 class Fp64Sample {
  public:
