@@ -719,11 +719,47 @@ int64_t b_cols(const Problem& p) { return p.trans_b ? p.k : p.n; }
 bool packs(const Config& config, const Problem& p) {
   return config.get("PACK") == 1 && !is_gemv(config) && p.alignment < 4;
 }
+
+// The problem restricted to k0 <= k < k0 + kc (the same m, n, leading dimensions and alignment).
+Problem k_slice(const Problem& p, int64_t kc) {
+  Problem slice = p;
+  slice.k = kc;
+  return slice;
+}
+
+size_t packed_bytes_at(const Config& config, const Problem& p) {
+  return aligned_bytes(a_rows(p), a_cols(p)) +
+         (config.get("PRETB") ? 0 : aligned_bytes(b_rows(p), b_cols(p)));
+}
+
+}  // namespace
+
+int64_t pack_pass_k(const Config& config, const Problem& p) {
+  if (!packs(config, p) || p.k <= kPackPassK || packed_bytes_at(config, p) <= kMaxPackBytes) {
+    return p.k;
+  }
+  // Bytes per unit of k are about 4 (m + n): start there, then step down to what fits.
+  const int64_t per_k = 4 * (p.m + (config.get("PRETB") ? 0 : p.n) + 8);
+  int64_t kc = std::max<int64_t>(kPackPassK, static_cast<int64_t>(kMaxPackBytes) / per_k);
+  kc = std::min(p.k, kc / kPackPassK * kPackPassK);
+  while (kc > kPackPassK && packed_bytes_at(config, k_slice(p, kc)) > kMaxPackBytes) {
+    kc -= kPackPassK;
+  }
+  return kc;
+}
+
+namespace {
+
+// Both sized for one pass of pack_pass_k's k extent.
 size_t packed_a_bytes(const Config& config, const Problem& p) {
-  return packs(config, p) ? aligned_bytes(a_rows(p), a_cols(p)) : 0;
+  if (!packs(config, p)) return 0;
+  const Problem pass = k_slice(p, pack_pass_k(config, p));
+  return aligned_bytes(a_rows(pass), a_cols(pass));
 }
 size_t packed_b_bytes(const Config& config, const Problem& p) {
-  return packs(config, p) && !config.get("PRETB") ? aligned_bytes(b_rows(p), b_cols(p)) : 0;
+  if (!packs(config, p) || config.get("PRETB")) return 0;
+  const Problem pass = k_slice(p, pack_pass_k(config, p));
+  return aligned_bytes(b_rows(pass), b_cols(pass));
 }
 
 bool vector_aligned(const void* pointer, int64_t ld) {
@@ -838,9 +874,13 @@ void zero_tickets(const LoadedKernel& kernel, int* tickets, int64_t n, cudaStrea
 
 }  // namespace
 
-void launch(const LoadedKernel& kernel, const Config& config, const Problem& problem, float alpha,
-            const float* a, const float* b, float beta, float* c, void* workspace,
-            cudaStream_t stream, const TransposeB& transpose_b) {
+namespace {
+
+// One launch of the product over the problem's whole k (launch's pass over a slice of it):
+// [transpose B] [pack A and B] [zero tickets] product [sum pass], in the stream's launch chain.
+void launch_pass(const LoadedKernel& kernel, const Config& config, const Problem& problem,
+                 float alpha, const float* a, const float* b, float beta, float* c,
+                 void* workspace, cudaStream_t stream, const TransposeB& transpose_b) {
   if (problem.m > INT_MAX || problem.n > INT_MAX || problem.k > INT_MAX ||
       problem.lda > INT_MAX || problem.ldb > INT_MAX || problem.ldc > INT_MAX) {
     throw Error(TUNED_STATUS_INVALID_ARGUMENT,
@@ -927,6 +967,28 @@ void launch(const LoadedKernel& kernel, const Config& config, const Problem& pro
     sum.dynamic_smem_bytes = 0;
     split_mode = kSplitSumPass;
     kernel.launch(sum, args, stream);
+  }
+}
+
+}  // namespace
+
+void launch(const LoadedKernel& kernel, const Config& config, const Problem& problem, float alpha,
+            const float* a, const float* b, float beta, float* c, void* workspace,
+            cudaStream_t stream, const TransposeB& transpose_b) {
+  const int64_t pass_k = pack_pass_k(config, problem);
+  if (pass_k >= problem.k) {
+    launch_pass(kernel, config, problem, alpha, a, b, beta, c, workspace, stream, transpose_b);
+    return;
+  }
+  // Operands too large to pack at once: C = alpha op(A) op(B) + beta C over slices of k, each
+  // pass adding to what the last one left in C.
+  for (int64_t k0 = 0; k0 < problem.k; k0 += pass_k) {
+    const Problem pass = k_slice(problem, std::min(pass_k, problem.k - k0));
+    // Slice k0 of op(A) (m x k): columns of A as stored, or rows when transposed; B likewise.
+    const float* a_pass = a + (problem.trans_a ? k0 : k0 * problem.lda);
+    const float* b_pass = b + (problem.trans_b ? k0 * problem.ldb : k0);
+    launch_pass(kernel, config, pass, alpha, a_pass, b_pass, k0 == 0 ? beta : 1.0f, c, workspace,
+                stream, transpose_b);
   }
 }
 

@@ -103,6 +103,15 @@ int64_t tile_count(const Config& config, const Problem& problem);
 bool is_gemv(const Config& config);
 /// Whether the main kernel reads B as (n, k), n contiguous: B transposed, or PRETB.
 bool reads_b_transposed(const Config& config, const Problem& problem);
+/// PACK's copies are bounded: an operand past kMaxPackBytes (a vocabulary-sized B of 50257 x 8192
+/// is 1.6 GB) is packed and multiplied in passes over k, each pass adding its product to C (beta 1
+/// after the first). Each pass but the last covers pack_pass_k(config, problem) of k, a multiple of
+/// kPackPassK (which keeps an unpacked operand's slices 16-byte aligned); problem.k when one pass
+/// holds it, or the config does not pack. A pass costs a read and write of C: about 67 / k_pass of
+/// the product's time on an H100, 2 % at the 3000-odd of k a 512 MB bound leaves a 1280 x 50257 C.
+constexpr size_t kMaxPackBytes = size_t{512} << 20;
+constexpr int64_t kPackPassK = 32;
+int64_t pack_pass_k(const Config& config, const Problem& problem);
 /// Bytes of device workspace a launch needs (0 unless PRETB, PACK on unaligned operands or
 /// SPLITK > 1).
 size_t workspace_bytes(const Config& config, const Problem& problem);

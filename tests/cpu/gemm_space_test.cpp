@@ -209,6 +209,35 @@ TEST(GemmSpace, PackedOperandsAndSplitSumsHaveTheirWorkspace) {
             "tail_after_full_waves");
 }
 
+// Operands too large to pack at once are packed and multiplied in passes over k: each pass's
+// copies fit kMaxPackBytes, passes are whole multiples of kPackPassK, and the workspace holds one.
+TEST(GemmSpace, PackingPastItsBoundRunsInPassesOverK) {
+  const Config c = Config::parse(
+      "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0");
+  // A GPT-2 sized output layer's weight gradient: B is 50257 x 8192 as stored, 1.6 GB.
+  const Problem big = packed_problem("NT", 1280, 50257, 8192);
+  const int64_t pass = pack_pass_k(c, big);
+  EXPECT_LT(pass, big.k);
+  EXPECT_EQ(pass % kPackPassK, 0);
+  EXPECT_LE(workspace_bytes(c, big), kMaxPackBytes);
+  // As large as the bound allows: one more slice of k would not fit.
+  const size_t per_slice = (1280ull + 50260ull) * kPackPassK * 4;
+  EXPECT_GT(workspace_bytes(c, big) + per_slice, kMaxPackBytes);
+  // Every layout, PRETB (B copied transposed, only A packed) too.
+  for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+    const Problem p = packed_problem(layout, 64, 8193, 16385);
+    EXPECT_LT(pack_pass_k(c, p), p.k) << layout;
+    EXPECT_LE(workspace_bytes(c, p), kMaxPackBytes) << layout;
+  }
+  // What fits packs in one pass; aligned operands and configs that do not pack are never split.
+  EXPECT_EQ(pack_pass_k(c, packed_problem("NN", 4095, 4097, 4093)), 4093);
+  EXPECT_EQ(pack_pass_k(c, packed_problem("NT", 1280, 50256, 8192)), 8192);
+  Config unpacked = c;
+  unpacked.set("PACK", 0);
+  unpacked.set("VEC", 1);
+  EXPECT_EQ(pack_pass_k(unpacked, big), big.k);
+}
+
 TEST(GemmSpace, RestrictionsNarrowTheSpaceAndUnknownNamesAreErrors) {
   const DeviceInfo dev = reference_device(90);
   Space space = make_space(dev, packed_problem("NN", 1024, 1024, 1024));

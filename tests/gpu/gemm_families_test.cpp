@@ -402,6 +402,55 @@ TEST(GemmFamilies, MatrixVectorKernelIsRightWhereMOrNIsOne) {
   EXPECT_EQ(checked, static_cast<int>(4 * configs.size() * shapes.size() * 2));
 }
 
+// Operands too large to pack at once (kMaxPackBytes) are packed and multiplied in passes over k,
+// each adding to C: a 537 MB B (16385 x 8193 or 16385 x 8193 transposed, odd leading dims) in two
+// passes, FFMA and FP64 tensor-core kernels, split-K with its summing pass among them, against
+// cuBLAS (and the tensor-core ones against the accuracy contract), C NaN-poisoned.
+TEST(GemmFamilies, PackingInPassesOverKIsRight) {
+  TUNED_REQUIRE_GPU();
+  const DeviceInfo device = query_device(0);
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  KernelCache kernels;
+  DeviceCheck check(kernels, device);
+  Stream stream = Stream::create();
+  std::vector<Config> configs = parsed({
+      "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+      "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
+      "GEMV=0,BM=32,BN=64,BK=16,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=1,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0"});
+  if (device.compute_capability() >= 90) {
+    configs.push_back(Config::parse(
+        "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,"
+        "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0"));
+  }
+  int checked = 0;
+  for (const auto& [layout, m, n, k] :
+       {std::tuple{"NN", 64, 8193, 16385}, std::tuple{"NT", 127, 16385, 8193}}) {
+    const Problem p = packed_problem(layout, m, n, k);
+    for (const Config& c : configs) {
+      SCOPED_TRACE(std::string(layout) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                   std::to_string(k) + " " + c.canonical());
+      ASSERT_LT(pack_pass_k(c, p), p.k);  // the problem really runs in passes
+      const auto kernel = kernels.get(kernel_spec(c, p), device);
+      GemmTask task(device, p, check);
+      task.allocate();
+      task.fresh_inputs(3000 + checked, stream.get());
+      const MatrixCheck result = task.check(*kernel, c, stream.get());
+      EXPECT_TRUE(result.computes(task.tolerance()))
+          << "rel error " << result.rel_error << ", unwritten " << result.unwritten
+          << ", non-finite " << result.nonfinite;
+      // FP64 sums: each pass adds one rounding of C, far inside the contract. (A whole FFMA dot
+      // product of k = 8192 may be beyond it on its own: see README, accuracy contract.)
+      if (c.get("MMA") == 1) {
+        EXPECT_FALSE(result.breaks_contract())
+            << "error " << result.exact_error << ", limit " << result.exact_limit;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, static_cast<int>(2 * configs.size()));
+}
+
 // Split-K through tuned_gemm: a user database whose best for one shape is a split-K config, so
 // the runtime allocates workspace from its pool; repeated calls must give identical bits
 // (deterministic reduction) and match cuBLAS.
