@@ -291,7 +291,7 @@ std::vector<Config> candidates_from_database(const std::string& path, const Devi
 
 struct Selection {
   bool grid = false, hard_families = false, skinny = false, gemv = false, portfolio = false,
-       networks = false;
+       networks = false, more_networks = false;
   double min_gflop = 0, max_gflop = 0;  // random draws of at least; any problem of at most (0: any)
   std::string candidates_path, candidates_db, cubin_db;
   int top = 4;
@@ -315,6 +315,9 @@ std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& 
   }
   if (sel.networks) {
     for (const auto& g : fitting_gemms()) add(g.shape);
+  }
+  if (sel.more_networks) {
+    for (const auto& g : fitting_gemms_more()) add(g.shape);
   }
   for (uint64_t seed : parse_seeds(seeds_text)) {
     for (const auto& s : random_shapes(seed, kShapesPerSeed, sel.min_gflop)) {
@@ -561,6 +564,9 @@ int main(int argc, char** argv) {
   app.add_flag("--networks", sel.networks,
                "add the layers of public networks no benchmark measures (bench/network_shapes.hpp "
                "fitting_gemms: forward, input and weight gradients)");
+  app.add_flag("--more-networks", sel.more_networks,
+               "add the second fitting set: those models at other token counts and decoding "
+               "steps, convolutions with k in the hundreds of thousands (fitting_gemms_more)");
   app.add_flag("--hard-families", sel.hard_families,
                "keep only random shapes of the hard families (min(m, n) <= 256 with k >= 2000; "
                "k <= 128 with m*n >= 2^20): denser data where picks miss most");

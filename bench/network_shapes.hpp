@@ -161,4 +161,39 @@ inline std::vector<NetworkGemm> fitting_gemms() {
   return out;
 }
 
+/// A second fitting set (gemm_sweep --more-networks), where the first left the model far from the
+/// layers users run: the same models at other token counts and decoding steps (aligned products
+/// with n of 1 to 12 and of a few hundred), and convolutions whose weight gradients have k in the
+/// hundreds of thousands (ResNet-50's 7x7 stem and 3x3 layers at batch 128, AlexNet-like stems).
+inline std::vector<NetworkGemm> fitting_gemms_more() {
+  const std::vector<int64_t> tokens = {256, 640}, decode = {1, 3, 12};
+  const std::vector<Network> nets = {
+      {"BERT-base", transformer(768, 3072, 30522, 0, true), {640}, decode},
+      // Not decoding 1 token: its 4096 x 4096 projection is Mistral-7B's (a benchmark layer).
+      {"Llama-2-7B", transformer(4096, 11008, 32000), tokens, {3, 12}},
+      {"OPT-1.3B", transformer(2048, 8192, 50272, 0, true), tokens, decode},
+      {"Falcon-7B", transformer(4544, 18176, 0, 0, true), {256}, decode},
+      {"Phi-2", transformer(2560, 10240, 51200, 0, true), tokens, decode},
+      {"Llama-2-70B", transformer(8192, 28672, 0, 1024), {}, {1, 3}},
+  };
+  // Convolutions first: a sweep cut short by its time bound still covers them.
+  std::vector<NetworkGemm> out;
+  for (auto& g : conv_gemms("ResNet-50", 128,
+                            {{NetworkLayer{"conv1_7x7", 147, 64}, 112},
+                             {conv3x3("conv2_3x3", 64, 64), 56},
+                             {conv3x3("conv3_3x3", 128, 128), 28},
+                             {conv3x3("conv4_3x3", 256, 256), 14}})) {
+    out.push_back(std::move(g));
+  }
+  for (auto& g : conv_gemms("AlexNet-like", 64,
+                            {{NetworkLayer{"conv1_11x11", 363, 96}, 55},
+                             {NetworkLayer{"conv2_5x5", 2400, 256}, 27}})) {
+    out.push_back(std::move(g));
+  }
+  for (const auto& net : nets) {
+    for (auto& g : network_gemms(net)) out.push_back(std::move(g));
+  }
+  return out;
+}
+
 }  // namespace tuned::bench

@@ -16,6 +16,12 @@
 #                (default 500). Output: gemm_sweep_<gpu>_issue28-<set>.tsv.gz
 #   portfolio[:S]  the shipped portfolio alone on the same problems, for at most S seconds
 #                (default 540; gemm_sweep_<gpu>_issue28-<set>-portfolio.tsv.gz)
+#   probe-more   autotune three convolution weight gradients of the second fitting set (k of
+#                100352 to 1605632), full space, into $WORK/tune.db
+#   more[:S]     the second fitting set (gemm_sweep --more-networks, at most 200 GFLOP a problem):
+#                the portfolio, both candidate files (bench/results/gemm_sweep_candidates_issue28*
+#                _<gpu>.txt) and the probes' top 4 per problem, for at most S seconds (default
+#                420; gemm_sweep_<gpu>_issue28-more.tsv.gz)
 #   networks     bench/gemm_networks, shipped data only (empty user database)
 #   networks-fu  bench/gemm_networks with first-use tuning
 #   large        gemm_random --min-gflop 1 --seeds 111,112,113, shipped data only
@@ -45,14 +51,17 @@ tune() {  # tune LAYOUT SECONDS SHAPE...
 # The problems of the issue's sweeps, one set a line: its name, then gemm_sweep's shape options.
 SETS=("networks --networks --max-gflop 600" "large --seeds 3001-3032 --min-gflop 1"
       "middle --seeds 3101-3116 --min-gflop 0.1" "small --seeds 3201-3208 --min-gflop 0.01")
+MORE_SETS=("more --more-networks --max-gflop 200")
 
-# sweep_sets SUFFIX SECONDS ARGS...: gemm_sweep ARGS on every set, resumed, for at most SECONDS in
-# all; each set's rows in $WORK/<set>SUFFIX.tsv and back in $OUT as the file bench/results keeps.
-# A set cut short on an earlier machine goes on from the rows carried in carry/sweeps/.
+# sweep_sets SUFFIX SECONDS ARGS...: gemm_sweep ARGS on every set of SWEEP (default SETS),
+# resumed, for at most SECONDS in all; each set's rows in $WORK/<set>SUFFIX.tsv and back in $OUT
+# as the file bench/results keeps. A set cut short on an earlier machine goes on from the rows
+# carried in carry/sweeps/.
 sweep_sets() {
   local suffix=$1 deadline=$(( $(date +%s) + $2 )) set name args
   shift 2
-  for set in "${SETS[@]}"; do
+  local -n sets=${SWEEP:-SETS}
+  for set in "${sets[@]}"; do
     read -r name args <<< "$set"
     local left=$(( deadline - $(date +%s) )) file="$WORK/$name$suffix.tsv"
     local kept="gemm_sweep_${tag}_issue28-$name$suffix.tsv.gz"
@@ -93,6 +102,17 @@ for step in "$@"; do
       sweep_sets "" "${budget:-500}" --portfolio \
         --candidates "bench/results/gemm_sweep_candidates_issue28_${tag}.txt" "${from_db[@]}"
       summary+=("sweep: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
+    probe-more)
+      tune NT 25 147x64x1605632 576x64x401408 1152x128x100352
+      summary+=("probe-more: $(grep -c . "$OUT/probe_autotune.txt") lines of autotune output") ;;
+    more|more:*)
+      budget=${step#more}; budget=${budget#:}
+      cat bench/results/gemm_sweep_candidates_issue28*_"${tag}".txt > "$WORK/candidates.txt"
+      from_db=()
+      [ -f "$WORK/tune.db" ] && from_db=(--candidates-from-db "$WORK/tune.db" --top 4)
+      SWEEP=MORE_SETS sweep_sets "" "${budget:-420}" --portfolio --candidates "$WORK/candidates.txt" \
+        "${from_db[@]}"
+      summary+=("more: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
     portfolio|portfolio:*)
       # The shipped portfolio alone on the same problems (the first sweeps missed its entries
       # recorded before MMA and CSTAGE existed): rows the fit joins to those problems.

@@ -124,13 +124,16 @@ TEST(NetworkShapes, DecodeRowsAreForwardOnly) {
   }
 }
 
-// The selection model is fitted on fitting_gemms(): none of them may be a benchmark problem (nor
-// any other held-out one, which gemm_sweep would refuse to measure).
+// The selection model is fitted on fitting_gemms() and fitting_gemms_more(): none of them may be
+// a benchmark problem (nor any other held-out one, which gemm_sweep would refuse to measure).
 TEST(NetworkShapes, NoFittingShapeIsABenchmarkShape) {
   std::set<ShapeKey> benchmark;
   for (const auto& g : benchmark_gemms()) benchmark.insert(key_of(g.shape));
-  const auto fitting = tuned::bench::fitting_gemms();
+  auto fitting = tuned::bench::fitting_gemms();
   ASSERT_GT(fitting.size(), 100u);
+  const auto more = tuned::bench::fitting_gemms_more();
+  ASSERT_GT(more.size(), 100u);
+  fitting.insert(fitting.end(), more.begin(), more.end());
   for (const auto& g : fitting) {
     EXPECT_EQ(benchmark.count(key_of(g.shape)), 0u)
         << g.model << " " << g.layer << " " << g.pass << " " << g.shape.layout << " "
