@@ -128,9 +128,18 @@ int check_on_shapes(const DeviceInfo& device, const char* layout,
         task.allocate();
         task.fresh_inputs(seed + checked, stream.get());
         const MatrixCheck result = task.check(*kernel, c, stream.get());
-        EXPECT_TRUE(result.passed(task.tolerance()))
+        // Right results from every family. The accuracy contract (error within 2x of cuBLAS's
+        // against an FP64 product) binds what the library may pick, not every family: an FFMA
+        // kernel sums k in one sequence and can be beyond it where cuBLAS splits k (the tuner
+        // then calls it 'inaccurate'; SelectionPortfolio and GemmAccuracy test the picks). The
+        // FP64 tensor-core families sum in double and must meet it everywhere.
+        EXPECT_TRUE(result.computes(task.tolerance()))
             << "rel error " << result.rel_error << ", unwritten " << result.unwritten
             << ", non-finite " << result.nonfinite;
+        if (c.get("MMA") == 1) {
+          EXPECT_FALSE(result.breaks_contract())
+              << "error " << result.exact_error << ", limit " << result.exact_limit;
+        }
         ++checked;
       }
     }
