@@ -19,6 +19,8 @@
 # Issue 28's sweeps (H100): the portfolio plus the candidates found by autotune on large shapes,
 # on layers of public networks no benchmark uses and on large, middle and small random strata:
 #   scripts/issue28_runs.sh probe sweep portfolio   (on the GPU machine; see its header)
+# and the second fitting set (other token counts, decoding, convolution weight gradients):
+#   scripts/issue28_runs.sh probe-more more
 # (the held-out problems of bench/held_out.hpp: gemm_random's seeds 101-103 and 111-113,
 # gemm_families' 201 and bench/gemm_networks' layers, are never swept; fit_selection and
 # gemm_sweep drop them.)
