@@ -426,7 +426,9 @@ std::vector<SelectionModel::Ranked> SelectionModel::rank(
                         " features");
       }
       for (size_t j = 1; j < at.size(); ++j) {
-        for (size_t f = 0; f < nf; ++f) moved += weights[f] * (values[f] - values[j * nf + f]);
+        double shift = 0;
+        for (size_t f = 0; f < nf; ++f) shift += weights[f] * (values[f] - values[j * nf + f]);
+        moved += std::clamp(shift, -kMaxFeatureMove, kMaxFeatureMove);
       }
     }
     sum += static_cast<double>(k - used) * kUnmeasuredRegret;

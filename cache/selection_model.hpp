@@ -61,6 +61,13 @@ class SelectionModel {
   /// weights and the SM count of the measuring GPU come from the model's features line (chosen by
   /// leave-one-out over the sweep, tools/fit_selection --feature-weights); a name the table lacks
   /// weighs 0.
+  /// The most one neighbour's regret is moved by the features (log time): a linear move is right
+  /// near the neighbour's shape and wrong far from it, where a neighbour whose tiles were mostly
+  /// padding (n = 131 under 128-wide tiles) promised an FFMA split-K entry faster than any config
+  /// on a 512-column product, and a few-block grid promised the same on convolution weight
+  /// gradients (k = 1.6M); on the H100 sweeps' leave-one-out a bound of 0.3 changes little
+  /// (geomean 1.194 -> 1.199 NN, time-weighted within 0.002).
+  static constexpr double kMaxFeatureMove = 0.3;
   struct Features {
     std::vector<std::string> names;
     /// For each (SM count, shape) of at, names.size() values of config appended to out.

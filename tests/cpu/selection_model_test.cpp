@@ -132,22 +132,33 @@ TEST(SelectionModel, RanksByMeanLogRegretOnTheNearestPoints) {
 // regret + w * (f(call) - f(neighbour)), f at the call on the calling GPU's SM count and at a
 // neighbour on the model's; a feature the table does not weigh changes nothing.
 TEST(SelectionModel, AnalyticFeaturesMoveEachNeighboursRegret) {
-  const std::string table = std::string(kTable).insert(std::string(kTable).find("entry"),
-                                                       "features\t100\tpad=1\n");
+  // Near ties on the two small points (C1 and C2 within 10-20 % of C0), so a move within
+  // kMaxFeatureMove can reorder them.
+  const std::string table =
+      "model\tGPU A\t90\tgemm\t2\t0.25\n"
+      "features\t100\tpad=1\n"
+      "entry\tNN\t0\tC0\n"
+      "entry\tNN\t1\tC1\n"
+      "entry\tNN\t2\tC2\n"
+      "entry\tNN\t3\tC3\n"
+      "point\tNN\t4\t100x100x100\t1,1.1,1.2,-\n"
+      "point\tNN\t4\t120x100x100\t1,1.2,1.1,-\n"
+      "point\tNN\t4\t4096x4096x4096\t3,1,1.5,-\n";
   const SelectionModel model(table);
   std::vector<int> sm_counts;
+  double waste = std::log(1.25);
   SelectionModel::Features features;
   features.names = {"other", "pad"};
   features.sm_count = 132;
-  // pad: C0 wastes 4x where n > 200 (think: a tile too wide for the call), nothing elsewhere;
-  // other: large everywhere, but the table gives it no weight.
+  // pad: C0 wastes `waste` where n > 200 (think: a tile too wide for the call), nothing
+  // elsewhere; other: large everywhere, but the table gives it no weight.
   features.values = [&](const std::string& config,
                         const std::vector<std::pair<int, std::vector<int64_t>>>& at,
                         std::vector<double>& out) {
     for (const auto& [sms, shape] : at) {
       sm_counts.push_back(sms);
       out.push_back(1000.0 * static_cast<double>(shape[0]));
-      out.push_back(config == "C0" && shape[1] > 200 ? std::log(4.0) : 0.0);
+      out.push_back(config == "C0" && shape[1] > 200 ? waste : 0.0);
     }
   };
   // Without features C0 wins at n = 300 (its neighbours at n = 100 know nothing of the waste).
@@ -156,14 +167,20 @@ TEST(SelectionModel, AnalyticFeaturesMoveEachNeighboursRegret) {
   const auto ranked = model.rank("gemm", "GPU A", 90, "NN", call, 4, kAll, 0, &features);
   ASSERT_EQ(ranked.size(), 4u);
   EXPECT_EQ(configs_of(ranked), (std::vector<std::string>{"C1", "C2", "C0", "C3"}));
-  EXPECT_NEAR(ranked[2].score, std::log(4.0), 1e-6);  // 0 on both neighbours, + log 4 here
+  EXPECT_NEAR(ranked[2].score, waste, 1e-6);           // 0 on both neighbours, + waste here
   EXPECT_NEAR(ranked[2].neighbour_regret, 0.0, 1e-6);  // as measured, unmoved
-  EXPECT_NEAR(ranked[0].score, (std::log(2.0) + std::log(4.0)) / 2, 1e-6);
+  EXPECT_NEAR(ranked[0].score, (std::log(1.1) + std::log(1.2)) / 2, 1e-6);
   // C3 (never measured) has no neighbour to move: its values are not asked for.
   ASSERT_EQ(sm_counts.size(), 3u * 3);  // C0, C1, C2: the call, then two neighbours
   EXPECT_EQ(sm_counts[0], 132);
   EXPECT_EQ(sm_counts[1], 100);
   EXPECT_EQ(sm_counts[2], 100);
+  // A larger move is bounded: each neighbour's regret moves by at most kMaxFeatureMove.
+  waste = std::log(4.0);
+  const auto bounded = model.rank("gemm", "GPU A", 90, "NN", call, 4, kAll, 0, &features);
+  ASSERT_EQ(bounded.back().config, "C3");
+  EXPECT_NEAR(bounded[2].score, SelectionModel::kMaxFeatureMove, 1e-6);
+  EXPECT_EQ(bounded[2].config, "C0");
   // At n = 100 the feature is the same at the call and its neighbours: nothing moves.
   EXPECT_EQ(configs_of(model.rank("gemm", "GPU A", 90, "NN", {110, 100, 100}, 4, kAll, 0,
                                   &features)),
