@@ -81,6 +81,21 @@ void pad_leading_dims(Problem& p) {
   p.alignment = 4;
 }
 
+// Right results from every family. The accuracy contract (error within 2x of cuBLAS's against an
+// FP64 product) binds what the library may pick, not every family: an FFMA kernel sums k in one
+// sequence and can be beyond it where cuBLAS splits k (the tuner then calls it 'inaccurate';
+// SelectionPortfolio and GemmAccuracy test the picks). The FP64 tensor-core families sum in double
+// and must meet it everywhere.
+void expect_right(const MatrixCheck& result, const Config& c, double tolerance) {
+  EXPECT_TRUE(result.computes(tolerance))
+      << "rel error " << result.rel_error << ", unwritten " << result.unwritten
+      << ", non-finite " << result.nonfinite;
+  if (c.get("MMA") == 1) {
+    EXPECT_FALSE(result.breaks_contract())
+        << "error " << result.exact_error << ", limit " << result.exact_limit;
+  }
+}
+
 // Checks every config on every shape in one layout against cuBLAS (GemmTask::check: NaN-poisoned
 // C with beta = 0, then the padded alpha/beta edge shape). Each shape runs twice: with leading dims
 // padded to a multiple of 4 (alignment class 4, the config as it is) and packed (odd leading dims:
@@ -127,19 +142,7 @@ int check_on_shapes(const DeviceInfo& device, const char* layout,
         GemmTask task(device, p, check);
         task.allocate();
         task.fresh_inputs(seed + checked, stream.get());
-        const MatrixCheck result = task.check(*kernel, c, stream.get());
-        // Right results from every family. The accuracy contract (error within 2x of cuBLAS's
-        // against an FP64 product) binds what the library may pick, not every family: an FFMA
-        // kernel sums k in one sequence and can be beyond it where cuBLAS splits k (the tuner
-        // then calls it 'inaccurate'; SelectionPortfolio and GemmAccuracy test the picks). The
-        // FP64 tensor-core families sum in double and must meet it everywhere.
-        EXPECT_TRUE(result.computes(task.tolerance()))
-            << "rel error " << result.rel_error << ", unwritten " << result.unwritten
-            << ", non-finite " << result.nonfinite;
-        if (c.get("MMA") == 1) {
-          EXPECT_FALSE(result.breaks_contract())
-              << "error " << result.exact_error << ", limit " << result.exact_limit;
-        }
+        expect_right(task.check(*kernel, c, stream.get()), c, task.tolerance());
         ++checked;
       }
     }
@@ -412,9 +415,9 @@ TEST(GemmFamilies, MatrixVectorKernelIsRightWhereMOrNIsOne) {
 }
 
 // Operands too large to pack at once (kMaxPackBytes) are packed and multiplied in passes over k,
-// each adding to C: a 537 MB B (16385 x 8193 or 16385 x 8193 transposed, odd leading dims) in two
-// passes, FFMA and FP64 tensor-core kernels, split-K with its summing pass among them, against
-// cuBLAS (and the tensor-core ones against the accuracy contract), C NaN-poisoned.
+// each adding to C: a 537 MB B (16385 x 8193 as stored, an odd leading dimension) in two passes,
+// FFMA and FP64 tensor-core kernels, split-K with its summing pass among them, against cuBLAS
+// (and the tensor-core ones against the accuracy contract), C NaN-poisoned.
 TEST(GemmFamilies, PackingInPassesOverKIsRight) {
   TUNED_REQUIRE_GPU();
   const DeviceInfo device = query_device(0);
@@ -444,16 +447,8 @@ TEST(GemmFamilies, PackingInPassesOverKIsRight) {
       GemmTask task(device, p, check);
       task.allocate();
       task.fresh_inputs(3000 + checked, stream.get());
-      const MatrixCheck result = task.check(*kernel, c, stream.get());
-      EXPECT_TRUE(result.computes(task.tolerance()))
-          << "rel error " << result.rel_error << ", unwritten " << result.unwritten
-          << ", non-finite " << result.nonfinite;
-      // FP64 sums: each pass adds one rounding of C, far inside the contract. (A whole FFMA dot
-      // product of k = 8192 may be beyond it on its own: see README, accuracy contract.)
-      if (c.get("MMA") == 1) {
-        EXPECT_FALSE(result.breaks_contract())
-            << "error " << result.exact_error << ", limit " << result.exact_limit;
-      }
+      // FP64 sums: each pass adds one rounding of C, far inside the contract.
+      expect_right(task.check(*kernel, c, stream.get()), c, task.tolerance());
       ++checked;
     }
   }
