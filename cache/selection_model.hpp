@@ -54,13 +54,6 @@ class SelectionModel {
   /// kernel for m or n = 1) on shapes of its kind, an entry swept on fewer problems where it ran.
   static constexpr size_t kNeighbourWindow = 8;
 
-  /// Analytic features a ranking may weigh in (an op's OpFace::selection_features), each a
-  /// log-time inefficiency of a config on a shape (e.g. work on partial tiles, SMs idle in the
-  /// last wave). A neighbour measures the config where its inefficiency may differ from the
-  /// call's, so each neighbour regret is moved by sum_f weight_f * (f(call) - f(neighbour)): the
-  /// weights and the SM count of the measuring GPU come from the model's features line (chosen by
-  /// leave-one-out over the sweep, tools/fit_selection --feature-weights); a name the table lacks
-  /// weighs 0.
   /// The most one neighbour's regret is moved by the features (log time): a linear move is right
   /// near the neighbour's shape and wrong far from it, where a neighbour whose tiles were mostly
   /// padding (n = 131 under 128-wide tiles) promised an FFMA split-K entry faster than any config
@@ -68,6 +61,13 @@ class SelectionModel {
   /// gradients (k = 1.6M); on the H100 sweeps' leave-one-out a bound of 0.3 changes little
   /// (geomean 1.194 -> 1.199 NN, time-weighted within 0.002).
   static constexpr double kMaxFeatureMove = 0.3;
+  /// Analytic features a ranking may weigh in (an op's OpFace::selection_features), each a
+  /// log-time inefficiency of a config on a shape (e.g. work on partial tiles, SMs idle in the
+  /// last wave). A neighbour measures the config where its inefficiency may differ from the
+  /// call's, so each neighbour regret is moved by sum_f weight_f * (f(call) - f(neighbour)), at
+  /// most kMaxFeatureMove either way: the weights and the SM count of the measuring GPU come from
+  /// the model's features line (chosen by leave-one-out over the sweep, tools/fit_selection
+  /// --feature-weights); a name the table lacks weighs 0.
   struct Features {
     std::vector<std::string> names;
     /// For each (SM count, shape) of at, names.size() values of config appended to out.

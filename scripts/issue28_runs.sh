@@ -110,8 +110,8 @@ for step in "$@"; do
       cat bench/results/gemm_sweep_candidates_issue28*_"${tag}".txt > "$WORK/candidates.txt"
       from_db=()
       [ -f "$WORK/tune.db" ] && from_db=(--candidates-from-db "$WORK/tune.db" --top 4)
-      SWEEP=MORE_SETS sweep_sets "" "${budget:-420}" --portfolio --candidates "$WORK/candidates.txt" \
-        "${from_db[@]}"
+      SWEEP=MORE_SETS sweep_sets "" "${budget:-420}" --portfolio \
+        --candidates "$WORK/candidates.txt" "${from_db[@]}"
       summary+=("more: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
     portfolio|portfolio:*)
       # The shipped portfolio alone on the same problems (the first sweeps missed its entries

@@ -879,8 +879,8 @@ namespace {
 // One launch of the product over the problem's whole k (launch's pass over a slice of it):
 // [transpose B] [pack A and B] [zero tickets] product [sum pass], in the stream's launch chain.
 void launch_pass(const LoadedKernel& kernel, const Config& config, const Problem& problem,
-                 float alpha, const float* a, const float* b, float beta, float* c,
-                 void* workspace, cudaStream_t stream, const TransposeB& transpose_b) {
+                 float alpha, const float* a, const float* b, float beta, float* c, void* workspace,
+                 cudaStream_t stream, const TransposeB& transpose_b) {
   if (problem.m > INT_MAX || problem.n > INT_MAX || problem.k > INT_MAX ||
       problem.lda > INT_MAX || problem.ldb > INT_MAX || problem.ldc > INT_MAX) {
     throw Error(TUNED_STATUS_INVALID_ARGUMENT,

@@ -213,7 +213,8 @@ TEST(GemmSpace, PackedOperandsAndSplitSumsHaveTheirWorkspace) {
 // copies fit kMaxPackBytes, passes are whole multiples of kPackPassK, and the workspace holds one.
 TEST(GemmSpace, PackingPastItsBoundRunsInPassesOverK) {
   const Config c = Config::parse(
-      "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0");
+      "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,"
+      "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0");
   // A GPT-2 sized output layer's weight gradient: B is 50257 x 8192 as stored, 1.6 GB.
   const Problem big = packed_problem("NT", 1280, 50257, 8192);
   const int64_t pass = pack_pass_k(c, big);

@@ -88,8 +88,8 @@ void pad_leading_dims(Problem& p) {
 // and must meet it everywhere.
 void expect_right(const MatrixCheck& result, const Config& c, double tolerance) {
   EXPECT_TRUE(result.computes(tolerance))
-      << "rel error " << result.rel_error << ", unwritten " << result.unwritten
-      << ", non-finite " << result.nonfinite;
+      << "rel error " << result.rel_error << ", unwritten " << result.unwritten << ", non-finite "
+      << result.nonfinite;
   if (c.get("MMA") == 1) {
     EXPECT_FALSE(result.breaks_contract())
         << "error " << result.exact_error << ", limit " << result.exact_limit;
@@ -425,11 +425,11 @@ TEST(GemmFamilies, PackingInPassesOverKIsRight) {
   KernelCache kernels;
   DeviceCheck check(kernels, device);
   Stream stream = Stream::create();
-  std::vector<Config> configs = parsed({
-      "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
-      "GEMV=0,BM=32,BN=64,BK=16,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=1,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0"});
+  std::vector<Config> configs = parsed(
+      {"GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+       "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
+       "GEMV=0,BM=32,BN=64,BK=16,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
+       "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=1,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0"});
   if (device.compute_capability() >= 90) {
     configs.push_back(Config::parse(
         "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,"
