@@ -49,6 +49,13 @@ double elapsed_ms(std::chrono::steady_clock::time_point since) {
       .count();
 }
 
+void print_contract_violations(const std::vector<std::string>& violations) {
+  if (violations.empty()) return;
+  std::printf("%zu CONTRACT VIOLATIONS (error against FP64 beyond contract_limit of cuBLAS's):\n",
+              violations.size());
+  for (const auto& v : violations) std::printf("  %s\n", v.c_str());
+}
+
 std::string Shape::text() const {
   return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
 }

@@ -149,5 +149,8 @@ std::string json_number(const std::optional<double>& v);
 /// "12.3", or "-" where missing: milliseconds in a table.
 std::string optional_ms(const std::optional<double>& v);
 double elapsed_ms(std::chrono::steady_clock::time_point since);
+/// The rows whose error against the FP64 product is beyond the accuracy contract, one a line
+/// (nothing when there are none).
+void print_contract_violations(const std::vector<std::string>& violations);
 
 }  // namespace tuned::bench

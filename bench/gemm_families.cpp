@@ -188,26 +188,16 @@ int main(int argc, char** argv) {
     std::printf("geometric mean of tuned/cuBLAS speed: %.3f (seeded %.3f, family %.3f), worst %.3f\n",
                 geomean, seeded.empty() ? NAN : geometric_mean(seeded),
                 family.empty() ? NAN : geometric_mean(family), worst);
-    if (!violations.empty()) {
-      std::printf("%zu CONTRACT VIOLATIONS (error against FP64 beyond contract_limit of cuBLAS's):",
-                  violations.size());
-      for (const auto& v : violations) std::printf(" %s;", v.c_str());
-      std::printf("\n");
-    }
+    print_contract_violations(violations);
     if (!json.empty()) {
-      auto number = [](double v) {
-        char buf[32];
-        if (!std::isfinite(v)) return std::string("null");
-        std::snprintf(buf, sizeof buf, "%.6g", v);
-        return std::string(buf);
-      };
       std::ofstream out(json);
       out << "{\n  \"device\": " << json_escape(bench.device.name)
-          << ",\n  \"budget_s\": " << budget_s
-          << ",\n  \"geomean_ratio\": " << number(geomean) << ",\n  \"seeded_geomean_ratio\": "
-          << number(seeded.empty() ? NAN : geometric_mean(seeded))
-          << ",\n  \"family_geomean_ratio\": " << number(family.empty() ? NAN : geometric_mean(family))
-          << ",\n  \"worst_ratio\": " << number(worst)
+          << ",\n  \"budget_s\": " << budget_s << ",\n  \"geomean_ratio\": " << json_number(geomean)
+          << ",\n  \"seeded_geomean_ratio\": "
+          << json_number(seeded.empty() ? NAN : geometric_mean(seeded))
+          << ",\n  \"family_geomean_ratio\": "
+          << json_number(family.empty() ? NAN : geometric_mean(family))
+          << ",\n  \"worst_ratio\": " << json_number(worst)
           << ",\n  \"all_correct\": " << (all_correct ? "true" : "false")
           << ",\n  \"contract_violations\": [";
       for (size_t i = 0; i < violations.size(); ++i) {
@@ -220,12 +210,14 @@ int main(int argc, char** argv) {
             << ", \"shape\": " << json_escape(r.entry.shape.text())
             << ", \"layout\": " << json_escape(r.entry.shape.layout)
             << ", \"origin\": " << json_escape(r.origin)
-            << ", \"tuned_tflops\": " << number(r.tuned_tflops)
-            << ", \"cublas_tflops\": " << number(r.cublas_tflops) << ", \"ratio\": " << number(r.ratio)
-            << ", \"budget_s\": " << (skip_tuning ? std::string("null") : number(budget_s))
-            << ", \"autotune_exit\": " << r.tune_status << ", \"rel_error\": " << number(r.rel_error)
-            << ", \"err_tuned\": " << number(r.err_tuned)
-            << ", \"err_cublas\": " << number(r.err_cublas) << "}"
+            << ", \"tuned_tflops\": " << json_number(r.tuned_tflops)
+            << ", \"cublas_tflops\": " << json_number(r.cublas_tflops)
+            << ", \"ratio\": " << json_number(r.ratio)
+            << ", \"budget_s\": " << (skip_tuning ? std::string("null") : json_number(budget_s))
+            << ", \"autotune_exit\": " << r.tune_status
+            << ", \"rel_error\": " << json_number(r.rel_error)
+            << ", \"err_tuned\": " << json_number(r.err_tuned)
+            << ", \"err_cublas\": " << json_number(r.err_cublas) << "}"
             << (i + 1 < rows.size() ? ",\n" : "\n");
       }
       out << "  ]\n}\n";

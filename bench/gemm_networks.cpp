@@ -292,11 +292,7 @@ int run(const Options& o) {
   } else {
     std::printf("ALL CORRECT\n");
   }
-  if (!s.violations.empty()) {
-    std::printf("%zu CONTRACT VIOLATIONS (error against FP64 beyond contract_limit of cuBLAS's):\n",
-                s.violations.size());
-    for (const auto& v : s.violations) std::printf("  %s\n", v.c_str());
-  }
+  print_contract_violations(s.violations);
   if (!o.json.empty()) write_json(o, device.name, bench.mode, rows, measured, s, wall_s);
   return s.wrong || !s.violations.empty() ? 3 : 0;
 }

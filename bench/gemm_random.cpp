@@ -395,12 +395,7 @@ int run(const Options& o) {
   } else {
     std::printf("ALL CORRECT\n");
   }
-  if (!sum.violations.empty()) {
-    std::printf("%zu CONTRACT VIOLATIONS (error against FP64 beyond contract_limit of cuBLAS's):",
-                sum.violations.size());
-    for (const auto& v : sum.violations) std::printf(" %s;", v.c_str());
-    std::printf("\n");
-  }
+  print_contract_violations(sum.violations);
   if (!o.json.empty()) write_json(o, device.name, bench.mode, rows, sum);
   return wrong || !sum.violations.empty() ? 3 : child_failures ? 4 : 0;
 }

@@ -92,21 +92,10 @@ int run(int device_index, const std::string& db, bool no_user_db, const std::str
   for (double r : ratios) worst = std::min(worst, r);
   std::printf("geometric mean of tuned/cuBLAS speed over %zu shapes: %.3f (worst %.3f)%s\n",
               rows.size(), geomean, worst, all_correct ? "" : "; SOME RESULTS WRONG");
-  if (!violations.empty()) {
-    std::printf("%zu CONTRACT VIOLATIONS (error against FP64 beyond contract_limit of cuBLAS's):",
-                violations.size());
-    for (const auto& v : violations) std::printf(" %s;", v.c_str());
-    std::printf("\n");
-  }
+  print_contract_violations(violations);
 
   if (!json.empty()) {
-    // An error is +Inf where a sampled element was not finite: JSON has no Inf.
-    auto number = [](double v) {
-      std::ostringstream text;
-      if (!std::isfinite(v)) return std::string("null");
-      text << v;
-      return text.str();
-    };
+    // An error is +Inf where a sampled element was not finite: json_number writes null.
     std::ofstream out(json);
     out << "{\n  \"device\": " << json_escape(device.name) << ",\n  \"arch\": "
         << json_escape(device.arch()) << ",\n  \"cublas_version\": " << bench.cublas_version
@@ -120,14 +109,14 @@ int run(int device_index, const std::string& db, bool no_user_db, const std::str
     out << "],\n  \"rows\": [\n";
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
-      out << "    {\"shape\": " << json_escape(r.shape.text()) << ", \"layout\": "
-          << json_escape(r.shape.layout) << ", \"tuned_ms\": " << r.tuned_ms
+      out << "    {\"shape\": " << json_escape(r.shape.text())
+          << ", \"layout\": " << json_escape(r.shape.layout) << ", \"tuned_ms\": " << r.tuned_ms
           << ", \"cublas_ms\": " << r.cublas_ms << ", \"tuned_tflops\": " << r.tuned_tflops
           << ", \"cublas_tflops\": " << r.cublas_tflops << ", \"ratio\": " << r.ratio
-          << ", \"rel_error\": " << r.rel_error << ", \"err_tuned\": " << number(r.err_tuned)
-          << ", \"err_cublas\": " << number(r.err_cublas)
-          << ", \"config\": " << json_escape(r.origin)
-          << "}" << (i + 1 < rows.size() ? ",\n" : "\n");
+          << ", \"rel_error\": " << r.rel_error << ", \"err_tuned\": " << json_number(r.err_tuned)
+          << ", \"err_cublas\": " << json_number(r.err_cublas)
+          << ", \"config\": " << json_escape(r.origin) << "}"
+          << (i + 1 < rows.size() ? ",\n" : "\n");
     }
     out << "  ]\n}\n";
     if (!out) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--json " + json + ": cannot write");
