@@ -42,6 +42,11 @@
 //   one instruction per 1024 multiply-adds instead of 32, which frees the issue slots and
 //   registers FFMA kernels stall on (sm_90+; TM, TN, LM, UNROLL and PAD are fixed placeholders
 //   then, and the lanes follow the mma's fragment layout).
+//   KSUM = 1 (FFMA only) sums each k slice of BK products apart, from zero, and adds it to the
+//   running sum after the slice: an error that grows like (BK + k / BK) roundings instead of k
+//   (sequential FFMA sums were 2.2x cuBLAS SGEMM's error against an FP64 product at k = 1024,
+//   beyond the accuracy contract), for one add per accumulator and slice and a second set of
+//   accumulators.
 //   CSTAGE = 1 writes C through shared memory: the block's accumulators go to a BM x BN tile
 //   there (column-major, C_STRIDE floats per column), then every warp stores whole runs of a
 //   column, 32 consecutive rows per instruction. Straight from the fragments, a lane's rows are
@@ -143,6 +148,9 @@
 #ifndef CSTAGE
 #error "gemm.cu: CSTAGE must be defined (-DCSTAGE=<value>)"
 #endif
+#ifndef KSUM
+#error "gemm.cu: KSUM must be defined (-DKSUM=<value>)"
+#endif
 #ifndef C_STRIDE
 #error "gemm.cu: C_STRIDE must be defined (-DC_STRIDE=<value>)"
 #endif
@@ -196,6 +204,7 @@ static_assert(A_STRIDE >= (AKM ? BM : BK) && A_STRIDE % 4 == 0, "A_STRIDE: whole
 static_assert(B_STRIDE >= (BKM ? BN : BK) && B_STRIDE % 4 == 0, "B_STRIDE: whole, aligned rows");
 static_assert(MMA == 0 || MMA == 1, "MMA is 0 (FFMA) or 1 (FP64 tensor cores)");
 static_assert(CSTAGE == 0 || CSTAGE == 1, "CSTAGE is 0 (C from the fragments) or 1 (via shared)");
+static_assert(KSUM == 0 || (KSUM == 1 && MMA == 0), "KSUM is 0, or 1 for an FFMA kernel");
 static_assert(CSTAGE == 0 || (C_STRIDE >= BM && C_STRIDE % 4 == 0),
               "C_STRIDE: whole, aligned columns of the staged C tile");
 static_assert(!kMma || (BK % 8 == 0 && WM % 16 == 0 && WN % 8 == 0),
@@ -610,6 +619,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     }
   };
   auto compute_slice_ffma = [&](const float* as, const float* bs) {
+    // KSUM = 1: this slice's products summed apart from zero, then added to acc (KSUM = 0 never
+    // touches `slice`, and the compiler drops it).
+    float slice[kFragM][kFragN];
+    if constexpr (KSUM == 1) {
+#pragma unroll
+      for (int i = 0; i < kFragM; ++i)
+#pragma unroll
+        for (int j = 0; j < kFragN; ++j) slice[i][j] = 0.0f;
+    }
 #pragma unroll kGroupUnroll
     for (int k0 = 0; k0 < BK; k0 += kKGroup) {
       // An operand stored k-contiguous (AKM or BKM = 0) is read kKGroup steps of k at once: one
@@ -658,8 +676,20 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
 #pragma unroll
         for (int i = 0; i < kFragM; ++i)
 #pragma unroll
-          for (int j = 0; j < kFragN; ++j) acc[i][j] = fmaf(a_frag[i], b_frag[j], acc[i][j]);
+          for (int j = 0; j < kFragN; ++j) {
+            if constexpr (KSUM == 1) {
+              slice[i][j] = fmaf(a_frag[i], b_frag[j], slice[i][j]);
+            } else {
+              acc[i][j] = fmaf(a_frag[i], b_frag[j], acc[i][j]);
+            }
+          }
       }
+    }
+    if constexpr (KSUM == 1) {
+#pragma unroll
+      for (int i = 0; i < kFragM; ++i)
+#pragma unroll
+        for (int j = 0; j < kFragN; ++j) acc[i][j] += slice[i][j];
     }
   };
   auto compute_slice = [&](int stage) {

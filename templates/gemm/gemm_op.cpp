@@ -46,6 +46,9 @@ const std::vector<Param>& parameters() {
       {"MMA", {0, 1}, "0: FFMA; 1: products and sums in FP64 on the tensor cores (sm_90+)", 0},
       // Came with issue 10's small-k products: configs recorded before it store C directly.
       {"CSTAGE", {0, 1}, "C written through shared memory, whole column runs per warp", 0},
+      // Came with issue 28's accuracy contract: configs recorded before it sum k in one chain.
+      {"KSUM", {0, 1},
+       "FFMA: each k slice summed apart, then added (error ~(BK + k/BK) u instead of ~k u)", 0},
   };
   return params;
 }
@@ -59,7 +62,7 @@ const std::vector<std::pair<const char*, int>>& gemv_tile_placeholders() {
       {"BM", 16},  {"BN", 16},  {"BK", 8},     {"WM", 16},   {"WN", 16},  {"TM", 2},
       {"TN", 2},   {"LM", 8},   {"PAD", 4},    {"AKM", 1},   {"BKM", 1},  {"UNROLL", 8},
       {"PIPE", 0}, {"SWZ", 0},  {"MINB", 1},   {"PRETB", 0}, {"PACK", 0}, {"REDUCE", 0},
-      {"TAIL", 0}, {"MMA", 0},  {"CSTAGE", 0}};
+      {"TAIL", 0}, {"MMA", 0},  {"CSTAGE", 0}, {"KSUM", 0}};
   return values;
 }
 
@@ -195,9 +198,15 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"threads_per_block", {"GEMV", "BM", "BN", "WM", "WN"}, [=](const Config& c) {
                    return threads_per_block(c) <= max_threads;
                  }});
-  // A lane holds WM*WN/32 accumulators; past 128 the kernel spills (MMA: doubles, past 64).
-  space.require({"accumulators_per_thread", {"WM", "WN", "MMA"}, [](const Config& c) {
-                   return c.get("WM") * c.get("WN") <= 32 * (is_mma(c) ? 64 : 128);
+  // A lane holds WM*WN/32 accumulators; past 128 the kernel spills (MMA: doubles, past 64; KSUM:
+  // a second set for the slice's sums).
+  space.require({"accumulators_per_thread", {"WM", "WN", "MMA", "KSUM"}, [](const Config& c) {
+                   const int sets = c.has("KSUM") && c.get("KSUM") == 1 ? 2 : 1;
+                   return c.get("WM") * c.get("WN") * sets <= 32 * (is_mma(c) ? 64 : 128);
+                 }});
+  // The FP64 tensor-core kernels sum in double: nothing to split.
+  space.require({"slice_sums_for_ffma", {"MMA", "KSUM"}, [](const Config& c) {
+                   return c.get("KSUM") == 0 || !is_mma(c);
                  }});
   space.require({"mma_needs_sm90", {"MMA"}, [=](const Config& c) {
                    return c.get("MMA") == 0 || cc >= 90;
@@ -258,7 +267,7 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   // The compiler's register cap is 255, or less when MINB blocks must fit the register file;
   // configs whose estimate exceeds it spill (measured: about a quarter of unpruned trials).
   space.require({"registers_fit", {"GEMV", "BM", "BN", "BK", "WM", "WN", "TM", "TN", "LM", "VEC",
-                                   "AKM", "BKM", "PIPE", "MINB", "MMA"},
+                                   "AKM", "BKM", "PIPE", "MINB", "MMA", "KSUM"},
                  [=](const Config& c) {
                    const int cap = std::min(255, regs_per_sm / (threads_per_block(c) * c.get("MINB")));
                    return estimated_registers(c) <= cap;
@@ -334,7 +343,11 @@ int estimated_registers(const Config& c) {
   const int staging = c.get("PIPE") <= 1
                           ? (c.get("BM") + c.get("BN")) * c.get("BK") / threads + 2 * c.get("VEC")
                           : 0;
-  return frag_m * frag_n + read_m + read_n + staging + 32;
+  // KSUM = 1: the slice's sums beside the running ones, and as many again for the adds the
+  // compiler schedules with them (measured: a 32-accumulator tile spilled at the 128 of MINB 2
+  // where one more set was estimated at 108).
+  const int slice_sums = c.has("KSUM") && c.get("KSUM") == 1 ? 2 * frag_m * frag_n : 0;
+  return frag_m * frag_n + slice_sums + read_m + read_n + staging + 32;
 }
 
 Config default_config(const DeviceInfo& device, const Problem& problem) {
@@ -472,6 +485,13 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
     Config tail = c;
     tail.set("TAIL", 1);
     add(tail);
+    // FFMA families also with each k slice summed apart (the accuracy contract may refuse the
+    // single chain).
+    if (!is_mma(c)) {
+      Config slices = c;
+      slices.set("KSUM", 1);
+      add(slices);
+    }
     if (packed.get("VEC") > c.get("VEC")) {
       packed.set("TAIL", 1);
       add(packed);

@@ -18,14 +18,14 @@ namespace {
 
 TEST(GemmSpace, ConfigRendersOptionsNameAndCanonicalText) {
   const Config c = Config::parse(
-      "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0");
+      "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
   EXPECT_EQ(c.canonical(),
-            "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0");
+            "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
   EXPECT_EQ(Config::parse(c.canonical()), c);
   const Problem p = packed_problem("TN", 100, 200, 300);
   EXPECT_EQ(kernel_name(c, p),
             "gemm_tn_gemv0_bm128_bn64_bk8_wm64_wn32_tm4_tn4_lm8_vec4_pad4_akm1_bkm1_unroll8_pipe1_swz0_"
-            "minb1_pretb0_splitk1_tail0_mma0_cstage0");
+            "minb1_pretb0_splitk1_tail0_mma0_cstage0_ksum0");
   const KernelSpec spec = kernel_spec(c, p);
   EXPECT_EQ(spec.options[0], "-DKERNEL_NAME=" + spec.kernel_name);
   EXPECT_EQ(spec.options[1], "-DTRANS_A=1");
@@ -37,9 +37,10 @@ TEST(GemmSpace, ConfigRendersOptionsNameAndCanonicalText) {
   // Last the kernel's parameters, then the shared strides the host derives (BM + PAD, BN + PAD,
   // and the staged C tile's BM + 4, passed even where it is not staged).
   const size_t n = spec.options.size();
-  EXPECT_EQ(spec.options[n - 6], "-DTAIL=0");
-  EXPECT_EQ(spec.options[n - 5], "-DMMA=0");
-  EXPECT_EQ(spec.options[n - 4], "-DCSTAGE=0");
+  EXPECT_EQ(spec.options[n - 7], "-DTAIL=0");
+  EXPECT_EQ(spec.options[n - 6], "-DMMA=0");
+  EXPECT_EQ(spec.options[n - 5], "-DCSTAGE=0");
+  EXPECT_EQ(spec.options[n - 4], "-DKSUM=0");
   EXPECT_EQ(spec.options[n - 3], "-DA_STRIDE=132");
   EXPECT_EQ(spec.options[n - 2], "-DB_STRIDE=68");
   EXPECT_EQ(spec.options[n - 1], "-DC_STRIDE=132");
@@ -108,14 +109,14 @@ TEST(GemmSpace, EnumerationMeetsEveryConstraint) {
   // those with values it removed.
   const Space full = make_space(dev, p);
   for (const char* rung :
-       {"GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
-        "GEMV=0,BM=32,BN=32,BK=32,WM=32,WN=1,TM=1,TN=1,LM=32,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=32,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
-        "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0"}) {
+       {"GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+        "GEMV=0,BM=32,BN=32,BK=32,WM=32,WN=1,TM=1,TN=1,LM=32,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=32,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+        "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0"}) {
     EXPECT_FALSE(full.violation(Config::parse(rung)).has_value()) << rung;
   }
   EXPECT_EQ(space.violation(Config::parse(
                 "GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,"
-                "UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0")),
+                "UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0")),
             std::optional<std::string>("PAD_in_space"));
 }
 
@@ -125,7 +126,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   EXPECT_EQ(p.alignment, 1);
   const Space space = make_space(dev, p);
   auto c = Config::parse(
-      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0");
+      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
   EXPECT_EQ(space.violation(c).value_or(""), "vec_fits_alignment");
   c.set("VEC", 1);
   EXPECT_FALSE(space.violation(c).has_value());
@@ -150,7 +151,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   // fit_config keeps VEC by packing where the copies are cheap next to the product (4095^3), and
   // narrows it where they are not (a small or skinny product); everything else is kept.
   const Config wide = Config::parse(
-      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0");
+      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
   const Config fitted = fit_config(wide, dev, p);
   EXPECT_EQ(fitted.get("VEC"), 4);
   EXPECT_EQ(fitted.get("PACK"), 1);
@@ -165,7 +166,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
 
 TEST(GemmSpace, PackedOperandsAndSplitSumsHaveTheirWorkspace) {
   const Config c = Config::parse(
-      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0");
+      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
   // NN 4095 x 4097 x 4093: A (4095 x 4093) and B (4093 x 4097) copied with leading dims 4096 and
   // 4096, each rounded up to 256 bytes.
   const Problem p = packed_problem("NN", 4095, 4097, 4093);
@@ -214,7 +215,7 @@ TEST(GemmSpace, PackedOperandsAndSplitSumsHaveTheirWorkspace) {
 TEST(GemmSpace, PackingPastItsBoundRunsInPassesOverK) {
   const Config c = Config::parse(
       "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0");
+      "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0");
   // A GPT-2 sized output layer's weight gradient: B is 50257 x 8192 as stored, 1.6 GB.
   const Problem big = packed_problem("NT", 1280, 50257, 8192);
   const int64_t pass = pack_pass_k(c, big);
@@ -328,7 +329,7 @@ TEST(GemmSpace, SplitKGeometryAndWorkspace) {
   const Problem p = packed_problem("NN", 32, 4096, 4096);
   Config c = Config::parse(
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0");
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
   EXPECT_FALSE(make_space(dev, p).violation(c).has_value());
   const LaunchGeometry g = geometry(c, p);
   EXPECT_EQ(g.grid.x, 64u);  // 1 x 64 tiles
@@ -354,7 +355,7 @@ TEST(GemmSpace, SelectionFeaturesArePaddingAndWaveQuantization) {
   EXPECT_EQ(face.selection_feature_names(), (std::vector<std::string>{"padding", "waves"}));
   const Config c = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0");
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
   std::vector<double> f;
   // 7573 x 41: 119 x 1 tiles of 64 x 64, 4 splits: 476 blocks on 132 SMs, 3.6 waves.
   face.selection_features(c, 132, {7573, 41, 11185}, f);
@@ -379,7 +380,7 @@ TEST(GemmSpace, PretransposedBReadsTheWorkspaceAsTransposed) {
   const Problem nn = packed_problem("NN", 4096, 1000, 4096);
   Config c = Config::parse(
       "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0");
+      "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
   EXPECT_FALSE(make_space(dev, nn).violation(c).has_value());
   const KernelSpec spec = kernel_spec(c, nn);
   EXPECT_EQ(spec.options[2], "-DTRANS_B=1");  // the kernel reads B^T from the workspace
@@ -400,7 +401,7 @@ TEST(GemmSpace, RegisterEstimatePrunesConfigsThatWouldSpill) {
   // 128 accumulators with register prefetch fit one block of 256 threads per SM ...
   Config c = Config::parse(
       "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0");
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
   EXPECT_FALSE(space.violation(c).has_value());
   EXPECT_GT(estimated_registers(c), 128);
   // ... but not two (128 registers each at most).
@@ -426,10 +427,50 @@ TEST(GemmSpace, SeedsAreValidForEveryLayoutAndShapeClass) {
 // MMA = 1 (FP64 tensor cores): only on sm_90+, with the lane layout's placeholders, conflict-free
 // shared strides derived from the layout (and handed to the kernel, not PAD), and every fragment
 // read path compiles for sm_90 without spilling.
+// KSUM = 1 (each k slice summed apart) is an FFMA variant: a define of the kernel, refused with
+// the FP64 tensor cores, and a second set of accumulators that the limits and the register
+// estimate count; the tuner's seeds hold FFMA families with it.
+TEST(GemmSpace, SliceSumsAreAnFfmaVariantWithTheirRegisters) {
+  const DeviceInfo dev = reference_device(90);
+  const Problem p = packed_problem("NN", 1000, 1000, 1000);
+  const Space space = make_space(dev, p);
+  Config c = Config::parse(
+      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1");
+  EXPECT_EQ(space.violation(c, true).value_or(""), "");
+  const KernelSpec spec = kernel_spec(c, p);
+  EXPECT_NE(std::find(spec.options.begin(), spec.options.end(), "-DKSUM=1"), spec.options.end());
+  EXPECT_NE(spec.kernel_name.find("_ksum1"), std::string::npos);
+  Config single = c;
+  single.set("KSUM", 0);
+  EXPECT_EQ(estimated_registers(c), estimated_registers(single) + 2 * 4 * 8);
+  // 128 accumulators a lane are the limit of one set, not of two.
+  Config wide = c;
+  wide.set("WM", 64);
+  wide.set("WN", 64);
+  wide.set("BM", 128);
+  wide.set("BN", 128);
+  EXPECT_EQ(space.violation(wide, false).value_or(""), "accumulators_per_thread");
+  wide.set("KSUM", 0);
+  EXPECT_NE(space.violation(wide, false).value_or(""), "accumulators_per_thread");
+  Config mma = Config::parse(
+      "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=1");
+  EXPECT_EQ(space.violation(mma, false).value_or(""), "slice_sums_for_ffma");
+  int with_slice_sums = 0;
+  for (const auto& seed : seed_configs(dev, p)) {
+    if (seed.get("KSUM") == 1) {
+      ++with_slice_sums;
+      EXPECT_EQ(seed.get("MMA"), 0) << seed.canonical();
+    }
+  }
+  EXPECT_GT(with_slice_sums, 4);
+}
+
 TEST(GemmSpace, Fp64TensorCoreConfigsNeedSm90AndTheirOwnStrides) {
   const std::string base =
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0";
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0";
   const Problem nn = packed_problem("NN", 1000, 1000, 1000);
   const Config c = Config::parse(base);
   EXPECT_FALSE(make_space(reference_device(90), nn).violation(c).has_value());
@@ -456,7 +497,7 @@ TEST(GemmSpace, Fp64TensorCoreConfigsNeedSm90AndTheirOwnStrides) {
   EXPECT_EQ(shared_strides(transposed).b, 24);
   Config ffma = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=0,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0");
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
   EXPECT_EQ(shared_strides(ffma).a, 68);
   EXPECT_EQ(shared_strides(ffma).b, 20);
   EXPECT_EQ(shared_bytes(c), 3u * (16 * 72 + 64 * 20) * 4);
@@ -494,7 +535,7 @@ TEST(GemmSpace, Fp64TensorCoreConfigsNeedSm90AndTheirOwnStrides) {
 TEST(GemmSpace, StagedCTileReusesTheStagesWhereStoresAreNarrow) {
   const Config direct = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
-      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0");
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
   Config staged = direct;
   staged.set("CSTAGE", 1);
   EXPECT_EQ(shared_strides(staged).c, 132);
@@ -511,8 +552,8 @@ TEST(GemmSpace, StagedCTileReusesTheStagesWhereStoresAreNarrow) {
   EXPECT_EQ(make_space(dev, aligned).violation(staged, true).value_or(""),
             "stage_c_where_stores_are_narrow");
   EXPECT_FALSE(make_space(dev, aligned).violation(staged, false).has_value());
-  // A config of the sweeps before CSTAGE stores C directly.
-  const std::string before = direct.canonical().substr(0, direct.canonical().size() - 9);
+  // A config of the sweeps before CSTAGE (and KSUM) stores C directly.
+  const std::string before = direct.canonical().substr(0, direct.canonical().size() - 16);
   ASSERT_EQ(before.substr(before.size() - 5), "MMA=0");
   EXPECT_EQ(fit_config(Config::parse(before), dev, odd), direct);
   EXPECT_EQ(gemv_config(64, 1, 1).get("CSTAGE"), 0);
@@ -524,7 +565,7 @@ TEST(GemmSpace, StagedCTileReusesTheStagesWhereStoresAreNarrow) {
   // The kernel gets the stride; the staged path compiles unspilled, FFMA and MMA, odd and aligned.
   const Config mma = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=8,PIPE=2,"
-      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=1");
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=1,KSUM=0");
   EXPECT_EQ(kernel_spec(mma, odd).options.back(), "-DC_STRIDE=68");
   Config aligned_ffma = staged;
   aligned_ffma.set("VEC", 4);
@@ -573,13 +614,13 @@ TEST_P(GemmCompileSample, EveryFamilyCompilesWithoutSpills) {
   const DeviceInfo dev = reference_device(cc);
   const char* families[] = {
       "GEMV=0,BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,PIPE=0,"
-      "SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
+      "SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
       "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,PIPE=2,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,PIPE=4,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
       "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0",
+      "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
   };
   for (const char* layout : {"NN", "NT", "TN", "TT"}) {
     const Problem p = packed_problem(layout, 1000, 1000, 1000);
