@@ -1,5 +1,7 @@
 #include "generator/kernel.hpp"
 
+#include <algorithm>
+
 #include "generator/cuda_check.hpp"
 
 namespace tuned {
@@ -46,6 +48,15 @@ int LoadedKernel::max_active_blocks_per_sm(int threads, size_t dynamic_smem_byte
 
 LoadedKernel::~LoadedKernel() {
   if (library_ != nullptr) (void)cudaLibraryUnload(library_);
+}
+
+LaunchGeometry grid_stride_geometry(size_t elements, int threads, int sm_count) {
+  const size_t t = static_cast<size_t>(std::max(1, threads));
+  const size_t most = static_cast<size_t>(std::max(1, sm_count)) * 4;
+  LaunchGeometry g;
+  g.block = dim3(static_cast<unsigned>(t));
+  g.grid = dim3(static_cast<unsigned>(std::max<size_t>(1, std::min((elements + t - 1) / t, most))));
+  return g;
 }
 
 namespace {

@@ -25,6 +25,10 @@ struct LaunchGeometry {
   bool waits_for_previous_grid = false;
 };
 
+/// A grid-stride launch over `elements`: blocks of `threads`, as many as the elements need but at
+/// most four per SM (each thread then strides over the rest).
+LaunchGeometry grid_stride_geometry(size_t elements, int threads, int sm_count);
+
 class LoadedKernel {
  public:
   /// Loads a cubin (or PTX) on the current device and finds kernel_name in it; raises the dynamic

@@ -89,12 +89,8 @@ MatrixCheck DeviceCheck::compare(const float* out, int64_t ld_out, const float* 
   long long ldo = ld_out, ldr = ld_ref, r = rows, c = cols;
   unsigned int poison_bits = kPoisonBits;
   void* args[] = {&out, &ldo, &ref, &ldr, &r, &c, &poison_bits, &abs_tolerance, &sums, &counts};
-  LaunchGeometry g;
-  g.block = dim3(kThreads);
   const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
-  g.grid = dim3(static_cast<unsigned>(
-      std::min<size_t>((n + kThreads - 1) / kThreads, static_cast<size_t>(sm_count_) * 4)));
-  compare_->launch(g, args, stream);
+  compare_->launch(grid_stride_geometry(n, kThreads, sm_count_), args, stream);
   double host_sums[2];
   unsigned long long host_counts[4];
   TUNED_CUDA_CHECK(

@@ -81,12 +81,8 @@ double Fp64Sample::error(const float* c, int64_t ldc, cudaStream_t stream) {
   const double* ref = ref_.as<double>();
   double* sums = sums_.as<double>();
   void* args[] = {&c, &ld, &row_index, &nr, &col_index, &nc, &ref, &sums};
-  LaunchGeometry g;
-  g.block = dim3(kThreads);
   const size_t n = static_cast<size_t>(rows_) * static_cast<size_t>(cols_);
-  g.grid = dim3(static_cast<unsigned>(
-      std::min<size_t>((n + kThreads - 1) / kThreads, static_cast<size_t>(sm_count_) * 4)));
-  error_->launch(g, args, stream);
+  error_->launch(grid_stride_geometry(n, kThreads, sm_count_), args, stream);
   double host[3];
   TUNED_CUDA_CHECK(cudaMemcpyAsync(host, sums, sizeof(host), cudaMemcpyDeviceToHost, stream));
   TUNED_CUDA_CHECK(cudaStreamSynchronize(stream));
