@@ -22,6 +22,12 @@
 #                the portfolio, both candidate files (bench/results/gemm_sweep_candidates_issue28*
 #                _<gpu>.txt) and the probes' top 4 per problem, for at most S seconds (default
 #                420; gemm_sweep_<gpu>_issue28-more.tsv.gz)
+#   ksum[:S]     the table's FFMA entries beside their KSUM=1 variants (partial chains of k,
+#                bench/results/gemm_sweep_candidates_ksum_<gpu>.txt) on the middle stratum's first
+#                seeds, for at most S seconds (default 240; gemm_sweep_<gpu>_issue28-ksum.tsv.gz)
+#   ksum-fit[:S] the KSUM=1 variants alone on the rest of the middle stratum, the small one, the
+#                networks set and the large stratum, for at most S seconds (default 300; gemm_sweep_<gpu>_issue28-
+#                ksum-<set>.tsv.gz): rows for the fit where single FFMA chains break the contract
 #   networks     bench/gemm_networks, shipped data only (empty user database)
 #   networks-fu  bench/gemm_networks with first-use tuning
 #   large        gemm_random --min-gflop 1 --seeds 111,112,113, shipped data only
@@ -52,6 +58,9 @@ tune() {  # tune LAYOUT SECONDS SHAPE...
 SETS=("networks --networks --max-gflop 600" "large --seeds 3001-3032 --min-gflop 1"
       "middle --seeds 3101-3116 --min-gflop 0.1" "small --seeds 3201-3208 --min-gflop 0.01")
 MORE_SETS=("more --more-networks --max-gflop 200")
+KSUM_SETS=("ksum --seeds 3101-3104 --min-gflop 0.1")
+KSUM_FIT_SETS=("ksum-middle --seeds 3105-3116 --min-gflop 0.1" "ksum-small --seeds 3201-3208 --min-gflop 0.01"
+               "ksum-networks --networks --max-gflop 600" "ksum-large --seeds 3001-3032 --min-gflop 1")
 
 # sweep_sets SUFFIX SECONDS ARGS...: gemm_sweep ARGS on every set of SWEEP (default SETS),
 # resumed, for at most SECONDS in all; each set's rows in $WORK/<set>SUFFIX.tsv and back in $OUT
@@ -113,6 +122,16 @@ for step in "$@"; do
       SWEEP=MORE_SETS sweep_sets "" "${budget:-420}" --portfolio \
         --candidates "$WORK/candidates.txt" "${from_db[@]}"
       summary+=("more: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
+    ksum|ksum:*)
+      budget=${step#ksum}; budget=${budget#:}
+      SWEEP=KSUM_SETS sweep_sets "" "${budget:-240}" --portfolio \
+        --candidates "bench/results/gemm_sweep_candidates_ksum_${tag}.txt"
+      summary+=("ksum: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
+    ksum-fit|ksum-fit:*)
+      budget=${step#ksum-fit}; budget=${budget#:}
+      SWEEP=KSUM_FIT_SETS sweep_sets "" "${budget:-300}" \
+        --candidates "bench/results/gemm_sweep_candidates_ksum_${tag}.txt"
+      summary+=("ksum-fit: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
     portfolio|portfolio:*)
       # The shipped portfolio alone on the same problems (the first sweeps missed its entries
       # recorded before MMA and CSTAGE existed): rows the fit joins to those problems.

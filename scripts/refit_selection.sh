@@ -24,7 +24,11 @@
 # (the held-out problems of bench/held_out.hpp: gemm_random's seeds 101-103 and 111-113,
 # gemm_families' 201 and bench/gemm_networks' layers, are never swept; fit_selection and
 # gemm_sweep drop them.)
-# The shipped tables: H100 with ENTRIES=48 (the default time weight); H200 (sweeps measured before
+# The shipped tables: H100 with ENTRIES=48 (the default time weight) on the first sweep, the
+# matrix-vector one and issue 28's (gemm_sweep_nvidia-h100.tsv.gz, _gemv, _issue28-*): the other
+# H100 sweeps measured single FFMA chains only where the accuracy contract now refuses them
+# (most rows past k = 128) and no FP64 tensor-core or KSUM config beside them, so their problems
+# would speak for what the library can no longer run; H200 (sweeps measured before
 # issue 28, no FP64 tensor-core configs) with ENTRIES=40 TIME_WEIGHT_MS=0, as fitted before but
 # for the held-out problems it no longer holds.
 #

@@ -6,7 +6,8 @@
 // weighed by its time (1 + cuBLAS ms / --time-weight-ms: losing 20 % on a 5 ms product costs the
 // fit far more than on a 10 us one, and small products still count), and writes every retained
 // problem as a point with the portfolio's times. Wrong results, and results beyond the op's
-// accuracy contract where the sweep checked it (a within_contract column of 0), are left out;
+// accuracy contract where the sweep checked it (a within_contract column of 0), and configs the op
+// refuses on the row's problem (its fit throws: a rule newer than the sweep), are left out;
 // the held-out problems (bench/held_out.hpp) are dropped: the model is never fitted on them.
 // Prints the expected quality per variant (leave-one-out) to stderr.
 //   zcat bench/results/gemm_sweep_nvidia-h100.tsv.gz |
@@ -22,6 +23,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -29,6 +31,7 @@
 
 #include "bench/held_out.hpp"
 #include "cache/selection_model.hpp"
+#include "generator/device.hpp"
 #include "templates/registry.hpp"
 #include "templates/space.hpp"
 #include "tuned/error.hpp"
@@ -110,6 +113,7 @@ struct Options {
   int sm_count = 0;              // of the GPU the sweep ran on
   double time_weight_ms = 0.05;  // a problem weighs 1 + cuBLAS ms / this (0: every problem 1)
   std::string feature_weights;   // "padding=0.75,waves=0.5": the op's selection features
+  bool op_rules = true;          // leave out configs the op refuses on their problem
   std::string out;
   std::string command_line;
 };
@@ -118,7 +122,8 @@ struct Sweep {
   std::map<ProblemKey, Problem> problems;
   std::string device_line;  // the first '#' line naming the GPU
   std::string device_name;  // named there
-  size_t rows = 0, invalid = 0, inaccurate = 0, dropped_rows = 0;
+  // refused: configs the op no longer accepts on the row's problem (a rule newer than the sweep).
+  size_t rows = 0, invalid = 0, inaccurate = 0, refused = 0, dropped_rows = 0;
   std::set<ProblemKey> dropped;
 };
 
@@ -137,7 +142,39 @@ void device_from_comment(const std::string& line, std::string& name, int& cc, in
 }
 
 void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& sweep) {
-  const std::vector<tuned::Param>& op_params = tuned::find_op(opt.op).params;
+  const tuned::OpRegistration& op = tuned::find_op(opt.op);
+  const std::vector<tuned::Param>& op_params = op.params;
+  // Whether the op accepts a config on a problem (its fit throws on a broken rule), on the sweep's
+  // GPU as the library would see it. A problem's rows come together: answers are kept for the
+  // current problem only.
+  std::optional<tuned::DeviceInfo> device;
+  std::pair<ProblemKey, int> asked_for;
+  std::map<std::string, bool> accepted;
+  auto op_accepts = [&](const std::string& config, const ProblemKey& key, int alignment) {
+    if (asked_for != std::pair{key, alignment}) {
+      asked_for = {key, alignment};
+      accepted.clear();
+    }
+    auto [it, added] = accepted.try_emplace(config, true);
+    if (!added) return it->second;
+    if (!device) {
+      device = tuned::reference_device(opt.cc);
+      device->name = opt.device_name;
+      if (opt.sm_count > 0) device->sm_count = opt.sm_count;
+    }
+    tuned::ProblemId id;
+    const auto variant = std::find(op.variants.begin(), op.variants.end(), key.first);
+    id.variant = static_cast<int>(variant - op.variants.begin());
+    id.rank = static_cast<int>(key.second.size());
+    std::copy(key.second.begin(), key.second.end(), id.dims.begin());
+    id.alignment = alignment;
+    try {
+      (void)op.face->fit(tuned::Config::parse(config), *device, id);
+    } catch (const Error&) {
+      it->second = false;
+    }
+    return it->second;
+  };
   // Config text as the sweep wrote it -> its whole canonical form: a sweep repeats a few hundred
   // configs over ~10^5 rows, so each text is parsed and completed once.
   std::map<std::string, std::string> canonical_of;
@@ -232,6 +269,10 @@ void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& 
       if (added) {
         known->second =
             tuned::with_absent_params(tuned::Config::parse(f[col_config]), op_params).canonical();
+      }
+      if (opt.op_rules && !op_accepts(known->second, key, p.alignment)) {
+        ++sweep.refused;
+        continue;
       }
       p.ms[known->second] = ms;
     } catch (const std::logic_error& e) {  // stoll and friends
@@ -353,11 +394,11 @@ int run(Options opt) {
     by_variant[p.variant].push_back(&p);
   }
   std::fprintf(stderr,
-               "fit_selection: %s (sm_%d): %zu rows, %zu wrong results and %zu beyond the accuracy "
-               "contract left out; %zu held-out problems dropped (%zu rows); %zu problems kept, "
-               "%zu without a valid result left out\n",
+               "fit_selection: %s (sm_%d): %zu rows, %zu wrong results, %zu beyond the accuracy "
+               "contract and %zu of configs the op refuses there left out; %zu held-out problems "
+               "dropped (%zu rows); %zu problems kept, %zu without a valid result left out\n",
                opt.device_name.c_str(), opt.cc, sweep.rows, sweep.invalid, sweep.inaccurate,
-               sweep.dropped.size(),
+               sweep.refused, sweep.dropped.size(),
                sweep.dropped_rows, sweep.problems.size() - without_valid, without_valid);
   if (by_variant.empty()) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "no valid measurements");
 
@@ -499,7 +540,8 @@ int run(Options opt) {
   }
   table << (sweep.device_line.empty() ? "" : " (" + sweep.device_line.substr(2) + ")") << ".\n"
         << "# " << sweep.rows << " rows, " << sweep.invalid << " wrong results left out, "
-        << sweep.inaccurate << " beyond the accuracy contract left out, " << sweep.dropped.size()
+        << sweep.inaccurate << " beyond the accuracy contract and " << sweep.refused
+        << " of configs the op refuses there left out, " << sweep.dropped.size()
         << " held-out problems dropped. Per variant, up to " << opt.entries
         << " entries chosen greedily by summed log regret, each problem weighed 1 + cuBLAS ms / "
         << opt.time_weight_ms << ";\n"
@@ -562,6 +604,9 @@ int main(int argc, char** argv) {
                  "every problem alike)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_flag("!--without-op-rules", opt.op_rules,
+               "keep rows of configs the op refuses on their problem (synthetic sweeps whose "
+               "configs are not the op's)");
   app.add_option("--out", opt.out, "table to write")->required();
   CLI11_PARSE(app, argc, argv);
   opt.command_line = quoted_command_line(argc, argv);

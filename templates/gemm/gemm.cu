@@ -42,11 +42,11 @@
 //   one instruction per 1024 multiply-adds instead of 32, which frees the issue slots and
 //   registers FFMA kernels stall on (sm_90+; TM, TN, LM, UNROLL and PAD are fixed placeholders
 //   then, and the lanes follow the mma's fragment layout).
-//   KSUM = 1 (FFMA only) sums each k slice of BK products apart, from zero, and adds it to the
-//   running sum after the slice: an error that grows like (BK + k / BK) roundings instead of k
-//   (sequential FFMA sums were 2.2x cuBLAS SGEMM's error against an FP64 product at k = 1024,
-//   beyond the accuracy contract), for one add per accumulator and slice and a second set of
-//   accumulators.
+//   KSUM = 1 (FFMA only) sums k in partial chains of KSUM_CHAIN (128) products, each from
+//   zero, and adds each chain to the running sum: an error that grows like (128 + k / 128)
+//   roundings instead of k (sequential FFMA sums were 2.2x cuBLAS SGEMM's error against an FP64
+//   product at k = 1024, beyond the accuracy contract), for one add per accumulator and chain
+//   (under 1 % more instructions) and a second set of accumulators.
 //   CSTAGE = 1 writes C through shared memory: the block's accumulators go to a BM x BN tile
 //   there (column-major, C_STRIDE floats per column), then every warp stores whole runs of a
 //   column, 32 consecutive rows per instruction. Straight from the fragments, a lane's rows are
@@ -151,6 +151,9 @@
 #ifndef KSUM
 #error "gemm.cu: KSUM must be defined (-DKSUM=<value>)"
 #endif
+#ifndef KSUM_CHAIN
+#error "gemm.cu: KSUM_CHAIN must be defined (-DKSUM_CHAIN=<value>)"
+#endif
 #ifndef C_STRIDE
 #error "gemm.cu: C_STRIDE must be defined (-DC_STRIDE=<value>)"
 #endif
@@ -172,6 +175,9 @@ constexpr int kUnroll = UNROLL;  // #pragma unroll takes a constant expression, 
 // fragments then come 128 bits at a time along k), else 1; the slice loop unrolls whole groups.
 constexpr int kKGroup = (AKM && BKM) ? 1 : 4;
 constexpr int kGroupUnroll = kUnroll / kKGroup > 0 ? kUnroll / kKGroup : 1;
+// KSUM = 1: slices of BK per partial chain of KSUM_CHAIN products (gemm_op::kSumChain, 128: the
+// accuracy contract's longest sum; the adds cost under 1 %).
+constexpr int kSlicesPerChain = (KSUM_CHAIN + BK - 1) / BK;
 
 // Shared tiles (floats): A k-major is BK rows of kAStride, A m-major BM rows of it; B alike.
 constexpr int kAStride = A_STRIDE;
@@ -509,6 +515,24 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
   for (int i = 0; i < kFragM; ++i)
 #pragma unroll
     for (int j = 0; j < kFragN; ++j) acc[i][j] = 0.0f;
+  // KSUM = 1: the partial chain being summed, added to acc every kSlicesPerChain slices and after
+  // the last (KSUM = 0 never touches it, and the compiler drops it).
+  float chain[kFragM][kFragN];
+#pragma unroll
+  for (int i = 0; i < kFragM; ++i)
+#pragma unroll
+    for (int j = 0; j < kFragN; ++j) chain[i][j] = 0.0f;
+  int chain_slices = 0;
+  auto add_chain = [&]() {
+#pragma unroll
+    for (int i = 0; i < kFragM; ++i)
+#pragma unroll
+      for (int j = 0; j < kFragN; ++j) {
+        acc[i][j] += chain[i][j];
+        chain[i][j] = 0.0f;
+      }
+    chain_slices = 0;
+  };
   // MMA = 1 sums in double until the epilogue: element e of tile (im, jn) is acc[2 im + e / 2]
   // [2 jn + e % 2].
   double dacc[kMmaM][kMmaN][4];
@@ -619,15 +643,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     }
   };
   auto compute_slice_ffma = [&](const float* as, const float* bs) {
-    // KSUM = 1: this slice's products summed apart from zero, then added to acc (KSUM = 0 never
-    // touches `slice`, and the compiler drops it).
-    float slice[kFragM][kFragN];
-    if constexpr (KSUM == 1) {
-#pragma unroll
-      for (int i = 0; i < kFragM; ++i)
-#pragma unroll
-        for (int j = 0; j < kFragN; ++j) slice[i][j] = 0.0f;
-    }
 #pragma unroll kGroupUnroll
     for (int k0 = 0; k0 < BK; k0 += kKGroup) {
       // An operand stored k-contiguous (AKM or BKM = 0) is read kKGroup steps of k at once: one
@@ -678,7 +693,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
 #pragma unroll
           for (int j = 0; j < kFragN; ++j) {
             if constexpr (KSUM == 1) {
-              slice[i][j] = fmaf(a_frag[i], b_frag[j], slice[i][j]);
+              chain[i][j] = fmaf(a_frag[i], b_frag[j], chain[i][j]);
             } else {
               acc[i][j] = fmaf(a_frag[i], b_frag[j], acc[i][j]);
             }
@@ -686,10 +701,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
       }
     }
     if constexpr (KSUM == 1) {
-#pragma unroll
-      for (int i = 0; i < kFragM; ++i)
-#pragma unroll
-        for (int j = 0; j < kFragN; ++j) acc[i][j] += slice[i][j];
+      if (++chain_slices == kSlicesPerChain) add_chain();
     }
   };
   auto compute_slice = [&](int stage) {
@@ -743,6 +755,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     }
   }
 
+  if constexpr (KSUM == 1) add_chain();  // the last, shorter chain
   if constexpr (kMma) {
 #pragma unroll
     for (int im = 0; im < kMmaM; ++im)

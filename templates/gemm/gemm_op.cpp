@@ -48,7 +48,7 @@ const std::vector<Param>& parameters() {
       {"CSTAGE", {0, 1}, "C written through shared memory, whole column runs per warp", 0},
       // Came with issue 28's accuracy contract: configs recorded before it sum k in one chain.
       {"KSUM", {0, 1},
-       "FFMA: each k slice summed apart, then added (error ~(BK + k/BK) u instead of ~k u)", 0},
+       "FFMA: k summed in partial chains of ~128 products (error ~(128 + k/128) u, not ~k u)", 0},
   };
   return params;
 }
@@ -86,6 +86,18 @@ int64_t gemv_rows(const Problem& p) { return p.n == 1 ? p.m : p.n; }
 }  // namespace
 
 bool is_gemv(const Config& c) { return c.has("GEMV") && c.get("GEMV") > 0; }
+
+int64_t longest_ffma_sum(const Config& c, const Problem& p) {
+  const int64_t bk = c.get("BK");
+  const int64_t slices = (std::max<int64_t>(p.k, 1) + bk - 1) / bk;
+  const int64_t splits = c.get("SPLITK");
+  const int64_t chain = (slices + splits - 1) / splits * bk;  // one split's products, in order
+  if (c.has("KSUM") && c.get("KSUM") == 1) {
+    // Partial chains of kSumChain products (gemm.cu), then one sum of the chains.
+    return std::max(std::min(chain, kSumChain), (chain + kSumChain - 1) / kSumChain);
+  }
+  return chain;
+}
 
 std::string Problem::layout() const {
   return std::string(trans_a ? "T" : "N") + (trans_b ? "T" : "N");
@@ -321,6 +333,12 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   // rows one float each); with 16-byte stores the fragments' runs are whole sectors already.
   space.require({"stage_c_where_stores_are_narrow", {"CSTAGE"},
                  [=](const Config& c) { return c.get("CSTAGE") == 0 || alignment < 4; }, true});
+  // The accuracy contract: no FFMA sum longer than kMaxFfmaSum (KSUM = 1 or split-K past it).
+  // Last, so a config that breaks another rule too is named by that one.
+  space.require({"ffma_sums_within_contract", {"GEMV", "BK", "SPLITK", "MMA", "KSUM"},
+                 [=](const Config& c) {
+                   return is_gemv(c) || is_mma(c) || longest_ffma_sum(c, problem) <= kMaxFfmaSum;
+                 }});
   return space;
 }
 
@@ -343,9 +361,9 @@ int estimated_registers(const Config& c) {
   const int staging = c.get("PIPE") <= 1
                           ? (c.get("BM") + c.get("BN")) * c.get("BK") / threads + 2 * c.get("VEC")
                           : 0;
-  // KSUM = 1: the slice's sums beside the running ones, and as many again for the adds the
-  // compiler schedules with them (measured: a 32-accumulator tile spilled at the 128 of MINB 2
-  // where one more set was estimated at 108).
+  // KSUM = 1: the partial chain's sums beside the running ones, and as many again for the adds
+  // the compiler schedules with them (measured: a 32-accumulator tile spilled at the 128 of
+  // MINB 2 where one more set was estimated at 108).
   const int slice_sums = c.has("KSUM") && c.get("KSUM") == 1 ? 2 * frag_m * frag_n : 0;
   return frag_m * frag_n + slice_sums + read_m + read_n + staging + 32;
 }
@@ -365,7 +383,19 @@ Config default_config(const DeviceInfo& device, const Problem& problem) {
   const double blocks_large = static_cast<double>((problem.m + 127) / 128) * ((problem.n + 127) / 128);
   const double blocks_medium = static_cast<double>((problem.m + 63) / 64) * ((problem.n + 63) / 64);
   const int sms = std::max(1, device.sm_count);
-  const Config& pick = blocks_large >= sms ? large : blocks_medium >= sms ? medium : small;
+  const Config& tile = blocks_large >= sms ? large : blocks_medium >= sms ? medium : small;
+  Config pick = with_absent_params(tile, parameters());
+  // The accuracy contract: k summed in partial chains past kMaxFfmaSum (the large tile's 64
+  // accumulators would not fit a second set: the medium tile then), and split where even the
+  // chains' sum would be longer.
+  if (longest_ffma_sum(pick, problem) > kMaxFfmaSum) {
+    if (&tile == &large) pick = with_absent_params(medium, parameters());
+    pick.set("KSUM", 1);
+    for (int splits : {1, 2, 4, 8, 16, 32, 64, 128, 256}) {
+      pick.set("SPLITK", splits);
+      if (longest_ffma_sum(pick, problem) <= kMaxFfmaSum) break;
+    }
+  }
   return fit_config(pick, device, problem);
 }
 
@@ -629,7 +659,8 @@ KernelSpec kernel_spec(const Config& config, const Problem& problem) {
   spec.options = {"-DKERNEL_NAME=" + spec.kernel_name,
                   "-DTRANS_A=" + std::to_string(problem.trans_a ? 1 : 0),
                   "-DTRANS_B=" + std::to_string(reads_b_transposed(config, problem) ? 1 : 0),
-                  "-DC_VEC=" + std::to_string(c_vec(config, problem))};
+                  "-DC_VEC=" + std::to_string(c_vec(config, problem)),
+                  "-DKSUM_CHAIN=" + std::to_string(kSumChain)};
   for (const auto& d : kernel_config(config).defines()) spec.options.push_back(d);
   // (A GEMV config's strides are its placeholder tile's: the matrix-vector kernel has no tiles.)
   const SharedStrides strides = shared_strides(config);

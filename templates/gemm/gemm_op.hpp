@@ -101,6 +101,17 @@ int threads_per_block(const Config& config);
 int64_t tile_count(const Config& config, const Problem& problem);
 /// Whether config is the matrix-vector kernel (GEMV > 0) rather than the tile kernel.
 bool is_gemv(const Config& config);
+/// The accuracy contract (issue 28): an FFMA sum of more than kMaxFfmaSum products in one
+/// sequence was beyond 2x cuBLAS SGEMM's normwise error against an FP64 product on 1-4 % of the
+/// H100 sweeps' problems at 160-511 products and on most past 1024; at 128 or fewer, on none.
+/// Longer sums are refused (rule ffma_sums_within_contract): KSUM = 1 sums partial chains of
+/// kSumChain products (gemm.cu) and then the chains, so both sequences stay within 128 while a
+/// split's share of k is at most 128 * 128; split-K or the FP64 tensor cores beyond.
+constexpr int64_t kMaxFfmaSum = 128;
+constexpr int64_t kSumChain = 128;
+/// The longest sequence of adds an FFMA config makes per output on this problem: one split's
+/// products, or with KSUM = 1 the longer of a partial chain and the chains' sum.
+int64_t longest_ffma_sum(const Config& config, const Problem& problem);
 /// Whether the main kernel reads B as (n, k), n contiguous: B transposed, or PRETB.
 bool reads_b_transposed(const Config& config, const Problem& problem);
 /// PACK's copies are bounded: an operand past kMaxPackBytes (a vocabulary-sized B of 50257 x 8192

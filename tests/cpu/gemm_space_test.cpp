@@ -31,8 +31,9 @@ TEST(GemmSpace, ConfigRendersOptionsNameAndCanonicalText) {
   EXPECT_EQ(spec.options[1], "-DTRANS_A=1");
   EXPECT_EQ(spec.options[2], "-DTRANS_B=0");
   EXPECT_EQ(spec.options[3], "-DC_VEC=4");
-  EXPECT_EQ(spec.options[4], "-DGEMV=0");
-  EXPECT_EQ(spec.options[5], "-DBM=128");
+  EXPECT_EQ(spec.options[4], "-DKSUM_CHAIN=128");  // the accuracy contract's longest FFMA sum
+  EXPECT_EQ(spec.options[5], "-DGEMV=0");
+  EXPECT_EQ(spec.options[6], "-DBM=128");
   // PACK and REDUCE are the launch's: neither in the kernel's name nor among its options.
   // Last the kernel's parameters, then the shared strides the host derives (BM + PAD, BN + PAD,
   // and the staged C tile's BM + 4, passed even where it is not staged).
@@ -105,16 +106,19 @@ TEST(GemmSpace, EnumerationMeetsEveryConstraint) {
       EXPECT_FALSE(nb == *c);
     }
   }
-  // The classic ladder rungs are points of the (unrestricted) space; the restriction excludes
-  // those with values it removed.
-  const Space full = make_space(dev, p);
+  // The classic ladder rungs (single FFMA chains) are points of the (unrestricted) space where k
+  // is short enough for one chain; the restriction excludes those with values it removed.
+  const Problem short_k = packed_problem("NN", 4096, 4096, 128);
+  const Space full = make_space(dev, short_k);
+  Space restricted = make_space(dev, short_k);
+  restricted.restrict({{"PAD", {4}}});
   for (const char* rung :
        {"GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
         "GEMV=0,BM=32,BN=32,BK=32,WM=32,WN=1,TM=1,TN=1,LM=32,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=32,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
         "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0"}) {
     EXPECT_FALSE(full.violation(Config::parse(rung)).has_value()) << rung;
   }
-  EXPECT_EQ(space.violation(Config::parse(
+  EXPECT_EQ(restricted.violation(Config::parse(
                 "GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,"
                 "UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0")),
             std::optional<std::string>("PAD_in_space"));
@@ -122,7 +126,8 @@ TEST(GemmSpace, EnumerationMeetsEveryConstraint) {
 
 TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   const DeviceInfo dev = reference_device(90);
-  const Problem p = packed_problem("NN", 4095, 4096, 4096);  // m odd: alignment class 1
+  // m odd: alignment class 1; k short enough for the single FFMA chains below.
+  const Problem p = packed_problem("NN", 4095, 4096, 128);
   EXPECT_EQ(p.alignment, 1);
   const Space space = make_space(dev, p);
   auto c = Config::parse(
@@ -139,7 +144,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   c.set("VEC", 4);
   c.set("PACK", 1);
   EXPECT_FALSE(space.violation(c, /*include_pruning=*/true).has_value());
-  const Space aligned = make_space(dev, packed_problem("NN", 4096, 4096, 4096));
+  const Space aligned = make_space(dev, packed_problem("NN", 4096, 4096, 128));
   EXPECT_EQ(aligned.violation(c, /*include_pruning=*/false).value_or(""), "");
   EXPECT_EQ(aligned.violation(c, /*include_pruning=*/true).value_or(""), "pack_for_wider_vectors");
   c.set("PACK", 0);
@@ -148,7 +153,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   c.set("SPLITK", 2);
   EXPECT_EQ(aligned.violation(c, /*include_pruning=*/false).value_or(""), "");
 
-  // fit_config keeps VEC by packing where the copies are cheap next to the product (4095^3), and
+  // fit_config keeps VEC by packing where the copies are cheap next to the product (4095x4096), and
   // narrows it where they are not (a small or skinny product); everything else is kept.
   const Config wide = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
@@ -156,7 +161,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   EXPECT_EQ(fitted.get("VEC"), 4);
   EXPECT_EQ(fitted.get("PACK"), 1);
   EXPECT_EQ(fitted.get("BM"), 128);
-  for (const Problem& small : {packed_problem("NN", 999, 1000, 1000), packed_problem("NN", 4095, 64, 4096)}) {
+  for (const Problem& small : {packed_problem("NN", 999, 1000, 100), packed_problem("NN", 4095, 64, 128)}) {
     EXPECT_FALSE(packing_pays(small));
     const Config narrowed = fit_config(wide, dev, small);
     EXPECT_EQ(narrowed.get("VEC"), 1);
@@ -198,13 +203,13 @@ TEST(GemmSpace, PackedOperandsAndSplitSumsHaveTheirWorkspace) {
   EXPECT_EQ(workspace_bytes(tail, packed_problem("NN", 4096, 4096, 4096)), 512u * (128 * 128 * 4 + 4));
   EXPECT_EQ(workspace_bytes(tail, packed_problem("NN", 300, 100, 4096)), 24u * (128 * 128 * 4 + 4));
   const DeviceInfo dev = reference_device(90);
-  const Space space = make_space(dev, packed_problem("NN", 4096, 4096, 4096));
+  const Space space = make_space(dev, packed_problem("NN", 4096, 4096, 128));
   EXPECT_EQ(space.violation(tail, /*include_pruning=*/true).value_or(""), "");
   tail.set("SPLITK", 2);
   EXPECT_EQ(space.violation(tail, /*include_pruning=*/false).value_or(""), "tail_split_or_split_k");
   // One wave or less (64 tiles on 132 SMs): nothing to split, pruned.
   tail.set("SPLITK", 1);
-  EXPECT_EQ(make_space(dev, packed_problem("NN", 1024, 1024, 4096))
+  EXPECT_EQ(make_space(dev, packed_problem("NN", 1024, 1024, 128))
                 .violation(tail, /*include_pruning=*/true)
                 .value_or(""),
             "tail_after_full_waves");
@@ -326,7 +331,7 @@ TEST(GemmSpace, AlignmentClassLooksAtPointersAndLeadingDims) {
 
 TEST(GemmSpace, SplitKGeometryAndWorkspace) {
   const DeviceInfo dev = reference_device(90);
-  const Problem p = packed_problem("NN", 32, 4096, 4096);
+  const Problem p = packed_problem("NN", 32, 4096, 1024);  // 8 splits: chains of 128
   Config c = Config::parse(
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
@@ -338,7 +343,7 @@ TEST(GemmSpace, SplitKGeometryAndWorkspace) {
   // 8 partial 32x64 tiles per tile, then one ticket per tile.
   EXPECT_EQ(workspace_bytes(c, p), 8u * 64 * 32 * 64 * 4 + 64 * 4);
   // Split-K is pruned where the tiles already fill the GPU.
-  const Space big = make_space(dev, packed_problem("NN", 4096, 4096, 4096));
+  const Space big = make_space(dev, packed_problem("NN", 4096, 4096, 1024));
   c.set("BM", 128);
   c.set("BN", 128);
   c.set("WM", 64);
@@ -377,7 +382,7 @@ TEST(GemmSpace, SelectionFeaturesArePaddingAndWaveQuantization) {
 
 TEST(GemmSpace, PretransposedBReadsTheWorkspaceAsTransposed) {
   const DeviceInfo dev = reference_device(90);
-  const Problem nn = packed_problem("NN", 4096, 1000, 4096);
+  const Problem nn = packed_problem("NN", 4096, 1000, 128);  // k of one FFMA chain
   Config c = Config::parse(
       "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
       "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
@@ -387,17 +392,17 @@ TEST(GemmSpace, PretransposedBReadsTheWorkspaceAsTransposed) {
   // B is transposed by the transpose op, not a companion: those reset split-K tickets and pack.
   EXPECT_EQ(spec.companions,
             (std::vector<std::string>{"tuned_gemm_zero_tickets", "tuned_gemm_pack"}));
-  EXPECT_EQ(workspace_bytes(c, nn), 1000u * 4096 * 4);  // ld rounded to 1000, 256-byte multiple
+  EXPECT_EQ(workspace_bytes(c, nn), 1000u * 128 * 4);  // ld rounded to 1000, 256-byte multiple
   // Not for a B that is already n-contiguous, and pruned where m is small.
-  EXPECT_EQ(make_space(dev, packed_problem("NT", 4096, 1000, 4096)).violation(c).value_or(""),
+  EXPECT_EQ(make_space(dev, packed_problem("NT", 4096, 1000, 128)).violation(c).value_or(""),
             "pretranspose_needs_k_contiguous_b");
-  EXPECT_EQ(make_space(dev, packed_problem("NN", 512, 1000, 4096)).violation(c).value_or(""),
+  EXPECT_EQ(make_space(dev, packed_problem("NN", 512, 1000, 128)).violation(c).value_or(""),
             "pretranspose_when_m_large");
 }
 
 TEST(GemmSpace, RegisterEstimatePrunesConfigsThatWouldSpill) {
   const DeviceInfo dev = reference_device(90);
-  const Space space = make_space(dev, packed_problem("NN", 4096, 4096, 4096));
+  const Space space = make_space(dev, packed_problem("NN", 4096, 4096, 128));
   // 128 accumulators with register prefetch fit one block of 256 threads per SM ...
   Config c = Config::parse(
       "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
@@ -467,6 +472,46 @@ TEST(GemmSpace, SliceSumsAreAnFfmaVariantWithTheirRegisters) {
   EXPECT_GT(with_slice_sums, 4);
 }
 
+// The accuracy contract refuses FFMA sums longer than kMaxFfmaSum (128) products: one split's
+// share of k in one chain (KSUM = 0), or with KSUM = 1 the partial chains and their sum. The FP64
+// tensor cores and the matrix-vector kernel are not bound by it; the fallback config meets it.
+TEST(GemmSpace, FfmaSumsLongerThanTheContractAllowsAreRefused) {
+  const DeviceInfo dev = reference_device(90);
+  const Config chain = Config::parse(
+      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
+  auto refusal = [&](const Config& c, int64_t k) {
+    return make_space(dev, packed_problem("NN", 512, 512, k)).violation(c, false).value_or("");
+  };
+  EXPECT_EQ(longest_ffma_sum(chain, packed_problem("NN", 512, 512, 128)), 128);
+  EXPECT_EQ(refusal(chain, 128), "");
+  // 129 is 9 slices of 16: a chain of 144.
+  EXPECT_EQ(longest_ffma_sum(chain, packed_problem("NN", 512, 512, 129)), 144);
+  EXPECT_EQ(refusal(chain, 129), "ffma_sums_within_contract");
+  Config split = chain;
+  split.set("SPLITK", 8);
+  EXPECT_EQ(refusal(split, 1024), "");  // 64 slices, 8 a split
+  EXPECT_EQ(refusal(split, 1025), "ffma_sums_within_contract");
+  Config sums = chain;
+  sums.set("KSUM", 1);
+  EXPECT_EQ(longest_ffma_sum(sums, packed_problem("NN", 512, 512, 100)), 112);  // one chain
+  EXPECT_EQ(refusal(sums, 1025), "");
+  EXPECT_EQ(refusal(sums, 16384), "");  // 128 chains of 128
+  EXPECT_EQ(refusal(sums, 16385), "ffma_sums_within_contract");
+  EXPECT_THROW(fit_config(chain, dev, packed_problem("NN", 512, 384, 1024)), Error);
+  Config mma = Config::parse(
+      "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0");
+  EXPECT_EQ(refusal(mma, 100000), "");
+  for (int64_t k : {1, 127, 1000, 4097, 16385, 100000}) {
+    for (int64_t mn : {7, 1000, 4097}) {
+      const Problem p = packed_problem("NT", mn, mn, k);
+      const Config fallback = default_config(dev, p);
+      EXPECT_LE(longest_ffma_sum(fallback, p), kMaxFfmaSum) << k << " " << fallback.canonical();
+    }
+  }
+}
+
 TEST(GemmSpace, Fp64TensorCoreConfigsNeedSm90AndTheirOwnStrides) {
   const std::string base =
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,PIPE=3,"
@@ -508,7 +553,8 @@ TEST(GemmSpace, Fp64TensorCoreConfigsNeedSm90AndTheirOwnStrides) {
   const std::string before_mma =
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=0,UNROLL=8,PIPE=3,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0";
-  EXPECT_EQ(fit_config(Config::parse(before_mma), reference_device(90), nn), ffma);
+  const Problem short_k = packed_problem("NN", 1000, 1000, 128);  // one FFMA chain
+  EXPECT_EQ(fit_config(Config::parse(before_mma), reference_device(90), short_k), ffma);
   EXPECT_EQ(kernel_spec(Config::parse(before_mma), nn).options, kernel_spec(ffma, nn).options);
   // Each read path (A and B k-contiguous or not) in each layout compiles for sm_90, unspilled.
   for (const char* layout : {"NN", "NT", "TN", "TT"}) {
@@ -547,7 +593,7 @@ TEST(GemmSpace, StagedCTileReusesTheStagesWhereStoresAreNarrow) {
   EXPECT_EQ(shared_bytes(deep), 4u * (32 * 132 + 32 * 132) * 4);
   const DeviceInfo dev = reference_device(90);
   const Problem odd = packed_problem("TT", 2245, 3167, 47);  // every leading dimension odd
-  const Problem aligned = packed_problem("NN", 1024, 1024, 1024);
+  const Problem aligned = packed_problem("NN", 1024, 1024, 128);
   EXPECT_FALSE(make_space(dev, odd).violation(staged, true).has_value());
   EXPECT_EQ(make_space(dev, aligned).violation(staged, true).value_or(""),
             "stage_c_where_stores_are_narrow");
@@ -649,7 +695,7 @@ INSTANTIATE_TEST_SUITE_P(Archs, GemmCompileSample, ::testing::Values(80, 90));
 TEST(GemmCompile, MissingParameterFailsWithTheNvrtcLog) {
   const Problem p = packed_problem("NN", 64, 64, 64);
   KernelSpec spec = kernel_spec(default_config(reference_device(90), p), p);
-  spec.options.erase(spec.options.begin() + 6);  // drop -DBN=... (after -DC_VEC, -DGEMV, -DBM)
+  std::erase_if(spec.options, [](const std::string& o) { return o.rfind("-DBN=", 0) == 0; });
   CompileRequest request{spec.source_name, spec.source, spec.kernel_name, spec.options, 90};
   try {
     compile_kernel(request);
