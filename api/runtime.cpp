@@ -181,7 +181,7 @@ Runtime::Runtime(std::optional<DeviceInfo> fixed_device) : fixed_device_(std::mo
   kernels_.set_store(db_);
 }
 
-Runtime::~Runtime() = default;  // pools stay with the process: destroying them at exit is unsafe
+Runtime::~Runtime() = default;
 
 void Runtime::set_database(const std::string& path) {
   const char* env = std::getenv("TUNED_DB");
@@ -389,10 +389,6 @@ std::shared_ptr<const Runtime::Choice> Runtime::resolve(const OpRegistration& op
     log(LogLevel::kInfo, describe_problem(op, problem) + ": " + choice.origin + " " +
                              choice.config.canonical() + kernel_note);
   }
-  if (with_kernel && choice.workspace_bytes > 0) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    workspace_pool(device.index);
-  }
   auto shared = std::make_shared<const Choice>(std::move(choice));
   std::lock_guard<std::mutex> lock(mutex_);
   // A choice made with a database that was replaced meanwhile is used once, not remembered.
@@ -404,37 +400,25 @@ void Runtime::run(const OpRegistration& op, const ProblemId& problem, const Laun
                   cudaStream_t stream) {
   const DeviceInfo* device;
   std::shared_ptr<const Choice> choice;
-  cudaMemPool_t pool = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     device = &current_device();
     if (auto it = memo_.find(MemoKey{device->index, &op, problem}); it != memo_.end()) {
       if (it->second->kernel) choice = it->second;
     }
-    if (choice && choice->workspace_bytes > 0) pool = pools_.at(device->index);
   }
-  if (!choice) {
-    choice = resolve(op, *device, problem, stream, /*with_kernel=*/true);
-    if (choice->workspace_bytes > 0) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      pool = pools_.at(device->index);
-    }
-  }
+  if (!choice) choice = resolve(op, *device, problem, stream, /*with_kernel=*/true);
   if (choice->workspace_bytes == 0) {
     launch(*choice->kernel, choice->config, nullptr, stream);
     return;
   }
-  // The workspace is allocated and freed in stream order from the runtime's own pool, so
-  // concurrent calls on different streams never share one and repeated calls reuse memory.
-  void* workspace = nullptr;
-  TUNED_CUDA_CHECK(cudaMallocFromPoolAsync(&workspace, choice->workspace_bytes, pool, stream));
-  try {
+  // Concurrent calls on different streams never share a workspace; one stream's reuse its buffer.
+  // Inside a capture, from a pool (created in relaxed mode: a capture refuses unsafe calls).
+  const bool capturing = is_capturing(stream);
+  RelaxedCaptureMode relaxed(capturing);
+  workspaces_.with(device->index, stream, capturing, choice->workspace_bytes, [&](void* workspace) {
     launch(*choice->kernel, choice->config, workspace, stream);
-  } catch (...) {
-    (void)cudaFreeAsync(workspace, stream);
-    throw;
-  }
-  TUNED_CUDA_CHECK(cudaFreeAsync(workspace, stream));
+  });
 }
 
 std::string Runtime::describe(const OpRegistration& op, const ProblemId& problem) {
@@ -449,20 +433,6 @@ std::string Runtime::describe(const OpRegistration& op, const ProblemId& problem
   }
   if (!choice) choice = resolve(op, *device, problem, nullptr, /*with_kernel=*/false);
   return choice->origin + ": " + choice->config.canonical();
-}
-
-cudaMemPool_t Runtime::workspace_pool(int device) {
-  if (auto it = pools_.find(device); it != pools_.end()) return it->second;
-  cudaMemPoolProps props{};
-  props.allocType = cudaMemAllocationTypePinned;
-  props.location.type = cudaMemLocationTypeDevice;
-  props.location.id = device;
-  cudaMemPool_t pool = nullptr;
-  TUNED_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
-  // Keep freed workspace reserved for the next call instead of returning it at each sync.
-  uint64_t keep = UINT64_MAX;
-  TUNED_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
-  return pools_.emplace(device, pool).first->second;
 }
 
 }  // namespace tuned

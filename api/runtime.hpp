@@ -26,6 +26,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "api/workspaces.hpp"
 #include "cache/database.hpp"
 #include "generator/device.hpp"
 #include "generator/kernel_cache.hpp"
@@ -55,7 +56,7 @@ class Runtime {
   TuningPolicy tuning();
 
   /// Launches one call: launch(kernel, config, workspace, stream) with the chosen kernel and a
-  /// workspace of the config's size (stream-ordered from the runtime's pool; null when none).
+  /// workspace of the config's size (api/workspaces.hpp; null when none).
   using Launcher =
       std::function<void(const LoadedKernel&, const Config&, void* workspace, cudaStream_t)>;
   void run(const OpRegistration& op, const ProblemId& problem, const Launcher& launch,
@@ -94,7 +95,6 @@ class Runtime {
   std::optional<Choice> tune_first_use(const OpRegistration& op, const DeviceInfo& device,
                                        const ProblemId& problem, const Choice& fallback,
                                        cache::Database* db);
-  cudaMemPool_t workspace_pool(int device);  // created on first use, kept for the process
 
   std::optional<DeviceInfo> fixed_device_;
   std::mutex mutex_;
@@ -104,7 +104,7 @@ class Runtime {
   std::optional<TuningPolicy> tuning_;
   KernelCache kernels_;
   std::unordered_map<MemoKey, std::shared_ptr<const Choice>, MemoKeyHash> memo_;
-  std::map<int, cudaMemPool_t> pools_;
+  Workspaces workspaces_;
   std::mutex tune_mutex_;  // one first-use tuning at a time: timings must not overlap
 };
 

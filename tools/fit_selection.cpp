@@ -398,8 +398,8 @@ int run(Options opt) {
                "contract and %zu of configs the op refuses there left out; %zu held-out problems "
                "dropped (%zu rows); %zu problems kept, %zu without a valid result left out\n",
                opt.device_name.c_str(), opt.cc, sweep.rows, sweep.invalid, sweep.inaccurate,
-               sweep.refused, sweep.dropped.size(),
-               sweep.dropped_rows, sweep.problems.size() - without_valid, without_valid);
+               sweep.refused, sweep.dropped.size(), sweep.dropped_rows,
+               sweep.problems.size() - without_valid, without_valid);
   if (by_variant.empty()) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "no valid measurements");
 
   size_t pairs = 0;

@@ -16,7 +16,8 @@ namespace tuned::gemm_op {
 const std::vector<Param>& parameters() {
   static const std::vector<Param> params = {
       // First, so the rules that pin the tile parameters of a GEMV config prune at once.
-      {"GEMV", {0, 8, 16, 32, 64, 128, 256},
+      {"GEMV",
+       {0, 8, 16, 32, 64, 128, 256},
        "0: tile kernel; else matrix-vector kernel (m or n is 1) with GEMV rows per block"},
       {"BM", {16, 32, 64, 128, 256}, "block tile rows (m)"},
       {"BN", {16, 32, 64, 128, 256}, "block tile columns (n)"},
@@ -39,16 +40,20 @@ const std::vector<Param>& parameters() {
       // Host-side parameters: the launch, not the kernel, reads them (see kHostParams).
       // These three came after the first sweeps: a config without them meant 0.
       {"PACK", {0, 1}, "A and B not 16-byte aligned copied aligned into the workspace first", 0},
-      {"REDUCE", {0, 1},
-       "split-K partials summed by the last block of each tile (0) or a second launch (1)", 0},
+      {"REDUCE",
+       {0, 1},
+       "split-K partials summed by the last block of each tile (0) or a second launch (1)",
+       0},
       {"TAIL", {0, 1}, "tiles of a partial last wave split along k (sized at launch)", 0},
       // Came with issue 10: configs recorded before it are FFMA kernels.
       {"MMA", {0, 1}, "0: FFMA; 1: products and sums in FP64 on the tensor cores (sm_90+)", 0},
       // Came with issue 10's small-k products: configs recorded before it store C directly.
       {"CSTAGE", {0, 1}, "C written through shared memory, whole column runs per warp", 0},
       // Came with issue 28's accuracy contract: configs recorded before it sum k in one chain.
-      {"KSUM", {0, 1},
-       "FFMA: k summed in partial chains of ~128 products (error ~(128 + k/128) u, not ~k u)", 0},
+      {"KSUM",
+       {0, 1},
+       "FFMA: k summed in partial chains of ~128 products (error ~(128 + k/128) u, not ~k u)",
+       0},
   };
   return params;
 }
@@ -59,10 +64,10 @@ namespace {
 // the space holds one GEMV config per (GEMV, VEC, SPLITK) and they pass the tile rules.
 const std::vector<std::pair<const char*, int>>& gemv_tile_placeholders() {
   static const std::vector<std::pair<const char*, int>> values = {
-      {"BM", 16},  {"BN", 16},  {"BK", 8},     {"WM", 16},   {"WN", 16},  {"TM", 2},
-      {"TN", 2},   {"LM", 8},   {"PAD", 4},    {"AKM", 1},   {"BKM", 1},  {"UNROLL", 8},
-      {"PIPE", 0}, {"SWZ", 0},  {"MINB", 1},   {"PRETB", 0}, {"PACK", 0}, {"REDUCE", 0},
-      {"TAIL", 0}, {"MMA", 0},  {"CSTAGE", 0}, {"KSUM", 0}};
+      {"BM", 16},  {"BN", 16}, {"BK", 8},     {"WM", 16},   {"WN", 16},  {"TM", 2},
+      {"TN", 2},   {"LM", 8},  {"PAD", 4},    {"AKM", 1},   {"BKM", 1},  {"UNROLL", 8},
+      {"PIPE", 0}, {"SWZ", 0}, {"MINB", 1},   {"PRETB", 0}, {"PACK", 0}, {"REDUCE", 0},
+      {"TAIL", 0}, {"MMA", 0}, {"CSTAGE", 0}, {"KSUM", 0}};
   return values;
 }
 
@@ -278,8 +283,9 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"bk_fits_k", {"BK"}, [=](const Config& c) { return c.get("BK") <= k_cap; }, true});
   // The compiler's register cap is 255, or less when MINB blocks must fit the register file;
   // configs whose estimate exceeds it spill (measured: about a quarter of unpruned trials).
-  space.require({"registers_fit", {"GEMV", "BM", "BN", "BK", "WM", "WN", "TM", "TN", "LM", "VEC",
-                                   "AKM", "BKM", "PIPE", "MINB", "MMA", "KSUM"},
+  space.require({"registers_fit",
+                 {"GEMV", "BM", "BN", "BK", "WM", "WN", "TM", "TN", "LM", "VEC", "AKM", "BKM",
+                  "PIPE", "MINB", "MMA", "KSUM"},
                  [=](const Config& c) {
                    const int cap = std::min(255, regs_per_sm / (threads_per_block(c) * c.get("MINB")));
                    return estimated_registers(c) <= cap;
@@ -335,10 +341,10 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                  [=](const Config& c) { return c.get("CSTAGE") == 0 || alignment < 4; }, true});
   // The accuracy contract: no FFMA sum longer than kMaxFfmaSum (KSUM = 1 or split-K past it).
   // Last, so a config that breaks another rule too is named by that one.
-  space.require({"ffma_sums_within_contract", {"GEMV", "BK", "SPLITK", "MMA", "KSUM"},
-                 [=](const Config& c) {
-                   return is_gemv(c) || is_mma(c) || longest_ffma_sum(c, problem) <= kMaxFfmaSum;
-                 }});
+  space.require(
+      {"ffma_sums_within_contract", {"GEMV", "BK", "SPLITK", "MMA", "KSUM"}, [=](const Config& c) {
+         return is_gemv(c) || is_mma(c) || longest_ffma_sum(c, problem) <= kMaxFfmaSum;
+       }});
   return space;
 }
 

@@ -564,7 +564,8 @@ TEST_F(FitSelectionTest, WritesTheFeatureWeightsItWasGiven) {
     sweep += row("NN", 4096, n, 4096, 4, "GEMV=0,BM=64,BN=64,SPLITK=1,VEC=4", 1.0);
     sweep += row("NN", 4096, n, 4096, 4, "GEMV=0,BM=64,BN=32,SPLITK=1,VEC=4", 1.2);
   }
-  const Fit fit = this->fit(sweep, "--entries 2 --feature-weights padding=0.75,waves=0.5 --without-op-rules");
+  const Fit fit =
+      this->fit(sweep, "--entries 2 --feature-weights padding=0.75,waves=0.5 --without-op-rules");
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
   EXPECT_NE(fit.table.find("\nfeatures\t10\tpadding=0.75\twaves=0.5\n"), std::string::npos)
       << fit.table;
@@ -648,7 +649,8 @@ TEST_F(FitSelectionTest, LeavesOutResultsBeyondTheAccuracyContract) {
   }
   const Fit fit = this->fit(sweep, "--entries 2 --without-op-rules");
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
-  EXPECT_NE(fit.output.find("3 beyond the accuracy contract and 0 of configs the op refuses"), std::string::npos)
+  EXPECT_NE(fit.output.find("3 beyond the accuracy contract and 0 of configs the op refuses"),
+            std::string::npos)
       << fit.output;
   EXPECT_EQ(fit.table.find("A=2"), std::string::npos) << fit.table;
   EXPECT_NE(fit.table.find("entry\tNN\t0\tA=1,VEC=4\n"), std::string::npos) << fit.table;

@@ -116,10 +116,10 @@ TEST(Space, AbsentParametersCompleteOlderConfigs) {
       "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1";
   EXPECT_EQ(with_absent_params(Config::parse(gemm_old), gemm_op::parameters()).canonical(),
             gemm_old + ",PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
-  EXPECT_EQ(with_absent_params(Config::parse(gemm_old + ",PACK=1,REDUCE=0,TAIL=1"),
-                               gemm_op::parameters())
-                .canonical(),
-            gemm_old + ",PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=0");
+  EXPECT_EQ(
+      with_absent_params(Config::parse(gemm_old + ",PACK=1,REDUCE=0,TAIL=1"), gemm_op::parameters())
+          .canonical(),
+      gemm_old + ",PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=0");
 }
 
 }  // namespace

