@@ -216,7 +216,7 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                    return threads_per_block(c) <= max_threads;
                  }});
   // A lane holds WM*WN/32 accumulators; past 128 the kernel spills (MMA: doubles, past 64; KSUM:
-  // a second set for the slice's sums).
+  // a second set for the partial chain's sums).
   space.require({"accumulators_per_thread", {"WM", "WN", "MMA", "KSUM"}, [](const Config& c) {
                    const int sets = c.has("KSUM") && c.get("KSUM") == 1 ? 2 : 1;
                    return c.get("WM") * c.get("WN") * sets <= 32 * (is_mma(c) ? 64 : 128);
