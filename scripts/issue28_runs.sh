@@ -26,7 +26,8 @@
 #                bench/results/gemm_sweep_candidates_ksum_<gpu>.txt) on the middle stratum's first
 #                seeds, for at most S seconds (default 240; gemm_sweep_<gpu>_issue28-ksum.tsv.gz)
 #   ksum-fit[:S] the KSUM=1 variants alone on the rest of the middle stratum, the small one, the
-#                networks set and the large stratum, for at most S seconds (default 300; gemm_sweep_<gpu>_issue28-
+#                networks set, the large stratum and the second fitting set (not yet swept: its
+#                decoding shapes lost most to the longest-sum rule), for at most S seconds (default 300; gemm_sweep_<gpu>_issue28-
 #                ksum-<set>.tsv.gz): rows for the fit where single FFMA chains break the contract
 #   networks     bench/gemm_networks, shipped data only (empty user database)
 #   networks-fu  bench/gemm_networks with first-use tuning
@@ -60,7 +61,8 @@ SETS=("networks --networks --max-gflop 600" "large --seeds 3001-3032 --min-gflop
 MORE_SETS=("more --more-networks --max-gflop 200")
 KSUM_SETS=("ksum --seeds 3101-3104 --min-gflop 0.1")
 KSUM_FIT_SETS=("ksum-middle --seeds 3105-3116 --min-gflop 0.1" "ksum-small --seeds 3201-3208 --min-gflop 0.01"
-               "ksum-networks --networks --max-gflop 600" "ksum-large --seeds 3001-3032 --min-gflop 1")
+               "ksum-networks --networks --max-gflop 600" "ksum-large --seeds 3001-3032 --min-gflop 1"
+               "ksum-more --more-networks --max-gflop 200")
 
 # sweep_sets SUFFIX SECONDS ARGS...: gemm_sweep ARGS on every set of SWEEP (default SETS),
 # resumed, for at most SECONDS in all; each set's rows in $WORK/<set>SUFFIX.tsv and back in $OUT
