@@ -26,7 +26,9 @@ class Workspaces {
 
   /// Calls use(workspace) with at least bytes of device memory (of the current device) for work
   /// enqueued on stream by use. Calls for one stream are serialized while use enqueues, so one
-  /// call's kernels never interleave with another's on the same buffer.
+  /// call's kernels never interleave with another's on the same buffer. use may run another op
+  /// through the runtime (PRETB's transpose) only if that op needs no workspace: the lock is not
+  /// recursive.
   void with(int device, cudaStream_t stream, bool capturing, size_t bytes,
             const std::function<void(void*)>& use);
 
