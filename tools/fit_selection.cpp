@@ -163,12 +163,11 @@ void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& 
       if (opt.sm_count > 0) device->sm_count = opt.sm_count;
     }
     tuned::ProblemId id;
-    const auto variant = std::find(op.variants.begin(), op.variants.end(), key.first);
-    id.variant = static_cast<int>(variant - op.variants.begin());
     id.rank = static_cast<int>(key.second.size());
     std::copy(key.second.begin(), key.second.end(), id.dims.begin());
     id.alignment = alignment;
     try {
+      id.variant = op.variant_index(key.first);
       (void)op.face->fit(tuned::Config::parse(config), *device, id);
     } catch (const Error&) {
       it->second = false;
