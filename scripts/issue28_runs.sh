@@ -29,6 +29,10 @@
 #                networks set, the large stratum and the second fitting set (not yet swept: its
 #                decoding shapes lost most to the longest-sum rule), for at most S seconds (default 300; gemm_sweep_<gpu>_issue28-
 #                ksum-<set>.tsv.gz): rows for the fit where single FFMA chains break the contract
+#   tf32[:S]     the split TF32 (MMA=2) variants of the table's FP64 tensor-core entries (bench/
+#                results/gemm_sweep_candidates_tf32_<gpu>.txt) on the networks set, the large,
+#                middle and small strata and the second fitting set, for at most S seconds
+#                (default 500; gemm_sweep_<gpu>_issue28-tf32-<set>.tsv.gz)
 #   networks     bench/gemm_networks, shipped data only (empty user database)
 #   networks-fu  bench/gemm_networks with first-use tuning
 #   large        gemm_random --min-gflop 1 --seeds 111,112,113, shipped data only
@@ -37,6 +41,7 @@
 #   firstcall    gemm_random's first 8 shapes of each seed with their first calls
 #   suite        gemm_vs_cublas, shipped data only
 #   tests        the GEMM GPU tests
+#   tests:F      the GPU tests of gtest filter F
 set -uo pipefail
 WORK=${WORK:-/tmp/issue28}
 mkdir -p "$WORK"
@@ -63,6 +68,9 @@ KSUM_SETS=("ksum --seeds 3101-3104 --min-gflop 0.1")
 KSUM_FIT_SETS=("ksum-middle --seeds 3105-3116 --min-gflop 0.1" "ksum-small --seeds 3201-3208 --min-gflop 0.01"
                "ksum-networks --networks --max-gflop 600" "ksum-large --seeds 3001-3032 --min-gflop 1"
                "ksum-more --more-networks --max-gflop 200")
+TF32_SETS=("tf32-networks --networks --max-gflop 600" "tf32-large --seeds 3001-3032 --min-gflop 1"
+           "tf32-middle --seeds 3101-3116 --min-gflop 0.1" "tf32-small --seeds 3201-3208 --min-gflop 0.01"
+           "tf32-more --more-networks --max-gflop 200")
 
 # sweep_sets SUFFIX SECONDS ARGS...: gemm_sweep ARGS on every set of SWEEP (default SETS),
 # resumed, for at most SECONDS in all; each set's rows in $WORK/<set>SUFFIX.tsv and back in $OUT
@@ -134,6 +142,11 @@ for step in "$@"; do
       SWEEP=KSUM_FIT_SETS sweep_sets "" "${budget:-300}" \
         --candidates "bench/results/gemm_sweep_candidates_ksum_${tag}.txt"
       summary+=("ksum-fit: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
+    tf32|tf32:*)
+      budget=${step#tf32}; budget=${budget#:}
+      SWEEP=TF32_SETS sweep_sets "" "${budget:-500}" \
+        --candidates "bench/results/gemm_sweep_candidates_tf32_${tag}.txt"
+      summary+=("tf32: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
     portfolio|portfolio:*)
       # The shipped portfolio alone on the same problems (the first sweeps missed its entries
       # recorded before MMA and CSTAGE existed): rows the fit joins to those problems.
@@ -173,6 +186,10 @@ for step in "$@"; do
         --gtest_filter='GemmFamilies.*:TunedGemm.*:GraphCapture.*:AutotuneEndToEnd.*:DeviceCheckCompare.*:GemmLimits.*:GemmAccuracy*:SelectionPortfolio*' \
         > "$OUT/gpu_tests_${tag}.log" 2>&1
       summary+=("tests rc=$?: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/gpu_tests_${tag}.log" | tr '\n' ' ')") ;;
+    tests:*)
+      build/tests/tuned_gpu_tests --gtest_color=no --gtest_filter="${step#tests:}" \
+        > "$OUT/gpu_tests_some_${tag}.log" 2>&1
+      summary+=("tests rc=$?: $(grep -E '^\[  (PASSED|FAILED|  FAILED) ' "$OUT/gpu_tests_some_${tag}.log" | tr '\n' ' ')") ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
   summary[-1]+=" ($(( $(date +%s) - start )) s)"

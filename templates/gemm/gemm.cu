@@ -42,7 +42,13 @@
 //   one instruction per 1024 multiply-adds instead of 32, which frees the issue slots and
 //   registers FFMA kernels stall on (sm_90+; TM, TN, LM, UNROLL and PAD are fixed placeholders
 //   then, and the lanes follow the mma's fragment layout).
-//   KSUM = 1 (FFMA only) sums k in partial chains of KSUM_CHAIN (128) products, each from
+//   MMA = 2 computes them on the TF32 tensor cores, FP32-accurate: each operand element x is
+//   split into big = tf32(x) and small = tf32(x - big) (both rounded to nearest, in registers, as
+//   the fragments are read), and each tile takes three mma.sync m16n8k8 in TF32, small * big,
+//   big * small, big * big, summed in float (the small * small term is below float's rounding).
+//   The products keep ~22 of float's 24 bits; the sums are float sums, so the accuracy contract's
+//   limit on their length (KSUM, split-K) holds as for FFMA (sm_80+; same fragment layout).
+//   KSUM = 1 (FFMA and MMA = 2) sums k in partial chains of KSUM_CHAIN (128) products, each from
 //   zero, and adds each chain to the running sum: an error that grows like (128 + k / 128)
 //   roundings instead of k (sequential FFMA sums were 2.2x cuBLAS SGEMM's error against an FP64
 //   product at k = 1024, beyond the accuracy contract), for one add per accumulator and chain
@@ -185,8 +191,8 @@ constexpr int kATileFloats = (AKM ? BK : BM) * kAStride;
 constexpr int kBStride = B_STRIDE;
 constexpr int kBTileFloats = (BKM ? BK : BN) * kBStride;
 
-// MMA = 1: mma tiles per warp along m and n (1 in FFMA kernels, whose MMA code is never run).
-constexpr bool kMma = MMA == 1;
+// MMA = 1, 2: mma tiles per warp along m and n (1 in FFMA kernels, whose MMA code is never run).
+constexpr bool kMma = MMA >= 1;
 constexpr int kMmaM = kMma ? WM / 16 : 1;
 constexpr int kMmaN = kMma ? WN / 8 : 1;
 
@@ -208,9 +214,9 @@ static_assert(TRANS_A == 0 || TRANS_A == 1, "TRANS_A is 0 or 1");
 static_assert(TRANS_B == 0 || TRANS_B == 1, "TRANS_B is 0 or 1");
 static_assert(A_STRIDE >= (AKM ? BM : BK) && A_STRIDE % 4 == 0, "A_STRIDE: whole, aligned rows");
 static_assert(B_STRIDE >= (BKM ? BN : BK) && B_STRIDE % 4 == 0, "B_STRIDE: whole, aligned rows");
-static_assert(MMA == 0 || MMA == 1, "MMA is 0 (FFMA) or 1 (FP64 tensor cores)");
+static_assert(MMA >= 0 && MMA <= 2, "MMA is 0 (FFMA), 1 (FP64 tensor cores) or 2 (split TF32)");
 static_assert(CSTAGE == 0 || CSTAGE == 1, "CSTAGE is 0 (C from the fragments) or 1 (via shared)");
-static_assert(KSUM == 0 || (KSUM == 1 && MMA == 0), "KSUM is 0, or 1 for an FFMA kernel");
+static_assert(KSUM == 0 || (KSUM == 1 && MMA != 1), "KSUM is 0, or 1 where sums are float");
 static_assert(CSTAGE == 0 || (C_STRIDE >= BM && C_STRIDE % 4 == 0),
               "C_STRIDE: whole, aligned columns of the staged C tile");
 static_assert(!kMma || (BK % 8 == 0 && WM % 16 == 0 && WN % 8 == 0),
@@ -220,6 +226,9 @@ static_assert(!kMma || (BK % 8 == 0 && WM % 16 == 0 && WN % 8 == 0),
 static_assert(!kMma || (TM == 2 && TN == 2 && LM == 8), "MMA = 1 fixes TM = TN = 2, LM = 8");
 #if MMA == 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #error "gemm.cu: MMA = 1 uses mma.sync m16n8k8 in FP64, which needs sm_90 or later"
+#endif
+#if MMA == 2 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "gemm.cu: MMA = 2 uses mma.sync m16n8k8 in TF32, which needs sm_80 or later"
 #endif
 #if PIPE >= 2 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #error "gemm.cu: PIPE >= 2 uses cp.async, which needs sm_80 or later"
@@ -388,6 +397,62 @@ __device__ __forceinline__ void mma_f64(double (&d)[4], const double (&a)[4],
 #endif
 }
 
+// d += a * b for one 16 x 8 x 8 tile in TF32 with float sums (the same fragment layout; the
+// operands are TF32 bit patterns).
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4],
+                                         const unsigned (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+// x rounded to the nearest TF32 value (10 mantissa bits), as a bit pattern.
+__device__ __forceinline__ unsigned to_tf32(float x) {
+  unsigned t = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(t) : "f"(x));
+#endif
+  return t;
+}
+
+// One operand fragment of N elements as the mma takes it: doubles (MMA = 1), or the big and
+// small TF32 parts of each float (MMA = 2).
+template <int N>
+struct MmaFragment {
+#if MMA == 2
+  unsigned big[N], small[N];
+  __device__ __forceinline__ void set(int e, float x) {
+    big[e] = to_tf32(x);
+    small[e] = to_tf32(x - __uint_as_float(big[e]));
+  }
+#else
+  double v[N];
+  __device__ __forceinline__ void set(int e, float x) { v[e] = static_cast<double>(x); }
+#endif
+};
+// The sums of MMA kernels: double (MMA = 1), float (MMA = 2).
+#if MMA == 2
+using MmaSum = float;
+#else
+using MmaSum = double;
+#endif
+
+// d += a * b for one 16 x 8 x 8 tile of the kernel's MMA family.
+__device__ __forceinline__ void mma_tile(MmaSum (&d)[4], const MmaFragment<4>& a,
+                                         const MmaFragment<2>& b) {
+#if MMA == 2
+  // The small products first, so the big one lands on sums that already hold them.
+  mma_tf32(d, a.small, b.big);
+  mma_tf32(d, a.big, b.small);
+  mma_tf32(d, a.big, b.big);
+#else
+  mma_f64(d, a.v, b.v);
+#endif
+}
+
 // How a launch treats split-K partials (gemm_op.cpp's SplitMode): the last block of each tile sums
 // them; every block only writes its partial; or this launch is the summing pass.
 constexpr int kSplitLastBlockSums = 0;
@@ -533,15 +598,37 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
       }
     chain_slices = 0;
   };
-  // MMA = 1 sums in double until the epilogue: element e of tile (im, jn) is acc[2 im + e / 2]
-  // [2 jn + e % 2].
-  double dacc[kMmaM][kMmaN][4];
+  // MMA kernels sum in their own sums (MMA = 1: double) until the epilogue: element e of tile
+  // (im, jn) is acc[2 im + e / 2][2 jn + e % 2]. MMA = 2 with KSUM = 1 runs its partial chain in
+  // mchain, added to dacc like the FFMA chain to acc.
+  MmaSum dacc[kMmaM][kMmaN][4];
+  MmaSum mchain[kMmaM][kMmaN][4];
 #pragma unroll
   for (int im = 0; im < kMmaM; ++im)
 #pragma unroll
     for (int jn = 0; jn < kMmaN; ++jn)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) dacc[im][jn][e] = 0.0;
+      for (int e = 0; e < 4; ++e) dacc[im][jn][e] = mchain[im][jn][e] = 0;
+  auto add_mma_chain = [&]() {
+#pragma unroll
+    for (int im = 0; im < kMmaM; ++im)
+#pragma unroll
+      for (int jn = 0; jn < kMmaN; ++jn)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          dacc[im][jn][e] += mchain[im][jn][e];
+          mchain[im][jn][e] = 0;
+        }
+    chain_slices = 0;
+  };
+  // Where a tile's mma sums: the partial chain (KSUM = 1) or the running sums.
+  auto mma_sums = [&](int im, int jn) -> MmaSum(&)[4] {
+    if constexpr (KSUM == 1) {
+      return mchain[im][jn];
+    } else {
+      return dacc[im][jn];
+    }
+  };
 
   // Extents of the slice starting at k0 as (contiguous, strided) lengths of each operand.
   auto a_extent = [&](int k0, int& c_left, int& s_left) {
@@ -577,7 +664,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
   // MMA = 1, per 8 steps of k: each warp converts its fragments to double and issues the tiles'
   // mma. The operand with fewer fragments (A: 4 doubles per m tile, B: 2 per n tile) is converted
   // whole first and the other one tile at a time, which keeps the fewest doubles live.
-  auto a_fragment = [&](const float* as, int kk, int im, double (&a)[4]) {
+  auto a_fragment = [&](const float* as, int kk, int im, MmaFragment<4>& a) {
     const int r = warp_m0 + im * 16 + 2 * lane_m;  // the mma's rows g and g + 8
     float f[4];                                     // f[2s + h]: row r + h, k slot s
     if constexpr (AKM) {  // m contiguous: both rows in one 64-bit read per k slot
@@ -600,9 +687,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
         for (int h = 0; h < 2; ++h) f[2 * s + h] = as[a_index(kk + mma_k(lane_n, s), r + h)];
     }
 #pragma unroll
-    for (int e = 0; e < 4; ++e) a[e] = static_cast<double>(f[e]);
+    for (int e = 0; e < 4; ++e) a.set(e, f[e]);
   };
-  auto b_fragment = [&](const float* bs, int kk, int jn, double (&b)[2]) {
+  auto b_fragment = [&](const float* bs, int kk, int jn, MmaFragment<2>& b) {
     const int n = warp_n0 + jn * 8 + lane_m;  // the mma's column g
     float f[2];
     if constexpr (!AKM && !BKM) {
@@ -611,35 +698,38 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
 #pragma unroll
       for (int s = 0; s < 2; ++s) f[s] = bs[b_index(kk + mma_k(lane_n, s), n)];
     }
-    b[0] = static_cast<double>(f[0]);
-    b[1] = static_cast<double>(f[1]);
+    b.set(0, f[0]);
+    b.set(1, f[1]);
   };
   auto compute_slice_mma = [&](const float* as, const float* bs) {
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 8) {
       if constexpr (kMmaM * 4 <= kMmaN * 2) {
-        double a[kMmaM][4];
+        MmaFragment<4> a[kMmaM];
 #pragma unroll
         for (int im = 0; im < kMmaM; ++im) a_fragment(as, kk, im, a[im]);
 #pragma unroll
         for (int jn = 0; jn < kMmaN; ++jn) {
-          double b[2];
+          MmaFragment<2> b;
           b_fragment(bs, kk, jn, b);
 #pragma unroll
-          for (int im = 0; im < kMmaM; ++im) mma_f64(dacc[im][jn], a[im], b);
+          for (int im = 0; im < kMmaM; ++im) mma_tile(mma_sums(im, jn), a[im], b);
         }
       } else {
-        double b[kMmaN][2];
+        MmaFragment<2> b[kMmaN];
 #pragma unroll
         for (int jn = 0; jn < kMmaN; ++jn) b_fragment(bs, kk, jn, b[jn]);
 #pragma unroll
         for (int im = 0; im < kMmaM; ++im) {
-          double a[4];
+          MmaFragment<4> a;
           a_fragment(as, kk, im, a);
 #pragma unroll
-          for (int jn = 0; jn < kMmaN; ++jn) mma_f64(dacc[im][jn], a, b[jn]);
+          for (int jn = 0; jn < kMmaN; ++jn) mma_tile(mma_sums(im, jn), a, b[jn]);
         }
       }
+    }
+    if constexpr (KSUM == 1) {
+      if (++chain_slices == kSlicesPerChain) add_mma_chain();
     }
   };
   auto compute_slice_ffma = [&](const float* as, const float* bs) {
@@ -755,7 +845,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     }
   }
 
-  if constexpr (KSUM == 1) add_chain();  // the last, shorter chain
+  if constexpr (KSUM == 1) {  // the last, shorter chain
+    if constexpr (kMma) {
+      add_mma_chain();
+    } else {
+      add_chain();
+    }
+  }
   if constexpr (kMma) {
 #pragma unroll
     for (int im = 0; im < kMmaM; ++im)

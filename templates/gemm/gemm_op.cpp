@@ -46,13 +46,19 @@ const std::vector<Param>& parameters() {
        0},
       {"TAIL", {0, 1}, "tiles of a partial last wave split along k (sized at launch)", 0},
       // Came with issue 10: configs recorded before it are FFMA kernels.
-      {"MMA", {0, 1}, "0: FFMA; 1: products and sums in FP64 on the tensor cores (sm_90+)", 0},
+      // 2 came with issue 28: split TF32 on the tensor cores.
+      {"MMA",
+       {0, 1, 2},
+       "0: FFMA; 1: products and sums in FP64 on the tensor cores (sm_90+); 2: split TF32 "
+       "(big + small parts, three products) on the tensor cores, float sums (sm_80+)",
+       0},
       // Came with issue 10's small-k products: configs recorded before it store C directly.
       {"CSTAGE", {0, 1}, "C written through shared memory, whole column runs per warp", 0},
       // Came with issue 28's accuracy contract: configs recorded before it sum k in one chain.
       {"KSUM",
        {0, 1},
-       "FFMA: k summed in partial chains of ~128 products (error ~(128 + k/128) u, not ~k u)",
+       "float sums (FFMA, MMA = 2): k summed in partial chains of ~128 products (error ~(128 + "
+       "k/128) u, not ~k u)",
        0},
   };
   return params;
@@ -71,7 +77,7 @@ const std::vector<std::pair<const char*, int>>& gemv_tile_placeholders() {
   return values;
 }
 
-// An MMA = 1 config's thread-layout parameters: fixed by the mma's fragment layout (gemm.cu), and
+// An MMA config's thread-layout parameters: fixed by the mma's fragment layout (gemm.cu), and
 // PAD, since its shared strides are derived (shared_strides).
 const std::vector<std::pair<const char*, int>>& mma_placeholders() {
   static const std::vector<std::pair<const char*, int>> values = {
@@ -79,7 +85,9 @@ const std::vector<std::pair<const char*, int>>& mma_placeholders() {
   return values;
 }
 
-bool is_mma(const Config& c) { return c.has("MMA") && c.get("MMA") == 1; }
+// Tensor-core configs (the mma's fragment layout), and those of them that sum in double.
+bool is_mma(const Config& c) { return c.has("MMA") && c.get("MMA") != 0; }
+bool sums_in_double(const Config& c) { return c.has("MMA") && c.get("MMA") == 1; }
 
 constexpr int kGemvThreads = 256;  // gemm.cu's kGemvThreads
 constexpr const char* kZeroTickets = "tuned_gemm_zero_tickets";  // gemm.cu's ticket reset
@@ -215,18 +223,22 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"threads_per_block", {"GEMV", "BM", "BN", "WM", "WN"}, [=](const Config& c) {
                    return threads_per_block(c) <= max_threads;
                  }});
-  // A lane holds WM*WN/32 accumulators; past 128 the kernel spills (MMA: doubles, past 64; KSUM:
-  // a second set for the partial chain's sums).
+  // A lane holds WM*WN/32 accumulators; past 128 the kernel spills (MMA = 1: doubles, past 64;
+  // KSUM: a second set for the partial chain's sums).
   space.require({"accumulators_per_thread", {"WM", "WN", "MMA", "KSUM"}, [](const Config& c) {
                    const int sets = c.has("KSUM") && c.get("KSUM") == 1 ? 2 : 1;
-                   return c.get("WM") * c.get("WN") * sets <= 32 * (is_mma(c) ? 64 : 128);
+                   return c.get("WM") * c.get("WN") * sets <= 32 * (sums_in_double(c) ? 64 : 128);
                  }});
   // The FP64 tensor-core kernels sum in double: nothing to split.
   space.require({"slice_sums_for_ffma", {"MMA", "KSUM"}, [](const Config& c) {
-                   return c.get("KSUM") == 0 || !is_mma(c);
+                   return c.get("KSUM") == 0 || !sums_in_double(c);
                  }});
+  // FP64 mma.sync m16n8k8 came with sm_90, TF32 with sm_80.
   space.require({"mma_needs_sm90", {"MMA"}, [=](const Config& c) {
-                   return c.get("MMA") == 0 || cc >= 90;
+                   return c.get("MMA") != 1 || cc >= 90;
+                 }});
+  space.require({"split_tf32_needs_sm80", {"MMA"}, [=](const Config& c) {
+                   return c.get("MMA") != 2 || cc >= 80;
                  }});
   space.require({"mma_tiles_16x8x8", {"BK", "WM", "WN", "MMA"}, [](const Config& c) {
                    return c.get("MMA") == 0 || (c.get("BK") % 8 == 0 && c.get("WM") % 16 == 0 &&
@@ -339,21 +351,24 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   // rows one float each); with 16-byte stores the fragments' runs are whole sectors already.
   space.require({"stage_c_where_stores_are_narrow", {"CSTAGE"},
                  [=](const Config& c) { return c.get("CSTAGE") == 0 || alignment < 4; }, true});
-  // The accuracy contract: no FFMA sum longer than kMaxFfmaSum (KSUM = 1 or split-K past it).
-  // Last, so a config that breaks another rule too is named by that one.
+  // The accuracy contract: no float sum (FFMA, split TF32) longer than kMaxFfmaSum (KSUM = 1 or
+  // split-K past it). Last, so a config that breaks another rule too is named by that one.
   space.require(
       {"ffma_sums_within_contract", {"GEMV", "BK", "SPLITK", "MMA", "KSUM"}, [=](const Config& c) {
-         return is_gemv(c) || is_mma(c) || longest_ffma_sum(c, problem) <= kMaxFfmaSum;
+         return is_gemv(c) || sums_in_double(c) || longest_ffma_sum(c, problem) <= kMaxFfmaSum;
        }});
   return space;
 }
 
 int estimated_registers(const Config& c) {
   if (is_mma(c)) {
-    // Double accumulators (WM*WN/32 each), the fragments of the operand converted whole (A: WM/4
-    // doubles, B: WN/4) and one tile's of the other, addresses and loop state (measured 91-254
-    // for warp tiles 16x32 to 64x32).
-    return c.get("WM") * c.get("WN") / 16 + std::min(c.get("WM"), c.get("WN")) + 72;
+    // Double accumulators (WM*WN/32 each; MMA = 2: float, and as many for a KSUM chain), the
+    // fragments of the operand converted whole (A: WM/4 doubles or big and small TF32 pairs, B:
+    // WN/4) and one tile's of the other, addresses and loop state (measured 91-254 for MMA = 1
+    // warp tiles 16x32 to 64x32).
+    const bool two_sets = sums_in_double(c) || (c.has("KSUM") && c.get("KSUM") == 1);
+    return c.get("WM") * c.get("WN") / (two_sets ? 16 : 32) + std::min(c.get("WM"), c.get("WN")) +
+           72;
   }
   // Accumulators, the fragments read ahead (one step of k for an operand stored k-major in shared
   // memory; for one stored k-contiguous, the group of four steps in use and the next, which the
@@ -527,6 +542,14 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
       Config slices = c;
       slices.set("KSUM", 1);
       add(slices);
+    }
+    // FP64 tensor-core families also in split TF32, in one chain and in partial chains.
+    if (sums_in_double(c)) {
+      Config tf32 = c;
+      tf32.set("MMA", 2);
+      add(tf32);
+      tf32.set("KSUM", 1);
+      add(tf32);
     }
     if (packed.get("VEC") > c.get("VEC")) {
       packed.set("TAIL", 1);

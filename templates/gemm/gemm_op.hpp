@@ -106,10 +106,11 @@ bool is_gemv(const Config& config);
 /// H100 sweeps' problems at 160-511 products and on most past 1024; at 128 or fewer, on none.
 /// Longer sums are refused (rule ffma_sums_within_contract): KSUM = 1 sums partial chains of
 /// kSumChain products (gemm.cu) and then the chains, so both sequences stay within 128 while a
-/// split's share of k is at most 128 * 128; split-K or the FP64 tensor cores beyond.
+/// split's share of k is at most 128 * 128; split-K or the FP64 tensor cores beyond. The split
+/// TF32 kernels (MMA = 2) sum in float too: the same bound holds for them.
 constexpr int64_t kMaxFfmaSum = 128;
 constexpr int64_t kSumChain = 128;
-/// The longest sequence of adds an FFMA config makes per output on this problem: one split's
+/// The longest sequence of float adds a config (FFMA or MMA = 2) makes per output on this problem: one split's
 /// products, or with KSUM = 1 the longer of a partial chain and the chains' sum.
 int64_t longest_ffma_sum(const Config& config, const Problem& problem);
 /// Whether the main kernel reads B as (n, k), n contiguous: B transposed, or PRETB.

@@ -477,7 +477,7 @@ TEST(GemmSpace, SliceSumsAreAnFfmaVariantWithTheirRegisters) {
   for (const auto& seed : seed_configs(dev, p)) {
     if (seed.get("KSUM") == 1) {
       ++with_slice_sums;
-      EXPECT_EQ(seed.get("MMA"), 0) << seed.canonical();
+      EXPECT_NE(seed.get("MMA"), 1) << seed.canonical();  // float sums only
     }
   }
   EXPECT_GT(with_slice_sums, 4);
@@ -521,6 +521,35 @@ TEST(GemmSpace, FfmaSumsLongerThanTheContractAllowsAreRefused) {
       EXPECT_LE(longest_ffma_sum(fallback, p), kMaxFfmaSum) << k << " " << fallback.canonical();
     }
   }
+}
+
+TEST(GemmSpace, SplitTf32ConfigsNeedSm80AndSumInFloatWithinTheContract) {
+  const std::string base =
+      "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=2,CSTAGE=0,KSUM=0";
+  const Problem short_k = packed_problem("NN", 1000, 1000, 128);
+  const Problem long_k = packed_problem("NN", 1000, 1000, 1000);
+  Config c = Config::parse(base);
+  EXPECT_FALSE(make_space(reference_device(90), short_k).violation(c).has_value());
+  EXPECT_FALSE(make_space(reference_device(80), short_k).violation(c).has_value());
+  EXPECT_EQ(make_space(reference_device(75), short_k).violation(c).value_or(""),
+            "split_tf32_needs_sm80");
+  // One chain of 1000 float sums breaks the contract; partial chains or splits keep it.
+  EXPECT_EQ(make_space(reference_device(90), long_k).violation(c).value_or(""),
+            "ffma_sums_within_contract");
+  c.set("KSUM", 1);
+  EXPECT_FALSE(make_space(reference_device(90), long_k).violation(c).has_value());
+  Config fp64 = c;  // double sums need no partial chains (nor would a second set fit)
+  fp64.set("MMA", 1);
+  EXPECT_TRUE(make_space(reference_device(90), long_k).violation(fp64).has_value());
+  c.set("KSUM", 0);
+  c.set("SPLITK", 8);
+  EXPECT_FALSE(make_space(reference_device(90), long_k).violation(c).has_value());
+  // The tuner starts from split TF32 variants of its FP64 tensor-core seeds.
+  const auto seeds = seed_configs(reference_device(90), long_k);
+  EXPECT_TRUE(std::any_of(seeds.begin(), seeds.end(), [](const Config& s) {
+    return s.get("MMA") == 2 && s.get("KSUM") == 1;
+  }));
 }
 
 TEST(GemmSpace, Fp64TensorCoreConfigsNeedSm90AndTheirOwnStrides) {
