@@ -30,8 +30,8 @@
 #                decoding shapes lost most to the longest-sum rule), for at most S seconds (default 300; gemm_sweep_<gpu>_issue28-
 #                ksum-<set>.tsv.gz): rows for the fit where single FFMA chains break the contract
 #   tf32[:S]     the split TF32 (MMA=2) variants of the table's FP64 tensor-core entries (bench/
-#                results/gemm_sweep_candidates_tf32_<gpu>.txt) on the networks set, the large,
-#                middle and small strata and the second fitting set, for at most S seconds
+#                results/gemm_sweep_candidates_tf32_<gpu>.txt) on the networks set, the second
+#                fitting set and the large and middle strata, for at most S seconds
 #                (default 500; gemm_sweep_<gpu>_issue28-tf32-<set>.tsv.gz)
 #   networks     bench/gemm_networks, shipped data only (empty user database)
 #   networks-fu  bench/gemm_networks with first-use tuning
@@ -68,9 +68,8 @@ KSUM_SETS=("ksum --seeds 3101-3104 --min-gflop 0.1")
 KSUM_FIT_SETS=("ksum-middle --seeds 3105-3116 --min-gflop 0.1" "ksum-small --seeds 3201-3208 --min-gflop 0.01"
                "ksum-networks --networks --max-gflop 600" "ksum-large --seeds 3001-3032 --min-gflop 1"
                "ksum-more --more-networks --max-gflop 200")
-TF32_SETS=("tf32-networks --networks --max-gflop 600" "tf32-large --seeds 3001-3032 --min-gflop 1"
-           "tf32-middle --seeds 3101-3116 --min-gflop 0.1" "tf32-small --seeds 3201-3208 --min-gflop 0.01"
-           "tf32-more --more-networks --max-gflop 200")
+TF32_SETS=("tf32-networks --networks --max-gflop 600" "tf32-more --more-networks --max-gflop 200"
+           "tf32-large --seeds 3001-3032 --min-gflop 1" "tf32-middle --seeds 3101-3116 --min-gflop 0.1")
 
 # sweep_sets SUFFIX SECONDS ARGS...: gemm_sweep ARGS on every set of SWEEP (default SETS),
 # resumed, for at most SECONDS in all; each set's rows in $WORK/<set>SUFFIX.tsv and back in $OUT

@@ -351,6 +351,12 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   // rows one float each); with 16-byte stores the fragments' runs are whole sectors already.
   space.require({"stage_c_where_stores_are_narrow", {"CSTAGE"},
                  [=](const Config& c) { return c.get("CSTAGE") == 0 || alignment < 4; }, true});
+  // The accuracy contract for split TF32: its products keep ~22 of float's 24 bits, hidden by the
+  // sums' roundings from one mma step of k on, not below (on an H100, 1x1x1 products were 2-3x
+  // cuBLAS's error; k = 7 to 200704 within it, median 0.3x).
+  space.require({"split_tf32_from_k_8", {"MMA"}, [=](const Config& c) {
+                   return c.get("MMA") != 2 || problem.k >= 8;
+                 }});
   // The accuracy contract: no float sum (FFMA, split TF32) longer than kMaxFfmaSum (KSUM = 1 or
   // split-K past it). Last, so a config that breaks another rule too is named by that one.
   space.require(
@@ -362,13 +368,13 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
 
 int estimated_registers(const Config& c) {
   if (is_mma(c)) {
-    // Double accumulators (WM*WN/32 each; MMA = 2: float, and as many for a KSUM chain), the
-    // fragments of the operand converted whole (A: WM/4 doubles or big and small TF32 pairs, B:
-    // WN/4) and one tile's of the other, addresses and loop state (measured 91-254 for MMA = 1
-    // warp tiles 16x32 to 64x32).
-    const bool two_sets = sums_in_double(c) || (c.has("KSUM") && c.get("KSUM") == 1);
-    return c.get("WM") * c.get("WN") / (two_sets ? 16 : 32) + std::min(c.get("WM"), c.get("WN")) +
-           72;
+    // The sums (WM*WN/32 per lane: MMA = 1 doubles, two registers each; MMA = 2 floats and a
+    // step's products from zero beside them, twice that with a KSUM chain), the fragments of the
+    // operand converted whole (A: WM/4 doubles or big and small TF32 pairs, B: WN/4) and one
+    // tile's of the other, addresses and loop state (measured 91-254 for MMA = 1 warp tiles 16x32
+    // to 64x32; MMA = 2 with KSUM: 243-247 at 32x32, spills at 64x32).
+    const int sets = c.has("KSUM") && c.get("KSUM") == 1 ? 2 : 1;
+    return c.get("WM") * c.get("WN") / 16 * sets + std::min(c.get("WM"), c.get("WN")) + 72;
   }
   // Accumulators, the fragments read ahead (one step of k for an operand stored k-major in shared
   // memory; for one stored k-contiguous, the group of four steps in use and the next, which the

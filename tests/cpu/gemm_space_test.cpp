@@ -534,10 +534,17 @@ TEST(GemmSpace, SplitTf32ConfigsNeedSm80AndSumInFloatWithinTheContract) {
   EXPECT_FALSE(make_space(reference_device(80), short_k).violation(c).has_value());
   EXPECT_EQ(make_space(reference_device(75), short_k).violation(c).value_or(""),
             "split_tf32_needs_sm80");
+  // A single product or a few: the split's lost bits show (k below one mma step).
+  EXPECT_EQ(make_space(reference_device(90), packed_problem("NN", 1000, 1000, 4))
+                .violation(c, /*include_pruning=*/false)
+                .value_or(""),
+            "split_tf32_from_k_8");
   // One chain of 1000 float sums breaks the contract; partial chains or splits keep it.
   EXPECT_EQ(make_space(reference_device(90), long_k).violation(c).value_or(""),
             "ffma_sums_within_contract");
-  c.set("KSUM", 1);
+  c.set("KSUM", 1);  // (a second set of sums: a 64x32 warp tile would spill)
+  EXPECT_EQ(make_space(reference_device(90), long_k).violation(c).value_or(""), "registers_fit");
+  c.set("WM", 32);
   EXPECT_FALSE(make_space(reference_device(90), long_k).violation(c).has_value());
   Config fp64 = c;  // double sums need no partial chains (nor would a second set fit)
   fp64.set("MMA", 1);
