@@ -234,9 +234,8 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                    return c.get("KSUM") == 0 || !sums_in_double(c);
                  }});
   // FP64 mma.sync m16n8k8 came with sm_90, TF32 with sm_80.
-  space.require({"mma_needs_sm90", {"MMA"}, [=](const Config& c) {
-                   return c.get("MMA") != 1 || cc >= 90;
-                 }});
+  space.require(
+      {"mma_needs_sm90", {"MMA"}, [=](const Config& c) { return c.get("MMA") != 1 || cc >= 90; }});
   space.require({"split_tf32_needs_sm80", {"MMA"}, [=](const Config& c) {
                    return c.get("MMA") != 2 || cc >= 80;
                  }});

@@ -110,8 +110,8 @@ bool is_gemv(const Config& config);
 /// TF32 kernels (MMA = 2) sum in float too: the same bound holds for them.
 constexpr int64_t kMaxFfmaSum = 128;
 constexpr int64_t kSumChain = 128;
-/// The longest sequence of float adds a config (FFMA or MMA = 2) makes per output on this problem: one split's
-/// products, or with KSUM = 1 the longer of a partial chain and the chains' sum.
+/// The longest sequence of float adds a config (FFMA or MMA = 2) makes per output on this problem:
+/// one split's products, or with KSUM = 1 the longer of a partial chain and the chains' sum.
 int64_t longest_ffma_sum(const Config& config, const Problem& problem);
 /// Whether the main kernel reads B as (n, k), n contiguous: B transposed, or PRETB.
 bool reads_b_transposed(const Config& config, const Problem& problem);

@@ -554,9 +554,8 @@ TEST(GemmSpace, SplitTf32ConfigsNeedSm80AndSumInFloatWithinTheContract) {
   EXPECT_FALSE(make_space(reference_device(90), long_k).violation(c).has_value());
   // The tuner starts from split TF32 variants of its FP64 tensor-core seeds.
   const auto seeds = seed_configs(reference_device(90), long_k);
-  EXPECT_TRUE(std::any_of(seeds.begin(), seeds.end(), [](const Config& s) {
-    return s.get("MMA") == 2 && s.get("KSUM") == 1;
-  }));
+  EXPECT_TRUE(std::any_of(seeds.begin(), seeds.end(),
+                          [](const Config& s) { return s.get("MMA") == 2 && s.get("KSUM") == 1; }));
 }
 
 TEST(GemmSpace, Fp64TensorCoreConfigsNeedSm90AndTheirOwnStrides) {

@@ -87,8 +87,7 @@ void pad_leading_dims(Problem& p) {
 // SelectionPortfolio and GemmAccuracy test the picks). The FP64 tensor-core families sum in double
 // and must meet it everywhere, the split TF32 ones where they sum in partial chains (k < 128^2) of
 // at least one mma step (k >= 8: rule split_tf32_from_k_8).
-void expect_right(const MatrixCheck& result, const Config& c, const Problem& p,
-                  double tolerance) {
+void expect_right(const MatrixCheck& result, const Config& c, const Problem& p, double tolerance) {
   EXPECT_TRUE(result.computes(tolerance))
       << "rel error " << result.rel_error << ", unwritten " << result.unwritten << ", non-finite "
       << result.nonfinite;
