@@ -45,7 +45,8 @@
 //   MMA = 2 computes them on the TF32 tensor cores, FP32-accurate: each operand element x is
 //   split into big = tf32(x) and small = tf32(x - big) (both rounded to nearest, in registers, as
 //   the fragments are read), and each tile takes three mma.sync m16n8k8 in TF32, small * big,
-//   big * small, big * big, summed in float (the small * small term is below float's rounding).
+//   big * small, big * big, from zero each step of 8, the step's sum then added to the float sums
+//   (see mma_tile; the small * small term is below float's rounding).
 //   The products keep ~22 of float's 24 bits; the sums are float sums, so the accuracy contract's
 //   limit on their length (KSUM, split-K) holds as for FFMA (sm_80+; same fragment layout).
 //   KSUM = 1 (FFMA and MMA = 2) sums k in partial chains of KSUM_CHAIN (128) products, each from
@@ -667,9 +668,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     a_tile += a_step;
     b_tile += b_step;
   };
-  // MMA = 1, per 8 steps of k: each warp converts its fragments to double and issues the tiles'
-  // mma. The operand with fewer fragments (A: 4 doubles per m tile, B: 2 per n tile) is converted
-  // whole first and the other one tile at a time, which keeps the fewest doubles live.
+  // MMA, per 8 steps of k: each warp converts its fragments (to double, or to TF32 big and small
+  // parts) and issues the tiles' mma. The operand with fewer fragments (A: 4 elements per m tile,
+  // B: 2 per n tile) is converted whole first and the other one tile at a time, which keeps the
+  // fewest registers live.
   auto a_fragment = [&](const float* as, int kk, int im, MmaFragment<4>& a) {
     const int r = warp_m0 + im * 16 + 2 * lane_m;  // the mma's rows g and g + 8
     float f[4];                                     // f[2s + h]: row r + h, k slot s
