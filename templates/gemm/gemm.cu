@@ -587,27 +587,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
   for (int i = 0; i < kFragM; ++i)
 #pragma unroll
     for (int j = 0; j < kFragN; ++j) acc[i][j] = 0.0f;
-  // KSUM = 1: the partial chain being summed, added to acc every kSlicesPerChain slices and after
-  // the last (KSUM = 0 never touches it, and the compiler drops it).
+  // KSUM = 1: the partial chain being summed (FFMA: chain; MMA = 2: mchain), added to the running
+  // sums every kSlicesPerChain slices and after the last (KSUM = 0 never touches it, and the
+  // compiler drops it).
   float chain[kFragM][kFragN];
 #pragma unroll
   for (int i = 0; i < kFragM; ++i)
 #pragma unroll
     for (int j = 0; j < kFragN; ++j) chain[i][j] = 0.0f;
-  int chain_slices = 0;
-  auto add_chain = [&]() {
-#pragma unroll
-    for (int i = 0; i < kFragM; ++i)
-#pragma unroll
-      for (int j = 0; j < kFragN; ++j) {
-        acc[i][j] += chain[i][j];
-        chain[i][j] = 0.0f;
-      }
-    chain_slices = 0;
-  };
   // MMA kernels sum in their own sums (MMA = 1: double) until the epilogue: element e of tile
-  // (im, jn) is acc[2 im + e / 2][2 jn + e % 2]. MMA = 2 with KSUM = 1 runs its partial chain in
-  // mchain, added to dacc like the FFMA chain to acc.
+  // (im, jn) is acc[2 im + e / 2][2 jn + e % 2].
   MmaSum dacc[kMmaM][kMmaN][4];
   MmaSum mchain[kMmaM][kMmaN][4];
 #pragma unroll
@@ -616,16 +605,27 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     for (int jn = 0; jn < kMmaN; ++jn)
 #pragma unroll
       for (int e = 0; e < 4; ++e) dacc[im][jn][e] = mchain[im][jn][e] = 0;
-  auto add_mma_chain = [&]() {
+  int chain_slices = 0;
+  auto add_chain = [&]() {
+    if constexpr (kMma) {
 #pragma unroll
-    for (int im = 0; im < kMmaM; ++im)
+      for (int im = 0; im < kMmaM; ++im)
 #pragma unroll
-      for (int jn = 0; jn < kMmaN; ++jn)
+        for (int jn = 0; jn < kMmaN; ++jn)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          dacc[im][jn][e] += mchain[im][jn][e];
-          mchain[im][jn][e] = 0;
+          for (int e = 0; e < 4; ++e) {
+            dacc[im][jn][e] += mchain[im][jn][e];
+            mchain[im][jn][e] = 0;
+          }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kFragM; ++i)
+#pragma unroll
+        for (int j = 0; j < kFragN; ++j) {
+          acc[i][j] += chain[i][j];
+          chain[i][j] = 0.0f;
         }
+    }
     chain_slices = 0;
   };
   // Where a tile's mma sums: the partial chain (KSUM = 1) or the running sums.
@@ -736,9 +736,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
         }
       }
     }
-    if constexpr (KSUM == 1) {
-      if (++chain_slices == kSlicesPerChain) add_mma_chain();
-    }
   };
   auto compute_slice_ffma = [&](const float* as, const float* bs) {
 #pragma unroll kGroupUnroll
@@ -798,9 +795,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
           }
       }
     }
-    if constexpr (KSUM == 1) {
-      if (++chain_slices == kSlicesPerChain) add_chain();
-    }
   };
   auto compute_slice = [&](int stage) {
     const float* as = a_smem + stage * kATileFloats;
@@ -809,6 +803,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
       compute_slice_mma(as, bs);
     } else {
       compute_slice_ffma(as, bs);
+    }
+    if constexpr (KSUM == 1) {
+      if (++chain_slices == kSlicesPerChain) add_chain();
     }
   };
 
@@ -853,13 +850,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     }
   }
 
-  if constexpr (KSUM == 1) {  // the last, shorter chain
-    if constexpr (kMma) {
-      add_mma_chain();
-    } else {
-      add_chain();
-    }
-  }
+  if constexpr (KSUM == 1) add_chain();  // the last, shorter chain
   if constexpr (kMma) {
 #pragma unroll
     for (int im = 0; im < kMmaM; ++im)

@@ -88,6 +88,8 @@ const std::vector<std::pair<const char*, int>>& mma_placeholders() {
 // Tensor-core configs (the mma's fragment layout), and those of them that sum in double.
 bool is_mma(const Config& c) { return c.has("MMA") && c.get("MMA") != 0; }
 bool sums_in_double(const Config& c) { return c.has("MMA") && c.get("MMA") == 1; }
+// KSUM = 1: k summed in partial chains, a second set of sums beside the running ones.
+bool sums_in_chains(const Config& c) { return c.has("KSUM") && c.get("KSUM") == 1; }
 
 constexpr int kGemvThreads = 256;  // gemm.cu's kGemvThreads
 constexpr const char* kZeroTickets = "tuned_gemm_zero_tickets";  // gemm.cu's ticket reset
@@ -105,7 +107,7 @@ int64_t longest_ffma_sum(const Config& c, const Problem& p) {
   const int64_t slices = (std::max<int64_t>(p.k, 1) + bk - 1) / bk;
   const int64_t splits = c.get("SPLITK");
   const int64_t chain = (slices + splits - 1) / splits * bk;  // one split's products, in order
-  if (c.has("KSUM") && c.get("KSUM") == 1) {
+  if (sums_in_chains(c)) {
     // Partial chains of kSumChain products (gemm.cu), then one sum of the chains.
     return std::max(std::min(chain, kSumChain), (chain + kSumChain - 1) / kSumChain);
   }
@@ -226,7 +228,7 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   // A lane holds WM*WN/32 accumulators; past 128 the kernel spills (MMA = 1: doubles, past 64;
   // KSUM: a second set for the partial chain's sums).
   space.require({"accumulators_per_thread", {"WM", "WN", "MMA", "KSUM"}, [](const Config& c) {
-                   const int sets = c.has("KSUM") && c.get("KSUM") == 1 ? 2 : 1;
+                   const int sets = sums_in_chains(c) ? 2 : 1;
                    return c.get("WM") * c.get("WN") * sets <= 32 * (sums_in_double(c) ? 64 : 128);
                  }});
   // The FP64 tensor-core kernels sum in double: nothing to split.
@@ -372,7 +374,7 @@ int estimated_registers(const Config& c) {
     // operand converted whole (A: WM/4 doubles or big and small TF32 pairs, B: WN/4) and one
     // tile's of the other, addresses and loop state (measured 91-254 for MMA = 1 warp tiles 16x32
     // to 64x32; MMA = 2 with KSUM: 243-247 at 32x32, spills at 64x32).
-    const int sets = c.has("KSUM") && c.get("KSUM") == 1 ? 2 : 1;
+    const int sets = sums_in_chains(c) ? 2 : 1;
     return c.get("WM") * c.get("WN") / 16 * sets + std::min(c.get("WM"), c.get("WN")) + 72;
   }
   // Accumulators, the fragments read ahead (one step of k for an operand stored k-major in shared
@@ -390,7 +392,7 @@ int estimated_registers(const Config& c) {
   // KSUM = 1: the partial chain's sums beside the running ones, and as many again for the adds
   // the compiler schedules with them (measured: a 32-accumulator tile spilled at the 128 of
   // MINB 2 where one more set was estimated at 108).
-  const int slice_sums = c.has("KSUM") && c.get("KSUM") == 1 ? 2 * frag_m * frag_n : 0;
+  const int slice_sums = sums_in_chains(c) ? 2 * frag_m * frag_n : 0;
   return frag_m * frag_n + slice_sums + read_m + read_n + staging + 32;
 }
 
