@@ -194,7 +194,8 @@ bool in_hard_family(const Shape& s) {
   return (std::min(s.m, s.n) <= 256 && s.k >= 2000) || (s.k <= 128 && s.m * s.n >= (1 << 20));
 }
 
-bool is_vector_shape(const Shape& s) { return s.m == 1 || s.n == 1; }
+// Where the matrix-vector kernel runs: m or n up to 16 (its most columns).
+bool is_vector_shape(const Shape& s) { return std::min(s.m, s.n) <= 16; }
 
 // Skinny products big enough to matter (the model's worst picks sit there): min(m, n) <= 256
 // with m*n*k >= 2^27.
@@ -220,13 +221,17 @@ std::map<std::string, std::vector<Config>> shipped_portfolio(const DeviceInfo& d
   return out;
 }
 
-// The matrix-vector kernel's configs (m or n of 1): rows per block and splits of k, VEC 4 (the
-// narrower variants follow as for every base).
+// The matrix-vector kernel's configs (m or n up to 16): columns, rows per block and splits of k,
+// VEC 4 (the narrower variants follow as for every base). A problem runs those of its class of
+// columns only (rule gemv_gcols_holds_the_vectors).
 std::vector<Config> gemv_candidates() {
   std::vector<Config> out;
-  for (int rows : {8, 16, 32, 64, 128, 256}) {
-    for (int splits : {1, 2, 4, 8, 16, 32, 64}) {
-      out.push_back(gemm_op::gemv_config(rows, rows % 32 == 0 ? 4 : rows / 8, splits));
+  for (int cols : {1, 2, 4, 8, 16}) {
+    for (int rows : {8, 16, 32, 64, 128, 256}) {
+      if (rows == 8 && cols > 1) continue;  // one warp's VEC 1 rows: only ever picked for n = 1
+      for (int splits : {1, 2, 4, 8, 16, 32, 64}) {
+        out.push_back(gemm_op::gemv_config(rows, rows % 32 == 0 ? 4 : rows / 8, splits, cols));
+      }
     }
   }
   return out;
@@ -303,15 +308,13 @@ std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& 
   std::set<std::tuple<std::string, int64_t, int64_t, int64_t>> seen;
   auto add = [&](const Shape& s) {
     if (sel.max_gflop > 0 && s.gflop() > sel.max_gflop) return;
+    if (sel.gemv && !is_vector_shape(s)) return;
     if (is_held_out_shape(s.layout, s.m, s.n, s.k)) return;
     if (seen.emplace(s.layout, s.m, s.n, s.k).second) shapes.push_back(s);
   };
   // The grid first: a run cut short by --max-seconds still covers every region.
   if (sel.grid) {
-    for (const auto& s : grid_shapes()) {
-      if (sel.gemv && !is_vector_shape(s)) continue;
-      add(s);
-    }
+    for (const auto& s : grid_shapes()) add(s);
   }
   if (sel.networks) {
     for (const auto& g : fitting_gemms()) add(g.shape);
@@ -323,7 +326,6 @@ std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& 
     for (const auto& s : random_shapes(seed, kShapesPerSeed, sel.min_gflop)) {
       if (sel.hard_families && !in_hard_family(s)) continue;
       if (sel.skinny && !is_skinny(s)) continue;
-      if (sel.gemv && !is_vector_shape(s)) continue;
       add(s);
     }
   }
@@ -384,9 +386,9 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
     for (const auto& base : bases_by_layout[layout]) {
       for (int vec : {4, 2, 1}) {
         if (vec > base.get("VEC")) continue;
-        // (A matrix-vector config is valid only where m or n is 1.)
-        const auto p =
-            gemm_op::packed_problem(layout, 1024, base.get("GEMV") > 0 ? 1 : 1024, 1024);
+        // (A matrix-vector config is valid only where m or n is as few as its columns.)
+        const auto p = gemm_op::packed_problem(
+            layout, 1024, base.get("GEMV") > 0 ? base.get("GCOLS") : 1024, 1024);
         Config c = gemm_op::with_operands_as_stored(base, p);
         c.set("VEC", vec);
         if (gemm_op::make_space(device, p).violation(c, false)) continue;
@@ -577,8 +579,9 @@ int main(int argc, char** argv) {
                "time the library's selection-model portfolio of this GPU, per layout (with "
                "--candidates or --candidates-from-db: besides those)");
   app.add_flag("--gemv", sel.gemv,
-               "keep only shapes with m or n of 1 and time the matrix-vector configs on them "
-               "(rows per block x splits of k; the tile configs' times come from other sweeps)");
+               "keep only shapes with m or n up to 16 and time the matrix-vector configs on them "
+               "(columns x rows per block x splits of k; the tile configs' times come from other "
+               "sweeps)");
   app.add_option("--out", out, "TSV file to write");
   app.add_option("--max-seconds", max_seconds, "stop after this long (rows so far are kept)");
   app.add_flag("--resume", resume,

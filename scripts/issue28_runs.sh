@@ -33,6 +33,10 @@
 #                results/gemm_sweep_candidates_tf32_<gpu>.txt) on the networks set, the second
 #                fitting set and the large and middle strata, for at most S seconds
 #                (default 500; gemm_sweep_<gpu>_issue28-tf32-<set>.tsv.gz)
+#   gemv[:S]     the matrix-vector configs of every column class (gemm_sweep --gemv: GCOLS 1-16)
+#                on the problems with m or n up to 16 of the second fitting set (decoding), the
+#                grid, seeds 1-60 and 81-112 and the hard families' seeds 1000-1099, for at most
+#                S seconds (default 400; gemm_sweep_<gpu>_issue28-gemv-<set>.tsv.gz)
 #   networks     bench/gemm_networks, shipped data only (empty user database)
 #   networks-fu  bench/gemm_networks with first-use tuning
 #   large        gemm_random --min-gflop 1 --seeds 111,112,113, shipped data only
@@ -42,6 +46,8 @@
 #   suite        gemm_vs_cublas, shipped data only
 #   tests        the GEMM GPU tests
 #   tests:F      the GPU tests of gtest filter F
+#   broken:F     the GPU tests of filter F on the kernel templates in carry/broken/ (a copy with a
+#                planted bug): they must fail (gpu_tests_broken_<gpu>.log)
 set -uo pipefail
 WORK=${WORK:-/tmp/issue28}
 mkdir -p "$WORK"
@@ -68,6 +74,8 @@ KSUM_SETS=("ksum --seeds 3101-3104 --min-gflop 0.1")
 KSUM_FIT_SETS=("ksum-middle --seeds 3105-3116 --min-gflop 0.1" "ksum-small --seeds 3201-3208 --min-gflop 0.01"
                "ksum-networks --networks --max-gflop 600" "ksum-large --seeds 3001-3032 --min-gflop 1"
                "ksum-more --more-networks --max-gflop 200")
+GEMV_SETS=("gemv-decode --gemv --more-networks" "gemv-grid --gemv --grid"
+           "gemv-random --gemv --seeds 1-60,81-112" "gemv-hard --gemv --hard-families --seeds 1000-1099")
 TF32_SETS=("tf32-networks --networks --max-gflop 600" "tf32-more --more-networks --max-gflop 200"
            "tf32-large --seeds 3001-3032 --min-gflop 1" "tf32-middle --seeds 3101-3116 --min-gflop 0.1")
 
@@ -146,6 +154,10 @@ for step in "$@"; do
       SWEEP=TF32_SETS sweep_sets "" "${budget:-500}" \
         --candidates "bench/results/gemm_sweep_candidates_tf32_${tag}.txt"
       summary+=("tf32: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
+    gemv|gemv:*)
+      budget=${step#gemv}; budget=${budget#:}
+      SWEEP=GEMV_SETS sweep_sets "" "${budget:-400}"
+      summary+=("gemv: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
     portfolio|portfolio:*)
       # The shipped portfolio alone on the same problems (the first sweeps missed its entries
       # recorded before MMA and CSTAGE existed): rows the fit joins to those problems.
@@ -189,6 +201,10 @@ for step in "$@"; do
       build/tests/tuned_gpu_tests --gtest_color=no --gtest_filter="${step#tests:}" \
         > "$OUT/gpu_tests_some_${tag}.log" 2>&1
       summary+=("tests rc=$?: $(grep -E '^\[  (PASSED|FAILED|  FAILED) ' "$OUT/gpu_tests_some_${tag}.log" | tr '\n' ' ')") ;;
+    broken:*)
+      TUNED_TEMPLATE_DIR=$PWD/carry/broken build/tests/tuned_gpu_tests --gtest_color=no \
+        --gtest_filter="${step#broken:}" > "$OUT/gpu_tests_broken_${tag}.log" 2>&1
+      summary+=("broken rc=$? (must fail): $(grep -E '^\[  (PASSED|FAILED|  FAILED) ' "$OUT/gpu_tests_broken_${tag}.log" | tr '\n' ' ')") ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
   summary[-1]+=" ($(( $(date +%s) - start )) s)"

@@ -18,7 +18,7 @@ const std::vector<Param>& parameters() {
       // First, so the rules that pin the tile parameters of a GEMV config prune at once.
       {"GEMV",
        {0, 8, 16, 32, 64, 128, 256},
-       "0: tile kernel; else matrix-vector kernel (m or n is 1) with GEMV rows per block"},
+       "0: tile kernel; else matrix-vector kernel (m or n up to GCOLS) with GEMV rows per block"},
       {"BM", {16, 32, 64, 128, 256}, "block tile rows (m)"},
       {"BN", {16, 32, 64, 128, 256}, "block tile columns (n)"},
       {"BK", {8, 16, 32}, "k slice staged in shared memory"},
@@ -60,6 +60,12 @@ const std::vector<Param>& parameters() {
        "float sums (FFMA, MMA = 2): k summed in partial chains of ~128 products (error ~(128 + "
        "k/128) u, not ~k u)",
        0},
+      // Came with issue 28's decoding products: configs recorded before it take one vector.
+      {"GCOLS",
+       {1, 2, 4, 8, 16},
+       "matrix-vector kernel: columns of the vectors' matrix it takes at once (min(m, n) up to "
+       "it; 1 in tile kernels)",
+       1},
   };
   return params;
 }
@@ -92,11 +98,14 @@ bool sums_in_double(const Config& c) { return c.has("MMA") && c.get("MMA") == 1;
 bool sums_in_chains(const Config& c) { return c.has("KSUM") && c.get("KSUM") == 1; }
 
 constexpr int kGemvThreads = 256;  // gemm.cu's kGemvThreads
+constexpr int kGemvMaxCols = 16;   // GCOLS's largest value
 constexpr const char* kZeroTickets = "tuned_gemm_zero_tickets";  // gemm.cu's ticket reset
 constexpr const char* kPack = "tuned_gemm_pack";                 // gemm.cu's aligned copy (PACK)
 
-// Rows of y a GEMV kernel computes: m when n == 1, else n.
-int64_t gemv_rows(const Problem& p) { return p.n == 1 ? p.m : p.n; }
+// Rows and columns of Y a GEMV kernel computes: m x n when n fits its columns, else n x m
+// (gemm.cu's orientation).
+int64_t gemv_rows(const Config& c, const Problem& p) { return p.n <= c.get("GCOLS") ? p.m : p.n; }
+int64_t gemv_cols(const Config& c, const Problem& p) { return p.n <= c.get("GCOLS") ? p.n : p.m; }
 
 }  // namespace
 
@@ -206,8 +215,15 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   const int64_t sms = std::max(1, device.sm_count);
 
   // Validity: what the kernel needs to compile, launch and compute the right result.
-  space.require({"gemv_needs_m_or_n_of_1", {"GEMV"}, [=](const Config& c) {
-                   return c.get("GEMV") == 0 || problem.m == 1 || problem.n == 1;
+  // GCOLS: the fewest columns (a power of two) that hold the product's vectors, so no kernel
+  // computes columns it throws away and one config serves each class of them.
+  space.require({"gemv_gcols_holds_the_vectors", {"GEMV", "GCOLS"}, [=](const Config& c) {
+                   if (c.get("GEMV") == 0) return true;
+                   const int64_t cols = gemv_cols(c, problem);
+                   return cols <= c.get("GCOLS") && (c.get("GCOLS") == 1 || 2 * cols > c.get("GCOLS"));
+                 }});
+  space.require({"gcols_only_for_gemv", {"GEMV", "GCOLS"}, [](const Config& c) {
+                   return c.get("GEMV") > 0 || c.get("GCOLS") == 1;
                  }});
   for (const auto& [name, value] : gemv_tile_placeholders()) {
     space.require({std::string("gemv_fixes_") + name, {"GEMV", name},
@@ -563,11 +579,15 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
       add(packed);
     }
   }
-  // m or n of 1: the matrix-vector kernel, with and without splitting k.
-  if (problem.m == 1 || problem.n == 1) {
+  // m or n up to 16: the matrix-vector kernel, with and without splitting k, its columns the
+  // fewest that hold the product's.
+  const int64_t vectors = std::min(problem.m, problem.n);
+  if (vectors <= kGemvMaxCols) {
+    const int cols = static_cast<int>(pow2_at_least(std::max<int64_t>(
+        1, problem.n <= kGemvMaxCols ? problem.n : problem.m)));
     for (int rows : {32, 64, 128}) {
       for (int splits : {1, 4, 16}) {
-        Config c = gemv_config(rows, std::min(4, problem.alignment), splits);
+        Config c = gemv_config(rows, std::min(4, problem.alignment), splits, cols);
         if (!space.violation(c, /*include_pruning=*/true)) seeds.push_back(c);
       }
     }
@@ -583,11 +603,15 @@ Config with_operands_as_stored(Config config, const Problem& problem) {
   return config;
 }
 
-Config gemv_config(int rows, int vec, int splits) {
-  // In the space's parameter order: the three GEMV reads, the placeholders for the rest.
+Config gemv_config(int rows, int vec, int splits, int cols) {
+  // In the space's parameter order: the four GEMV reads, the placeholders for the rest.
   std::string text;
   for (const auto& p : parameters()) {
-    int value = p.name == "GEMV" ? rows : p.name == "VEC" ? vec : p.name == "SPLITK" ? splits : -1;
+    int value = p.name == "GEMV"     ? rows
+                : p.name == "VEC"    ? vec
+                : p.name == "SPLITK" ? splits
+                : p.name == "GCOLS"  ? cols
+                                     : -1;
     for (const auto& [name, placeholder] : gemv_tile_placeholders()) {
       if (p.name == name) value = placeholder;
     }
@@ -756,7 +780,9 @@ int threads_per_block(const Config& c) {
 }
 
 int64_t tile_count(const Config& config, const Problem& problem) {
-  if (is_gemv(config)) return (gemv_rows(problem) + config.get("GEMV") - 1) / config.get("GEMV");
+  if (is_gemv(config)) {
+    return (gemv_rows(config, problem) + config.get("GEMV") - 1) / config.get("GEMV");
+  }
   const int64_t bm = config.get("BM"), bn = config.get("BN");
   return ((problem.m + bm - 1) / bm) * ((problem.n + bn - 1) / bn);
 }
@@ -863,9 +889,10 @@ size_t split_bytes(const Config& config, const Problem& problem) {
   }
   if (splits == 1) return 0;
   const int64_t tiles = tile_count(config, problem);
-  // Partial tiles (GEMV: row blocks) of every split, then one int ticket per tile (see gemm.cu).
-  const int64_t tile_floats =
-      is_gemv(config) ? config.get("GEMV") : int64_t{config.get("BM")} * config.get("BN");
+  // Partial tiles (GEMV: row blocks of every column) of every split, then one int ticket per
+  // tile (see gemm.cu).
+  const int64_t tile_floats = is_gemv(config) ? int64_t{config.get("GEMV")} * config.get("GCOLS")
+                                              : int64_t{config.get("BM")} * config.get("BN");
   return static_cast<size_t>(splits * tiles * tile_floats) * sizeof(float) +
          static_cast<size_t>(tiles) * sizeof(int);
 }

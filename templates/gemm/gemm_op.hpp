@@ -67,9 +67,10 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
 /// n-contiguous); other configs unchanged. How a config found for one layout serves another.
 Config with_operands_as_stored(Config config, const Problem& problem);
 
-/// The matrix-vector config (m or n of 1): rows of y per block, vector width, splits of k; the tile
-/// parameters at their placeholder values, in the space's parameter order.
-Config gemv_config(int rows, int vec, int splits);
+/// The matrix-vector config (m or n up to cols): rows of Y per block, vector width, splits of k,
+/// columns taken at once; the tile parameters at their placeholder values, in the space's
+/// parameter order.
+Config gemv_config(int rows, int vec, int splits, int cols = 1);
 
 /// Registers per thread the kernel is expected to need (for pruning before compiling).
 int estimated_registers(const Config& config);

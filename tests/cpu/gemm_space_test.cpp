@@ -2,6 +2,7 @@
 // of the space for sm_80 and sm_90 with their resource reports.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -19,16 +20,16 @@ namespace {
 TEST(GemmSpace, ConfigRendersOptionsNameAndCanonicalText) {
   const Config c = Config::parse(
       "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
-      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
   EXPECT_EQ(c.canonical(),
             "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-            "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
+            "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
   EXPECT_EQ(Config::parse(c.canonical()), c);
   const Problem p = packed_problem("TN", 100, 200, 300);
   EXPECT_EQ(
       kernel_name(c, p),
       "gemm_tn_gemv0_bm128_bn64_bk8_wm64_wn32_tm4_tn4_lm8_vec4_pad4_akm1_bkm1_unroll8_pipe1_swz0_"
-      "minb1_pretb0_splitk1_tail0_mma0_cstage0_ksum0");
+      "minb1_pretb0_splitk1_tail0_mma0_cstage0_ksum0_gcols1");
   const KernelSpec spec = kernel_spec(c, p);
   EXPECT_EQ(spec.options[0], "-DKERNEL_NAME=" + spec.kernel_name);
   EXPECT_EQ(spec.options[1], "-DTRANS_A=1");
@@ -41,10 +42,11 @@ TEST(GemmSpace, ConfigRendersOptionsNameAndCanonicalText) {
   // Last the kernel's parameters, then the shared strides the host derives (BM + PAD, BN + PAD,
   // and the staged C tile's BM + 4, passed even where it is not staged).
   const size_t n = spec.options.size();
-  EXPECT_EQ(spec.options[n - 7], "-DTAIL=0");
-  EXPECT_EQ(spec.options[n - 6], "-DMMA=0");
-  EXPECT_EQ(spec.options[n - 5], "-DCSTAGE=0");
-  EXPECT_EQ(spec.options[n - 4], "-DKSUM=0");
+  EXPECT_EQ(spec.options[n - 8], "-DTAIL=0");
+  EXPECT_EQ(spec.options[n - 7], "-DMMA=0");
+  EXPECT_EQ(spec.options[n - 6], "-DCSTAGE=0");
+  EXPECT_EQ(spec.options[n - 5], "-DKSUM=0");
+  EXPECT_EQ(spec.options[n - 4], "-DGCOLS=1");  // configs recorded before it take one vector
   EXPECT_EQ(spec.options[n - 3], "-DA_STRIDE=132");
   EXPECT_EQ(spec.options[n - 2], "-DB_STRIDE=68");
   EXPECT_EQ(spec.options[n - 1], "-DC_STRIDE=132");
@@ -117,17 +119,17 @@ TEST(GemmSpace, EnumerationMeetsEveryConstraint) {
   restricted.restrict({{"PAD", {4}}});
   for (const char* rung :
        {"GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=1,PIPE="
-        "0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+        "0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
         "GEMV=0,BM=32,BN=32,BK=32,WM=32,WN=1,TM=1,TN=1,LM=32,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=32,"
-        "PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+        "PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
         "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-        "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0"}) {
+        "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1"}) {
     EXPECT_FALSE(full.violation(Config::parse(rung)).has_value()) << rung;
   }
   EXPECT_EQ(restricted.violation(Config::parse(
                 "GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,"
                 "UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE="
-                "0,KSUM=0")),
+                "0,KSUM=0,GCOLS=1")),
             std::optional<std::string>("PAD_in_space"));
 }
 
@@ -139,7 +141,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   const Space space = make_space(dev, p);
   auto c = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE="
-      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
+      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
   EXPECT_EQ(space.violation(c).value_or(""), "vec_fits_alignment");
   c.set("VEC", 1);
   EXPECT_FALSE(space.violation(c).has_value());
@@ -165,7 +167,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   // narrows it where they are not (a small or skinny product); everything else is kept.
   const Config wide = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE="
-      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
+      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
   const Config fitted = fit_config(wide, dev, p);
   EXPECT_EQ(fitted.get("VEC"), 4);
   EXPECT_EQ(fitted.get("PACK"), 1);
@@ -182,7 +184,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
 TEST(GemmSpace, PackedOperandsAndSplitSumsHaveTheirWorkspace) {
   const Config c = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE="
-      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
+      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
   // NN 4095 x 4097 x 4093: A (4095 x 4093) and B (4093 x 4097) copied with leading dims 4096 and
   // 4096, each rounded up to 256 bytes.
   const Problem p = packed_problem("NN", 4095, 4097, 4093);
@@ -231,7 +233,7 @@ TEST(GemmSpace, PackedOperandsAndSplitSumsHaveTheirWorkspace) {
 TEST(GemmSpace, PackingPastItsBoundRunsInPassesOverK) {
   const Config c = Config::parse(
       "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0");
+      "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1");
   // A GPT-2 sized output layer's weight gradient: B is 50257 x 8192 as stored, 1.6 GB.
   const Problem big = packed_problem("NT", 1280, 50257, 8192);
   const int64_t pass = pack_pass_k(c, big);
@@ -345,7 +347,7 @@ TEST(GemmSpace, SplitKGeometryAndWorkspace) {
   const Problem p = packed_problem("NN", 32, 4096, 1024);  // 8 splits: chains of 128
   Config c = Config::parse(
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
   EXPECT_FALSE(make_space(dev, p).violation(c).has_value());
   const LaunchGeometry g = geometry(c, p);
   EXPECT_EQ(g.grid.x, 64u);  // 1 x 64 tiles
@@ -371,7 +373,7 @@ TEST(GemmSpace, SelectionFeaturesArePaddingAndWaveQuantization) {
   EXPECT_EQ(face.selection_feature_names(), (std::vector<std::string>{"padding", "waves"}));
   const Config c = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
   std::vector<double> f;
   // 7573 x 41: 119 x 1 tiles of 64 x 64, 4 splits: 476 blocks on 132 SMs, 3.6 waves.
   face.selection_features(c, 132, {7573, 41, 11185}, f);
@@ -396,7 +398,7 @@ TEST(GemmSpace, PretransposedBReadsTheWorkspaceAsTransposed) {
   const Problem nn = packed_problem("NN", 4096, 1000, 128);  // k of one FFMA chain
   Config c = Config::parse(
       "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
+      "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
   EXPECT_FALSE(make_space(dev, nn).violation(c).has_value());
   const KernelSpec spec = kernel_spec(c, nn);
   EXPECT_EQ(spec.options[2], "-DTRANS_B=1");  // the kernel reads B^T from the workspace
@@ -417,7 +419,7 @@ TEST(GemmSpace, RegisterEstimatePrunesConfigsThatWouldSpill) {
   // 128 accumulators with register prefetch fit one block of 256 threads per SM ...
   Config c = Config::parse(
       "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
   EXPECT_FALSE(space.violation(c).has_value());
   EXPECT_GT(estimated_registers(c), 128);
   // ... but not two (128 registers each at most).
@@ -440,6 +442,73 @@ TEST(GemmSpace, SeedsAreValidForEveryLayoutAndShapeClass) {
   }
 }
 
+// The matrix-vector kernel takes up to 16 vectors at once (decoding's products): GCOLS is the
+// fewest columns, a power of two, that hold the product's (so one config serves each class and
+// none computes columns it throws away), n's when n fits it, else m's (then Y = C^T); tile
+// configs keep 1; the split partials hold every column; the seeds offer the right class; and the
+// widest kernels compile unspilled in every layout.
+TEST(GemmSpace, MatrixVectorColumnsHoldTheVectorsAndSizeTheWorkspace) {
+  const DeviceInfo dev = reference_device(90);
+  auto refusal = [&](const Config& c, const char* layout, int64_t m, int64_t n) {
+    return make_space(dev, packed_problem(layout, m, n, 1000)).violation(c, false).value_or("");
+  };
+  const Config four = gemv_config(64, 4, 1, 4);
+  EXPECT_EQ(refusal(four, "TN", 1000, 3), "");
+  EXPECT_EQ(refusal(four, "TN", 1000, 4), "");
+  EXPECT_EQ(refusal(four, "NT", 4, 1000), "");  // m's vectors: Y = C^T
+  EXPECT_EQ(refusal(four, "TN", 1000, 5), "gemv_gcols_holds_the_vectors");
+  EXPECT_EQ(refusal(four, "TN", 1000, 2), "gemv_gcols_holds_the_vectors");  // 2 columns wasted
+  EXPECT_EQ(refusal(gemv_config(64, 4, 1, 1), "NN", 1000, 2), "gemv_gcols_holds_the_vectors");
+  EXPECT_EQ(refusal(gemv_config(64, 4, 1, 1), "NN", 1000, 1), "");
+  Config tile = seed_configs(dev, packed_problem("NN", 1000, 1000, 1000)).front();
+  tile.set("GCOLS", 2);
+  EXPECT_EQ(refusal(tile, "NN", 1000, 2), "gcols_only_for_gemv");
+  // A config recorded before GCOLS takes one vector.
+  const std::string one = gemv_config(64, 4, 1).canonical();
+  ASSERT_EQ(one.substr(one.size() - 8), ",GCOLS=1");
+  EXPECT_EQ(fit_config(Config::parse(one.substr(0, one.size() - 8)), dev,
+                       packed_problem("NN", 1000, 1, 1000)),
+            gemv_config(64, 4, 1));
+
+  // 13 vectors in 16 columns: ceil(1000 / 64) row blocks, 8 splits of every column.
+  const Config wide = gemv_config(64, 4, 8, 16);
+  const Problem p = packed_problem("TN", 1000, 13, 5000);
+  EXPECT_EQ(refusal(wide, "TN", 1000, 13), "");
+  const LaunchGeometry g = geometry(wide, p);
+  EXPECT_EQ(g.grid.x, 16u);
+  EXPECT_EQ(g.grid.y, 8u);
+  EXPECT_EQ(workspace_bytes(wide, p), 8u * 16 * 64 * 16 * 4 + 16 * 4);
+  // m's vectors: the blocks are n's rows.
+  EXPECT_EQ(geometry(wide, packed_problem("NT", 13, 1000, 5000)).grid.x, 16u);
+  const KernelSpec spec = kernel_spec(wide, p);
+  EXPECT_NE(std::find(spec.options.begin(), spec.options.end(), "-DGCOLS=16"), spec.options.end());
+
+  // The seeds of a decoding product hold the matrix-vector kernel of its class.
+  for (auto [m, n, cols] : {std::tuple{5120, 4, 4}, std::tuple{7, 4096, 8}, std::tuple{4096, 16, 16}}) {
+    const Problem decode = packed_problem("TN", m, n, 1280);
+    int found = 0;
+    for (const auto& c : seed_configs(dev, decode)) {
+      if (is_gemv(c)) {
+        EXPECT_EQ(c.get("GCOLS"), cols) << m << "x" << n;
+        ++found;
+      }
+    }
+    EXPECT_GT(found, 0) << m << "x" << n;
+  }
+
+  // The most sums per thread (16 columns of 4 rows, or of VEC 4 rows) compile unspilled.
+  for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+    for (const Config& c : {gemv_config(256, 4, 16, 16), gemv_config(16, 2, 1, 8)}) {
+      const KernelSpec s = kernel_spec(c, packed_problem(layout, 1000, 16, 1000));
+      CompileRequest request{s.source_name, s.source, s.kernel_name, s.options, 90};
+      CompiledKernel k;
+      ASSERT_NO_THROW(k = compile_kernel(request)) << layout << " " << c.canonical();
+      EXPECT_EQ(k.resources.spill_bytes(), 0) << layout << " " << c.canonical();
+      EXPECT_LE(k.resources.registers, 128) << layout << " " << c.canonical();
+    }
+  }
+}
+
 // MMA = 1 (FP64 tensor cores): only on sm_90+, with the lane layout's placeholders, conflict-free
 // shared strides derived from the layout (and handed to the kernel, not PAD), and every fragment
 // read path compiles for sm_90 without spilling.
@@ -452,7 +521,7 @@ TEST(GemmSpace, SliceSumsAreAnFfmaVariantWithTheirRegisters) {
   const Space space = make_space(dev, p);
   Config c = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1");
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1");
   EXPECT_EQ(space.violation(c, true).value_or(""), "");
   const KernelSpec spec = kernel_spec(c, p);
   EXPECT_NE(std::find(spec.options.begin(), spec.options.end(), "-DKSUM=1"), spec.options.end());
@@ -471,7 +540,7 @@ TEST(GemmSpace, SliceSumsAreAnFfmaVariantWithTheirRegisters) {
   EXPECT_NE(space.violation(wide, false).value_or(""), "accumulators_per_thread");
   Config mma = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=1");
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=1,GCOLS=1");
   EXPECT_EQ(space.violation(mma, false).value_or(""), "slice_sums_for_ffma");
   int with_slice_sums = 0;
   for (const auto& seed : seed_configs(dev, p)) {
@@ -490,7 +559,7 @@ TEST(GemmSpace, FfmaSumsLongerThanTheContractAllowsAreRefused) {
   const DeviceInfo dev = reference_device(90);
   const Config chain = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
   auto refusal = [&](const Config& c, int64_t k) {
     return make_space(dev, packed_problem("NN", 512, 512, k)).violation(c, false).value_or("");
   };
@@ -512,7 +581,7 @@ TEST(GemmSpace, FfmaSumsLongerThanTheContractAllowsAreRefused) {
   EXPECT_THROW(fit_config(chain, dev, packed_problem("NN", 512, 384, 1024)), Error);
   Config mma = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0");
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1");
   EXPECT_EQ(refusal(mma, 100000), "");
   for (int64_t k : {1, 127, 1000, 4097, 16385, 100000}) {
     for (int64_t mn : {7, 1000, 4097}) {
@@ -526,7 +595,7 @@ TEST(GemmSpace, FfmaSumsLongerThanTheContractAllowsAreRefused) {
 TEST(GemmSpace, SplitTf32ConfigsNeedSm80AndSumInFloatWithinTheContract) {
   const std::string base =
       "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=2,CSTAGE=0,KSUM=0";
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=2,CSTAGE=0,KSUM=0,GCOLS=1";
   const Problem short_k = packed_problem("NN", 1000, 1000, 128);
   const Problem long_k = packed_problem("NN", 1000, 1000, 1000);
   Config c = Config::parse(base);
@@ -561,7 +630,7 @@ TEST(GemmSpace, SplitTf32ConfigsNeedSm80AndSumInFloatWithinTheContract) {
 TEST(GemmSpace, Fp64TensorCoreConfigsNeedSm90AndTheirOwnStrides) {
   const std::string base =
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0";
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1";
   const Problem nn = packed_problem("NN", 1000, 1000, 1000);
   const Config c = Config::parse(base);
   EXPECT_FALSE(make_space(reference_device(90), nn).violation(c).has_value());
@@ -588,7 +657,7 @@ TEST(GemmSpace, Fp64TensorCoreConfigsNeedSm90AndTheirOwnStrides) {
   EXPECT_EQ(shared_strides(transposed).b, 24);
   Config ffma = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=0,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
   EXPECT_EQ(shared_strides(ffma).a, 68);
   EXPECT_EQ(shared_strides(ffma).b, 20);
   EXPECT_EQ(shared_bytes(c), 3u * (16 * 72 + 64 * 20) * 4);
@@ -628,7 +697,7 @@ TEST(GemmSpace, StagedCTileReusesTheStagesWhereStoresAreNarrow) {
   const Config direct = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE="
       "1,"
-      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0");
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
   Config staged = direct;
   staged.set("CSTAGE", 1);
   EXPECT_EQ(shared_strides(staged).c, 132);
@@ -645,8 +714,8 @@ TEST(GemmSpace, StagedCTileReusesTheStagesWhereStoresAreNarrow) {
   EXPECT_EQ(make_space(dev, aligned).violation(staged, true).value_or(""),
             "stage_c_where_stores_are_narrow");
   EXPECT_FALSE(make_space(dev, aligned).violation(staged, false).has_value());
-  // A config of the sweeps before CSTAGE (and KSUM) stores C directly.
-  const std::string before = direct.canonical().substr(0, direct.canonical().size() - 16);
+  // A config of the sweeps before CSTAGE (and KSUM, GCOLS) stores C directly.
+  const std::string before = direct.canonical().substr(0, direct.canonical().size() - 24);
   ASSERT_EQ(before.substr(before.size() - 5), "MMA=0");
   EXPECT_EQ(fit_config(Config::parse(before), dev, odd), direct);
   EXPECT_EQ(gemv_config(64, 1, 1).get("CSTAGE"), 0);
@@ -658,7 +727,7 @@ TEST(GemmSpace, StagedCTileReusesTheStagesWhereStoresAreNarrow) {
   // The kernel gets the stride; the staged path compiles unspilled, FFMA and MMA, odd and aligned.
   const Config mma = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=8,PIPE=2,"
-      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=1,KSUM=0");
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=1,KSUM=0,GCOLS=1");
   EXPECT_EQ(kernel_spec(mma, odd).options.back(), "-DC_STRIDE=68");
   Config aligned_ffma = staged;
   aligned_ffma.set("VEC", 4);
@@ -707,13 +776,13 @@ TEST_P(GemmCompileSample, EveryFamilyCompilesWithoutSpills) {
   const DeviceInfo dev = reference_device(cc);
   const char* families[] = {
       "GEMV=0,BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,PIPE=0,"
-      "SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
       "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,PIPE=2,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,PIPE=4,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
       "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
   };
   for (const char* layout : {"NN", "NT", "TN", "TT"}) {
     const Problem p = packed_problem(layout, 1000, 1000, 1000);

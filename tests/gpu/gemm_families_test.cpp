@@ -34,30 +34,30 @@ std::vector<Config> parsed(std::initializer_list<const char*> texts) {
 std::vector<Config> families(const DeviceInfo& device) {
   std::vector<Config> configs = parsed({
       "GEMV=0,BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,"
-      "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
       "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,"
-      "PIPE=4,SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "PIPE=4,SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
       "GEMV=0,BM=16,BN=16,BK=8,WM=16,WN=8,TM=1,TN=2,LM=16,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=2,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=16,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=16,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
       "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
       "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
       // Unaligned operands packed (VEC 4 kept on odd leading dims), with and without PRETB.
       "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=0,AKM=0,BKM=1,UNROLL=8,"
-      "PIPE=1,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "PIPE=1,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
       // Split sums in a second pass, with packing, and splits past the slices of k (empty
       // splits write zero partials).
       "GEMV=0,BM=32,BN=64,BK=16,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=12,PACK=1,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=12,PACK=1,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
       "GEMV=0,BM=64,BN=32,BK=32,WM=16,WN=32,TM=2,TN=2,LM=4,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=4,"
-      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
       "GEMV=0,BM=16,BN=32,BK=8,WM=16,WN=16,TM=2,TN=1,LM=8,VEC=1,PAD=4,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=256,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=256,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
   });
   // The seeds the tuner starts from for large, unaligned and skinny problems (cp.async, packing,
   // split-K with both ways of summing, ...).
@@ -185,19 +185,19 @@ TEST(GemmFamilies, EveryFamilyIsRightOnOddShapesInEveryLayout) {
 std::vector<Config> mma_families() {
   return parsed({
       "GEMV=0,BM=64,BN=64,BK=16,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1",
       "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
+      "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1",
       "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=1,UNROLL=8,"
-      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
+      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1",
       "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=2,TN=2,LM=8,VEC=2,PAD=0,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=3,PACK=0,REDUCE=1,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
+      "PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=3,PACK=0,REDUCE=1,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1",
       "GEMV=0,BM=32,BN=16,BK=8,WM=16,WN=8,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=16,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
+      "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=16,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1",
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
+      "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1",
       "GEMV=0,BM=128,BN=32,BK=16,WM=32,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=1,TAIL=0,MMA=1,CSTAGE=0,KSUM=0",
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=1,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1",
   });
 }
 
@@ -254,24 +254,24 @@ TEST(GemmFamilies, SplitTf32FamiliesAreRightOnOddShapesInEveryLayout) {
 std::vector<Config> staged_families(const DeviceInfo& device) {
   std::vector<Config> configs = parsed({
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=1,KSUM=0",
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=1,KSUM=0,GCOLS=1",
       "GEMV=0,BM=16,BN=32,BK=8,WM=16,WN=16,TM=2,TN=1,LM=8,VEC=1,PAD=4,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=1,KSUM=0",
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=1,KSUM=0,GCOLS=1",
       "GEMV=0,BM=128,BN=32,BK=16,WM=32,WN=32,TM=1,TN=4,LM=32,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=4,"
-      "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=1,KSUM=0",
+      "PIPE=0,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=1,KSUM=0,GCOLS=1",
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=8,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=1,KSUM=0",
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=1,KSUM=0,GCOLS=1",
       "GEMV=0,BM=64,BN=32,BK=32,WM=16,WN=32,TM=2,TN=2,LM=4,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=4,"
-      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=8,PACK=0,REDUCE=1,TAIL=0,MMA=0,CSTAGE=1,KSUM=0",
+      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=8,PACK=0,REDUCE=1,TAIL=0,MMA=0,CSTAGE=1,KSUM=0,GCOLS=1",
   });
   if (device.compute_capability() < 90) return configs;
   for (const Config& c : parsed({
            "GEMV=0,BM=64,BN=64,BK=16,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=8,"
-           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=1,KSUM=0",
+           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=1,KSUM=0,GCOLS=1",
            "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=1,KSUM=0",
+           "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=1,KSUM=0,GCOLS=1",
            "GEMV=0,BM=32,BN=16,BK=8,WM=16,WN=8,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=1,CSTAGE=1,KSUM=0",
+           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=1,CSTAGE=1,KSUM=0,GCOLS=1",
        })) {
     configs.push_back(c);
   }
@@ -354,15 +354,15 @@ TEST(GemmFamilies, TailSplitFillsTheLastWaveRightAndRepeatably) {
   int split_launches = 0;
   for (const char* text : {
            "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-           "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=1",
+           "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1",
            "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=8,"
-           "PIPE=1,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=1",
+           "PIPE=1,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1",
            "GEMV=0,BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL="
            "16,"
-           "PIPE=4,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=1",
+           "PIPE=4,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1",
            // FP64 tensor cores, packed, operands k-contiguous in shared memory (sm_90+).
            "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=0,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=1,CSTAGE=0,KSUM=0",
+           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1",
        }) {
     for (const char* layout : {"NN", "NT", "TN", "TT"}) {
       const Config config = Config::parse(text);
@@ -433,13 +433,13 @@ TEST(GemmFamilies, SliceSumsKeepFfmaWithinTheAccuracyContract) {
   TUNED_CUDA_CHECK(cudaSetDevice(0));
   std::vector<Config> configs = parsed(
       {"GEMV=0,BM=64,BN=32,BK=16,WM=16,WN=32,TM=4,TN=4,LM=4,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-       "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1",
+       "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1",
        "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=2,TN=2,LM=16,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-       "PIPE=3,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1",
+       "PIPE=3,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1",
        "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=16,"
-       "PIPE=1,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1",
+       "PIPE=1,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1",
        "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-       "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0,KSUM=1"});
+       "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1"});
   check_in_every_layout(device, configs, kOddShapes, 6000);
   KernelCache kernels;
   DeviceCheck check(kernels, device);
@@ -494,6 +494,41 @@ TEST(GemmFamilies, MatrixVectorKernelIsRightWhereMOrNIsOne) {
   EXPECT_EQ(checked, static_cast<int>(4 * configs.size() * shapes.size() * 2));
 }
 
+// The matrix-vector kernel on a few vectors (decoding's products, GCOLS 2-16): each class of
+// columns on a product that fills it and one that does not, n's vectors (Y = C) and m's (Y = C^T)
+// in every layout (both of the kernel's paths), with and without splits of k (whose partials
+// hold every column), on odd lengths, padded and packed leading dims, NaN-poisoned C.
+TEST(GemmFamilies, MatrixVectorKernelIsRightOnAFewVectors) {
+  TUNED_REQUIRE_GPU();
+  const DeviceInfo device = query_device(0);
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  const std::map<int, Shapes> shapes_of = {
+      {2, {{1000, 2, 4097}, {2, 127, 1000}, {2, 2, 7}}},
+      {4, {{4097, 3, 127}, {3, 1000, 33}, {3, 4, 1}}},
+      {8, {{127, 7, 1000}, {5, 4097, 127}, {1000, 8, 1}}},
+      {16, {{1000, 13, 4097}, {9, 127, 1000}, {7, 16, 33}}}};
+  int checked = 0, expected = 0;
+  for (const auto& [cols, shapes] : shapes_of) {
+    std::vector<Config> configs;
+    for (auto [rows, splits] : {std::pair{16, 1}, std::pair{16, 16}, std::pair{256, 3}}) {
+      configs.push_back(gemv_config(rows, rows / 8 < 4 ? rows / 8 : 4, splits, cols));
+    }
+    for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+      for (const Config& c : configs) {
+        for (auto [m, n, k] : shapes) {
+          // Each config is its shapes' class (what the space lets the library run).
+          const Problem p = packed_problem(layout, m, n, k);
+          ASSERT_FALSE(make_space(device, p).violation(c, false).has_value())
+              << layout << " " << m << "x" << n << "x" << k << " " << c.canonical();
+        }
+      }
+      checked += check_on_shapes(device, layout, configs, shapes, 5000 + checked);
+      expected += static_cast<int>(configs.size() * shapes.size() * 2);
+    }
+  }
+  EXPECT_EQ(checked, expected);
+}
+
 // Operands too large to pack at once (kMaxPackBytes) are packed and multiplied in passes over k,
 // each adding to C: a 537 MB B (16385 x 8193 as stored, an odd leading dimension) in two passes,
 // FFMA and FP64 tensor-core kernels, split-K with its summing pass among them, against cuBLAS
@@ -507,13 +542,13 @@ TEST(GemmFamilies, PackingInPassesOverKIsRight) {
   Stream stream = Stream::create();
   std::vector<Config> configs = parsed(
       {"GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-       "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0",
+       "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
        "GEMV=0,BM=32,BN=64,BK=16,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-       "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=1,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0,KSUM=0"});
+       "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=1,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1"});
   if (device.compute_capability() >= 90) {
     configs.push_back(Config::parse(
         "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,"
-        "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0"));
+        "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1"));
   }
   int checked = 0;
   for (const auto& [layout, m, n, k] :
@@ -546,8 +581,8 @@ TEST(GemmFamilies, SplitKThroughThePublicApiIsDeterministic) {
   check_split_through_the_api(
       96, 200, 3001,
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1",
-      "SPLITK=6,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1");
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1",
+      "SPLITK=6,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1");
 }
 
 // The last block's sums and the summing pass's (one split config, before + REDUCE 0 or 1 + after),
@@ -573,7 +608,7 @@ TEST(GemmFamilies, SplitSumPassEqualsTheLastBlockSumOnPackedOperands) {
   expect_sum_pass_equals_last_block(
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=",
-      ",TAIL=0,MMA=0,CSTAGE=0,KSUM=1", "PACK=1");
+      ",TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1", "PACK=1");
 }
 
 // The same for an FP64 tensor-core split (sm_90+).
@@ -585,7 +620,7 @@ TEST(GemmFamilies, Fp64TensorCoreSplitKThroughThePublicApiIsDeterministic) {
   expect_sum_pass_equals_last_block(
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=",
-      ",TAIL=0,MMA=1,CSTAGE=0,KSUM=0", "MMA=1,CSTAGE=0,KSUM=0");
+      ",TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1", "MMA=1,CSTAGE=0,KSUM=0,GCOLS=1");
 }
 
 // The same for the matrix-vector kernel with split k: m = 1 (B's rows, n contiguous, in NT).
