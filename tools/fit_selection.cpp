@@ -447,23 +447,28 @@ int run(Options opt) {
     for (size_t e = 0; e < chosen.size(); ++e) {
       entry_lines << "entry\t" << variant << '\t' << e << '\t' << chosen[e] << '\n';
     }
+    // One line per problem, empty where no entry was measured (a problem only configs outside
+    // the portfolio ran on, e.g. matrix-vector ones of a class it holds none of): no point.
     std::vector<std::string> points;
+    size_t written = 0, bytes = 0;
     for (const Problem* p : list) {
       std::string line = "point\t" + variant + '\t' + std::to_string(p->alignment) + '\t' +
                          shape_text(p->shape) + '\t';
+      bool measured = false;
       for (size_t e = 0; e < chosen.size(); ++e) {
         const double ms = entry_ms(chosen[e], *p);
         char text[32] = "-";
         if (ms > 0) std::snprintf(text, sizeof text, "%.4g", ms);
+        measured |= ms > 0;
         line += (e ? "," : "") + std::string(text);
       }
-      points.push_back(line + '\n');
+      points.push_back(measured ? line + '\n' : std::string());
+      written += measured;
+      bytes += points.back().size();
     }
     body << entry_lines.str();
     // The block's size up front lets the library skip it until the variant is ranked.
-    size_t bytes = 0;
-    for (const auto& line : points) bytes += line.size();
-    body << "points\t" << variant << '\t' << points.size() << '\t' << bytes << '\n';
+    body << "points\t" << variant << '\t' << written << '\t' << bytes << '\n';
     for (const auto& line : points) body << line;
 
     // Expected quality: each problem ranked by the model without its own point, among the

@@ -98,7 +98,6 @@ bool sums_in_double(const Config& c) { return c.has("MMA") && c.get("MMA") == 1;
 bool sums_in_chains(const Config& c) { return c.has("KSUM") && c.get("KSUM") == 1; }
 
 constexpr int kGemvThreads = 256;  // gemm.cu's kGemvThreads
-constexpr int kGemvMaxCols = 16;   // GCOLS's largest value
 constexpr const char* kZeroTickets = "tuned_gemm_zero_tickets";  // gemm.cu's ticket reset
 constexpr const char* kPack = "tuned_gemm_pack";                 // gemm.cu's aligned copy (PACK)
 
@@ -112,6 +111,18 @@ int64_t gemv_cols(const Config& c, const Problem& p) { return p.n <= c.get("GCOL
 bool is_gemv(const Config& c) { return c.has("GEMV") && c.get("GEMV") > 0; }
 
 int64_t longest_ffma_sum(const Config& c, const Problem& p) {
+  if (is_gemv(c)) {
+    // A split's share of k, whole multiples of 32 (gemm.cu). k contiguous: a lane sums every
+    // 32nd product, then a 5-step shuffle tree; rows adjacent: a thread sums every k_threads-th,
+    // then the k_threads partials are summed in order.
+    const int64_t splits = c.get("SPLITK");
+    const int64_t chunk = ((std::max<int64_t>(p.k, 1) + splits - 1) / splits + 31) / 32 * 32;
+    const bool column = p.n <= c.get("GCOLS");
+    const bool rows_adjacent = column ? !p.trans_a : p.trans_b;
+    if (!rows_adjacent) return chunk / 32;
+    const int64_t k_threads = kGemvThreads / (c.get("GEMV") / c.get("VEC"));
+    return std::max((chunk + k_threads - 1) / k_threads, k_threads);
+  }
   const int64_t bk = c.get("BK");
   const int64_t slices = (std::max<int64_t>(p.k, 1) + bk - 1) / bk;
   const int64_t splits = c.get("SPLITK");
@@ -374,11 +385,14 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"split_tf32_from_k_8", {"MMA"}, [=](const Config& c) {
                    return c.get("MMA") != 2 || problem.k >= 8;
                  }});
-  // The accuracy contract: no float sum (FFMA, split TF32) longer than kMaxFfmaSum (KSUM = 1 or
-  // split-K past it). Last, so a config that breaks another rule too is named by that one.
+  // The accuracy contract: no float sum (FFMA, split TF32, the matrix-vector kernel) longer than
+  // kMaxFfmaSum (KSUM = 1 or split-K past it). Last, so a config that breaks another rule too is
+  // named by that one.
   space.require(
-      {"ffma_sums_within_contract", {"GEMV", "BK", "SPLITK", "MMA", "KSUM"}, [=](const Config& c) {
-         return is_gemv(c) || sums_in_double(c) || longest_ffma_sum(c, problem) <= kMaxFfmaSum;
+      {"ffma_sums_within_contract",
+       {"GEMV", "BK", "VEC", "SPLITK", "MMA", "KSUM", "GCOLS"},
+       [=](const Config& c) {
+         return sums_in_double(c) || longest_ffma_sum(c, problem) <= kMaxFfmaSum;
        }});
   return space;
 }
@@ -1010,9 +1024,9 @@ void launch_pass(const LoadedKernel& kernel, const Config& config, const Problem
                 "workspace: config " + config.canonical() + " needs " + std::to_string(ws_bytes) +
                     " bytes of workspace, got NULL");
   }
-  if (is_gemv(config) && problem.m != 1 && problem.n != 1) {
+  if (is_gemv(config) && std::min(problem.m, problem.n) > config.get("GCOLS")) {
     throw Error(TUNED_STATUS_CONFIG_ERROR, "gemm config " + config.canonical() +
-                                               ": GEMV > 0 needs m or n to be 1");
+                                               ": GEMV > 0 needs m or n to be at most GCOLS");
   }
   if (config.get("PRETB") && problem.trans_b) {
     throw Error(TUNED_STATUS_CONFIG_ERROR,

@@ -72,6 +72,9 @@ Config with_operands_as_stored(Config config, const Problem& problem);
 /// parameter order.
 Config gemv_config(int rows, int vec, int splits, int cols = 1);
 
+/// The most vectors the matrix-vector kernel takes at once (GCOLS's largest value).
+constexpr int64_t kGemvMaxCols = 16;
+
 /// Registers per thread the kernel is expected to need (for pruning before compiling).
 int estimated_registers(const Config& config);
 
@@ -111,8 +114,11 @@ bool is_gemv(const Config& config);
 /// TF32 kernels (MMA = 2) sum in float too: the same bound holds for them.
 constexpr int64_t kMaxFfmaSum = 128;
 constexpr int64_t kSumChain = 128;
-/// The longest sequence of float adds a config (FFMA or MMA = 2) makes per output on this problem:
-/// one split's products, or with KSUM = 1 the longer of a partial chain and the chains' sum.
+/// The longest sequence of float adds a config (FFMA, MMA = 2 or the matrix-vector kernel) makes
+/// per output on this problem: one split's products, or with KSUM = 1 the longer of a partial
+/// chain and the chains' sum; the matrix-vector kernel's: a lane's or thread's share of a split's
+/// products, or the sum of the threads' partials (a decoding product, TN 5120x4x13824 in one
+/// split, was 2.2x cuBLAS's error with 432-long sums).
 int64_t longest_ffma_sum(const Config& config, const Problem& problem);
 /// Whether the main kernel reads B as (n, k), n contiguous: B transposed, or PRETB.
 bool reads_b_transposed(const Config& config, const Problem& problem);

@@ -23,12 +23,13 @@ GemmTask::GemmTask(const DeviceInfo& device, const Problem& problem, DeviceCheck
     transpose_b(rows, cols, a, lda, b, ldb, stream);
   };
   // Odd in every dimension so each edge path runs; leading dims padded but still multiples of
-  // the alignment class, so the candidate's VEC stays valid. An m or n of 1 stays 1: the
-  // matrix-vector kernel is valid only there.
+  // the alignment class, so the candidate's VEC stays valid. An m or n of at most 16 stays: the
+  // matrix-vector kernel is valid only for its class of them (1 x 1 becomes 1 x 77, still the
+  // class of 1, with more than one output to measure the error on).
   edge_.trans_a = problem.trans_a;
   edge_.trans_b = problem.trans_b;
-  edge_.m = problem.m == 1 ? 1 : 131;
-  edge_.n = problem.n == 1 && problem.m != 1 ? 1 : 77;
+  edge_.m = problem.m <= kGemvMaxCols ? problem.m : 131;
+  edge_.n = problem.n <= kGemvMaxCols && !(problem.m == 1 && problem.n == 1) ? problem.n : 77;
   edge_.k = 45;
   edge_.alignment = problem.alignment;
   edge_.lda = round_up(edge_.min_lda(), problem.alignment) + problem.alignment;

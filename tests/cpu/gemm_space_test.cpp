@@ -483,6 +483,20 @@ TEST(GemmSpace, MatrixVectorColumnsHoldTheVectorsAndSizeTheWorkspace) {
   const KernelSpec spec = kernel_spec(wide, p);
   EXPECT_NE(std::find(spec.options.begin(), spec.options.end(), "-DGCOLS=16"), spec.options.end());
 
+  // Its sums are float sums: the accuracy contract's longest (128) binds them. k contiguous (TN,
+  // n's vectors): a lane sums every 32nd product of its split; rows adjacent (NN): a thread
+  // every (256 / (GEMV / VEC))-th, then those threads' partials.
+  const Problem decode = packed_problem("TN", 5120, 4, 13824);
+  EXPECT_EQ(longest_ffma_sum(gemv_config(32, 4, 1, 4), decode), 432);
+  EXPECT_EQ(longest_ffma_sum(gemv_config(32, 4, 4, 4), decode), 108);
+  EXPECT_EQ(make_space(dev, decode).violation(gemv_config(32, 4, 1, 4), false).value_or(""),
+            "ffma_sums_within_contract");
+  EXPECT_FALSE(make_space(dev, decode).violation(gemv_config(32, 4, 4, 4), false).has_value());
+  const Problem input_grad = packed_problem("NN", 5120, 4, 13824);
+  EXPECT_EQ(longest_ffma_sum(gemv_config(16, 2, 4, 4), input_grad), 108);  // 32 k threads
+  EXPECT_EQ(longest_ffma_sum(gemv_config(256, 4, 64, 4), input_grad), 56);  // 4 k threads
+  EXPECT_EQ(longest_ffma_sum(gemv_config(256, 4, 4, 4), input_grad), 864);
+
   // The seeds of a decoding product hold the matrix-vector kernel of its class.
   for (auto [m, n, cols] : {std::tuple{5120, 4, 4}, std::tuple{7, 4096, 8}, std::tuple{4096, 16, 16}}) {
     const Problem decode = packed_problem("TN", m, n, 1280);

@@ -18,6 +18,7 @@
 
 #include "bench/held_out.hpp"
 #include "cache/shipped_defaults.hpp"
+#include "templates/gemm/gemm_op.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::cache {
@@ -682,6 +683,26 @@ TEST_F(FitSelectionTest, LeavesOutConfigsTheOpRefusesOnTheirProblem) {
   ASSERT_EQ(unruled.exit_code, 0) << unruled.output;
   EXPECT_NE(unruled.table.find("entry\tNN\t0\t" + chain + "\n"), std::string::npos)
       << unruled.table;
+}
+
+// A problem only configs outside the portfolio were measured on (matrix-vector configs of a
+// class of columns no entry holds) gets no point: the table still loads, and the header counts it.
+TEST_F(FitSelectionTest, LeavesOutProblemsNoEntryWasMeasuredOn) {
+  const std::string tile =
+      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1";
+  const std::string eight = tuned::gemm_op::gemv_config(64, 4, 1, 8).canonical();
+  std::string sweep = kHeader;
+  for (int64_t m : {512, 1024, 2048}) sweep += row("NN", m, m, 1024, 4, tile, 1.0);
+  sweep += row("NN", 4096, 7, 1024, 4, eight, 0.01);  // only the 8-column kernel ran here
+  const Fit fit = this->fit(sweep, "--entries 1");
+  ASSERT_EQ(fit.exit_code, 0) << fit.output;
+  EXPECT_NE(fit.table.find("entry\tNN\t0\t" + tile + "\n"), std::string::npos) << fit.table;
+  EXPECT_EQ(fit.table.find("4096x7x1024"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("points\tNN\t3\t"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.output.find("1 problems with no entry measured"), std::string::npos)
+      << fit.output;
+  EXPECT_NO_THROW(SelectionModel{fit.table});
 }
 
 TEST_F(FitSelectionTest, BadInputExitsOneNamingTheLine) {
