@@ -194,8 +194,8 @@ bool in_hard_family(const Shape& s) {
   return (std::min(s.m, s.n) <= 256 && s.k >= 2000) || (s.k <= 128 && s.m * s.n >= (1 << 20));
 }
 
-// Where the matrix-vector kernel runs: m or n up to 16 (its most columns).
-bool is_vector_shape(const Shape& s) { return std::min(s.m, s.n) <= 16; }
+// Where the matrix-vector kernel runs: m or n up to its most columns (16).
+bool is_vector_shape(const Shape& s) { return std::min(s.m, s.n) <= gemm_op::kGemvMaxCols; }
 
 // Skinny products big enough to matter (the model's worst picks sit there): min(m, n) <= 256
 // with m*n*k >= 2^27.

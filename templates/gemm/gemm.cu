@@ -1021,7 +1021,8 @@ constexpr int kGemvKThreads = kGemvThreads / kGemvRowThreads;
 // Sums per thread grow with GCOLS: fewer rows at once and a shallower unroll past 4 columns keep
 // a thread under 128 registers (two blocks per SM, loads of 16 warps in flight).
 constexpr int kGemvRowsMost = GCOLS <= 4 ? 4 : 2;
-constexpr int kGemvRowsAtOnce = GEMV / kGemvWarps < kGemvRowsMost ? GEMV / kGemvWarps : kGemvRowsMost;
+constexpr int kGemvRowsAtOnce =
+    GEMV / kGemvWarps < kGemvRowsMost ? GEMV / kGemvWarps : kGemvRowsMost;
 constexpr int kGemvKUnroll = GCOLS <= 2 ? 4 : GCOLS == 4 ? 2 : 1;  // rows adjacent: k steps
 constexpr int kGemvVecUnroll = GCOLS <= 4 ? 2 : 1;                 // k contiguous: vectors
 static_assert(GEMV % (kGemvWarps * VEC) == 0 && GEMV <= kGemvThreads,

@@ -231,7 +231,8 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"gemv_gcols_holds_the_vectors", {"GEMV", "GCOLS"}, [=](const Config& c) {
                    if (c.get("GEMV") == 0) return true;
                    const int64_t cols = gemv_cols(c, problem);
-                   return cols <= c.get("GCOLS") && (c.get("GCOLS") == 1 || 2 * cols > c.get("GCOLS"));
+                   return cols <= c.get("GCOLS") &&
+                          (c.get("GCOLS") == 1 || 2 * cols > c.get("GCOLS"));
                  }});
   space.require({"gcols_only_for_gemv", {"GEMV", "GCOLS"}, [](const Config& c) {
                    return c.get("GEMV") > 0 || c.get("GCOLS") == 1;
@@ -388,12 +389,11 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   // The accuracy contract: no float sum (FFMA, split TF32, the matrix-vector kernel) longer than
   // kMaxFfmaSum (KSUM = 1 or split-K past it). Last, so a config that breaks another rule too is
   // named by that one.
-  space.require(
-      {"ffma_sums_within_contract",
-       {"GEMV", "BK", "VEC", "SPLITK", "MMA", "KSUM", "GCOLS"},
-       [=](const Config& c) {
-         return sums_in_double(c) || longest_ffma_sum(c, problem) <= kMaxFfmaSum;
-       }});
+  space.require({"ffma_sums_within_contract",
+                 {"GEMV", "BK", "VEC", "SPLITK", "MMA", "KSUM", "GCOLS"},
+                 [=](const Config& c) {
+                   return sums_in_double(c) || longest_ffma_sum(c, problem) <= kMaxFfmaSum;
+                 }});
   return space;
 }
 
@@ -597,8 +597,8 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
   // fewest that hold the product's.
   const int64_t vectors = std::min(problem.m, problem.n);
   if (vectors <= kGemvMaxCols) {
-    const int cols = static_cast<int>(pow2_at_least(std::max<int64_t>(
-        1, problem.n <= kGemvMaxCols ? problem.n : problem.m)));
+    const int cols = static_cast<int>(
+        pow2_at_least(std::max<int64_t>(1, problem.n <= kGemvMaxCols ? problem.n : problem.m)));
     for (int rows : {32, 64, 128}) {
       for (int splits : {1, 4, 16}) {
         Config c = gemv_config(rows, std::min(4, problem.alignment), splits, cols);

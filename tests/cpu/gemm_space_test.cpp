@@ -21,9 +21,10 @@ TEST(GemmSpace, ConfigRendersOptionsNameAndCanonicalText) {
   const Config c = Config::parse(
       "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
       "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
-  EXPECT_EQ(c.canonical(),
-            "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-            "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
+  EXPECT_EQ(
+      c.canonical(),
+      "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
   EXPECT_EQ(Config::parse(c.canonical()), c);
   const Problem p = packed_problem("TN", 100, 200, 300);
   EXPECT_EQ(
@@ -123,7 +124,8 @@ TEST(GemmSpace, EnumerationMeetsEveryConstraint) {
         "GEMV=0,BM=32,BN=32,BK=32,WM=32,WN=1,TM=1,TN=1,LM=32,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=32,"
         "PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
         "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-        "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1"}) {
+        "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS="
+        "1"}) {
     EXPECT_FALSE(full.violation(Config::parse(rung)).has_value()) << rung;
   }
   EXPECT_EQ(restricted.violation(Config::parse(
@@ -493,12 +495,13 @@ TEST(GemmSpace, MatrixVectorColumnsHoldTheVectorsAndSizeTheWorkspace) {
             "ffma_sums_within_contract");
   EXPECT_FALSE(make_space(dev, decode).violation(gemv_config(32, 4, 4, 4), false).has_value());
   const Problem input_grad = packed_problem("NN", 5120, 4, 13824);
-  EXPECT_EQ(longest_ffma_sum(gemv_config(16, 2, 4, 4), input_grad), 108);  // 32 k threads
+  EXPECT_EQ(longest_ffma_sum(gemv_config(16, 2, 4, 4), input_grad), 108);   // 32 k threads
   EXPECT_EQ(longest_ffma_sum(gemv_config(256, 4, 64, 4), input_grad), 56);  // 4 k threads
   EXPECT_EQ(longest_ffma_sum(gemv_config(256, 4, 4, 4), input_grad), 864);
 
   // The seeds of a decoding product hold the matrix-vector kernel of its class.
-  for (auto [m, n, cols] : {std::tuple{5120, 4, 4}, std::tuple{7, 4096, 8}, std::tuple{4096, 16, 16}}) {
+  for (auto [m, n, cols] :
+       {std::tuple{5120, 4, 4}, std::tuple{7, 4096, 8}, std::tuple{4096, 16, 16}}) {
     const Problem decode = packed_problem("TN", m, n, 1280);
     int found = 0;
     for (const auto& c : seed_configs(dev, decode)) {

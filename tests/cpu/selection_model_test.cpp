@@ -700,8 +700,7 @@ TEST_F(FitSelectionTest, LeavesOutProblemsNoEntryWasMeasuredOn) {
   EXPECT_NE(fit.table.find("entry\tNN\t0\t" + tile + "\n"), std::string::npos) << fit.table;
   EXPECT_EQ(fit.table.find("4096x7x1024"), std::string::npos) << fit.table;
   EXPECT_NE(fit.table.find("points\tNN\t3\t"), std::string::npos) << fit.table;
-  EXPECT_NE(fit.output.find("1 problems with no entry measured"), std::string::npos)
-      << fit.output;
+  EXPECT_NE(fit.output.find("1 problems with no entry measured"), std::string::npos) << fit.output;
   EXPECT_NO_THROW(SelectionModel{fit.table});
 }
 

@@ -267,11 +267,14 @@ std::vector<Config> staged_families(const DeviceInfo& device) {
   if (device.compute_capability() < 90) return configs;
   for (const Config& c : parsed({
            "GEMV=0,BM=64,BN=64,BK=16,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=8,"
-           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=1,KSUM=0,GCOLS=1",
+           "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=1,KSUM=0,"
+           "GCOLS=1",
            "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=1,KSUM=0,GCOLS=1",
+           "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=1,KSUM=0,"
+           "GCOLS=1",
            "GEMV=0,BM=32,BN=16,BK=8,WM=16,WN=8,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=1,CSTAGE=1,KSUM=0,GCOLS=1",
+           "PIPE=2,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=1,CSTAGE=1,KSUM=0,"
+           "GCOLS=1",
        })) {
     configs.push_back(c);
   }
@@ -354,15 +357,19 @@ TEST(GemmFamilies, TailSplitFillsTheLastWaveRightAndRepeatably) {
   int split_launches = 0;
   for (const char* text : {
            "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-           "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1",
+           "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=1,"
+           "GCOLS=1",
            "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=0,BKM=0,UNROLL=8,"
-           "PIPE=1,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1",
+           "PIPE=1,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=1,"
+           "GCOLS=1",
            "GEMV=0,BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL="
            "16,"
-           "PIPE=4,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1",
+           "PIPE=4,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=1,"
+           "GCOLS=1",
            // FP64 tensor cores, packed, operands k-contiguous in shared memory (sm_90+).
            "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=0,BKM=0,UNROLL=8,"
-           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1",
+           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=1,CSTAGE=0,KSUM=0,"
+           "GCOLS=1",
        }) {
     for (const char* layout : {"NN", "NT", "TN", "TT"}) {
       const Config config = Config::parse(text);
@@ -439,7 +446,8 @@ TEST(GemmFamilies, SliceSumsKeepFfmaWithinTheAccuracyContract) {
        "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=16,"
        "PIPE=1,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1",
        "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-       "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1"});
+       "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS="
+       "1"});
   check_in_every_layout(device, configs, kOddShapes, 6000);
   KernelCache kernels;
   DeviceCheck check(kernels, device);
@@ -503,11 +511,10 @@ TEST(GemmFamilies, MatrixVectorKernelIsRightOnAFewVectors) {
   TUNED_REQUIRE_GPU();
   const DeviceInfo device = query_device(0);
   TUNED_CUDA_CHECK(cudaSetDevice(0));
-  const std::map<int, Shapes> shapes_of = {
-      {2, {{1000, 2, 1999}, {2, 127, 1000}, {2, 2, 7}}},
-      {4, {{4097, 3, 127}, {3, 1000, 33}, {3, 4, 1}}},
-      {8, {{127, 7, 1000}, {5, 4097, 127}, {1000, 8, 1}}},
-      {16, {{1000, 13, 1999}, {9, 127, 1000}, {7, 16, 33}}}};
+  const std::map<int, Shapes> shapes_of = {{2, {{1000, 2, 1999}, {2, 127, 1000}, {2, 2, 7}}},
+                                           {4, {{4097, 3, 127}, {3, 1000, 33}, {3, 4, 1}}},
+                                           {8, {{127, 7, 1000}, {5, 4097, 127}, {1000, 8, 1}}},
+                                           {16, {{1000, 13, 1999}, {9, 127, 1000}, {7, 16, 33}}}};
   int checked = 0, expected = 0;
   for (const auto& [cols, shapes] : shapes_of) {
     std::vector<Config> configs;
@@ -548,11 +555,13 @@ TEST(GemmFamilies, PackingInPassesOverKIsRight) {
       {"GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
        "PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
        "GEMV=0,BM=32,BN=64,BK=16,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-       "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=1,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1"});
+       "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=1,REDUCE=1,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS="
+       "1"});
   if (device.compute_capability() >= 90) {
     configs.push_back(Config::parse(
         "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,"
-        "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1"));
+        "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS="
+        "1"));
   }
   int checked = 0;
   for (const auto& [layout, m, n, k] :
