@@ -101,10 +101,11 @@ constexpr int kGemvThreads = 256;  // gemm.cu's kGemvThreads
 constexpr const char* kZeroTickets = "tuned_gemm_zero_tickets";  // gemm.cu's ticket reset
 constexpr const char* kPack = "tuned_gemm_pack";                 // gemm.cu's aligned copy (PACK)
 
-// Rows and columns of Y a GEMV kernel computes: m x n when n fits its columns, else n x m
-// (gemm.cu's orientation).
-int64_t gemv_rows(const Config& c, const Problem& p) { return p.n <= c.get("GCOLS") ? p.m : p.n; }
-int64_t gemv_cols(const Config& c, const Problem& p) { return p.n <= c.get("GCOLS") ? p.n : p.m; }
+// gemm.cu's orientation of a GEMV kernel: Y = C (m x n) when n fits its columns, else Y = C^T;
+// and the rows and columns of Y.
+bool gemv_y_is_c(const Config& c, const Problem& p) { return p.n <= c.get("GCOLS"); }
+int64_t gemv_rows(const Config& c, const Problem& p) { return gemv_y_is_c(c, p) ? p.m : p.n; }
+int64_t gemv_cols(const Config& c, const Problem& p) { return gemv_y_is_c(c, p) ? p.n : p.m; }
 
 }  // namespace
 
@@ -117,8 +118,7 @@ int64_t longest_ffma_sum(const Config& c, const Problem& p) {
     // then the k_threads partials are summed in order.
     const int64_t splits = c.get("SPLITK");
     const int64_t chunk = ((std::max<int64_t>(p.k, 1) + splits - 1) / splits + 31) / 32 * 32;
-    const bool column = p.n <= c.get("GCOLS");
-    const bool rows_adjacent = column ? !p.trans_a : p.trans_b;
+    const bool rows_adjacent = gemv_y_is_c(c, p) ? !p.trans_a : p.trans_b;
     if (!rows_adjacent) return chunk / 32;
     const int64_t k_threads = kGemvThreads / (c.get("GEMV") / c.get("VEC"));
     return std::max((chunk + k_threads - 1) / k_threads, k_threads);
@@ -595,10 +595,9 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
   }
   // m or n up to 16: the matrix-vector kernel, with and without splitting k, its columns the
   // fewest that hold the product's.
-  const int64_t vectors = std::min(problem.m, problem.n);
-  if (vectors <= kGemvMaxCols) {
-    const int cols = static_cast<int>(
-        pow2_at_least(std::max<int64_t>(1, problem.n <= kGemvMaxCols ? problem.n : problem.m)));
+  if (std::min(problem.m, problem.n) <= kGemvMaxCols) {
+    const int64_t vectors = problem.n <= kGemvMaxCols ? problem.n : problem.m;
+    const int cols = static_cast<int>(pow2_at_least(std::max<int64_t>(1, vectors)));
     for (int rows : {32, 64, 128}) {
       for (int splits : {1, 4, 16}) {
         Config c = gemv_config(rows, std::min(4, problem.alignment), splits, cols);
