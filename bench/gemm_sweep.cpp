@@ -9,7 +9,7 @@
 //   cublas_exact_error within_contract
 // Rows are flushed per problem, so a run cut short keeps what it measured.
 //   gemm_sweep --seeds 1-25 [--min-gflop X] [--grid] [--networks] [--hard-families] [--skinny]
-//              [--gemv] [--portfolio] [--candidates FILE] [--candidates-from-db DB [--top N]]
+//              [--gemv] [--long] [--portfolio] [--candidates FILE] [--candidates-from-db DB [--top N]]
 //              [--cubin-db DB] [--max-gflop X] [--out FILE [--resume]] [--max-seconds S]
 //              [--print-shapes]
 #include <CLI/CLI.hpp>
@@ -127,6 +127,75 @@ std::vector<Shape> grid_shapes() {
         out.push_back({layout, big, small, big});
         out.push_back({layout, big, big, small});
         out.push_back({layout, small, small, big});
+      }
+    }
+  }
+  return out;
+}
+
+// Products with one very long dimension under small others, as convolutions' im2col GEMMs make
+// them (channels x taps of 8-300 against batch x pixels of 10^5-10^6): weight gradients (k long,
+// every layout, NT as PyTorch calls it most), and first layers' forward and input-gradient
+// products (n long to 1.2M, k of 32-200). A grid between the networks' sizes, each operand at most 2^28
+// floats; held-out shapes are left out as everywhere. Ordered so that a run cut short still covers
+// each family.
+std::vector<Shape> long_shapes() {
+  std::vector<Shape> k_long, n_long;
+  for (int64_t k : {400000, 1500000}) {
+    for (int64_t m : {8, 19, 36, 75, 147}) {
+      for (int64_t n : {16, 48, 96, 200}) {
+        if (std::max(m, n) * k <= (int64_t{1} << 28)) k_long.push_back({"NT", m, n, k});
+      }
+    }
+  }
+  for (const char* layout : {"NN", "TN", "TT"}) {
+    for (int64_t m : {19, 75}) {
+      for (int64_t n : {48, 200}) k_long.push_back({layout, m, n, 800000});
+    }
+  }
+  for (const char* layout : {"NN", "TN"}) {
+    for (int64_t m : {8, 24, 48, 96}) {
+      for (int64_t n : {400000, 1200000}) {
+        for (int64_t k : {32, 96, 200}) n_long.push_back({layout, m, n, k});
+      }
+    }
+  }
+  std::vector<Shape> out;
+  for (size_t i = 0; i < std::max(k_long.size(), n_long.size()); ++i) {
+    if (i < k_long.size()) out.push_back(k_long[i]);
+    if (i < n_long.size()) out.push_back(n_long[i]);
+  }
+  return out;
+}
+
+// Configs for long k under a small output: small tiles with 32-256 splits of k, FFMA (k in
+// partial chains: a split is thousands long) and both tensor-core families, each way of summing
+// the splits.
+std::vector<Config> long_candidates(const DeviceInfo& device) {
+  std::vector<Config> out;
+  for (int bm : {16, 32, 64}) {
+    for (int bn : {32, 64}) {
+      for (int splitk : {64, 128, 256}) {
+        if (auto c = tile_config(device, bm, bn, 16, splitk, 3)) {
+          c->set("KSUM", 1);
+          c->set("REDUCE", 1);
+          out.push_back(*c);
+        }
+      }
+    }
+  }
+  for (const char* tile : {"BM=32,BN=64,BK=32,WM=16,WN=32", "BM=64,BN=64,BK=32,WM=32,WN=32"}) {
+    for (int splitk : {32, 64, 128, 256}) {
+      for (int mma : {1, 2}) {
+        for (int reduce : {0, 1}) {
+          if (mma == 2 && reduce == 0) continue;
+          out.push_back(Config::parse(
+              std::string("GEMV=0,") + tile +
+              ",TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,PIPE=3,SWZ=0,MINB=2,PRETB=0,"
+              "SPLITK=" + std::to_string(splitk) + ",PACK=0,REDUCE=" + std::to_string(reduce) +
+              ",TAIL=0,MMA=" + std::to_string(mma) + ",CSTAGE=0,KSUM=" +
+              std::to_string(mma == 2 ? 1 : 0) + ",GCOLS=1"));
+        }
       }
     }
   }
@@ -296,7 +365,7 @@ std::vector<Config> candidates_from_database(const std::string& path, const Devi
 
 struct Selection {
   bool grid = false, hard_families = false, skinny = false, gemv = false, portfolio = false,
-       networks = false, more_networks = false;
+       networks = false, more_networks = false, long_products = false;
   double min_gflop = 0, max_gflop = 0;  // random draws of at least; any problem of at most (0: any)
   std::string candidates_path, candidates_db, cubin_db;
   int top = 4;
@@ -321,6 +390,9 @@ std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& 
   }
   if (sel.more_networks) {
     for (const auto& g : fitting_gemms_more()) add(g.shape);
+  }
+  if (sel.long_products) {
+    for (const auto& s : long_shapes()) add(s);
   }
   for (uint64_t seed : parse_seeds(seeds_text)) {
     for (const auto& s : random_shapes(seed, kShapesPerSeed, sel.min_gflop)) {
@@ -360,6 +432,13 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
     const auto bases = sel.gemv ? gemv_candidates() : base_candidates(device);
     for (const char* layout : {"NN", "NT", "TN", "TT"}) bases_by_layout[layout] = bases;
   }
+  if (sel.long_products) {
+    const auto bases = long_candidates(device);
+    for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+      auto& to = bases_by_layout[layout];
+      to.insert(to.end(), bases.begin(), bases.end());
+    }
+  }
   size_t base_count = 0;
   for (auto& [layout, bases] : bases_by_layout) {
     std::erase_if(bases, [&](const Config& c) { return c.get("SPLITK") < min_split; });
@@ -394,10 +473,12 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
         if (gemm_op::make_space(device, p).violation(c, false)) continue;
         const std::string key = layout + "|" + c.canonical();
         if (!by_key.emplace(key, Candidate{c, layout}).second) continue;
-        // A packed config keeps its VEC on problems of narrower alignment, where C is stored
-        // C_VEC = alignment wide: a kernel for each.
+        // A packed config (and the matrix-vector kernel, which checks its operands at launch)
+        // keeps its VEC on problems of narrower alignment, where C is stored C_VEC = alignment
+        // wide: a kernel for each.
         for (int alignment : {4, 2, 1}) {
-          if (alignment > vec || (alignment < vec && c.get("PACK") == 0)) continue;
+          const bool keeps_vec = c.get("PACK") == 1 || c.get("GEMV") > 0;
+          if (alignment > vec || (alignment < vec && !keeps_vec)) continue;
           auto aligned = p;
           aligned.alignment = alignment;
           CompileJob job;
@@ -569,6 +650,10 @@ int main(int argc, char** argv) {
   app.add_flag("--more-networks", sel.more_networks,
                "add the second fitting set: those models at other token counts and decoding "
                "steps, convolutions with k in the hundreds of thousands (fitting_gemms_more)");
+  app.add_flag("--long", sel.long_products,
+               "add products with one very long dimension under small others (convolutions' "
+               "weight gradients, k up to 1.5M; first layers, n up to 1.2M) and time the "
+               "long-k configs (small tiles, 32-256 splits) on every problem besides the others");
   app.add_flag("--hard-families", sel.hard_families,
                "keep only random shapes of the hard families (min(m, n) <= 256 with k >= 2000; "
                "k <= 128 with m*n >= 2^20): denser data where picks miss most");
@@ -606,6 +691,11 @@ int main(int argc, char** argv) {
     if (list) {
       for (const auto& c : sel.gemv ? gemv_candidates() : base_candidates(reference_device(90))) {
         std::printf("%s\n", c.canonical().c_str());
+      }
+      if (sel.long_products) {
+        for (const auto& c : long_candidates(reference_device(90))) {
+          std::printf("%s\n", c.canonical().c_str());
+        }
       }
       return 0;
     }

@@ -37,6 +37,10 @@
 #                on the problems with m or n up to 16 of the second fitting set (decoding), the
 #                grid, seeds 1-60 and 81-112 and the hard families' seeds 1000-1099, for at most
 #                S seconds (default 400; gemm_sweep_<gpu>_issue28-gemv-<set>.tsv.gz)
+#   long[:S]     the shipped portfolio and the long-k configs (small tiles, 32-256 splits) on
+#                products with one very long dimension (gemm_sweep --long: convolution-like
+#                weight gradients and first layers), for at most S seconds (default 300;
+#                gemm_sweep_<gpu>_issue28-long.tsv.gz)
 #   networks     bench/gemm_networks, shipped data only (empty user database)
 #   networks-fu  bench/gemm_networks with first-use tuning
 #   large        gemm_random --min-gflop 1 --seeds 111,112,113, shipped data only
@@ -76,6 +80,7 @@ KSUM_FIT_SETS=("ksum-middle --seeds 3105-3116 --min-gflop 0.1" "ksum-small --see
                "ksum-more --more-networks --max-gflop 200")
 GEMV_SETS=("gemv-decode --gemv --more-networks" "gemv-grid --gemv --grid"
            "gemv-random --gemv --seeds 1-60,81-112" "gemv-hard --gemv --hard-families --seeds 1000-1099")
+LONG_SETS=("long --long")
 TF32_SETS=("tf32-networks --networks --max-gflop 600" "tf32-more --more-networks --max-gflop 200"
            "tf32-large --seeds 3001-3032 --min-gflop 1" "tf32-middle --seeds 3101-3116 --min-gflop 0.1")
 
@@ -164,6 +169,10 @@ for step in "$@"; do
       budget=${step#portfolio}; budget=${budget#:}
       sweep_sets -portfolio "${budget:-540}" --portfolio
       summary+=("portfolio: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
+    long|long:*)
+      budget=${step#long}; budget=${budget#:}
+      SWEEP=LONG_SETS sweep_sets "" "${budget:-300}" --portfolio
+      summary+=("long: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
     networks)
       build/bench/gemm_networks --no-user-db --json "$OUT/gemm_networks_${tag}.json" \
         > "$OUT/gemm_networks_${tag}.txt" 2>&1

@@ -1053,6 +1053,13 @@ extern "C" __global__ void __launch_bounds__(kGemvThreads, 2)
   const long long ldy = column ? ldc : 1;
   // The step from X's column c to the next: none past the product's last column.
   auto x_step = [&](int c) { return c + 1 < cols ? ldx : 0; };
+  // VEC-wide loads where the operand allows them, checked here: the problem's alignment class
+  // counts C too, which this kernel writes one float at a time (an odd ldc, as a vocabulary's
+  // logits have, must not narrow the reads of the weights). Elsewhere one float at a time.
+  const bool mat_vectors =
+      VEC == 1 || (reinterpret_cast<unsigned long long>(mat) % (4 * VEC) == 0 && ld % VEC == 0);
+  const bool x_vectors = VEC == 1 || (reinterpret_cast<unsigned long long>(x) % (4 * VEC) == 0 &&
+                                      (cols == 1 || ldx % VEC == 0));
 
   const int tid = threadIdx.x;
   const int r0 = blockIdx.x * GEMV;
@@ -1074,7 +1081,7 @@ extern "C" __global__ void __launch_bounds__(kGemvThreads, 2)
 #pragma unroll
       for (int e = 0; e < VEC; ++e) acc[c][e] = 0.0f;
     }
-    if (r + VEC <= rows) {
+    if (mat_vectors && r + VEC <= rows) {
 #pragma unroll kGemvKUnroll
       for (int k = k_begin + ty; k < k_end; k += kGemvKThreads) {
         const Vec<VEC> v = *reinterpret_cast<const Vec<VEC>*>(mat + r + k * ld);
@@ -1126,7 +1133,7 @@ extern "C" __global__ void __launch_bounds__(kGemvThreads, 2)
       }
       int k = k_begin + lane * VEC;
 #pragma unroll kGemvVecUnroll
-      for (; k + VEC <= k_end; k += 32 * VEC) {
+      for (; mat_vectors && k + VEC <= k_end; k += 32 * VEC) {
         Vec<VEC> v[kGemvRowsAtOnce];
 #pragma unroll
         for (int j = 0; j < kGemvRowsAtOnce; ++j) {
@@ -1137,7 +1144,7 @@ extern "C" __global__ void __launch_bounds__(kGemvThreads, 2)
           // (Offsets per column here, not a walked pointer: 128 -> 208 registers at GCOLS = 16.)
           const float* __restrict__ xc = x + (c < cols ? c : cols - 1) * ldx;
           Vec<VEC> xv;
-          if (incx == 1) {
+          if (incx == 1 && x_vectors) {
             xv = *reinterpret_cast<const Vec<VEC>*>(xc + k);
           } else {
 #pragma unroll
@@ -1150,14 +1157,17 @@ extern "C" __global__ void __launch_bounds__(kGemvThreads, 2)
           }
         }
       }
-      // This lane's part of a last, partial vector.
-      for (int e = 0; e < VEC && k + e < k_end; ++e) {
-        const float* __restrict__ xe = x + (k + e) * incx;
+      // One float at a time: this lane's part of a last, partial vector, or all of its part
+      // where Mat allows no vector loads.
+      for (; k < k_end; k += 32 * VEC) {
+        for (int e = 0; e < VEC && k + e < k_end; ++e) {
+          const float* __restrict__ xe = x + (k + e) * incx;
 #pragma unroll
-        for (int c = 0; c < GCOLS; xe += x_step(c), ++c) {
+          for (int c = 0; c < GCOLS; xe += x_step(c), ++c) {
 #pragma unroll
-          for (int j = 0; j < kGemvRowsAtOnce; ++j) {
-            sum[j][c] = fmaf(row[j][k + e], *xe, sum[j][c]);
+            for (int j = 0; j < kGemvRowsAtOnce; ++j) {
+              sum[j][c] = fmaf(row[j][k + e], *xe, sum[j][c]);
+            }
           }
         }
       }

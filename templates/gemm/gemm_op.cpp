@@ -289,8 +289,10 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                    const int v = c.get("VEC");
                    return c.get("BM") % v == 0 && c.get("BN") % v == 0 && c.get("BK") % v == 0;
                  }});
-  space.require({"vec_fits_alignment", {"VEC", "PACK"}, [=](const Config& c) {
-                   return c.get("VEC") <= alignment || c.get("PACK") == 1;
+  // (The matrix-vector kernel checks its operands at launch and reads one float at a time where
+  // they allow no vectors; it writes C one float at a time.)
+  space.require({"vec_fits_alignment", {"GEMV", "VEC", "PACK"}, [=](const Config& c) {
+                   return c.get("VEC") <= alignment || c.get("PACK") == 1 || c.get("GEMV") > 0;
                  }});
   space.require({"reduce_pass_needs_splits", {"SPLITK", "REDUCE"}, [](const Config& c) {
                    return c.get("REDUCE") == 0 || c.get("SPLITK") > 1;
@@ -598,10 +600,13 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
   if (std::min(problem.m, problem.n) <= kGemvMaxCols) {
     const int64_t vectors = problem.n <= kGemvMaxCols ? problem.n : problem.m;
     const int cols = static_cast<int>(pow2_at_least(std::max<int64_t>(1, vectors)));
-    for (int rows : {32, 64, 128}) {
-      for (int splits : {1, 4, 16}) {
-        Config c = gemv_config(rows, std::min(4, problem.alignment), splits, cols);
-        if (!space.violation(c, /*include_pruning=*/true)) seeds.push_back(c);
+    // Vectors of 4 wherever the operands allow them (the class counts C, which the kernel
+    // writes one float at a time), and of the class's width.
+    for (int vec : {4, problem.alignment}) {
+      for (int rows : {32, 64, 128}) {
+        for (int splits : {1, 4, 16}) {
+          add(gemv_config(rows, vec, splits, cols));
+        }
       }
     }
   }
@@ -678,10 +683,11 @@ Config fit_config(const Config& config, const DeviceInfo& device, const Problem&
   // A config recorded before a parameter existed means that parameter's old behaviour.
   Config fitted = with_absent_params(config, parameters());
   if (fitted.has("VEC") && fitted.get("VEC") > problem.alignment &&
-      !(fitted.has("PACK") && fitted.get("PACK") == 1)) {
+      !(fitted.has("PACK") && fitted.get("PACK") == 1) && !is_gemv(fitted)) {
     // A vector wider than the operands allow: pack them where that pays (the same kernel runs),
-    // else narrow the vector (any narrower one is valid wherever a wider one was).
-    if (fitted.has("PACK") && !is_gemv(fitted) && packing_pays(problem)) {
+    // else narrow the vector (any narrower one is valid wherever a wider one was). The
+    // matrix-vector kernel keeps its width: it checks the operands at launch.
+    if (fitted.has("PACK") && packing_pays(problem)) {
       fitted.set("PACK", 1);
     } else {
       fitted.set("VEC", problem.alignment);

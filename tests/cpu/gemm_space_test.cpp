@@ -145,6 +145,13 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE="
       "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
   EXPECT_EQ(space.violation(c).value_or(""), "vec_fits_alignment");
+  // The matrix-vector kernel checks its operands at launch: VEC 4 on any alignment, kept by
+  // fit_config, where a tile config packs its operands (here, where that pays) or narrows VEC.
+  const Problem logits = packed_problem("TN", 50001, 4, 1024);  // ldc odd, A and B aligned
+  ASSERT_EQ(logits.alignment, 1);
+  EXPECT_FALSE(make_space(dev, logits).violation(gemv_config(64, 4, 4, 4), false).has_value());
+  EXPECT_EQ(fit_config(gemv_config(64, 4, 4, 4), dev, logits).get("VEC"), 4);
+  EXPECT_EQ(fit_config(c, dev, p).get("PACK"), 1);
   c.set("VEC", 1);
   EXPECT_FALSE(space.violation(c).has_value());
   c.set("WM", 128);

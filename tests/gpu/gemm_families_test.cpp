@@ -107,8 +107,9 @@ int check_on_shapes(const DeviceInfo& device, const char* layout,
   KernelCache kernels;
   DeviceCheck check(kernels, device);
   Stream stream = Stream::create();
+  // (What fit_config does: packed configs and the matrix-vector kernel keep their VEC.)
   auto with_vec = [](Config c, int vec) {
-    if (c.get("PACK") == 0) c.set("VEC", std::min(c.get("VEC"), vec));
+    if (c.get("PACK") == 0 && c.get("GEMV") == 0) c.set("VEC", std::min(c.get("VEC"), vec));
     return c;
   };
   // Kernel specs depend on the layout and the alignment class only: one per class, by name.
@@ -524,13 +525,11 @@ TEST(GemmFamilies, MatrixVectorKernelIsRightOnAFewVectors) {
     for (const char* layout : {"NN", "NT", "TN", "TT"}) {
       for (const Config& c : configs) {
         for (auto [m, n, k] : shapes) {
-          // Each config is its shapes' class (what the space lets the library run; VEC narrowed
-          // to the alignment as check_on_shapes does).
+          // Each config is its shapes' class (what the space lets the library run, VEC 4 on
+          // any alignment: the kernel reads floats one at a time where vectors do not fit).
           const Problem p = packed_problem(layout, m, n, k);
-          Config fitted = c;
-          fitted.set("VEC", std::min(c.get("VEC"), p.alignment));
-          ASSERT_FALSE(make_space(device, p).violation(fitted, false).has_value())
-              << layout << " " << m << "x" << n << "x" << k << " " << fitted.canonical();
+          ASSERT_FALSE(make_space(device, p).violation(c, false).has_value())
+              << layout << " " << m << "x" << n << "x" << k << " " << c.canonical();
         }
       }
       checked += check_on_shapes(device, layout, configs, shapes, 5000 + checked);
@@ -538,6 +537,62 @@ TEST(GemmFamilies, MatrixVectorKernelIsRightOnAFewVectors) {
     }
   }
   EXPECT_EQ(checked, expected);
+}
+
+// The matrix-vector kernel's vector reads are decided at launch: VEC 4 on operands whose pointers
+// or leading dims allow no 16-byte loads reads them one float at a time, and an odd ldc (the
+// problem's alignment class 1: a vocabulary's logits) leaves the matrix's vector reads on. Each
+// against cuBLAS on the same pointers, C NaN-poisoned: aligned operands under an odd ldc, the
+// matrix one float off a 16-byte boundary, the vectors one float off, in every layout, Y = C and
+// Y = C^T, with and without splits of k.
+TEST(GemmFamilies, MatrixVectorKernelReadsVectorsOnlyWhereTheOperandsAllow) {
+  TUNED_REQUIRE_GPU();
+  const DeviceInfo device = query_device(0);
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  KernelCache kernels;
+  DeviceCheck check(kernels, device);
+  Stream stream = Stream::create();
+  CublasHandle cublas;
+  cublas.set_stream(stream.get());
+  constexpr int64_t kMany = 1001, kFew = 3, kK = 1024;
+  const size_t floats = size_t{kMany} * kK + 64;
+  DeviceBuffer a(floats * 4), b(floats * 4), c(floats * 4), ref(floats * 4),
+      workspace(size_t{64} << 20);
+  check.fill_uniform(a.as<float>(), floats, 21, -1, 1, stream.get());
+  check.fill_uniform(b.as<float>(), floats, 22, -1, 1, stream.get());
+  int checked = 0;
+  for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+    for (auto [m, n] : {std::pair{kMany, kFew}, std::pair{kFew, kMany}}) {
+      // Packed leading dims: ldc (m rows) or the matrix's is odd (1001), k's are 1024.
+      const Problem packed = packed_problem(layout, m, n, kK);
+      for (auto [a_off, b_off] : {std::pair{0, 0}, std::pair{1, 0}, std::pair{0, 1}}) {
+        const float* pa = a.as<float>() + a_off;
+        const float* pb = b.as<float>() + b_off;
+        Problem p = packed;
+        p.alignment = alignment_class(pa, pb, c.get(), p.lda, p.ldb, p.ldc);
+        ASSERT_EQ(p.alignment, 1);
+        for (int splits : {1, 4}) {
+          const Config config = gemv_config(64, 4, splits, 4);
+          SCOPED_TRACE(std::string(layout) + " " + std::to_string(m) + "x" + std::to_string(n) +
+                       " offsets " + std::to_string(a_off) + "," + std::to_string(b_off) +
+                       " " + config.canonical());
+          ASSERT_EQ(fit_config(config, device, p), config);  // kept at VEC 4
+          ASSERT_LE(workspace_bytes(config, p), workspace.bytes());
+          const auto kernel = kernels.get(kernel_spec(config, p), device);
+          DeviceCheck::poison(c.as<float>(), size_t(p.ldc) * p.n, stream.get());
+          launch(*kernel, config, p, 1.0f, pa, pb, 0.0f, c.as<float>(), workspace.get(),
+                 stream.get(), nullptr);
+          cublas_sgemm(cublas.get(), p, 1.0f, pa, pb, 0.0f, ref.as<float>());
+          const MatrixCheck vs_cublas =
+              check.compare(c.as<float>(), p.ldc, ref.as<float>(), p.ldc, p.m, p.n, stream.get());
+          EXPECT_TRUE(vs_cublas.passed(1e-5)) << vs_cublas.rel_error;
+          EXPECT_EQ(vs_cublas.unwritten, 0);
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 4 * 2 * 3 * 2);
 }
 
 // Operands too large to pack at once (kMaxPackBytes) are packed and multiplied in passes over k,
