@@ -9,7 +9,8 @@
 //   cublas_exact_error within_contract
 // Rows are flushed per problem, so a run cut short keeps what it measured.
 //   gemm_sweep --seeds 1-25 [--min-gflop X] [--grid] [--networks] [--hard-families] [--skinny]
-//              [--gemv] [--long] [--portfolio] [--candidates FILE] [--candidates-from-db DB [--top N]]
+//              [--gemv] [--long] [--portfolio] [--candidates FILE] [--candidates-from-db DB [--top
+//              N]]
 //              [--cubin-db DB] [--max-gflop X] [--out FILE [--resume]] [--max-seconds S]
 //              [--print-shapes]
 #include <CLI/CLI.hpp>
@@ -136,9 +137,9 @@ std::vector<Shape> grid_shapes() {
 // Products with one very long dimension under small others, as convolutions' im2col GEMMs make
 // them (channels x taps of 8-300 against batch x pixels of 10^5-10^6): weight gradients (k long,
 // every layout, NT as PyTorch calls it most), and first layers' forward and input-gradient
-// products (n long to 1.2M, k of 32-200). A grid between the networks' sizes, each operand at most 2^28
-// floats; held-out shapes are left out as everywhere. Ordered so that a run cut short still covers
-// each family.
+// products (n long to 1.2M, k of 32-200). A grid between the networks' sizes, each operand at most
+// 2^28 floats; held-out shapes are left out as everywhere. Ordered so that a run cut short still
+// covers each family.
 std::vector<Shape> long_shapes() {
   std::vector<Shape> k_long, n_long;
   for (int64_t k : {400000, 1500000}) {
@@ -192,9 +193,10 @@ std::vector<Config> long_candidates(const DeviceInfo& device) {
           out.push_back(Config::parse(
               std::string("GEMV=0,") + tile +
               ",TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,PIPE=3,SWZ=0,MINB=2,PRETB=0,"
-              "SPLITK=" + std::to_string(splitk) + ",PACK=0,REDUCE=" + std::to_string(reduce) +
-              ",TAIL=0,MMA=" + std::to_string(mma) + ",CSTAGE=0,KSUM=" +
-              std::to_string(mma == 2 ? 1 : 0) + ",GCOLS=1"));
+              "SPLITK=" +
+              std::to_string(splitk) + ",PACK=0,REDUCE=" + std::to_string(reduce) +
+              ",TAIL=0,MMA=" + std::to_string(mma) +
+              ",CSTAGE=0,KSUM=" + std::to_string(mma == 2 ? 1 : 0) + ",GCOLS=1"));
         }
       }
     }

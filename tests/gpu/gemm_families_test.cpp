@@ -574,8 +574,8 @@ TEST(GemmFamilies, MatrixVectorKernelReadsVectorsOnlyWhereTheOperandsAllow) {
         for (int splits : {1, 4}) {
           const Config config = gemv_config(64, 4, splits, 4);
           SCOPED_TRACE(std::string(layout) + " " + std::to_string(m) + "x" + std::to_string(n) +
-                       " offsets " + std::to_string(a_off) + "," + std::to_string(b_off) +
-                       " " + config.canonical());
+                       " offsets " + std::to_string(a_off) + "," + std::to_string(b_off) + " " +
+                       config.canonical());
           ASSERT_EQ(fit_config(config, device, p), config);  // kept at VEC 4
           ASSERT_LE(workspace_bytes(config, p), workspace.bytes());
           const auto kernel = kernels.get(kernel_spec(config, p), device);
