@@ -160,6 +160,10 @@ std::vector<Shape> long_shapes() {
         for (int64_t k : {32, 96, 200}) n_long.push_back({layout, m, n, k});
       }
     }
+    // Odd channel counts (3 x 3 taps of 1-5 channels): C, and A or B, unaligned.
+    for (int64_t m : {9, 45}) {
+      for (int64_t k : {27, 64, 147}) n_long.push_back({layout, m, 700000, k});
+    }
   }
   std::vector<Shape> out;
   for (size_t i = 0; i < std::max(k_long.size(), n_long.size()); ++i) {
@@ -169,9 +173,9 @@ std::vector<Shape> long_shapes() {
   return out;
 }
 
-// Configs for long k under a small output: small tiles with 32-256 splits of k, FFMA (k in
-// partial chains: a split is thousands long) and both tensor-core families, each way of summing
-// the splits.
+// Configs for long products: flat tiles for a long n, and for long k under a small output small
+// tiles with 32-256 splits of k, FFMA (k in partial chains: a split is thousands long) and both
+// tensor-core families, each way of summing the splits.
 std::vector<Config> long_candidates(const DeviceInfo& device) {
   std::vector<Config> out;
   for (int bm : {16, 32, 64}) {
@@ -182,6 +186,25 @@ std::vector<Config> long_candidates(const DeviceInfo& device) {
           c->set("REDUCE", 1);
           out.push_back(*c);
         }
+      }
+    }
+  }
+  // A long n (or m) under a short m (or n) of 8-48 and short k: flat tiles, no splits (a 64-row
+  // tile computes 8 rows for one useful).
+  for (int bm : {16, 32}) {
+    for (int bn : {128, 256}) {
+      if (auto c = tile_config(device, bm, bn, 16, 1, 3)) out.push_back(*c);
+    }
+  }
+  for (const char* tile : {"BM=16,BN=128,BK=32,WM=16,WN=32", "BM=32,BN=128,BK=32,WM=32,WN=32"}) {
+    for (int mma : {1, 2}) {
+      for (int pack : {0, 1}) {  // (packing: unaligned operands copied, VEC 4 kept)
+        out.push_back(Config::parse(
+            std::string("GEMV=0,") + tile +
+            ",TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,"
+            "PACK=" +
+            std::to_string(pack) + ",REDUCE=0,TAIL=0,MMA=" + std::to_string(mma) +
+            ",CSTAGE=0,KSUM=" + std::to_string(mma == 2 ? 1 : 0) + ",GCOLS=1"));
       }
     }
   }

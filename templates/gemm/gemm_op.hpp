@@ -78,8 +78,9 @@ constexpr int64_t kGemvMaxCols = 16;
 /// Registers per thread the kernel is expected to need (for pruning before compiling).
 int estimated_registers(const Config& config);
 
-/// Whether copying unaligned A and B into an aligned workspace (PACK) is expected to beat narrower
-/// vectors on this problem: fit_config's choice for a config whose VEC the operands do not allow.
+/// Whether copying those of A and B whose leading dimension is unaligned into an aligned workspace
+/// (PACK) is expected to beat narrower vectors on this problem: fit_config's choice for a config
+/// whose VEC the problem does not allow (true where only C is unaligned: nothing is copied).
 bool packing_pays(const Problem& problem);
 
 /// config made valid for problem (VEC kept by packing where that pays, else lowered to the problem's

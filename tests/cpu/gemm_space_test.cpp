@@ -181,6 +181,14 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   EXPECT_EQ(fitted.get("VEC"), 4);
   EXPECT_EQ(fitted.get("PACK"), 1);
   EXPECT_EQ(fitted.get("BM"), 128);
+  // Only the unaligned operands are copied: none where C alone is (a vocabulary's logits), a
+  // small A under a long n (a first convolution's input gradient).
+  for (const Problem& cheap :
+       {packed_problem("TN", 50001, 512, 128), packed_problem("NN", 27, 1000000, 64)}) {
+    ASSERT_EQ(cheap.alignment, 1);
+    EXPECT_TRUE(packing_pays(cheap));
+    EXPECT_EQ(fit_config(wide, dev, cheap).get("PACK"), 1);
+  }
   for (const Problem& small :
        {packed_problem("NN", 999, 1000, 100), packed_problem("NN", 4095, 64, 128)}) {
     EXPECT_FALSE(packing_pays(small));
