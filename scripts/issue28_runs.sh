@@ -41,6 +41,11 @@
 #                products with one very long dimension (gemm_sweep --long: convolution-like
 #                weight gradients and first layers), for at most S seconds (default 300;
 #                gemm_sweep_<gpu>_issue28-long.tsv.gz)
+#   fill[:S]     the table entries that came with the long set (bench/results/gemm_sweep_candidates_
+#                issue28-fill_<gpu>.txt) on the second fitting set, the networks set and the large,
+#                middle and small strata, so that the model judges them near every shape, not only
+#                on the long products they were first timed on, for at most S seconds (default
+#                300; gemm_sweep_<gpu>_issue28-<set>-fill.tsv.gz)
 #   networks     bench/gemm_networks, shipped data only (empty user database)
 #   networks-fu  bench/gemm_networks with first-use tuning
 #   large        gemm_random --min-gflop 1 --seeds 111,112,113, shipped data only
@@ -81,6 +86,7 @@ KSUM_FIT_SETS=("ksum-middle --seeds 3105-3116 --min-gflop 0.1" "ksum-small --see
 GEMV_SETS=("gemv-decode --gemv --more-networks" "gemv-grid --gemv --grid"
            "gemv-random --gemv --seeds 1-60,81-112" "gemv-hard --gemv --hard-families --seeds 1000-1099")
 LONG_SETS=("long --long")
+FILL_SETS=("${MORE_SETS[@]}" "${SETS[@]}")
 TF32_SETS=("tf32-networks --networks --max-gflop 600" "tf32-more --more-networks --max-gflop 200"
            "tf32-large --seeds 3001-3032 --min-gflop 1" "tf32-middle --seeds 3101-3116 --min-gflop 0.1")
 
@@ -173,6 +179,11 @@ for step in "$@"; do
       budget=${step#long}; budget=${budget#:}
       SWEEP=LONG_SETS sweep_sets "" "${budget:-300}" --portfolio
       summary+=("long: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
+    fill|fill:*)
+      budget=${step#fill}; budget=${budget#:}
+      SWEEP=FILL_SETS sweep_sets "-fill" "${budget:-300}" \
+        --candidates "bench/results/gemm_sweep_candidates_issue28-fill_${tag}.txt"
+      summary+=("fill: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
     networks)
       build/bench/gemm_networks --no-user-db --json "$OUT/gemm_networks_${tag}.json" \
         > "$OUT/gemm_networks_${tag}.txt" 2>&1

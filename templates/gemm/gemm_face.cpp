@@ -36,23 +36,34 @@ class GemmFace : public OpFace {
   std::vector<KernelSpec> support_kernels() const override { return Fp64Sample::kernel_specs(); }
   // padding: log(computed / useful outputs) of the tile grid; waves: log(blocks the last wave
   // could hold / blocks it holds) at one block per SM, splits included. The matrix-vector kernel
-  // has neither (0): its blocks are rows of y, not output tiles.
+  // has no padding to speak of (its blocks are GEMV rows of y, none wasted past the last), but
+  // waves as the tiles do: a block per GEMV rows and split of k.
   std::vector<std::string> selection_feature_names() const override {
     return {"padding", "waves"};
   }
   void selection_features(const Config& config, int sm_count, const std::vector<int64_t>& shape,
                           std::vector<double>& out) const override {
-    if (is_gemv(config) || shape.size() < 2) {
+    if (shape.size() < 2) {
       out.insert(out.end(), {0.0, 0.0});
       return;
     }
     const double m = static_cast<double>(std::max<int64_t>(shape[0], 1));
     const double n = static_cast<double>(std::max<int64_t>(shape[1], 1));
+    const auto waste_of_last_wave = [&](double blocks) {
+      const double wave = blocks * config.get("SPLITK") / std::max(sm_count, 1);
+      return std::log(std::ceil(wave) / wave);
+    };
+    if (is_gemv(config)) {
+      // y's rows: m where n's columns are the vectors (y = C), else n (y = C^T).
+      const double rows = shape[1] <= config.get("GCOLS") ? m : n;
+      out.push_back(0.0);
+      out.push_back(waste_of_last_wave(std::ceil(rows / config.get("GEMV"))));
+      return;
+    }
     const double bm = config.get("BM"), bn = config.get("BN");
     const double rows = std::ceil(m / bm), cols = std::ceil(n / bn);
-    const double wave = rows * cols * config.get("SPLITK") / std::max(sm_count, 1);
     out.push_back(std::log(rows * bm * cols * bn / (m * n)));
-    out.push_back(std::log(std::ceil(wave) / wave));
+    out.push_back(waste_of_last_wave(rows * cols));
   }
 };
 

@@ -718,8 +718,11 @@ namespace {
 bool is_host_param(const std::string& name) { return name == "PACK" || name == "REDUCE"; }
 
 // The widest store C allows: VEC, or the problem's alignment class where packing lets VEC exceed
-// it (the class is the narrowest of A, B and C: C may be wider, never narrower).
+// it (the class is the narrowest of A, B and C: C may be wider, never narrower). The matrix-vector
+// kernel writes C one float at a time and reads no C_VEC: one kernel (the one precompiled) serves
+// every alignment.
 int c_vec(const Config& config, const Problem& problem) {
+  if (is_gemv(config)) return config.get("VEC");
   return std::min(config.get("VEC"), problem.alignment);
 }
 

@@ -384,7 +384,7 @@ TEST(GemmSpace, SplitKGeometryAndWorkspace) {
 
 // The face's selection features (the selection model weighs them against measured neighbours):
 // padding = log(computed / useful outputs) of the tile grid, waves = log(slots of the last wave /
-// blocks in it) at one block per SM; the matrix-vector kernel has neither.
+// blocks in it) at one block per SM; the matrix-vector kernel has waves only.
 TEST(GemmSpace, SelectionFeaturesArePaddingAndWaveQuantization) {
   const OpFace& face = *registration().face;
   EXPECT_EQ(face.selection_feature_names(), (std::vector<std::string>{"padding", "waves"}));
@@ -405,9 +405,17 @@ TEST(GemmSpace, SelectionFeaturesArePaddingAndWaveQuantization) {
   EXPECT_NEAR(f[3], 0.0, 1e-12);
   EXPECT_NEAR(f[4], 0.0, 1e-12);
   EXPECT_NEAR(f[5], std::log(132.0 / 4), 1e-12);
+  // The matrix-vector kernel: no padding; a block per GEMV rows of y and split of k. 5000 rows of
+  // y = C in blocks of 32, 8 splits: 1256 blocks, 9.5 waves; 1024 rows of y = C^T (m's vectors)
+  // in one split: 32 blocks.
   f.clear();
   face.selection_features(gemv_config(32, 1, 8), 132, {5000, 1, 5000}, f);
-  EXPECT_EQ(f, (std::vector<double>{0.0, 0.0}));
+  face.selection_features(gemv_config(32, 4, 1, 4), 132, {3, 1024, 4096}, f);
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_EQ(f[0], 0.0);
+  EXPECT_NEAR(f[1], std::log(10.0 / (1256.0 / 132)), 1e-12);
+  EXPECT_EQ(f[2], 0.0);
+  EXPECT_NEAR(f[3], std::log(132.0 / 32), 1e-12);
 }
 
 TEST(GemmSpace, PretransposedBReadsTheWorkspaceAsTransposed) {
