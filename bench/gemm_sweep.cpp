@@ -164,6 +164,9 @@ std::vector<Shape> long_shapes() {
     for (int64_t m : {9, 45}) {
       for (int64_t k : {27, 64, 147}) n_long.push_back({layout, m, 700000, k});
     }
+    for (int64_t m : {21, 33}) {
+      for (int64_t k : {32, 64, 128}) n_long.push_back({layout, m, 500000, k});
+    }
   }
   std::vector<Shape> out;
   for (size_t i = 0; i < std::max(k_long.size(), n_long.size()); ++i) {

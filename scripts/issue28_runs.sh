@@ -46,6 +46,11 @@
 #                middle and small strata, so that the model judges them near every shape, not only
 #                on the long products they were first timed on, for at most S seconds (default
 #                300; gemm_sweep_<gpu>_issue28-<set>-fill.tsv.gz)
+#   refresh[:S]  a GPU whose table predates issue 28 (H200): its own portfolio and another GPU's
+#                table (bench/results/gemm_sweep_candidates_refresh_<gpu>.txt: the H100 table's
+#                entries) on the fitting sets above, fewer seeds of each stratum, the long set and
+#                the decoding products, for at most S seconds (default 540;
+#                gemm_sweep_<gpu>_issue28-<set>-refresh.tsv.gz): the table refitted from them
 #   networks     bench/gemm_networks, shipped data only (empty user database)
 #   networks-fu  bench/gemm_networks with first-use tuning
 #   large        gemm_random --min-gflop 1 --seeds 111,112,113, shipped data only
@@ -87,6 +92,10 @@ GEMV_SETS=("gemv-decode --gemv --more-networks" "gemv-grid --gemv --grid"
            "gemv-random --gemv --seeds 1-60,81-112" "gemv-hard --gemv --hard-families --seeds 1000-1099")
 LONG_SETS=("long --long")
 FILL_SETS=("${MORE_SETS[@]}" "${SETS[@]}")
+REFRESH_SETS=("${MORE_SETS[@]}" "networks --networks --max-gflop 600" "long --long"
+              "gemv-decode --gemv --more-networks" "large --seeds 3001-3012 --min-gflop 1"
+              "middle --seeds 3101-3108 --min-gflop 0.1" "small --seeds 3201-3204 --min-gflop 0.01"
+              "gemv-random --gemv --seeds 1-30")
 TF32_SETS=("tf32-networks --networks --max-gflop 600" "tf32-more --more-networks --max-gflop 200"
            "tf32-large --seeds 3001-3032 --min-gflop 1" "tf32-middle --seeds 3101-3116 --min-gflop 0.1")
 
@@ -184,6 +193,11 @@ for step in "$@"; do
       SWEEP=FILL_SETS sweep_sets "-fill" "${budget:-300}" \
         --candidates "bench/results/gemm_sweep_candidates_issue28-fill_${tag}.txt"
       summary+=("fill: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
+    refresh|refresh:*)
+      budget=${step#refresh}; budget=${budget#:}
+      SWEEP=REFRESH_SETS sweep_sets "-refresh" "${budget:-540}" --portfolio \
+        --candidates "bench/results/gemm_sweep_candidates_refresh_${tag}.txt"
+      summary+=("refresh: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
     networks)
       build/bench/gemm_networks --no-user-db --json "$OUT/gemm_networks_${tag}.json" \
         > "$OUT/gemm_networks_${tag}.txt" 2>&1

@@ -24,12 +24,14 @@
 # (the held-out problems of bench/held_out.hpp: gemm_random's seeds 101-103 and 111-113,
 # gemm_families' 201 and bench/gemm_networks' layers, are never swept; fit_selection and
 # gemm_sweep drop them.)
-# and the matrix-vector configs on up to 16 vectors (m or n up to 16, every column class):
-#   scripts/issue28_runs.sh gemv
-# The shipped tables: H100 with ENTRIES=64 (the default time weight) on the first sweep, the
+# and the matrix-vector configs on up to 16 vectors (m or n up to 16, every column class), the
+# long products (convolution-like weight gradients and first layers) and then the entries those
+# brought into the table on the other sets (so they are judged near every shape):
+#   scripts/issue28_runs.sh gemv long        (refit, rebuild, then:)  scripts/issue28_runs.sh fill
+# The shipped tables: H100 with ENTRIES=80 (the default time weight) on the first sweep, the
 # matrix-vector one and issue 28's (gemm_sweep_nvidia-h100.tsv.gz, _gemv, _issue28-*, the last
-# with the matrix-vector sweeps _issue28-gemv-*):
-#   ENTRIES=64 scripts/refit_selection.sh bench/results/gemm_sweep_nvidia-h100_issue28*.tsv.gz \
+# with the matrix-vector sweeps _issue28-gemv-*, the long set _issue28-long and _issue28-*-fill):
+#   ENTRIES=80 scripts/refit_selection.sh bench/results/gemm_sweep_nvidia-h100_issue28*.tsv.gz \
 #     bench/results/gemm_sweep_nvidia-h100_gemv.tsv.gz bench/results/gemm_sweep_nvidia-h100.tsv.gz
 # the other
 # H100 sweeps measured single FFMA chains only where the accuracy contract now refuses them
