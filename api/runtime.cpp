@@ -74,7 +74,8 @@ bool runs_as_is(const OpRegistration& op, const std::string& text, const DeviceI
   try {
     const Config config = with_absent_params(Config::parse(text), op.params);
     const size_t workspace = face.workspace_bytes(config, problem);
-    return face.fit(config, device, problem) == config && workspace <= kMaxWorkspaceBytes &&
+    return face.fit(config, device, problem) == config && face.transfers_to(config, problem) &&
+           workspace <= kMaxWorkspaceBytes &&
            workspace <= std::max(kWorkspaceFreeBytes, face.operand_bytes(problem));
   } catch (const Error&) {
     return false;

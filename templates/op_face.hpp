@@ -55,6 +55,14 @@ class OpFace {
   /// accuracy contract): built into the library, so first-use tuning runs no NVRTC for them.
   virtual std::vector<KernelSpec> support_kernels() const { return {}; }
 
+  /// Whether a config measured on other problems may be predicted for this one (the selection
+  /// model's picks and first-use candidates): false where it runs here but pays a cost its
+  /// measurements never saw (e.g. copying operands that were aligned where it was timed). A
+  /// config tuned for this very problem is used regardless. True by default.
+  virtual bool transfers_to(const Config& /*config*/, const ProblemId& /*problem*/) const {
+    return true;
+  }
+
   /// Analytic features of a config on a shape, each a log-time inefficiency the selection model
   /// weighs against its measured neighbours (cache::SelectionModel::Features): e.g. work wasted
   /// on partial tiles, SMs idle in the last wave. Names in a fixed order; none by default.

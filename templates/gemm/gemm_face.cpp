@@ -34,6 +34,13 @@ class GemmFace : public OpFace {
     return std::make_unique<GemmTask>(device, problem_of(problem), check);
   }
   std::vector<KernelSpec> support_kernels() const override { return Fp64Sample::kernel_specs(); }
+  // A packing config copies this problem's unaligned operands: predicted only where those copies
+  // pay (its neighbours may have copied a small A and nothing else; a first layer's TN forward
+  // with k = 27 would copy all of B).
+  bool transfers_to(const Config& config, const ProblemId& problem) const override {
+    const Problem p = problem_of(problem);
+    return !packs(config, p) || packing_pays(p);
+  }
   // padding: log(computed / useful outputs) of the tile grid; waves: log(blocks the last wave
   // could hold / blocks it holds) at one block per SM, splits included. The matrix-vector kernel
   // has no padding to speak of (its blocks are GEMV rows of y, none wasted past the last), but

@@ -690,6 +690,12 @@ bool packing_pays(const Problem& p) {
   return copy_us <= 0.1 * product_us;
 }
 
+// Packing reserves room for both operands whenever something is unaligned: which one is decided
+// at launch from the pointers.
+bool packs(const Config& config, const Problem& p) {
+  return config.get("PACK") == 1 && !is_gemv(config) && p.alignment < 4;
+}
+
 Config fit_config(const Config& config, const DeviceInfo& device, const Problem& problem) {
   // A config recorded before a parameter existed means that parameter's old behaviour.
   Config fitted = with_absent_params(config, parameters());
@@ -859,12 +865,6 @@ int64_t a_rows(const Problem& p) { return p.trans_a ? p.k : p.m; }
 int64_t a_cols(const Problem& p) { return p.trans_a ? p.m : p.k; }
 int64_t b_rows(const Problem& p) { return p.trans_b ? p.n : p.k; }
 int64_t b_cols(const Problem& p) { return p.trans_b ? p.k : p.n; }
-
-// Packing reserves room for both operands whenever something is unaligned: which one is decided
-// at launch from the pointers.
-bool packs(const Config& config, const Problem& p) {
-  return config.get("PACK") == 1 && !is_gemv(config) && p.alignment < 4;
-}
 
 // The problem restricted to k0 <= k < k0 + kc (the same m, n, leading dimensions and alignment).
 Problem k_slice(const Problem& p, int64_t kc) {

@@ -83,6 +83,10 @@ int estimated_registers(const Config& config);
 /// whose VEC the problem does not allow (true where only C is unaligned: nothing is copied).
 bool packing_pays(const Problem& problem);
 
+/// Whether a launch of config on problem packs (PACK = 1 on a tile config, the problem's alignment
+/// class below 4): the workspace holds room for both operands, the unaligned ones are copied.
+bool packs(const Config& config, const Problem& problem);
+
 /// config made valid for problem (VEC kept by packing where that pays, else lowered to the problem's
 /// alignment; tiles kept); throws
 /// Error(TUNED_STATUS_CONFIG_ERROR) naming the broken constraint when that is not enough.
