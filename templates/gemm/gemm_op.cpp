@@ -672,22 +672,25 @@ const Space& space_for_fitting(const DeviceInfo& device, const Problem& problem)
 
 }  // namespace
 
-bool packing_pays(const Problem& p) {
+double packing_cost(const Problem& p) {
   // Packing copies only the operands whose leading dimension allows no 16-byte vectors (and, at
   // launch, any whose pointer does not); C is stored C_VEC wide as it is. Each copy moves 8 bytes
-  // an element and is one more launch (about 2 us); the product does 2mnk flops. At about
-  // 45 TFLOP/s and 2.5 TB/s, pack when the copies cost at most 10 % of the product: narrowing
-  // VEC to 1 costs some 15 %. (A product whose C alone is unaligned, a vocabulary's logits,
-  // copies nothing.)
-  if (p.m <= 0 || p.n <= 0 || p.k <= 0) return false;
+  // an element and is one more launch (about 2 us); the product does 2mnk flops: at about
+  // 45 TFLOP/s and 2.5 TB/s. (A product whose C alone is unaligned, a vocabulary's logits, copies
+  // nothing.)
+  if (p.m <= 0 || p.n <= 0 || p.k <= 0) return 0;
   const double m = static_cast<double>(p.m), n = static_cast<double>(p.n),
                k = static_cast<double>(p.k);
   double copy_us = 0;
   for (const auto& [ld, elements] : {std::pair{p.lda, m * k}, std::pair{p.ldb, k * n}}) {
     if (ld % 4 != 0) copy_us += 8.0 * elements / 2.5e6 + 2.0;
   }
-  const double product_us = 2.0 * m * n * k / 45e6;
-  return copy_us <= 0.1 * product_us;
+  return copy_us / (2.0 * m * n * k / 45e6);
+}
+
+bool packing_pays(const Problem& p) {
+  // Narrowing VEC to 1 costs some 15 %: pack when the copies cost at most 10 %.
+  return p.m > 0 && p.n > 0 && p.k > 0 && packing_cost(p) <= 0.1;
 }
 
 // Packing reserves room for both operands whenever something is unaligned: which one is decided

@@ -78,6 +78,10 @@ constexpr int64_t kGemvMaxCols = 16;
 /// Registers per thread the kernel is expected to need (for pruning before compiling).
 int estimated_registers(const Config& config);
 
+/// The time packing's copies of A and B (those whose leading dimension is unaligned) take, as a
+/// share of the product's, by bandwidth and flop rate (0: nothing to copy).
+double packing_cost(const Problem& problem);
+
 /// Whether copying those of A and B whose leading dimension is unaligned into an aligned workspace
 /// (PACK) is expected to beat narrower vectors on this problem: fit_config's choice for a config
 /// whose VEC the problem does not allow (true where only C is unaligned: nothing is copied).

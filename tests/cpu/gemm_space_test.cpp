@@ -189,11 +189,14 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
     EXPECT_TRUE(packing_pays(cheap));
     EXPECT_EQ(fit_config(wide, dev, cheap).get("PACK"), 1);
   }
-  // A packing entry is predicted (the selection model, first use) only where packing pays: not on
-  // a first layer's forward product, whose k = 27 leaves all of B to copy.
   const OpFace& face = *registration().face;
   Config packing = wide;
   packing.set("PACK", 1);
+  // A packing entry is predicted (the selection model, first use) only where its copies take at
+  // most half the product's time: not on a first layer's forward product, whose k = 27 leaves all
+  // of B to copy; on a medium product whose copies merely fail to pay, yes.
+  EXPECT_TRUE(face.transfers_to(packing, problem_id(packed_problem("NN", 1016, 1095, 1279))));
+  EXPECT_FALSE(packing_pays(packed_problem("NN", 1016, 1095, 1279)));
   EXPECT_TRUE(face.transfers_to(packing, problem_id(packed_problem("NN", 27, 1000000, 64))));
   EXPECT_TRUE(face.transfers_to(packing, problem_id(packed_problem("TN", 64, 1000000, 64))));
   EXPECT_FALSE(face.transfers_to(packing, problem_id(packed_problem("TN", 64, 1000000, 27))));
