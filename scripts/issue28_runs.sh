@@ -119,6 +119,17 @@ sweep_sets() {
   done
 }
 
+# sweep_step NAME SECONDS SETS SUFFIX ARGS...: step NAME[:S], sweep_sets SUFFIX ARGS on the sets
+# of the array named SETS for at most S seconds (default SECONDS), then its progress in the summary.
+sweep_step() {
+  local name=$1 seconds=$2 array=$3 suffix=$4 budget
+  shift 4
+  budget=${step#"$name"}
+  budget=${budget#:}
+  SWEEP=$array sweep_sets "$suffix" "${budget:-$seconds}" "$@"
+  summary+=("$name: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')")
+}
+
 for step in "$@"; do
   start=$(date +%s)
   case "$step" in
@@ -142,62 +153,42 @@ for step in "$@"; do
       build/tools/tunedb --db "$WORK/tune.db" export --format shipped > "$OUT/probe_shipped.tsv"
       summary+=("probe: $(grep -c . "$OUT/probe_shipped.tsv") bests") ;;
     sweep|sweep:*)
-      budget=${step#sweep}; budget=${budget#:}
       from_db=()
       [ -f "$WORK/tune.db" ] && from_db=(--candidates-from-db "$WORK/tune.db" --top 4)
-      sweep_sets "" "${budget:-500}" --portfolio \
-        --candidates "bench/results/gemm_sweep_candidates_issue28_${tag}.txt" "${from_db[@]}"
-      summary+=("sweep: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
+      sweep_step sweep 500 SETS "" --portfolio \
+        --candidates "bench/results/gemm_sweep_candidates_issue28_${tag}.txt" "${from_db[@]}" ;;
     probe-more)
       tune NT 25 147x64x1605632 576x64x401408 1152x128x100352
       summary+=("probe-more: $(grep -c . "$OUT/probe_autotune.txt") lines of autotune output") ;;
     more|more:*)
-      budget=${step#more}; budget=${budget#:}
       cat bench/results/gemm_sweep_candidates_issue28*_"${tag}".txt > "$WORK/candidates.txt"
       from_db=()
       [ -f "$WORK/tune.db" ] && from_db=(--candidates-from-db "$WORK/tune.db" --top 4)
-      SWEEP=MORE_SETS sweep_sets "" "${budget:-420}" --portfolio \
-        --candidates "$WORK/candidates.txt" "${from_db[@]}"
-      summary+=("more: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
+      sweep_step more 420 MORE_SETS "" --portfolio --candidates "$WORK/candidates.txt" \
+        "${from_db[@]}" ;;
     ksum|ksum:*)
-      budget=${step#ksum}; budget=${budget#:}
-      SWEEP=KSUM_SETS sweep_sets "" "${budget:-240}" --portfolio \
-        --candidates "bench/results/gemm_sweep_candidates_ksum_${tag}.txt"
-      summary+=("ksum: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
+      sweep_step ksum 240 KSUM_SETS "" --portfolio \
+        --candidates "bench/results/gemm_sweep_candidates_ksum_${tag}.txt" ;;
     ksum-fit|ksum-fit:*)
-      budget=${step#ksum-fit}; budget=${budget#:}
-      SWEEP=KSUM_FIT_SETS sweep_sets "" "${budget:-300}" \
-        --candidates "bench/results/gemm_sweep_candidates_ksum_${tag}.txt"
-      summary+=("ksum-fit: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
+      sweep_step ksum-fit 300 KSUM_FIT_SETS "" \
+        --candidates "bench/results/gemm_sweep_candidates_ksum_${tag}.txt" ;;
     tf32|tf32:*)
-      budget=${step#tf32}; budget=${budget#:}
-      SWEEP=TF32_SETS sweep_sets "" "${budget:-500}" \
-        --candidates "bench/results/gemm_sweep_candidates_tf32_${tag}.txt"
-      summary+=("tf32: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
+      sweep_step tf32 500 TF32_SETS "" \
+        --candidates "bench/results/gemm_sweep_candidates_tf32_${tag}.txt" ;;
     gemv|gemv:*)
-      budget=${step#gemv}; budget=${budget#:}
-      SWEEP=GEMV_SETS sweep_sets "" "${budget:-400}"
-      summary+=("gemv: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
+      sweep_step gemv 400 GEMV_SETS "" ;;
     portfolio|portfolio:*)
       # The shipped portfolio alone on the same problems (the first sweeps missed its entries
       # recorded before MMA and CSTAGE existed): rows the fit joins to those problems.
-      budget=${step#portfolio}; budget=${budget#:}
-      sweep_sets -portfolio "${budget:-540}" --portfolio
-      summary+=("portfolio: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
+      sweep_step portfolio 540 SETS -portfolio --portfolio ;;
     long|long:*)
-      budget=${step#long}; budget=${budget#:}
-      SWEEP=LONG_SETS sweep_sets "" "${budget:-300}" --portfolio
-      summary+=("long: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
+      sweep_step long 300 LONG_SETS "" --portfolio ;;
     fill|fill:*)
-      budget=${step#fill}; budget=${budget#:}
-      SWEEP=FILL_SETS sweep_sets "-fill" "${budget:-300}" \
-        --candidates "bench/results/gemm_sweep_candidates_issue28-fill_${tag}.txt"
-      summary+=("fill: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
+      sweep_step fill 300 FILL_SETS -fill \
+        --candidates "bench/results/gemm_sweep_candidates_issue28-fill_${tag}.txt" ;;
     refresh|refresh:*)
-      budget=${step#refresh}; budget=${budget#:}
-      SWEEP=REFRESH_SETS sweep_sets "-refresh" "${budget:-540}" --portfolio \
-        --candidates "bench/results/gemm_sweep_candidates_refresh_${tag}.txt"
-      summary+=("refresh: $(grep -v '^skip' "$OUT/sweep_progress.txt" | tail -n 2 | tr '\n' ' ')") ;;
+      sweep_step refresh 540 REFRESH_SETS -refresh --portfolio \
+        --candidates "bench/results/gemm_sweep_candidates_refresh_${tag}.txt" ;;
     networks)
       build/bench/gemm_networks --no-user-db --json "$OUT/gemm_networks_${tag}.json" \
         > "$OUT/gemm_networks_${tag}.txt" 2>&1
