@@ -199,32 +199,25 @@ std::vector<Config> long_candidates(const DeviceInfo& device) {
       if (auto c = tile_config(device, bm, bn, 16, 1, 3)) out.push_back(*c);
     }
   }
+  // Tensor-core tiles (MMA = 1 sums in double; MMA = 2 in float, k in partial chains).
+  auto mma_tile = [&](const char* tile, int splitk, int pack, int reduce, int mma) {
+    out.push_back(Config::parse(
+        std::string("GEMV=0,") + tile +
+        ",TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=" +
+        std::to_string(splitk) + ",PACK=" + std::to_string(pack) +
+        ",REDUCE=" + std::to_string(reduce) + ",TAIL=0,MMA=" + std::to_string(mma) +
+        ",CSTAGE=0,KSUM=" + std::to_string(mma == 2 ? 1 : 0) + ",GCOLS=1"));
+  };
   for (const char* tile : {"BM=16,BN=128,BK=32,WM=16,WN=32", "BM=32,BN=128,BK=32,WM=32,WN=32"}) {
     for (int mma : {1, 2}) {
-      for (int pack : {0, 1}) {  // (packing: unaligned operands copied, VEC 4 kept)
-        out.push_back(Config::parse(
-            std::string("GEMV=0,") + tile +
-            ",TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,"
-            "PACK=" +
-            std::to_string(pack) + ",REDUCE=0,TAIL=0,MMA=" + std::to_string(mma) +
-            ",CSTAGE=0,KSUM=" + std::to_string(mma == 2 ? 1 : 0) + ",GCOLS=1"));
-      }
+      for (int pack : {0, 1}) mma_tile(tile, 1, pack, 0, mma);  // packed: VEC 4 kept
     }
   }
   for (const char* tile : {"BM=32,BN=64,BK=32,WM=16,WN=32", "BM=64,BN=64,BK=32,WM=32,WN=32"}) {
     for (int splitk : {32, 64, 128, 256}) {
-      for (int mma : {1, 2}) {
-        for (int reduce : {0, 1}) {
-          if (mma == 2 && reduce == 0) continue;
-          out.push_back(Config::parse(
-              std::string("GEMV=0,") + tile +
-              ",TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,PIPE=3,SWZ=0,MINB=2,PRETB=0,"
-              "SPLITK=" +
-              std::to_string(splitk) + ",PACK=0,REDUCE=" + std::to_string(reduce) +
-              ",TAIL=0,MMA=" + std::to_string(mma) +
-              ",CSTAGE=0,KSUM=" + std::to_string(mma == 2 ? 1 : 0) + ",GCOLS=1"));
-        }
-      }
+      mma_tile(tile, splitk, 0, 0, 1);
+      mma_tile(tile, splitk, 0, 1, 1);
+      mma_tile(tile, splitk, 0, 1, 2);
     }
   }
   return out;

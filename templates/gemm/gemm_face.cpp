@@ -40,13 +40,14 @@ class GemmFace : public OpFace {
   // 0.42x cuBLAS). Not where they merely fail to pay by packing_pays' 10 %: on the H100's large
   // random stratum, picks packing at 15-40 % were up to 1.5x faster than the narrowed ones.
   bool transfers_to(const Config& config, const ProblemId& problem) const override {
+    if (config.get("PACK") == 0 || problem.alignment >= 4) return true;  // nothing copied
     const Problem p = problem_of(problem);
     return !packs(config, p) || packing_cost(p) <= 0.5;
   }
   // padding: log(computed / useful outputs) of the tile grid; waves: log(blocks the last wave
   // could hold / blocks it holds) at one block per SM, splits included. The matrix-vector kernel
   // has no padding to speak of (its blocks are GEMV rows of y, none wasted past the last), but
-  // waves as the tiles do: a block per GEMV rows and split of k.
+  // waves as the tiles do: tile_count's blocks (GEMV rows of y) times its splits.
   std::vector<std::string> selection_feature_names() const override {
     return {"padding", "waves"};
   }
@@ -56,23 +57,16 @@ class GemmFace : public OpFace {
       out.insert(out.end(), {0.0, 0.0});
       return;
     }
-    const double m = static_cast<double>(std::max<int64_t>(shape[0], 1));
-    const double n = static_cast<double>(std::max<int64_t>(shape[1], 1));
-    const auto waste_of_last_wave = [&](double blocks) {
-      const double wave = blocks * config.get("SPLITK") / std::max(sm_count, 1);
-      return std::log(std::ceil(wave) / wave);
-    };
-    if (is_gemv(config)) {
-      // y's rows: m where n's columns are the vectors (y = C), else n (y = C^T).
-      const double rows = shape[1] <= config.get("GCOLS") ? m : n;
-      out.push_back(0.0);
-      out.push_back(waste_of_last_wave(std::ceil(rows / config.get("GEMV"))));
-      return;
-    }
-    const double bm = config.get("BM"), bn = config.get("BN");
-    const double rows = std::ceil(m / bm), cols = std::ceil(n / bn);
-    out.push_back(std::log(rows * bm * cols * bn / (m * n)));
-    out.push_back(waste_of_last_wave(rows * cols));
+    const int64_t m = std::max<int64_t>(shape[0], 1), n = std::max<int64_t>(shape[1], 1);
+    // (The layout and k change neither the tiles nor the matrix-vector kernel's rows.)
+    const double blocks = static_cast<double>(tile_count(config, packed_problem("NN", m, n, 1)));
+    const double wave = blocks * config.get("SPLITK") / std::max(sm_count, 1);
+    const double padding =
+        is_gemv(config) ? 0.0
+                        : std::log(blocks * config.get("BM") * config.get("BN") /
+                                   (static_cast<double>(m) * static_cast<double>(n)));
+    out.push_back(padding);
+    out.push_back(std::log(std::ceil(wave) / wave));
   }
 };
 
