@@ -26,7 +26,7 @@ CubinKey cubin_key(const KernelSpec& spec, const DeviceInfo& device) {
   for (size_t i = 0; i < spec.options.size(); ++i) {
     key.options += (i ? " " : "") + spec.options[i];
   }
-  key.arch = nvrtc_target(device.compute_capability());
+  key.arch = nvrtc_target(device.compute_capability(), spec.arch_specific);
   key.nvrtc_version = nvrtc_version();
   return key;
 }
@@ -44,6 +44,7 @@ BuiltKernel KernelCache::compile(const KernelSpec& spec, const DeviceInfo& devic
   request.kernel_name = spec.kernel_name;
   request.options = spec.options;
   request.compute_capability = device.compute_capability();
+  request.arch_specific = spec.arch_specific;
   CompiledKernel compiled = compile_kernel(request);
 
   BuiltKernel built;

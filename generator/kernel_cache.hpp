@@ -27,6 +27,7 @@ struct KernelSpec {
   std::vector<std::string> options;     // -D options
   std::vector<std::string> companions;  // other kernels of the same image the op launches
   size_t dynamic_smem_bytes = 0;        // the most any launch of it uses
+  bool arch_specific = false;           // built for the architecture-specific target (sm_90a)
 };
 
 /// The cubin key of a spec on a device.

@@ -61,10 +61,15 @@ int nvrtc_max_compute_capability() {
   return cc;
 }
 
-std::string nvrtc_target(int compute_capability) {
+std::string nvrtc_target(int compute_capability, bool arch_specific) {
   static const std::vector<int> archs = supported_archs();
   if (std::binary_search(archs.begin(), archs.end(), compute_capability)) {
-    return "sm_" + std::to_string(compute_capability);
+    return "sm_" + std::to_string(compute_capability) + (arch_specific ? "a" : "");
+  }
+  if (arch_specific) {
+    throw Error(TUNED_STATUS_UNSUPPORTED_ARCH,
+                "NVRTC " + nvrtc_version() + " has no architecture-specific target for compute "
+                "capability " + std::to_string(compute_capability));
   }
   // A newer GPU than this NVRTC knows: PTX for the newest known architecture, which the driver
   // compiles for the device at load time.
@@ -112,7 +117,7 @@ CompiledKernel compile_kernel(const CompileRequest& request) {
   const std::string source(request.source);  // NVRTC wants a NUL-terminated string
   Program program(source, request.source_name);
 
-  const std::string target = nvrtc_target(request.compute_capability);
+  const std::string target = nvrtc_target(request.compute_capability, request.arch_specific);
   std::vector<std::string> options = base_compile_options();
   options.push_back("--gpu-architecture=" + target);
   options.insert(options.end(), request.options.begin(), request.options.end());

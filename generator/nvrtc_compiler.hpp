@@ -28,6 +28,7 @@ struct CompileRequest {
   std::string kernel_name;           // the extern "C" entry point
   std::vector<std::string> options;  // -D options; architecture and flags are added here
   int compute_capability = 90;
+  bool arch_specific = false;  // the architecture-specific target (sm_90a), see nvrtc_target
 };
 
 struct CompiledKernel {
@@ -48,8 +49,10 @@ std::string nvrtc_version();
 int nvrtc_min_compute_capability();
 int nvrtc_max_compute_capability();
 /// The architecture option NVRTC gets for a device: "sm_90", or "compute_XX" (PTX, JIT-compiled
-/// by the driver) for a device newer than this NVRTC knows.
-std::string nvrtc_target(int compute_capability);
+/// by the driver) for a device newer than this NVRTC knows. arch_specific: the target with the
+/// architecture's own instructions ("sm_90a": wgmma), whose cubin runs on that architecture only;
+/// Error(TUNED_STATUS_UNSUPPORTED_ARCH) where this NVRTC does not know the device's architecture.
+std::string nvrtc_target(int compute_capability, bool arch_specific = false);
 /// The fixed options every kernel is compiled with (part of the cubin key).
 const std::vector<std::string>& base_compile_options();
 

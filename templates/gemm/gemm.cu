@@ -218,7 +218,8 @@ static_assert(TRANS_A == 0 || TRANS_A == 1, "TRANS_A is 0 or 1");
 static_assert(TRANS_B == 0 || TRANS_B == 1, "TRANS_B is 0 or 1");
 static_assert(A_STRIDE >= (AKM ? BM : BK) && A_STRIDE % 4 == 0, "A_STRIDE: whole, aligned rows");
 static_assert(B_STRIDE >= (BKM ? BN : BK) && B_STRIDE % 4 == 0, "B_STRIDE: whole, aligned rows");
-static_assert(MMA >= 0 && MMA <= 2, "MMA is 0 (FFMA), 1 (FP64 tensor cores) or 2 (split TF32)");
+static_assert(MMA >= 0 && MMA <= 3,
+              "MMA is 0 (FFMA), 1 (FP64 tensor cores), 2 (split TF32) or 3 (split TF32 on wgmma)");
 static_assert(CSTAGE == 0 || CSTAGE == 1, "CSTAGE is 0 (C from the fragments) or 1 (via shared)");
 static_assert(KSUM == 0 || (KSUM == 1 && MMA != 1), "KSUM is 0, or 1 where sums are float");
 static_assert(CSTAGE == 0 || (C_STRIDE >= BM && C_STRIDE % 4 == 0),
@@ -463,6 +464,238 @@ __device__ __forceinline__ void mma_tile(MmaSum (&d)[4], const MmaFragment<4>& a
 #endif
 }
 
+#if MMA == 3
+// MMA = 3: split TF32 on wgmma (sm_90a). Each warpgroup (4 consecutive warps) owns 64 rows of the
+// block tile and WN columns; both operands reach shared memory through registers, split into big
+// and small TF32 parts on the way, each part a K-major tile in the 128-byte swizzled layout wgmma
+// reads (rows of 32 floats of k, 16-byte chunk c of row r at c ^ (r % 8)), and each 8 steps of k
+// take three wgmma: small * big, big * small, big * big.
+constexpr int kWgAtomK = 32;                             // floats of k in one swizzled row
+constexpr int kWgPartA = BM * BK * 4;                    // bytes of one part of A's slice
+constexpr int kWgPartB = BN * BK * 4;
+constexpr int kWgStageBytes = 2 * (kWgPartA + kWgPartB);  // big and small of both
+constexpr int kWgSums = WN / 2;                          // accumulators per thread (64 x WN / 128)
+static_assert(BK % kWgAtomK == 0, "MMA = 3 takes k in whole 32-float swizzle rows");
+static_assert(BM % 64 == 0 && WM == 16, "MMA = 3: warpgroups of 4 warps own 64 rows each");
+static_assert(WN == 64 || WN == 128 || WN == 256, "MMA = 3: WN is 64, 128 or 256");
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "gemm.cu: MMA = 3 uses wgmma, which needs the sm_90a target"
+#endif
+
+// Byte offset of (row r, k = 4 * quad ...) in a swizzled K-major tile of `rows` rows.
+template <int ROWS>
+__device__ __forceinline__ int wg_offset(int r, int k) {
+  return (k / kWgAtomK) * ROWS * 128 + r * 128 + ((((k % kWgAtomK) / 4) ^ (r % 8)) * 16);
+}
+
+// A shared-memory matrix descriptor for wgmma: a K-major tile in the 128-byte swizzle, 8-row
+// groups 1024 bytes apart (the leading byte offset is unused in this layout).
+__device__ __forceinline__ unsigned long long wg_descriptor(const void* p) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) | (1ull << 16) |
+         (64ull << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wg_fence() {
+#ifdef __CUDA_ARCH_FEAT_SM90_ALL
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wg_commit() {
+#ifdef __CUDA_ARCH_FEAT_SM90_ALL
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+template <int PENDING>
+__device__ __forceinline__ void wg_wait() {
+#ifdef __CUDA_ARCH_FEAT_SM90_ALL
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
+#endif
+}
+// Ordinary shared stores become visible to the tensor cores' (async proxy) reads.
+__device__ __forceinline__ void fence_proxy_async() {
+#ifdef __CUDA_ARCH_FEAT_SM90_ALL
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+// Keeps the compiler from moving accesses of an accumulator across the asynchronous mma.
+__device__ __forceinline__ void wg_pin(float& x) { asm volatile("" : "+f"(x)::"memory"); }
+
+// d (+)= a * b for one warpgroup's 64 x 64 x 8 tile: a and b are shared-memory descriptors of
+// TF32 (K-major) tiles; accumulate = 0 ignores d's old values.
+__device__ __forceinline__ void wgmma_tf32(float (&d)[32], unsigned long long a,
+                                           unsigned long long b, int accumulate) {
+#ifdef __CUDA_ARCH_FEAT_SM90_ALL
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(a), "l"(b), "r"(accumulate)
+      : "memory");
+#endif
+}
+
+// d (+)= a * b for one warpgroup's 64 x 128 x 8 tile: a and b are shared-memory descriptors of
+// TF32 (K-major) tiles; accumulate = 0 ignores d's old values.
+__device__ __forceinline__ void wgmma_tf32(float (&d)[64], unsigned long long a,
+                                           unsigned long long b, int accumulate) {
+#ifdef __CUDA_ARCH_FEAT_SM90_ALL
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(a), "l"(b), "r"(accumulate)
+      : "memory");
+#endif
+}
+
+// d (+)= a * b for one warpgroup's 64 x 256 x 8 tile: a and b are shared-memory descriptors of
+// TF32 (K-major) tiles; accumulate = 0 ignores d's old values.
+__device__ __forceinline__ void wgmma_tf32(float (&d)[128], unsigned long long a,
+                                           unsigned long long b, int accumulate) {
+#ifdef __CUDA_ARCH_FEAT_SM90_ALL
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, %128, %129, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(a), "l"(b), "r"(accumulate)
+      : "memory");
+#endif
+}
+
+// One operand's ROWS x BK slice (A: rows m; B: rows n), global -> registers -> split shared
+// tiles. KCONTIG: element (r, k) at base[r * ld + k], moved as 1 x 4 units (4 floats of k); else
+// at base[k * ld + r], moved as 4 x 4 units (four rows' runs at 4 steps of k, transposed in
+// registers) so a unit's rows are stored as whole 16-byte chunks. Consecutive threads take
+// consecutive 4-float quads of k: eight of them fill distinct chunks of a row (no bank conflicts).
+// PERMUTE (A): row 2g + h of each 16 is stored at g + 8h, so the wgmma's row g + 8h holds the
+// fragment rows 2g + h (the other MMA kernels' fragment layout, which the epilogue reads).
+template <int ROWS, bool KCONTIG, bool PERMUTE>
+struct SplitLoader {
+  static constexpr int kUnitRows = KCONTIG ? 1 : 4;
+  static constexpr int kQuads = BK / 4;
+  static constexpr int kUnits = ROWS / kUnitRows * kQuads;
+  static constexpr int kLoads = (kUnits + kThreads - 1) / kThreads;
+  float reg[kLoads][kUnitRows][4];  // [load][row][k]
+
+  __device__ __forceinline__ static bool exists(int u) {
+    return kUnits % kThreads == 0 || u < kUnits;
+  }
+  // Four consecutive floats from p, of which the first `valid` exist (the rest are zero), VEC
+  // wide where all four do.
+  __device__ __forceinline__ static void run4(float (&dst)[4], const float* p, int valid) {
+    if (valid >= 4) {
+      if constexpr (VEC == 4) {
+        const Vec<4> x = *reinterpret_cast<const Vec<4>*>(p);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) dst[e] = x.v[e];
+        return;
+      } else if constexpr (VEC == 2) {
+        const Vec<2> x = *reinterpret_cast<const Vec<2>*>(p);
+        const Vec<2> y = *reinterpret_cast<const Vec<2>*>(p + 2);
+        dst[0] = x.v[0], dst[1] = x.v[1], dst[2] = y.v[0], dst[3] = y.v[1];
+        return;
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dst[e] = e < valid ? p[e] : 0.0f;
+  }
+
+  // base: the slice's first element; r_left / k_left: valid rows and steps of k from there on.
+  __device__ __forceinline__ void load(const float* __restrict__ base, long long ld, int r_left,
+                                       int k_left, int tid) {
+#pragma unroll
+    for (int l = 0; l < kLoads; ++l) {
+      const int u = tid + l * kThreads;
+      const int k = (u % kQuads) * 4;
+      const int r = (u / kQuads) * kUnitRows;
+      const bool in = exists(u);
+      if constexpr (KCONTIG) {
+        const int valid = in && r < r_left ? min(max(k_left - k, 0), 4) : 0;
+        run4(reg[l][0], base + (valid > 0 ? r * ld + k : 0), valid);
+      } else {
+        const int valid_r = in ? min(max(r_left - r, 0), 4) : 0;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float run[4];
+          const bool k_in = k + e < k_left && valid_r > 0;
+          run4(run, base + (k_in ? (k + e) * ld + r : 0), k_in ? valid_r : 0);
+#pragma unroll
+          for (int j = 0; j < 4; ++j) reg[l][j][e] = run[j];
+        }
+      }
+    }
+  }
+
+  // Writes the registers' big and small TF32 parts (round to nearest) to the two tiles.
+  __device__ __forceinline__ void store(char* __restrict__ big, char* __restrict__ small,
+                                        int tid) const {
+#pragma unroll
+    for (int l = 0; l < kLoads; ++l) {
+      const int u = tid + l * kThreads;
+      if (!exists(u)) continue;
+      const int k = (u % kQuads) * 4;
+#pragma unroll
+      for (int j = 0; j < kUnitRows; ++j) {
+        int r = (u / kQuads) * kUnitRows + j;
+        if constexpr (PERMUTE) r = (r & ~15) | ((r & 15) >> 1) | ((r & 1) << 3);
+        unsigned b[4], s[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          b[e] = to_tf32(reg[l][j][e]);
+          s[e] = to_tf32(reg[l][j][e] - __uint_as_float(b[e]));
+        }
+        const int offset = wg_offset<ROWS>(r, k);
+        *reinterpret_cast<uint4*>(big + offset) = make_uint4(b[0], b[1], b[2], b[3]);
+        *reinterpret_cast<uint4*>(small + offset) = make_uint4(s[0], s[1], s[2], s[3]);
+      }
+    }
+  }
+};
+#endif  // MMA == 3
+
 // How a launch treats split-K partials (gemm_op.cpp's SplitMode): the last block of each tile sums
 // them; every block only writes its partial; or this launch is the summing pass.
 constexpr int kSplitLastBlockSums = 0;
@@ -539,6 +772,135 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
       return;
     }
   }
+#if MMA == 3
+  // Split TF32 on wgmma (see SplitLoader). Stages (PIPE: 2 or 3) of big and small tiles, 1024-byte
+  // aligned for the swizzle; the next slice travels global -> registers during this slice's mma.
+  extern __shared__ __align__(16) float smem[];
+  char* wg_smem = reinterpret_cast<char*>(
+      (reinterpret_cast<unsigned long long>(smem) + 1023) & ~1023ull);
+  auto stage_a = [&](int stage, int part) {  // part 0: big, 1: small
+    return wg_smem + stage * kWgStageBytes + part * kWgPartA;
+  };
+  auto stage_b = [&](int stage, int part) {
+    return wg_smem + stage * kWgStageBytes + 2 * kWgPartA + part * kWgPartB;
+  };
+  const int lane = tid % 32;
+  const int warp = tid / 32;
+  const int warp_m0 = (warp % kWarpsM) * WM;
+  const int warp_n0 = (warp / kWarpsM) * WN;
+  const int lane_m = lane / 4, lane_n = lane % 4;  // the epilogue's (g, t)
+  const int wg_m0 = warp_m0 - 16 * (warp % 4);     // this warpgroup's 64 rows
+  const int wg_n0 = warp_n0;
+
+  int tile = blockIdx.x, split = 0, splits = SPLITK;
+  if constexpr (SPLITK > 1) {
+    split = blockIdx.y;
+  } else if constexpr (TAIL == 1) {
+    if (tail_splits > 1 && tile >= tail_first) {
+      const int i = tile - tail_first;
+      tile = tail_first + i / tail_splits;
+      split = i % tail_splits;
+      splits = tail_splits;
+    }
+  }
+  int m0, n0;
+  tile_origin(tile, M, N, m0, n0);
+  const int m_left = M - m0;
+  const int n_left = N - n0;
+  const int all_slices = (K + BK - 1) / BK;
+  const int split_slices = (all_slices + splits - 1) / splits;
+  const int slice_begin = min(split * split_slices, all_slices);
+  const int slices = min(all_slices - slice_begin, split_slices);
+  const int k_begin = slice_begin * BK;
+  const int k_end = min(K, k_begin + slices * BK);
+  const float* a_tile = TRANS_A ? A + (long long)m0 * lda + k_begin : A + m0 + (long long)k_begin * lda;
+  const float* b_tile = TRANS_B ? B + n0 + (long long)k_begin * ldb : B + (long long)n0 * ldb + k_begin;
+  const long long a_step = TRANS_A ? BK : (long long)BK * lda;
+  const long long b_step = TRANS_B ? (long long)BK * ldb : BK;
+
+  SplitLoader<BM, TRANS_A == 1, true> a_loader;
+  SplitLoader<BN, TRANS_B == 0, false> b_loader;
+  auto load_slice = [&](int k0) {
+    a_loader.load(a_tile, lda, m_left, k_end - k0, tid);
+    b_loader.load(b_tile, ldb, n_left, k_end - k0, tid);
+    a_tile += a_step;
+    b_tile += b_step;
+  };
+  auto store_slice = [&](int stage) {
+    a_loader.store(stage_a(stage, 0), stage_a(stage, 1), tid);
+    b_loader.store(stage_b(stage, 0), stage_b(stage, 1), tid);
+    fence_proxy_async();
+  };
+  // KSUM = 0: the products go straight into the sums; KSUM = 1: each slice's from zero into
+  // `part`, then added to the sums in float (rounded adds instead of the tensor cores'
+  // truncating alignment against the whole sum).
+  float sums[kWgSums];
+  float part[KSUM == 1 ? kWgSums : 1];
+#pragma unroll
+  for (int i = 0; i < kWgSums; ++i) sums[i] = 0.0f;
+  auto mma_slice = [&](int stage) {
+    float(&d)[kWgSums] = *reinterpret_cast<float(*)[kWgSums]>(KSUM == 1 ? part : sums);
+#pragma unroll
+    for (int i = 0; i < kWgSums; ++i) wg_pin(d[i]);
+    wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 8) {
+      // Row 0 of a swizzle row group: step kk starts kk floats into the 128-byte rows.
+      const int a_at = wg_offset<BM>(wg_m0, kk);
+      const int b_at = wg_offset<BN>(wg_n0, kk);
+      const unsigned long long a_big = wg_descriptor(stage_a(stage, 0) + a_at);
+      const unsigned long long a_small = wg_descriptor(stage_a(stage, 1) + a_at);
+      const unsigned long long b_big = wg_descriptor(stage_b(stage, 0) + b_at);
+      const unsigned long long b_small = wg_descriptor(stage_b(stage, 1) + b_at);
+      wgmma_tf32(d, a_small, b_big, KSUM == 1 && kk == 0 ? 0 : 1);
+      wgmma_tf32(d, a_big, b_small, 1);
+      wgmma_tf32(d, a_big, b_big, 1);
+    }
+    wg_commit();
+#pragma unroll
+    for (int i = 0; i < kWgSums; ++i) wg_pin(d[i]);
+  };
+
+  if (slices > 0) {
+    load_slice(k_begin);
+    store_slice(0);
+    __syncthreads();
+  }
+  for (int t = 0; t < slices; ++t) {
+    const bool next = t + 1 < slices;
+    if (next) load_slice(k_begin + (t + 1) * BK);
+    mma_slice(t % kStages);
+    if constexpr (KSUM == 1) {
+      // The slice's sums are needed now; the next slice's stage was last read by slice t - 1,
+      // which every warpgroup waited for before the last barrier.
+      wg_wait<0>();
+#pragma unroll
+      for (int i = 0; i < kWgSums; ++i) {
+        wg_pin(part[i]);
+        sums[i] += part[i];
+      }
+    } else if constexpr (kStages >= 3) {
+      // Slice t - 1 done here; the stage written next was read by slice t - 2, which every
+      // warpgroup waited for before the last barrier.
+      wg_wait<1>();
+    } else {
+      // Two stages: the one written next was read by slice t - 1, in every warpgroup.
+      wg_wait<1>();
+      __syncthreads();
+    }
+    if (next) store_slice((t + 1) % kStages);
+    __syncthreads();
+  }
+  wg_wait<0>();
+#pragma unroll
+  for (int i = 0; i < kWgSums; ++i) wg_pin(sums[i]);
+  // The fragment layout of the other MMA kernels: element e of n tile jn is acc[e / 2][2 jn + e % 2].
+  float acc[kFragM][kFragN];
+#pragma unroll
+  for (int jn = 0; jn < WN / 8; ++jn)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[e / 2][2 * jn + e % 2] = sums[4 * jn + e];
+#else
   extern __shared__ __align__(16) float smem[];
   float* a_smem = smem;                           // kStages x kATileFloats
   float* b_smem = smem + kStages * kATileFloats;  // kStages x kBTileFloats
@@ -864,6 +1226,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
           acc[2 * im + e / 2][2 * jn + e % 2] = static_cast<float>(dacc[im][jn][e]);
         }
   }
+#endif  // MMA == 3
 
   if (SPLITK > 1 || (TAIL == 1 && splits > 1)) {
     // Partial tiles live in the workspace thread-major (coalesced, no edge cases): split s of

@@ -46,11 +46,12 @@ const std::vector<Param>& parameters() {
        0},
       {"TAIL", {0, 1}, "tiles of a partial last wave split along k (sized at launch)", 0},
       // Came with issue 10: configs recorded before it are FFMA kernels.
-      // 2 came with issue 28: split TF32 on the tensor cores.
+      // 2 came with issue 28: split TF32 on the tensor cores; 3 with issue 31: the same on wgmma.
       {"MMA",
-       {0, 1, 2},
+       {0, 1, 2, 3},
        "0: FFMA; 1: products and sums in FP64 on the tensor cores (sm_90+); 2: split TF32 "
-       "(big + small parts, three products) on the tensor cores, float sums (sm_80+)",
+       "(big + small parts, three products) on the tensor cores, float sums (sm_80+); 3: split "
+       "TF32 on wgmma, warpgroups of 64 x WN (sm_90a)",
        0},
       // Came with issue 10's small-k products: configs recorded before it store C directly.
       {"CSTAGE", {0, 1}, "C written through shared memory, whole column runs per warp", 0},
@@ -94,6 +95,8 @@ const std::vector<std::pair<const char*, int>>& mma_placeholders() {
 // Tensor-core configs (the mma's fragment layout), and those of them that sum in double.
 bool is_mma(const Config& c) { return c.has("MMA") && c.get("MMA") != 0; }
 bool sums_in_double(const Config& c) { return c.has("MMA") && c.get("MMA") == 1; }
+// MMA = 3: warpgroup mma (wgmma), whose tiles and stages follow their own rules.
+bool is_wgmma(const Config& c) { return c.has("MMA") && c.get("MMA") == 3; }
 // KSUM = 1: k summed in partial chains, a second set of sums beside the running ones.
 bool sums_in_chains(const Config& c) { return c.has("KSUM") && c.get("KSUM") == 1; }
 
@@ -269,6 +272,19 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"split_tf32_needs_sm80", {"MMA"}, [=](const Config& c) {
                    return c.get("MMA") != 2 || cc >= 80;
                  }});
+  // wgmma exists on sm_90a only (the architecture-specific target: not on later GPUs).
+  space.require({"wgmma_needs_sm90", {"MMA"}, [=](const Config& c) {
+                   return c.get("MMA") != 3 || cc == 90;
+                 }});
+  // A warpgroup (4 warps of 16 rows) owns 64 rows and one wgmma's WN columns; k comes in whole
+  // 32-float rows of the 128-byte swizzle; stages filled through registers (PIPE 2 or 3).
+  space.require({"wgmma_tiles", {"BM", "BK", "WM", "WN", "PIPE", "MMA"}, [](const Config& c) {
+                   if (c.get("MMA") != 3) return true;
+                   const int wn = c.get("WN");
+                   return c.get("BM") % 64 == 0 && c.get("BK") % 32 == 0 && c.get("WM") == 16 &&
+                          (wn == 64 || wn == 128 || wn == 256) &&
+                          (c.get("PIPE") == 2 || c.get("PIPE") == 3);
+                 }});
   space.require({"mma_tiles_16x8x8", {"BK", "WM", "WN", "MMA"}, [](const Config& c) {
                    return c.get("MMA") == 0 || (c.get("BK") % 8 == 0 && c.get("WM") % 16 == 0 &&
                                                 c.get("WN") % 8 == 0);
@@ -386,7 +402,7 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   // sums' roundings from one mma step of k on, not below (on an H100, 1x1x1 products were 2-3x
   // cuBLAS's error; k = 7 to 200704 within it, median 0.3x).
   space.require({"split_tf32_from_k_8", {"MMA"}, [=](const Config& c) {
-                   return c.get("MMA") != 2 || problem.k >= 8;
+                   return c.get("MMA") < 2 || problem.k >= 8;
                  }});
   // The accuracy contract: no float sum (FFMA, split TF32, the matrix-vector kernel) longer than
   // kMaxFfmaSum (KSUM = 1 or split-K past it). Last, so a config that breaks another rule too is
@@ -394,12 +410,20 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"ffma_sums_within_contract",
                  {"GEMV", "BK", "VEC", "SPLITK", "MMA", "KSUM", "GCOLS"},
                  [=](const Config& c) {
-                   return sums_in_double(c) || longest_ffma_sum(c, problem) <= kMaxFfmaSum;
+                   return sums_in_double(c) || is_wgmma(c) ||
+                          longest_ffma_sum(c, problem) <= kMaxFfmaSum;
                  }});
   return space;
 }
 
 int estimated_registers(const Config& c) {
+  if (is_wgmma(c)) {
+    // A warpgroup's sums (WN / 2 per thread, twice with KSUM's slice sums), the next slice's
+    // staging registers, addresses and loop state.
+    const int sets = sums_in_chains(c) ? 2 : 1;
+    const int staging = (c.get("BM") + c.get("BN")) * c.get("BK") / threads_per_block(c);
+    return c.get("WN") / 2 * sets + staging + 40;
+  }
   if (is_mma(c)) {
     // The sums (WM*WN/32 per lane: MMA = 1 doubles, two registers each; MMA = 2 floats and a
     // step's products from zero beside them, twice that with a KSUM chain), the fragments of the
@@ -770,6 +794,7 @@ KernelSpec kernel_spec(const Config& config, const Problem& problem) {
   spec.options.push_back("-DB_STRIDE=" + std::to_string(strides.b));
   spec.options.push_back("-DC_STRIDE=" + std::to_string(strides.c));
   spec.dynamic_smem_bytes = shared_bytes(config);
+  spec.arch_specific = is_wgmma(config);
   spec.companions = {kZeroTickets, kPack};
   return spec;
 }
@@ -806,6 +831,12 @@ SharedStrides shared_strides(const Config& c) {
 
 size_t shared_bytes(const Config& c) {
   if (is_gemv(c)) return 0;  // static shared memory only
+  if (is_wgmma(c)) {
+    // Stages of big and small parts of both slices, and 1024 bytes to align them for the swizzle.
+    const size_t stage = 2 * static_cast<size_t>(c.get("BM") + c.get("BN")) * c.get("BK");
+    const size_t c_tile = c.get("CSTAGE") == 1 ? static_cast<size_t>(c.get("BN")) * (c.get("BM") + 4) : 0;
+    return std::max(stages(c) * stage, c_tile) * sizeof(float) + 1024;
+  }
   const SharedStrides s = shared_strides(c);
   const size_t a = static_cast<size_t>(c.get("AKM") ? c.get("BK") : c.get("BM")) * s.a;
   const size_t b = static_cast<size_t>(c.get("BKM") ? c.get("BK") : c.get("BN")) * s.b;
