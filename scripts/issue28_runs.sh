@@ -33,6 +33,10 @@
 #                results/gemm_sweep_candidates_tf32_<gpu>.txt) on the networks set, the second
 #                fitting set and the large and middle strata, for at most S seconds
 #                (default 500; gemm_sweep_<gpu>_issue28-tf32-<set>.tsv.gz)
+#   wgmma[:S]    the split TF32 wgmma configs (MMA=3, issue 31: bench/results/gemm_sweep_
+#                candidates_wgmma.txt) on the networks set, the large stratum, the second fitting
+#                set and the middle stratum, for at most S seconds (default 300;
+#                gemm_sweep_<gpu>_issue28-wgmma-<set>.tsv.gz)
 #   gemv[:S]     the matrix-vector configs of every column class (gemm_sweep --gemv: GCOLS 1-16)
 #                on the problems with m or n up to 16 of the second fitting set (decoding), the
 #                grid, seeds 1-60 and 81-112 and the hard families' seeds 1000-1099, for at most
@@ -96,6 +100,8 @@ REFRESH_SETS=("${MORE_SETS[@]}" "networks --networks --max-gflop 600" "long --lo
               "gemv-decode --gemv --more-networks" "large --seeds 3001-3012 --min-gflop 1"
               "middle --seeds 3101-3108 --min-gflop 0.1" "small --seeds 3201-3204 --min-gflop 0.01"
               "gemv-random --gemv --seeds 1-30")
+WGMMA_SETS=("wgmma-networks --networks --max-gflop 600" "wgmma-large --seeds 3001-3032 --min-gflop 1"
+            "wgmma-more --more-networks --max-gflop 200" "wgmma-middle --seeds 3101-3116 --min-gflop 0.1")
 TF32_SETS=("tf32-networks --networks --max-gflop 600" "tf32-more --more-networks --max-gflop 200"
            "tf32-large --seeds 3001-3032 --min-gflop 1" "tf32-middle --seeds 3101-3116 --min-gflop 0.1")
 
@@ -175,6 +181,8 @@ for step in "$@"; do
     tf32|tf32:*)
       sweep_step tf32 500 TF32_SETS "" \
         --candidates "bench/results/gemm_sweep_candidates_tf32_${tag}.txt" ;;
+    wgmma|wgmma:*)
+      sweep_step wgmma 300 WGMMA_SETS "" --candidates bench/results/gemm_sweep_candidates_wgmma.txt ;;
     gemv|gemv:*)
       sweep_step gemv 400 GEMV_SETS "" ;;
     portfolio|portfolio:*)

@@ -172,7 +172,11 @@ namespace {
 
 constexpr int kWarpsM = BM / WM;
 constexpr int kWarpsN = BN / WN;
-constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+constexpr int kThreads = 32 * kWarpsM * kWarpsN;  // the threads that hold C's fragments
+// MMA = 3 adds a producer warpgroup that fills the shared stages (the others only multiply).
+constexpr int kProducerGroups = MMA == 3 ? 1 : 0;
+constexpr int kProducers = 128 * kProducerGroups;
+constexpr int kBlockThreads = kThreads + kProducers;
 constexpr int kLN = 32 / LM;                // lanes of a warp along n
 constexpr int kWMIter = WM / (LM * TM);     // sub-tiles per lane along m
 constexpr int kWNIter = WN / (kLN * TN);    // sub-tiles per lane along n
@@ -203,7 +207,7 @@ constexpr int kMmaN = kMma ? WN / 8 : 1;
 static_assert(BM % WM == 0 && BN % WN == 0, "warp tile must divide the block tile");
 static_assert(32 % LM == 0, "LM must divide the warp");
 static_assert(WM % (LM * TM) == 0 && WN % (kLN * TN) == 0, "lane grid must divide the warp tile");
-static_assert(kThreads <= 1024, "at most 1024 threads per block");
+static_assert(kBlockThreads <= 1024, "at most 1024 threads per block");
 static_assert(VEC == 1 || VEC == 2 || VEC == 4, "VEC is 1, 2 or 4");
 static_assert(BM % VEC == 0 && BN % VEC == 0 && BK % VEC == 0, "VEC must divide BM, BN and BK");
 static_assert(PAD % 4 == 0, "PAD keeps shared rows 16-byte aligned");
@@ -474,6 +478,14 @@ constexpr int kWgAtomK = 32;                             // floats of k in one s
 constexpr int kWgPartA = BM * BK * 4;                    // bytes of one part of A's slice
 constexpr int kWgPartB = BN * BK * 4;
 constexpr int kWgStageBytes = 2 * (kWgPartA + kWgPartB);  // big and small of both
+// Stages (PIPE: 2 or 3) of big and small parts, filled by the producers in turn.
+constexpr int kWgSplitStages = kStages;
+// Registers per thread at launch (the register file over the block's threads, in steps of 8),
+// and those moved to each producer thread (setmaxnreg) where the consumers, two per producer,
+// have more than they need: their sums and their slice's (WN each) and some 32 more.
+constexpr int kWgRegsAtLaunch = (65536 / kBlockThreads) / 8 * 8 > 255 ? 248 : (65536 / kBlockThreads) / 8 * 8;
+constexpr int kWgRegsMoved =
+    kThreads == 2 * kProducers && kWgRegsAtLaunch >= WN + 40 && kWgRegsAtLaunch < 232 ? 16 : 0;
 constexpr int kWgSums = WN / 2;                          // accumulators per thread (64 x WN / 128)
 static_assert(BK % kWgAtomK == 0, "MMA = 3 takes k in whole 32-float swizzle rows");
 static_assert(BM % 64 == 0 && WM == 16, "MMA = 3: warpgroups of 4 warps own 64 rows each");
@@ -481,6 +493,14 @@ static_assert(WN == 64 || WN == 128 || WN == 256, "MMA = 3: WN is 64, 128 or 256
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "gemm.cu: MMA = 3 uses wgmma, which needs the sm_90a target"
 #endif
+
+// The big part of x: x rounded to the nearest TF32 value (ties away from zero, as cvt.rna), in two
+// integer operations where cvt.rna.tf32 costs the producers several. The small part is x minus
+// it, exact in float; the tensor cores read its top 19 bits (truncating: the pair then holds x
+// to about 2^-21 of its value, against FFMA's sums of 2^-24 roundings at every step of k).
+__device__ __forceinline__ unsigned tf32_big(float x) {
+  return (__float_as_uint(x) + 0x1000u) & 0xFFFFE000u;
+}
 
 // Byte offset of (row r, k = 4 * quad ...) in a swizzled K-major tile of `rows` rows.
 template <int ROWS>
@@ -520,6 +540,33 @@ __device__ __forceinline__ void fence_proxy_async() {
 }
 // Keeps the compiler from moving accesses of an accumulator across the asynchronous mma.
 __device__ __forceinline__ void wg_pin(float& x) { asm volatile("" : "+f"(x)::"memory"); }
+
+// Shared-memory barriers between the producer warpgroup and the multiplying ones: a stage is
+// full when every producer thread has arrived, empty when every consumer thread has.
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void barrier_init(unsigned long long* bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(bar)), "r"(count)
+               : "memory");
+}
+__device__ __forceinline__ void barrier_arrive(unsigned long long* bar) {
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(
+                   shared_address(bar))
+               : "memory");
+}
+// Waits until the barrier's phase of this parity (its n-th completion: parity n % 2) is complete.
+__device__ __forceinline__ void barrier_wait(unsigned long long* bar, int parity) {
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(shared_address(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
 
 // d (+)= a * b for one warpgroup's 64 x 64 x 8 tile: a and b are shared-memory descriptors of
 // TF32 (K-major) tiles; accumulate = 0 ignores d's old values.
@@ -617,11 +664,11 @@ struct SplitLoader {
   static constexpr int kUnitRows = KCONTIG ? 1 : 4;
   static constexpr int kQuads = BK / 4;
   static constexpr int kUnits = ROWS / kUnitRows * kQuads;
-  static constexpr int kLoads = (kUnits + kThreads - 1) / kThreads;
+  static constexpr int kLoads = (kUnits + 128 - 1) / 128;  // one producer warpgroup's threads
   float reg[kLoads][kUnitRows][4];  // [load][row][k]
 
   __device__ __forceinline__ static bool exists(int u) {
-    return kUnits % kThreads == 0 || u < kUnits;
+    return kUnits % 128 == 0 || u < kUnits;
   }
   // Four consecutive floats from p, of which the first `valid` exist (the rest are zero), VEC
   // wide where all four do.
@@ -648,7 +695,7 @@ struct SplitLoader {
                                        int k_left, int tid) {
 #pragma unroll
     for (int l = 0; l < kLoads; ++l) {
-      const int u = tid + l * kThreads;
+      const int u = tid + l * 128;
       const int k = (u % kQuads) * 4;
       const int r = (u / kQuads) * kUnitRows;
       const bool in = exists(u);
@@ -674,7 +721,7 @@ struct SplitLoader {
                                         int tid) const {
 #pragma unroll
     for (int l = 0; l < kLoads; ++l) {
-      const int u = tid + l * kThreads;
+      const int u = tid + l * 128;
       if (!exists(u)) continue;
       const int k = (u % kQuads) * 4;
 #pragma unroll
@@ -684,8 +731,8 @@ struct SplitLoader {
         unsigned b[4], s[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          b[e] = to_tf32(reg[l][j][e]);
-          s[e] = to_tf32(reg[l][j][e] - __uint_as_float(b[e]));
+          b[e] = tf32_big(reg[l][j][e]);
+          s[e] = __float_as_uint(reg[l][j][e] - __uint_as_float(b[e]));
         }
         const int offset = wg_offset<ROWS>(r, k);
         *reinterpret_cast<uint4*>(big + offset) = make_uint4(b[0], b[1], b[2], b[3]);
@@ -731,6 +778,16 @@ __device__ __forceinline__ void store_c(float* c, float alpha, float value, floa
   *c = beta != 0.0f ? fmaf(beta, *c, out) : out;
 }
 
+// A barrier of the threads that hold C's fragments: all of them, or with MMA = 3's producer
+// warpgroup gone after the product, the others (named barrier 1).
+__device__ __forceinline__ void fragment_threads_sync() {
+  if constexpr (kProducers > 0) {
+    asm volatile("bar.sync 1, %0;\n" ::"n"(kThreads) : "memory");
+  } else {
+    __syncthreads();
+  }
+}
+
 // Programmatic dependent launch (sm_90+; the host launches these kernels allowing it): this grid
 // may be launched while the previous kernel of the stream still runs, so its blocks are resident
 // when that one ends instead of starting after a launch gap; every block waits here until the
@@ -747,7 +804,7 @@ __device__ __forceinline__ void wait_for_previous_grid() {
 
 #if GEMV == 0
 
-extern "C" __global__ void __launch_bounds__(kThreads, MINB)
+extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
     KERNEL_NAME(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
                 float* __restrict__ workspace, int split_mode, int tail_first, int tail_splits) {
@@ -760,6 +817,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
       // grid (tiles, kFragM * kFragN): block (t, e) sums element e of every thread's fragment of
       // tile t over the splits, in split order (the same additions as the last-block sum). The
       // partials' layout is the one the product pass writes below.
+      if (tid >= kThreads) return;  // MMA = 3's producers hold no fragments
       const int tile = blockIdx.x, e = blockIdx.y;
       const float* part = workspace + (long long)tile * kTileFloats + e * kThreads + tid;
       float sum = 0.0f;
@@ -818,82 +876,77 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
   const long long a_step = TRANS_A ? BK : (long long)BK * lda;
   const long long b_step = TRANS_B ? (long long)BK * ldb : BK;
 
-  SplitLoader<BM, TRANS_A == 1, true> a_loader;
-  SplitLoader<BN, TRANS_B == 0, false> b_loader;
-  auto load_slice = [&](int k0) {
-    a_loader.load(a_tile, lda, m_left, k_end - k0, tid);
-    b_loader.load(b_tile, ldb, n_left, k_end - k0, tid);
-    a_tile += a_step;
-    b_tile += b_step;
-  };
-  auto store_slice = [&](int stage) {
-    a_loader.store(stage_a(stage, 0), stage_a(stage, 1), tid);
-    b_loader.store(stage_b(stage, 0), stage_b(stage, 1), tid);
-    fence_proxy_async();
-  };
-  // KSUM = 0: the products go straight into the sums; KSUM = 1: each slice's from zero into
-  // `part`, then added to the sums in float (rounded adds instead of the tensor cores'
-  // truncating alignment against the whole sum).
+  // Warp specialization: the producer warpgroup (threads from kThreads on) moves each slice from
+  // global memory through registers into a free stage, split, and marks it full; the consumer
+  // warpgroups multiply a full stage and mark it empty once their wgmma have read it. So the
+  // tensor cores keep working while the next slices are loaded and split.
+  __shared__ unsigned long long full[kWgSplitStages], empty[kWgSplitStages];
+  if (tid == 0) {
+    for (int st = 0; st < kWgSplitStages; ++st) {
+      barrier_init(&full[st], 128);  // one producer warpgroup fills a stage
+      barrier_init(&empty[st], kThreads);
+    }
+  }
+  __syncthreads();
   float sums[kWgSums];
-  float part[KSUM == 1 ? kWgSums : 1];
 #pragma unroll
   for (int i = 0; i < kWgSums; ++i) sums[i] = 0.0f;
-  auto mma_slice = [&](int stage) {
-    float(&d)[kWgSums] = *reinterpret_cast<float(*)[kWgSums]>(KSUM == 1 ? part : sums);
+  if (tid >= kThreads) {
+    if constexpr (kWgRegsMoved > 0) {
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kWgRegsAtLaunch + kWgRegsMoved));
+    }
+    const int ptid = tid - kThreads;
+    SplitLoader<BM, TRANS_A == 1, true> a_loader;
+    SplitLoader<BN, TRANS_B == 0, false> b_loader;
+    for (int t = 0; t < slices; ++t) {
+      const int st = t % kWgSplitStages;
+      const int k0 = k_begin + t * BK;
+      a_loader.load(a_tile + t * a_step, lda, m_left, k_end - k0, ptid);
+      b_loader.load(b_tile + t * b_step, ldb, n_left, k_end - k0, ptid);
+      if (t >= kWgSplitStages) barrier_wait(&empty[st], (t / kWgSplitStages + 1) & 1);
+      a_loader.store(stage_a(st, 0), stage_a(st, 1), ptid);
+      b_loader.store(stage_b(st, 0), stage_b(st, 1), ptid);
+      fence_proxy_async();
+      barrier_arrive(&full[st]);
+    }
+    return;  // the epilogue is the consumers' (its barriers count kThreads)
+  }
+  // Each slice's products from zero in `part`, then added to the sums in float (rounded adds
+  // instead of the tensor cores' truncating alignment against the whole sum: that cost 2.9e-5
+  // of normwise error at k = 4096 on an H200, growing with k).
+  static_assert(KSUM == 1, "MMA = 3 sums each slice from zero (KSUM = 1)");
+  if constexpr (kWgRegsMoved > 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kWgRegsAtLaunch - kWgRegsMoved / 2));
+  }
+  float part[kWgSums];
+  for (int t = 0; t < slices; ++t) {
+    const int st = t % kWgSplitStages;
+    barrier_wait(&full[st], (t / kWgSplitStages) & 1);
 #pragma unroll
-    for (int i = 0; i < kWgSums; ++i) wg_pin(d[i]);
+    for (int i = 0; i < kWgSums; ++i) wg_pin(part[i]);
     wg_fence();
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 8) {
       // Row 0 of a swizzle row group: step kk starts kk floats into the 128-byte rows.
       const int a_at = wg_offset<BM>(wg_m0, kk);
       const int b_at = wg_offset<BN>(wg_n0, kk);
-      const unsigned long long a_big = wg_descriptor(stage_a(stage, 0) + a_at);
-      const unsigned long long a_small = wg_descriptor(stage_a(stage, 1) + a_at);
-      const unsigned long long b_big = wg_descriptor(stage_b(stage, 0) + b_at);
-      const unsigned long long b_small = wg_descriptor(stage_b(stage, 1) + b_at);
-      wgmma_tf32(d, a_small, b_big, KSUM == 1 && kk == 0 ? 0 : 1);
-      wgmma_tf32(d, a_big, b_small, 1);
-      wgmma_tf32(d, a_big, b_big, 1);
+      const unsigned long long a_big = wg_descriptor(stage_a(st, 0) + a_at);
+      const unsigned long long a_small = wg_descriptor(stage_a(st, 1) + a_at);
+      const unsigned long long b_big = wg_descriptor(stage_b(st, 0) + b_at);
+      const unsigned long long b_small = wg_descriptor(stage_b(st, 1) + b_at);
+      wgmma_tf32(part, a_small, b_big, kk == 0 ? 0 : 1);
+      wgmma_tf32(part, a_big, b_small, 1);
+      wgmma_tf32(part, a_big, b_big, 1);
     }
     wg_commit();
+    wg_wait<0>();
+    barrier_arrive(&empty[st]);
 #pragma unroll
-    for (int i = 0; i < kWgSums; ++i) wg_pin(d[i]);
-  };
-
-  if (slices > 0) {
-    load_slice(k_begin);
-    store_slice(0);
-    __syncthreads();
-  }
-  for (int t = 0; t < slices; ++t) {
-    const bool next = t + 1 < slices;
-    if (next) load_slice(k_begin + (t + 1) * BK);
-    mma_slice(t % kStages);
-    if constexpr (KSUM == 1) {
-      // The slice's sums are needed now; the next slice's stage was last read by slice t - 1,
-      // which every warpgroup waited for before the last barrier.
-      wg_wait<0>();
-#pragma unroll
-      for (int i = 0; i < kWgSums; ++i) {
-        wg_pin(part[i]);
-        sums[i] += part[i];
-      }
-    } else if constexpr (kStages >= 3) {
-      // Slice t - 1 done here; the stage written next was read by slice t - 2, which every
-      // warpgroup waited for before the last barrier.
-      wg_wait<1>();
-    } else {
-      // Two stages: the one written next was read by slice t - 1, in every warpgroup.
-      wg_wait<1>();
-      __syncthreads();
+    for (int i = 0; i < kWgSums; ++i) {
+      wg_pin(part[i]);
+      sums[i] += part[i];
     }
-    if (next) store_slice((t + 1) % kStages);
-    __syncthreads();
   }
-  wg_wait<0>();
-#pragma unroll
-  for (int i = 0; i < kWgSums; ++i) wg_pin(sums[i]);
   // The fragment layout of the other MMA kernels: element e of n tile jn is acc[e / 2][2 jn + e % 2].
   float acc[kFragM][kFragN];
 #pragma unroll
@@ -1244,13 +1297,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
       for (int j = 0; j < kFragN; ++j) __stcg(mine + (i * kFragN + j) * kThreads + tid, acc[i][j]);
     if (split_mode == kSplitPartialsOnly) return;  // the sum pass follows in stream order
     __threadfence();  // this block's partial is visible device-wide before its ticket
-    __syncthreads();
+    fragment_threads_sync();
     __shared__ int last;
     if (tid == 0) {
       last = atomicAdd(tickets + slot, 1) == splits - 1;
       if (last) tickets[slot] = 0;  // every other split has arrived; ready for the next launch
     }
-    __syncthreads();
+    fragment_threads_sync();
     if (!last) return;
     __threadfence();
     // Sum in split order whoever arrives last (this block's own partial re-read like the others),
@@ -1274,7 +1327,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
     // as they allow (C_STRIDE = BM + 4 keeps the mma's 64-bit pairs free of bank conflicts).
     constexpr int kRun = TM % 4 == 0 ? 4 : TM % 2 == 0 ? 2 : 1;
     float* c_smem = smem;
-    __syncthreads();  // every warp is done with the last slice: its stages may be overwritten
+    fragment_threads_sync();  // every warp is done with the last slice: its stages may be overwritten
 #pragma unroll
     for (int wm = 0; wm < kWMIter; ++wm)
 #pragma unroll
@@ -1290,7 +1343,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, MINB)
             for (int e = 0; e < kRun; ++e) run.v[e] = acc[wm * TM + i + e][wn * TN + j];
             *reinterpret_cast<Vec<kRun>*>(c_smem + n * C_STRIDE + m) = run;
           }
-    __syncthreads();
+    fragment_threads_sync();
     // Then consecutive threads take consecutive C_VEC rows down each column: a warp stores
     // 32 * C_VEC contiguous floats at once. Same rule as below: beta == 0 never reads C.
     constexpr int kColumnVecs = BM / C_VEC;

@@ -253,7 +253,7 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                    return c.get("BM") % c.get("WM") == 0 && c.get("BN") % c.get("WN") == 0;
                  }});
   // Rules calling threads_per_block, shared_bytes or estimated_registers read GEMV too.
-  space.require({"threads_per_block", {"GEMV", "BM", "BN", "WM", "WN"}, [=](const Config& c) {
+  space.require({"threads_per_block", {"GEMV", "BM", "BN", "WM", "WN", "MMA"}, [=](const Config& c) {
                    return threads_per_block(c) <= max_threads;
                  }});
   // A lane holds WM*WN/32 accumulators; past 128 the kernel spills (MMA = 1: doubles, past 64;
@@ -276,14 +276,21 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"wgmma_needs_sm90", {"MMA"}, [=](const Config& c) {
                    return c.get("MMA") != 3 || cc == 90;
                  }});
-  // A warpgroup (4 warps of 16 rows) owns 64 rows and one wgmma's WN columns; k comes in whole
-  // 32-float rows of the 128-byte swizzle; stages filled through registers (PIPE 2 or 3).
+  // A warpgroup (4 warps of 16 rows) owns 64 rows and one wgmma's WN columns; k comes in slices of
+  // one 32-float row of the 128-byte swizzle (each slice's sum from zero: slices of 64 were beyond
+  // the accuracy contract on an H200, 2.2x cuBLAS's error at k = 127 with 3 splits); stages filled
+  // through registers (PIPE 2 or 3).
   space.require({"wgmma_tiles", {"BM", "BK", "WM", "WN", "PIPE", "MMA"}, [](const Config& c) {
                    if (c.get("MMA") != 3) return true;
                    const int wn = c.get("WN");
-                   return c.get("BM") % 64 == 0 && c.get("BK") % 32 == 0 && c.get("WM") == 16 &&
+                   return c.get("BM") % 64 == 0 && c.get("BK") == 32 && c.get("WM") == 16 &&
                           (wn == 64 || wn == 128 || wn == 256) &&
                           (c.get("PIPE") == 2 || c.get("PIPE") == 3);
+                 }});
+  // Sums straight in the tensor cores truncate: 2.9e-5 normwise at k = 4096 on an H200, growing
+  // with k. Each slice's products are summed from zero and added in float (KSUM = 1).
+  space.require({"wgmma_sums_slices_in_float", {"MMA", "KSUM"}, [](const Config& c) {
+                   return c.get("MMA") != 3 || c.get("KSUM") == 1;
                  }});
   space.require({"mma_tiles_16x8x8", {"BK", "WM", "WN", "MMA"}, [](const Config& c) {
                    return c.get("MMA") == 0 || (c.get("BK") % 8 == 0 && c.get("WM") % 16 == 0 &&
@@ -418,11 +425,14 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
 
 int estimated_registers(const Config& c) {
   if (is_wgmma(c)) {
-    // A warpgroup's sums (WN / 2 per thread, twice with KSUM's slice sums), the next slice's
-    // staging registers, addresses and loop state.
-    const int sets = sums_in_chains(c) ? 2 : 1;
-    const int staging = (c.get("BM") + c.get("BN")) * c.get("BK") / threads_per_block(c);
-    return c.get("WN") / 2 * sets + staging + 40;
+    // One kernel for both roles: a consumer's sums and its slice's (WN / 2 each per thread), or
+    // a producer's staging registers (a whole slice over its 128 threads); addresses and loop
+    // state beside either.
+    // (The producer's loads of a whole slice are unrolled, each with its address: measured
+    // 162-166 registers for 64 x 128 tiles, 168 for 128 x 128 with 16 moved to the producers.)
+    const int consumer = c.get("WN") + 32;
+    const int producer = (c.get("BM") + c.get("BN")) * c.get("BK") / 128 + 56;
+    return std::max(consumer, producer);
   }
   if (is_mma(c)) {
     // The sums (WM*WN/32 per lane: MMA = 1 doubles, two registers each; MMA = 2 floats and a
@@ -573,6 +583,21 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
       "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1",
       "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
       "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1",
+      // Split TF32 on wgmma (MMA = 3; sm_90a), the best of the first probes on an H200 (issue 31:
+      // 1.24-1.35x cuBLAS at 4096^3 and 8192^3 in every layout): 128x128 tiles of two consumer
+      // warpgroups, and 64-row and 64-column variants for products with fewer tiles.
+      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,KSUM=1",
+      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,KSUM=1",
+      "GEMV=0,BM=64,BN=128,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,KSUM=1",
+      "GEMV=0,BM=128,BN=64,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,KSUM=1",
+      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=3,KSUM=1",
+      "GEMV=0,BM=64,BN=64,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=3,KSUM=1",
   };
   const Space space = make_space(device, problem);
   std::vector<Config> seeds = {default_config(device, problem)};
@@ -832,7 +857,8 @@ SharedStrides shared_strides(const Config& c) {
 size_t shared_bytes(const Config& c) {
   if (is_gemv(c)) return 0;  // static shared memory only
   if (is_wgmma(c)) {
-    // Stages of big and small parts of both slices, and 1024 bytes to align them for the swizzle.
+    // PIPE stages of big and small parts of both slices, and 1024 bytes to align them for the
+    // swizzle.
     const size_t stage = 2 * static_cast<size_t>(c.get("BM") + c.get("BN")) * c.get("BK");
     const size_t c_tile = c.get("CSTAGE") == 1 ? static_cast<size_t>(c.get("BN")) * (c.get("BM") + 4) : 0;
     return std::max(stages(c) * stage, c_tile) * sizeof(float) + 1024;
@@ -849,7 +875,8 @@ size_t shared_bytes(const Config& c) {
 
 int threads_per_block(const Config& c) {
   if (is_gemv(c)) return kGemvThreads;
-  return 32 * (c.get("BM") / c.get("WM")) * (c.get("BN") / c.get("WN"));
+  // MMA = 3: a producer warpgroup beside the warps that hold C (gemm.cu's kProducers).
+  return 32 * (c.get("BM") / c.get("WM")) * (c.get("BN") / c.get("WN")) + (is_wgmma(c) ? 128 : 0);
 }
 
 int64_t tile_count(const Config& config, const Problem& problem) {

@@ -85,13 +85,14 @@ void pad_leading_dims(Problem& p) {
 // FP64 product) binds what the library may pick, not every family: an FFMA kernel sums k in one
 // sequence and can be beyond it where cuBLAS splits k (the tuner then calls it 'inaccurate';
 // SelectionPortfolio and GemmAccuracy test the picks). The FP64 tensor-core families sum in double
-// and must meet it everywhere, the split TF32 ones where they sum in partial chains (k < 128^2) of
-// at least one mma step (k >= 8: rule split_tf32_from_k_8).
+// and must meet it everywhere, the split TF32 ones where they sum in partial chains (k < 128^2; on
+// wgmma, MMA = 3, each slice's products from zero) of at least one mma step (k >= 8: rule
+// split_tf32_from_k_8).
 void expect_right(const MatrixCheck& result, const Config& c, const Problem& p, double tolerance) {
   EXPECT_TRUE(result.computes(tolerance))
       << "rel error " << result.rel_error << ", unwritten " << result.unwritten << ", non-finite "
       << result.nonfinite;
-  if (c.get("MMA") == 1 || (c.get("MMA") == 2 && c.get("KSUM") == 1 && p.k >= 8)) {
+  if (c.get("MMA") == 1 || (c.get("MMA") >= 2 && c.get("KSUM") == 1 && p.k >= 8)) {
     EXPECT_FALSE(result.breaks_contract())
         << "error " << result.exact_error << ", limit " << result.exact_limit;
   }
@@ -246,6 +247,40 @@ TEST(GemmFamilies, SplitTf32FamiliesAreRightOnOddShapesInEveryLayout) {
     configs.push_back(single);
   }
   check_in_every_layout(device, configs, kOddShapes, 5000);
+}
+
+// MMA = 3 (split TF32 on wgmma, sm_90a): warpgroup tiles of 64 x 64 and 64 x 128 (one and two
+// consumer warpgroups along m, two along n), 2 and 3 stages, loads of 1, 2 and 4 floats (both
+// operands' paths: k-contiguous and transposed in registers), split-K summed by the last block and
+// by the summing pass, packing, a tail split and C through shared memory.
+TEST(GemmFamilies, SplitTf32WgmmaFamiliesAreRightOnOddShapesInEveryLayout) {
+  TUNED_REQUIRE_GPU();
+  const DeviceInfo device = query_device(0);
+  if (device.compute_capability() != 90) {
+    GTEST_SKIP() << "GPU test skipped: MMA = 3 (wgmma) needs sm_90a, this GPU is sm_"
+                 << device.compute_capability();
+  }
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  check_in_every_layout(
+      device,
+      parsed({
+          "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,"
+          "UNROLL=8,PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,CSTAGE=0,"
+          "KSUM=1,GCOLS=1",
+          "GEMV=0,BM=64,BN=128,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=1,BKM=0,"
+          "UNROLL=8,PIPE=3,SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,CSTAGE=0,"
+          "KSUM=1,GCOLS=1",
+          "GEMV=0,BM=128,BN=64,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,"
+          "UNROLL=8,PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=3,CSTAGE=0,"
+          "KSUM=1,GCOLS=1",
+          "GEMV=0,BM=64,BN=64,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,"
+          "UNROLL=8,PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=3,PACK=1,REDUCE=1,TAIL=0,MMA=3,CSTAGE=0,"
+          "KSUM=1,GCOLS=1",
+          "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,"
+          "UNROLL=8,PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=3,CSTAGE=1,"
+          "KSUM=1,GCOLS=1",
+      }),
+      kOddShapes, 7000);
 }
 
 // CSTAGE = 1 (C through shared memory): FFMA tiles with every run length of rows (TM 1 to 8),

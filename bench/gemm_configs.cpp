@@ -1,0 +1,115 @@
+// gemm_configs: named GEMM configs timed side by side with cuBLAS FP32 on named problems, each
+// result checked against cuBLAS and both measured against an FP64 product (normwise, at a sample
+// of C), whatever the outcome: a wrong or inaccurate config is reported, not refused (the tuner
+// refuses such configs; this is for looking at kernels while they are written).
+//   gemm_configs --shape NN:4096x4096x4096 [--shape ...] --config GEMV=0,BM=...[;--config ...]
+//                [--inputs uniform|wide] [--device N]
+// Inputs: uniform in [-1, 1); wide: each element times 2^u, u uniform in [-20, 20] (issue 31's
+// wide-range inputs: a split that drops the small parts' information shows there).
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.hpp"
+#include "generator/cuda_check.hpp"
+#include "templates/gemm/gemm_op.hpp"
+#include "templates/gemm/gemm_task.hpp"
+#include "tuned/error.hpp"
+
+namespace {
+
+using namespace tuned;
+using namespace tuned::bench;
+
+Shape parse_shape(const std::string& text) {
+  Shape s;
+  char layout[3] = {0, 0, 0};
+  long long m = 0, n = 0, k = 0;
+  if (std::sscanf(text.c_str(), "%2s:%lldx%lldx%lld", layout, &m, &n, &k) != 4 || m < 1 || n < 1 ||
+      k < 1) {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                "--shape: expected LAYOUT:MxNxK with positive sizes, e.g. NN:4096x4096x4096; got " +
+                    text);
+  }
+  s.layout = layout;
+  if (s.layout != "NN" && s.layout != "NT" && s.layout != "TN" && s.layout != "TT") {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--shape: the layout is NN, NT, TN or TT; got " + text);
+  }
+  s.m = m, s.n = n, s.k = k;
+  return s;
+}
+
+// Each element of A and B times 2^u, u uniform in [-20, 20] (on the host: a benchmark's setup).
+void spread_exponents(const GemmOperands& ops, const gemm_op::Problem& p, cudaStream_t stream) {
+  auto spread = [&](const float* device_data, size_t n, uint32_t seed) {
+    std::vector<float> host(n);
+    TUNED_CUDA_CHECK(cudaStreamSynchronize(stream));
+    TUNED_CUDA_CHECK(cudaMemcpy(host.data(), device_data, n * sizeof(float), cudaMemcpyDeviceToHost));
+    uint32_t state = seed;
+    for (float& x : host) {
+      state = state * 1664525u + 1013904223u;
+      x = std::ldexp(x, static_cast<int>(state >> 24) % 41 - 20);
+    }
+    TUNED_CUDA_CHECK(cudaMemcpy(const_cast<float*>(device_data), host.data(), n * sizeof(float),
+                                cudaMemcpyHostToDevice));
+  };
+  spread(ops.a(), static_cast<size_t>(p.lda) * (p.trans_a ? p.m : p.k), 11);
+  spread(ops.b(), static_cast<size_t>(p.ldb) * (p.trans_b ? p.k : p.n), 12);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Times named GEMM configs beside cuBLAS FP32, with their errors.", "gemm_configs"};
+  std::vector<std::string> shapes, configs;
+  std::string inputs = "uniform";
+  int device_index = 0;
+  app.add_option("--shape", shapes, "LAYOUT:MxNxK, repeatable")->required();
+  app.add_option("--config", configs, "a config (every parameter), repeatable")->required();
+  app.add_option("--inputs", inputs, "uniform or wide")->check(CLI::IsMember({"uniform", "wide"}));
+  app.add_option("--device", device_index, "CUDA device index");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    GemmBenchSetup setup(device_index, "", false, false, "gemm_configs");
+    std::printf("device %s, inputs %s\n", setup.device.name.c_str(), inputs.c_str());
+    std::printf("%-6s %-18s %9s %8s %9s %8s %6s %9s %9s %9s  %s\n", "layout", "shape", "ms",
+                "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio", "vs cuBLAS", "err", "err cuBLAS",
+                "config");
+    for (const std::string& shape_text : shapes) {
+      const Shape shape = parse_shape(shape_text);
+      const gemm_op::Problem p = gemm_op::packed_problem(shape.layout, shape.m, shape.n, shape.k);
+      GemmOperands ops(p, setup.check, setup.stream.get());
+      if (inputs == "wide") {
+        spread_exponents(ops, p, setup.stream.get());
+      }
+      for (const std::string& text : configs) {
+        const Config config = with_absent_params(Config::parse(text), gemm_op::parameters());
+        const auto kernel =
+            setup.kernels.get(gemm_op::kernel_spec(config, p), setup.device);
+        DeviceBuffer workspace(gemm_op::workspace_bytes(config, p));
+        auto tuned_call = [&](cudaStream_t stream) {
+          gemm_op::launch(*kernel, config, p, 1.0f, ops.a(), ops.b(), 0.0f, ops.c(),
+                          workspace.get(), stream);
+        };
+        auto cublas_call = [&](cudaStream_t stream) {
+          gemm_op::cublas_sgemm(setup.cublas.get(), p, 1.0f, ops.a(), ops.b(), 0.0f, ops.c_ref());
+        };
+        const Comparison r = compare_with_cublas(tuned_call, cublas_call, p, ops, setup.check,
+                                                 setup.exact, setup.stream.get());
+        std::printf("%-6s %-18s %9.4f %8.2f %9.4f %8.2f %6.3f %9.2e %9.2e %9.2e  %s%s\n",
+                    shape.layout.c_str(), shape.text().c_str(), r.tuned_ms, tflops(p, r.tuned_ms),
+                    r.cublas_ms, tflops(p, r.cublas_ms), r.cublas_ms / r.tuned_ms, r.rel_error,
+                    r.err_tuned, r.err_cublas, text.c_str(),
+                    r.correct ? (r.within_contract ? "" : "  [outside the contract]")
+                              : "  [WRONG]");
+        std::fflush(stdout);
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gemm_configs: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
