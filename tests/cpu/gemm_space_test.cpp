@@ -644,6 +644,45 @@ TEST(GemmSpace, FfmaSumsLongerThanTheContractAllowsAreRefused) {
   }
 }
 
+// MMA = 3 (split TF32 on wgmma): sm_90 only (the sm_90a target), warpgroup tiles of 64 rows and
+// one wgmma's columns, slices of 32 of k each summed from zero (KSUM = 1), from k = 128.
+TEST(GemmSpace, WgmmaConfigsNeedSm90WarpgroupTilesAndSliceSumsFromK128) {
+  const Config wgmma = Config::parse(
+      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,CSTAGE=0,KSUM=1,GCOLS=1");
+  const Problem p = packed_problem("TN", 4096, 4096, 4096);
+  const Space space = make_space(reference_device(90), p);
+  // (AKM and BKM mean nothing to it; like the other tensor-core configs it keeps them as stored.)
+  const Config c = with_operands_as_stored(wgmma, p);
+  EXPECT_FALSE(space.violation(c).has_value()) << space.violation(c).value_or("");
+  EXPECT_EQ(threads_per_block(c), 384);  // two consumer warpgroups and the producer
+  EXPECT_TRUE(kernel_spec(c, p).arch_specific);
+  EXPECT_FALSE(kernel_spec(with_absent_params(Config::parse("GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,"
+                                                            "TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,"
+                                                            "BKM=1,UNROLL=8,PIPE=1,SWZ=0,MINB=1,"
+                                                            "PRETB=0,SPLITK=1"),
+                                              parameters()),
+                           p)
+                   .arch_specific);
+  EXPECT_EQ(make_space(reference_device(80), p).violation(c).value_or(""), "wgmma_needs_sm90");
+  auto broken = [&](const char* name, int value) {
+    Config b = c;
+    b.set(name, value);
+    return space.violation(b, /*include_pruning=*/false).value_or("");
+  };
+  EXPECT_EQ(broken("BK", 16), "wgmma_tiles");
+  EXPECT_EQ(broken("BM", 32), "wgmma_tiles");
+  EXPECT_EQ(broken("PIPE", 1), "wgmma_tiles");
+  EXPECT_EQ(broken("KSUM", 0), "wgmma_sums_slices_in_float");
+  EXPECT_EQ(make_space(reference_device(90), packed_problem("TN", 4096, 4096, 124))
+                .violation(c, /*include_pruning=*/false)
+                .value_or(""),
+            "wgmma_split_tf32_from_k_128");
+  EXPECT_FALSE(make_space(reference_device(90), packed_problem("TN", 4096, 4096, 128))
+                   .violation(c, /*include_pruning=*/false)
+                   .has_value());
+}
+
 TEST(GemmSpace, SplitTf32ConfigsNeedSm80AndSumInFloatWithinTheContract) {
   const std::string base =
       "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
