@@ -33,12 +33,15 @@
 # with the matrix-vector sweeps _issue28-gemv-*, the long set _issue28-long and _issue28-*-fill):
 #   ENTRIES=80 scripts/refit_selection.sh bench/results/gemm_sweep_nvidia-h100_issue28*.tsv.gz \
 #     bench/results/gemm_sweep_nvidia-h100_gemv.tsv.gz bench/results/gemm_sweep_nvidia-h100.tsv.gz
-# the other
-# H100 sweeps measured single FFMA chains only where the accuracy contract now refuses them
-# (most rows past k = 128) and no FP64 tensor-core or KSUM config beside them, so their problems
-# would speak for what the library can no longer run; H200 (sweeps measured before
-# issue 28, no FP64 tensor-core configs) with ENTRIES=40 TIME_WEIGHT_MS=0, as fitted before but
-# for the held-out problems it no longer holds.
+# (issue 31: the _issue28-wgmma-* sweeps of the split TF32 wgmma candidates among them) and H200
+# with ENTRIES=96 on its refresh and wgmma sweeps:
+#   ENTRIES=96 scripts/refit_selection.sh bench/results/gemm_sweep_nvidia-h200_issue28-*-refresh.tsv.gz \
+#     bench/results/gemm_sweep_nvidia-h200_issue28-wgmma-*.tsv.gz
+# (at 80 the H200 refit dropped the FP64 split-K entry of a 118 GFLOP convolution weight gradient).
+# The other H100 sweeps measured single FFMA chains only where the accuracy contract now refuses
+# them (most rows past k = 128) and no FP64 tensor-core or KSUM config beside them, so their
+# problems would speak for what the library can no longer run; the H200's sweeps from before issue
+# 28 likewise.
 #
 # fit_selection is built in build-fit/ (no precompiled kernels, no tests): BUILD_DIR overrides.
 set -euo pipefail
