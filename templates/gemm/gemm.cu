@@ -830,26 +830,17 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
       return;
     }
   }
-#if MMA == 3
-  // Split TF32 on wgmma (see SplitLoader). Stages (PIPE: 2 or 3) of big and small tiles, 1024-byte
-  // aligned for the swizzle; the next slice travels global -> registers during this slice's mma.
   extern __shared__ __align__(16) float smem[];
-  char* wg_smem = reinterpret_cast<char*>(
-      (reinterpret_cast<unsigned long long>(smem) + 1023) & ~1023ull);
-  auto stage_a = [&](int stage, int part) {  // part 0: big, 1: small
-    return wg_smem + stage * kWgStageBytes + part * kWgPartA;
-  };
-  auto stage_b = [&](int stage, int part) {
-    return wg_smem + stage * kWgStageBytes + 2 * kWgPartA + part * kWgPartB;
-  };
   const int lane = tid % 32;
   const int warp = tid / 32;
-  const int warp_m0 = (warp % kWarpsM) * WM;
+  const int warp_m0 = (warp % kWarpsM) * WM;  // warp tile origin inside the block tile
   const int warp_n0 = (warp / kWarpsM) * WN;
-  const int lane_m = lane / 4, lane_n = lane % 4;  // the epilogue's (g, t)
-  const int wg_m0 = warp_m0 - 16 * (warp % 4);     // this warpgroup's 64 rows
-  const int wg_n0 = warp_n0;
+  // FFMA: lanes run along m first (C is column-major); MMA: the mma's groups (g, t).
+  const int lane_m = kMma ? lane / 4 : lane % LM;
+  const int lane_n = kMma ? lane % 4 : lane / LM;
 
+  // This block's tile and share of its k range: split-K, tile blockIdx.x and split blockIdx.y;
+  // a tail tile (SPLITK = 1, blocks from tail_first on), tail_splits consecutive blocks per tile.
   int tile = blockIdx.x, split = 0, splits = SPLITK;
   if constexpr (SPLITK > 1) {
     split = blockIdx.y;
@@ -865,16 +856,34 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
   tile_origin(tile, M, N, m0, n0);
   const int m_left = M - m0;
   const int n_left = N - n0;
+
+  // This block's share of k: whole slices, split as evenly as possible.
   const int all_slices = (K + BK - 1) / BK;
   const int split_slices = (all_slices + splits - 1) / splits;
   const int slice_begin = min(split * split_slices, all_slices);
   const int slices = min(all_slices - slice_begin, split_slices);
   const int k_begin = slice_begin * BK;
   const int k_end = min(K, k_begin + slices * BK);
+
+  // Tile origins in global memory and the step from one k slice to the next.
   const float* a_tile = TRANS_A ? A + (long long)m0 * lda + k_begin : A + m0 + (long long)k_begin * lda;
   const float* b_tile = TRANS_B ? B + n0 + (long long)k_begin * ldb : B + (long long)n0 * ldb + k_begin;
   const long long a_step = TRANS_A ? BK : (long long)BK * lda;
   const long long b_step = TRANS_B ? (long long)BK * ldb : BK;
+
+#if MMA == 3
+  // Split TF32 on wgmma (see SplitLoader). Stages (PIPE: 2 or 3) of big and small tiles, 1024-byte
+  // aligned for the swizzle, filled by the producer warpgroup while the others multiply.
+  char* wg_smem = reinterpret_cast<char*>(
+      (reinterpret_cast<unsigned long long>(smem) + 1023) & ~1023ull);
+  auto stage_a = [&](int stage, int part) {  // part 0: big, 1: small
+    return wg_smem + stage * kWgStageBytes + part * kWgPartA;
+  };
+  auto stage_b = [&](int stage, int part) {
+    return wg_smem + stage * kWgStageBytes + 2 * kWgPartA + part * kWgPartB;
+  };
+  const int wg_m0 = warp_m0 - 16 * (warp % 4);  // this warpgroup's 64 rows
+  const int wg_n0 = warp_n0;
 
   // Warp specialization: the producer warpgroup (threads from kThreads on) moves each slice from
   // global memory through registers into a free stage, split, and marks it full; the consumer
@@ -954,49 +963,8 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[e / 2][2 * jn + e % 2] = sums[4 * jn + e];
 #else
-  extern __shared__ __align__(16) float smem[];
   float* a_smem = smem;                           // kStages x kATileFloats
   float* b_smem = smem + kStages * kATileFloats;  // kStages x kBTileFloats
-
-  const int lane = tid % 32;
-  const int warp = tid / 32;
-  const int warp_m0 = (warp % kWarpsM) * WM;  // warp tile origin inside the block tile
-  const int warp_n0 = (warp / kWarpsM) * WN;
-  // FFMA: lanes run along m first (C is column-major); MMA: the mma's groups (g, t).
-  const int lane_m = kMma ? lane / 4 : lane % LM;
-  const int lane_n = kMma ? lane % 4 : lane / LM;
-
-  // This block's tile and share of its k range: split-K, tile blockIdx.x and split blockIdx.y;
-  // a tail tile (SPLITK = 1, blocks from tail_first on), tail_splits consecutive blocks per tile.
-  int tile = blockIdx.x, split = 0, splits = SPLITK;
-  if constexpr (SPLITK > 1) {
-    split = blockIdx.y;
-  } else if constexpr (TAIL == 1) {
-    if (tail_splits > 1 && tile >= tail_first) {
-      const int i = tile - tail_first;
-      tile = tail_first + i / tail_splits;
-      split = i % tail_splits;
-      splits = tail_splits;
-    }
-  }
-  int m0, n0;
-  tile_origin(tile, M, N, m0, n0);
-  const int m_left = M - m0;
-  const int n_left = N - n0;
-
-  // This block's share of k: whole slices, split as evenly as possible.
-  const int all_slices = (K + BK - 1) / BK;
-  const int split_slices = (all_slices + splits - 1) / splits;
-  const int slice_begin = min(split * split_slices, all_slices);
-  const int slices = min(all_slices - slice_begin, split_slices);
-  const int k_begin = slice_begin * BK;
-  const int k_end = min(K, k_begin + slices * BK);
-
-  // Tile origins in global memory and the step from one k slice to the next.
-  const float* a_tile = TRANS_A ? A + (long long)m0 * lda + k_begin : A + m0 + (long long)k_begin * lda;
-  const float* b_tile = TRANS_B ? B + n0 + (long long)k_begin * ldb : B + (long long)n0 * ldb + k_begin;
-  const long long a_step = TRANS_A ? BK : (long long)BK * lda;
-  const long long b_step = TRANS_B ? (long long)BK * ldb : BK;
 
   ALoader a_loader;
   BLoader b_loader;
