@@ -29,13 +29,14 @@ Shape parse_shape(const std::string& text) {
   long long m = 0, n = 0, k = 0;
   if (std::sscanf(text.c_str(), "%2s:%lldx%lldx%lld", layout, &m, &n, &k) != 4 || m < 1 || n < 1 ||
       k < 1) {
-    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                "--shape: expected LAYOUT:MxNxK with positive sizes, e.g. NN:4096x4096x4096; got " +
-                    text);
+    throw Error(
+        TUNED_STATUS_INVALID_ARGUMENT,
+        "--shape: expected LAYOUT:MxNxK with positive sizes, e.g. NN:4096x4096x4096; got " + text);
   }
   s.layout = layout;
   if (s.layout != "NN" && s.layout != "NT" && s.layout != "TN" && s.layout != "TT") {
-    throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--shape: the layout is NN, NT, TN or TT; got " + text);
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                "--shape: the layout is NN, NT, TN or TT; got " + text);
   }
   s.m = m, s.n = n, s.k = k;
   return s;
@@ -46,7 +47,8 @@ void spread_exponents(const GemmOperands& ops, const gemm_op::Problem& p, cudaSt
   auto spread = [&](const float* device_data, size_t n, uint32_t seed) {
     std::vector<float> host(n);
     TUNED_CUDA_CHECK(cudaStreamSynchronize(stream));
-    TUNED_CUDA_CHECK(cudaMemcpy(host.data(), device_data, n * sizeof(float), cudaMemcpyDeviceToHost));
+    TUNED_CUDA_CHECK(
+        cudaMemcpy(host.data(), device_data, n * sizeof(float), cudaMemcpyDeviceToHost));
     uint32_t state = seed;
     for (float& x : host) {
       state = state * 1664525u + 1013904223u;
@@ -86,8 +88,7 @@ int main(int argc, char** argv) {
       }
       for (const std::string& text : configs) {
         const Config config = with_absent_params(Config::parse(text), gemm_op::parameters());
-        const auto kernel =
-            setup.kernels.get(gemm_op::kernel_spec(config, p), setup.device);
+        const auto kernel = setup.kernels.get(gemm_op::kernel_spec(config, p), setup.device);
         DeviceBuffer workspace(gemm_op::workspace_bytes(config, p));
         auto tuned_call = [&](cudaStream_t stream) {
           gemm_op::launch(*kernel, config, p, 1.0f, ops.a(), ops.b(), 0.0f, ops.c(),
@@ -98,12 +99,12 @@ int main(int argc, char** argv) {
         };
         const Comparison r = compare_with_cublas(tuned_call, cublas_call, p, ops, setup.check,
                                                  setup.exact, setup.stream.get());
-        std::printf("%-6s %-18s %9.4f %8.2f %9.4f %8.2f %6.3f %9.2e %9.2e %9.2e  %s%s\n",
-                    shape.layout.c_str(), shape.text().c_str(), r.tuned_ms, tflops(p, r.tuned_ms),
-                    r.cublas_ms, tflops(p, r.cublas_ms), r.cublas_ms / r.tuned_ms, r.rel_error,
-                    r.err_tuned, r.err_cublas, text.c_str(),
-                    r.correct ? (r.within_contract ? "" : "  [outside the contract]")
-                              : "  [WRONG]");
+        std::printf(
+            "%-6s %-18s %9.4f %8.2f %9.4f %8.2f %6.3f %9.2e %9.2e %9.2e  %s%s\n",
+            shape.layout.c_str(), shape.text().c_str(), r.tuned_ms, tflops(p, r.tuned_ms),
+            r.cublas_ms, tflops(p, r.cublas_ms), r.cublas_ms / r.tuned_ms, r.rel_error, r.err_tuned,
+            r.err_cublas, text.c_str(),
+            r.correct ? (r.within_contract ? "" : "  [outside the contract]") : "  [WRONG]");
         std::fflush(stdout);
       }
     }

@@ -253,9 +253,9 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                    return c.get("BM") % c.get("WM") == 0 && c.get("BN") % c.get("WN") == 0;
                  }});
   // Rules calling threads_per_block, shared_bytes or estimated_registers read GEMV too.
-  space.require({"threads_per_block", {"GEMV", "BM", "BN", "WM", "WN", "MMA"}, [=](const Config& c) {
-                   return threads_per_block(c) <= max_threads;
-                 }});
+  space.require({"threads_per_block",
+                 {"GEMV", "BM", "BN", "WM", "WN", "MMA"},
+                 [=](const Config& c) { return threads_per_block(c) <= max_threads; }});
   // A lane holds WM*WN/32 accumulators; past 128 the kernel spills (MMA = 1: doubles, past 64;
   // KSUM: a second set for the partial chain's sums).
   space.require({"accumulators_per_thread", {"WM", "WN", "MMA", "KSUM"}, [](const Config& c) {
@@ -423,6 +423,8 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"ffma_sums_within_contract",
                  {"GEMV", "BK", "VEC", "SPLITK", "MMA", "KSUM", "GCOLS"},
                  [=](const Config& c) {
+                   // (wgmma: one float add per slice of 32, after the tensor cores' sum of it;
+                   // its bound is wgmma_split_tf32_from_k_128, measured up to k = 1.6M.)
                    return sums_in_double(c) || is_wgmma(c) ||
                           longest_ffma_sum(c, problem) <= kMaxFfmaSum;
                  }});
@@ -866,7 +868,8 @@ size_t shared_bytes(const Config& c) {
     // PIPE stages of big and small parts of both slices, and 1024 bytes to align them for the
     // swizzle.
     const size_t stage = 2 * static_cast<size_t>(c.get("BM") + c.get("BN")) * c.get("BK");
-    const size_t c_tile = c.get("CSTAGE") == 1 ? static_cast<size_t>(c.get("BN")) * (c.get("BM") + 4) : 0;
+    const size_t c_tile =
+        c.get("CSTAGE") == 1 ? static_cast<size_t>(c.get("BN")) * (c.get("BM") + 4) : 0;
     return std::max(stages(c) * stage, c_tile) * sizeof(float) + 1024;
   }
   const SharedStrides s = shared_strides(c);
@@ -882,7 +885,8 @@ size_t shared_bytes(const Config& c) {
 int threads_per_block(const Config& c) {
   if (is_gemv(c)) return kGemvThreads;
   // MMA = 3: a producer warpgroup beside the warps that hold C (gemm.cu's kProducers).
-  return 32 * (c.get("BM") / c.get("WM")) * (c.get("BN") / c.get("WN")) + (is_wgmma(c) ? 128 : 0);
+  const int producers = is_wgmma(c) ? 128 : 0;
+  return 32 * (c.get("BM") / c.get("WM")) * (c.get("BN") / c.get("WN")) + producers;
 }
 
 int64_t tile_count(const Config& config, const Problem& problem) {

@@ -883,8 +883,8 @@ TEST_P(GemmCompileSample, EveryFamilyCompilesWithoutSpills) {
     for (const auto& c : configs) {
       if (c.get("PRETB") && p.trans_b) continue;  // B is already n-contiguous
       const KernelSpec spec = kernel_spec(c, p);
-      CompileRequest request{spec.source_name, spec.source, spec.kernel_name, spec.options, cc,
-                             spec.arch_specific};
+      CompileRequest request{spec.source_name, spec.source, spec.kernel_name,
+                             spec.options,     cc,          spec.arch_specific};
       CompiledKernel k;
       ASSERT_NO_THROW(k = compile_kernel(request)) << c.canonical();
       EXPECT_EQ(k.resources.spill_bytes(), 0) << c.canonical();
