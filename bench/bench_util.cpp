@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "generator/cuda_check.hpp"
+#include "templates/problem_key.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::bench {
@@ -58,6 +59,20 @@ void print_contract_violations(const std::vector<std::string>& violations) {
 
 std::string Shape::text() const {
   return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+}
+
+Shape parse_layout_shape(const std::string& text) {
+  const size_t colon = text.find(':');
+  const std::string layout = text.substr(0, colon);
+  const auto sizes = colon == std::string::npos
+                         ? std::nullopt
+                         : parse_shape_string(std::string_view(text).substr(colon + 1));
+  if (layout.size() != 2 || layout.find_first_not_of("NT") != std::string::npos || !sizes ||
+      sizes->size() != 3 || std::count(sizes->begin(), sizes->end(), 0) > 0) {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                "--shape '" + text + "': must be LAYOUT:MxNxK (NN:1000x1000x1000)");
+  }
+  return {layout, (*sizes)[0], (*sizes)[1], (*sizes)[2]};
 }
 
 GemmOperands::GemmOperands(const gemm_op::Problem& p, DeviceCheck& check, cudaStream_t stream)

@@ -32,6 +32,10 @@ struct Shape {
   double gflop() const { return 2e-9 * static_cast<double>(m) * static_cast<double>(n) * k; }
 };
 
+/// "LAYOUT:MxNxK" (NN:1000x1000x1000) as a Shape; throws Error(TUNED_STATUS_INVALID_ARGUMENT)
+/// naming --shape and the rule (a layout of N and T, three positive sizes).
+Shape parse_layout_shape(const std::string& text);
+
 /// "Large" products of the benchmarks' reports: above 1 GFLOP (2mnk > 1e9).
 inline constexpr double kLargeGflop = 1.0;
 

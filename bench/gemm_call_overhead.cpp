@@ -18,17 +18,13 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
-#include <optional>
-#include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "bench/bench_util.hpp"
 #include "generator/cuda_check.hpp"
 #include "templates/gemm/gemm_op.hpp"
 #include "templates/gemm/gemm_task.hpp"
-#include "templates/problem_key.hpp"
 #include "tuned/tuned.h"
 
 namespace {
@@ -78,18 +74,7 @@ int main(int argc, char** argv) {
                                  {"NN", 64, 64, 64}, {"TT", 24, 31, 77}, {"NT", 300, 200, 100},
                                  {"NN", 2, 199, 807}};
     if (!shape_texts.empty()) shapes.clear();
-    for (const std::string& text : shape_texts) {
-      const size_t colon = text.find(':');
-      const std::string layout = text.substr(0, colon);
-      const auto sizes = colon == std::string::npos
-                             ? std::nullopt
-                             : parse_shape_string(std::string_view(text).substr(colon + 1));
-      if (layout.size() != 2 || layout.find_first_not_of("NT") != std::string::npos || !sizes ||
-          sizes->size() != 3 || std::count(sizes->begin(), sizes->end(), 0) > 0) {
-        throw std::runtime_error("--shape '" + text + "': must be LAYOUT:MxNxK (NN:1000x1000x1000)");
-      }
-      shapes.push_back({layout, (*sizes)[0], (*sizes)[1], (*sizes)[2]});
-    }
+    for (const std::string& text : shape_texts) shapes.push_back(parse_layout_shape(text));
     // Without --db, a fresh empty database: the shipped data decides, as for a new user.
     const TempDatabase fresh("gemm_call_overhead");
     check_status(tuned_set_database(db_path.empty() ? fresh.path().c_str() : db_path.c_str()));

@@ -23,25 +23,6 @@ namespace {
 using namespace tuned;
 using namespace tuned::bench;
 
-Shape parse_shape(const std::string& text) {
-  Shape s;
-  char layout[3] = {0, 0, 0};
-  long long m = 0, n = 0, k = 0;
-  if (std::sscanf(text.c_str(), "%2s:%lldx%lldx%lld", layout, &m, &n, &k) != 4 || m < 1 || n < 1 ||
-      k < 1) {
-    throw Error(
-        TUNED_STATUS_INVALID_ARGUMENT,
-        "--shape: expected LAYOUT:MxNxK with positive sizes, e.g. NN:4096x4096x4096; got " + text);
-  }
-  s.layout = layout;
-  if (s.layout != "NN" && s.layout != "NT" && s.layout != "TN" && s.layout != "TT") {
-    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                "--shape: the layout is NN, NT, TN or TT; got " + text);
-  }
-  s.m = m, s.n = n, s.k = k;
-  return s;
-}
-
 // Each element of A and B times 2^u, u uniform in [-20, 20] (on the host: a benchmark's setup).
 void spread_exponents(const GemmOperands& ops, const gemm_op::Problem& p, cudaStream_t stream) {
   auto spread = [&](const float* device_data, size_t n, uint32_t seed) {
@@ -74,13 +55,14 @@ int main(int argc, char** argv) {
   app.add_option("--device", device_index, "CUDA device index");
   CLI11_PARSE(app, argc, argv);
   try {
+    std::vector<Shape> parsed;  // before the device: bad input is named without a GPU
+    for (const std::string& text : shapes) parsed.push_back(parse_layout_shape(text));
     GemmBenchSetup setup(device_index, "", false, false, "gemm_configs");
     std::printf("device %s, inputs %s\n", setup.device.name.c_str(), inputs.c_str());
     std::printf("%-6s %-18s %9s %8s %9s %8s %6s %9s %9s %9s  %s\n", "layout", "shape", "ms",
                 "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio", "vs cuBLAS", "err", "err cuBLAS",
                 "config");
-    for (const std::string& shape_text : shapes) {
-      const Shape shape = parse_shape(shape_text);
+    for (const Shape& shape : parsed) {
       const gemm_op::Problem p = gemm_op::packed_problem(shape.layout, shape.m, shape.n, shape.k);
       GemmOperands ops(p, setup.check, setup.stream.get());
       if (inputs == "wide") {

@@ -4,11 +4,9 @@
 #   wgprobe[:LAYOUTS[:SHAPE]]  autotune the split TF32 wgmma family alone (scripts/issue31/
 #                wgmma_probe.toml) on SHAPE (default 4096x4096x4096) in each layout (default all
 #                four), every trial printed: correctness, accuracy and speed beside cuBLAS
-#   tests:FILTER the GPU tests matching the gtest filter (gpu_tests.log)
-#   broken:FILTER the same on the kernel templates in carry/broken/ (a copy with a planted bug):
-#                they must fail (gpu_tests_broken.log)
 #   configs:SHAPES  bench/gemm_configs: the split TF32 wgmma seeds beside cuBLAS on SHAPES
 #                (LAYOUT:MxNxK, ','-separated)
+# (The GPU tests, also on a template with a planted bug: scripts/issue28_runs.sh tests:F broken:F.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?OUT must name the output folder}"
@@ -33,15 +31,6 @@ for step in "$@"; do
           > "$OUT/wgprobe_${layout}_${shape}.log" 2>&1
         echo "$layout $shape rc=$?"; tail -n 25 "$OUT/wgprobe_${layout}_${shape}.log"
       done ;;
-    tests)
-      timeout 500 build/tests/tuned_gpu_tests --gtest_color=no --gtest_filter="$arg" \
-        > "$OUT/gpu_tests.log" 2>&1
-      echo "tests rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED" "$OUT/gpu_tests.log" | tail -20 ;;
-    broken)
-      TUNED_TEMPLATE_DIR=$PWD/carry/broken timeout 300 build/tests/tuned_gpu_tests --gtest_color=no \
-        --gtest_filter="$arg" > "$OUT/gpu_tests_broken.log" 2>&1
-      echo "broken rc=$? (must fail)"; grep -E "^\[  (PASSED|FAILED) |error [0-9.e-]+, limit" \
-        "$OUT/gpu_tests_broken.log" | head -8 ;;
     configs)
       C=GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8
       C=$C,PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,CSTAGE=0,KSUM=1,GCOLS=1

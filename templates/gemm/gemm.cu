@@ -478,13 +478,11 @@ constexpr int kWgAtomK = 32;                             // floats of k in one s
 constexpr int kWgPartA = BM * BK * 4;                    // bytes of one part of A's slice
 constexpr int kWgPartB = BN * BK * 4;
 constexpr int kWgStageBytes = 2 * (kWgPartA + kWgPartB);  // big and small of both
-// Stages (PIPE: 2 or 3) of big and small parts, filled by the producers in turn.
-constexpr int kWgSplitStages = kStages;
 // Registers per thread at launch (the register file over the block's threads, in steps of 8),
 // and those moved to each producer thread (setmaxnreg) where the consumers, two per producer,
 // have more than they need: their sums and their slice's (WN each) and some 32 more.
-constexpr int kWgRegsAtLaunch =
-    (65536 / kBlockThreads) / 8 * 8 > 255 ? 248 : (65536 / kBlockThreads) / 8 * 8;
+constexpr int kWgRegFileShare = 65536 / kBlockThreads / 8 * 8;
+constexpr int kWgRegsAtLaunch = kWgRegFileShare > 255 ? 248 : kWgRegFileShare;
 constexpr int kWgRegsMoved =
     kThreads == 2 * kProducers && kWgRegsAtLaunch >= WN + 40 && kWgRegsAtLaunch < 232 ? 16 : 0;
 constexpr int kWgSums = WN / 2;                          // accumulators per thread (64 x WN / 128)
@@ -509,10 +507,14 @@ __device__ __forceinline__ int wg_offset(int r, int k) {
   return (k / kWgAtomK) * ROWS * 128 + r * 128 + ((((k % kWgAtomK) / 4) ^ (r % 8)) * 16);
 }
 
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
 // A shared-memory matrix descriptor for wgmma: a K-major tile in the 128-byte swizzle, 8-row
 // groups 1024 bytes apart (the leading byte offset is unused in this layout).
 __device__ __forceinline__ unsigned long long wg_descriptor(const void* p) {
-  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  const unsigned addr = shared_address(p);
   return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) | (1ull << 16) |
          (64ull << 32) | (1ull << 62);
 }
@@ -544,9 +546,6 @@ __device__ __forceinline__ void wg_pin(float& x) { asm volatile("" : "+f"(x)::"m
 
 // Shared-memory barriers between the producer warpgroup and the multiplying ones: a stage is
 // full when every producer thread has arrived, empty when every consumer thread has.
-__device__ __forceinline__ unsigned shared_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
 __device__ __forceinline__ void barrier_init(unsigned long long* bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(bar)), "r"(count)
                : "memory");
@@ -569,8 +568,9 @@ __device__ __forceinline__ void barrier_wait(unsigned long long* bar, int parity
   } while (!done);
 }
 
-// d (+)= a * b for one warpgroup's 64 x 64 x 8 tile: a and b are shared-memory descriptors of
-// TF32 (K-major) tiles; accumulate = 0 ignores d's old values.
+// d (+)= a * b for one warpgroup's 64 x WN x 8 tile, one overload per WN (64, 128, 256: inline
+// PTX names every accumulator register, so each operand list is written out): a and b are
+// shared-memory descriptors of TF32 (K-major) tiles; accumulate = 0 ignores d's old values.
 __device__ __forceinline__ void wgmma_tf32(float (&d)[32], unsigned long long a,
                                            unsigned long long b, int accumulate) {
 #ifdef __CUDA_ARCH_FEAT_SM90_ALL
@@ -592,8 +592,6 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[32], unsigned long long a,
 #endif
 }
 
-// d (+)= a * b for one warpgroup's 64 x 128 x 8 tile: a and b are shared-memory descriptors of
-// TF32 (K-major) tiles; accumulate = 0 ignores d's old values.
 __device__ __forceinline__ void wgmma_tf32(float (&d)[64], unsigned long long a,
                                            unsigned long long b, int accumulate) {
 #ifdef __CUDA_ARCH_FEAT_SM90_ALL
@@ -623,8 +621,6 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[64], unsigned long long a,
 #endif
 }
 
-// d (+)= a * b for one warpgroup's 64 x 256 x 8 tile: a and b are shared-memory descriptors of
-// TF32 (K-major) tiles; accumulate = 0 ignores d's old values.
 __device__ __forceinline__ void wgmma_tf32(float (&d)[128], unsigned long long a,
                                            unsigned long long b, int accumulate) {
 #ifdef __CUDA_ARCH_FEAT_SM90_ALL
@@ -907,9 +903,9 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
   // global memory through registers into a free stage, split, and marks it full; the consumer
   // warpgroups multiply a full stage and mark it empty once their wgmma have read it. So the
   // tensor cores keep working while the next slices are loaded and split.
-  __shared__ unsigned long long full[kWgSplitStages], empty[kWgSplitStages];
+  __shared__ unsigned long long full[kStages], empty[kStages];
   if (tid == 0) {
-    for (int st = 0; st < kWgSplitStages; ++st) {
+    for (int st = 0; st < kStages; ++st) {
       barrier_init(&full[st], 128);  // one producer warpgroup fills a stage
       barrier_init(&empty[st], kThreads);
     }
@@ -926,11 +922,11 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
     SplitLoader<BM, TRANS_A == 1, true> a_loader;
     SplitLoader<BN, TRANS_B == 0, false> b_loader;
     for (int t = 0; t < slices; ++t) {
-      const int st = t % kWgSplitStages;
+      const int st = t % kStages;
       const int k0 = k_begin + t * BK;
       a_loader.load(a_tile + t * a_step, lda, m_left, k_end - k0, ptid);
       b_loader.load(b_tile + t * b_step, ldb, n_left, k_end - k0, ptid);
-      if (t >= kWgSplitStages) barrier_wait(&empty[st], (t / kWgSplitStages + 1) & 1);
+      if (t >= kStages) barrier_wait(&empty[st], (t / kStages + 1) & 1);
       a_loader.store(stage_a(st, 0), stage_a(st, 1), ptid);
       b_loader.store(stage_b(st, 0), stage_b(st, 1), ptid);
       fence_proxy_async();
@@ -947,8 +943,8 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
   }
   float part[kWgSums];
   for (int t = 0; t < slices; ++t) {
-    const int st = t % kWgSplitStages;
-    barrier_wait(&full[st], (t / kWgSplitStages) & 1);
+    const int st = t % kStages;
+    barrier_wait(&full[st], (t / kStages) & 1);
 #pragma unroll
     for (int i = 0; i < kWgSums; ++i) wg_pin(part[i]);
     wg_fence();

@@ -101,6 +101,7 @@ bool is_wgmma(const Config& c) { return c.has("MMA") && c.get("MMA") == 3; }
 bool sums_in_chains(const Config& c) { return c.has("KSUM") && c.get("KSUM") == 1; }
 
 constexpr int kGemvThreads = 256;  // gemm.cu's kGemvThreads
+constexpr int kWgmmaProducers = 128;  // gemm.cu's kProducers (MMA = 3: one producer warpgroup)
 constexpr const char* kZeroTickets = "tuned_gemm_zero_tickets";  // gemm.cu's ticket reset
 constexpr const char* kPack = "tuned_gemm_pack";                 // gemm.cu's aligned copy (PACK)
 
@@ -439,7 +440,7 @@ int estimated_registers(const Config& c) {
     // (The producer's loads of a whole slice are unrolled, each with its address: measured
     // 162-166 registers for 64 x 128 tiles, 168 for 128 x 128 with 16 moved to the producers.)
     const int consumer = c.get("WN") + 32;
-    const int producer = (c.get("BM") + c.get("BN")) * c.get("BK") / 128 + 56;
+    const int producer = (c.get("BM") + c.get("BN")) * c.get("BK") / kWgmmaProducers + 56;
     return std::max(consumer, producer);
   }
   if (is_mma(c)) {
@@ -884,8 +885,8 @@ size_t shared_bytes(const Config& c) {
 
 int threads_per_block(const Config& c) {
   if (is_gemv(c)) return kGemvThreads;
-  // MMA = 3: a producer warpgroup beside the warps that hold C (gemm.cu's kProducers).
-  const int producers = is_wgmma(c) ? 128 : 0;
+  // MMA = 3: a producer warpgroup beside the warps that hold C.
+  const int producers = is_wgmma(c) ? kWgmmaProducers : 0;
   return 32 * (c.get("BM") / c.get("WM")) * (c.get("BN") / c.get("WN")) + producers;
 }
 
