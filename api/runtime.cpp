@@ -4,6 +4,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 
 #include "cache/selection_model.hpp"
 #include "cache/shipped_defaults.hpp"
@@ -64,6 +67,23 @@ bool is_capturing(cudaStream_t stream) {
   return status != cudaStreamCaptureStatusNone;
 }
 
+// A portfolio entry's config, completed with the parameters added since it was recorded (their
+// old values); nullptr where the text does not parse. Parsed once a process: a call scores every
+// entry of its variant, and parsing them again at each new shape was most of a first call's choice.
+std::shared_ptr<const Config> entry_config(const OpRegistration& op, const std::string& text) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, std::shared_ptr<const Config>> parsed;
+  const std::string key = op.name + "|" + text;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = parsed.find(key); it != parsed.end()) return it->second;
+  std::shared_ptr<const Config> config;
+  try {
+    config = std::make_shared<const Config>(with_absent_params(Config::parse(text), op.params));
+  } catch (const Error&) {
+  }
+  return parsed.emplace(key, std::move(config)).first->second;
+}
+
 // Whether a portfolio entry can serve the problem as it is: its kernel is then precompiled (a
 // config the face would have to change, e.g. to a narrower vector, would need NVRTC), and its
 // workspace is worth having (at most 32 MB or the operands' size, and below kMaxWorkspaceBytes).
@@ -71,8 +91,10 @@ bool is_capturing(cudaStream_t stream) {
 bool runs_as_is(const OpRegistration& op, const std::string& text, const DeviceInfo& device,
                 const ProblemId& problem) {
   const OpFace& face = *op.face;
+  const auto entry = entry_config(op, text);
+  if (!entry) return false;
+  const Config& config = *entry;
   try {
-    const Config config = with_absent_params(Config::parse(text), op.params);
     const size_t workspace = face.workspace_bytes(config, problem);
     return face.fit(config, device, problem) == config && face.transfers_to(config, problem) &&
            workspace <= kMaxWorkspaceBytes &&
@@ -82,17 +104,26 @@ bool runs_as_is(const OpRegistration& op, const std::string& text, const DeviceI
   }
 }
 
-// The op's analytic features as the selection model takes them (no names: none are weighed).
-cache::SelectionModel::Features selection_features(const OpFace& face, const DeviceInfo& device) {
+// The op's analytic features as the selection model takes them (no names: none are weighed). An
+// entry that does not parse moves nowhere (runs_as_is refuses it).
+cache::SelectionModel::Features selection_features(const OpRegistration& op,
+                                                   const DeviceInfo& device) {
+  const OpFace& face = *op.face;
   cache::SelectionModel::Features features;
   features.names = face.selection_feature_names();
   features.sm_count = device.sm_count;
   if (features.names.empty()) return features;
-  features.values = [&face](const std::string& text,
-                            const std::vector<std::pair<int, std::vector<int64_t>>>& at,
-                            std::vector<double>& out) {
-    const Config config = Config::parse(text);
-    for (const auto& [sm_count, shape] : at) face.selection_features(config, sm_count, shape, out);
+  const size_t feature_count = features.names.size();
+  features.values = [&op, &face, feature_count](
+                        const std::string& text,
+                        const std::vector<std::pair<int, std::vector<int64_t>>>& at,
+                        std::vector<double>& out) {
+    const auto config = entry_config(op, text);
+    if (!config) {
+      out.insert(out.end(), at.size() * feature_count, 0.0);
+      return;
+    }
+    for (const auto& [sm_count, shape] : at) face.selection_features(*config, sm_count, shape, out);
   };
   return features;
 }
@@ -277,7 +308,7 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
     if (take(shipped->config, "shipped")) return choice;
   }
   const auto& model = cache::SelectionModel::builtin();
-  const auto features = selection_features(face, device);
+  const auto features = selection_features(op, device);
   const auto ranked = model.rank(
       op.name, device.name, cc, key.layout, key.shape, key.alignment,
       [&](const std::string& text) { return runs_as_is(op, text, device, problem); }, 1,
@@ -306,7 +337,7 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
   const OpFace& face = *op.face;
   const int cc = device.compute_capability();
   std::vector<Config> candidates = {fallback.config};
-  const auto features = selection_features(face, device);
+  const auto features = selection_features(op, device);
   for (const auto& r : cache::SelectionModel::builtin().rank(
            op.name, device.name, cc, op.variants[problem.variant], problem.shape(),
            problem.alignment,

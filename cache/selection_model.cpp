@@ -195,7 +195,9 @@ SelectionModel::SelectionModel(std::string_view table, bool lazy) : lazy_(lazy) 
       if (f[3].empty()) fail("empty config");
       v.configs.emplace_back(f[3]);
     } else if (f[0] == "point") {
-      if (f.size() != 5) fail("a point line has 5 fields, got " + std::to_string(f.size()));
+      if (f.size() != 5 && f.size() != 6) {
+        fail("a point line has 5 or 6 fields, got " + std::to_string(f.size()));
+      }
       Variant& v = variant_of(f[1]);
       if (v.configs.empty()) fail("point before the variant's entries");
       v.pending.emplace_back(line, line_no);
@@ -226,6 +228,7 @@ const SelectionModel::Variant& SelectionModel::ready(const Variant& variant, boo
     v.line_nos.reserve(n);
     v.alignments.reserve(n);
     v.alignment_coords.reserve(n);
+    v.references.reserve(n);
     v.regrets.reserve(n * entries);
     v.measured.reserve(n * entries);
     auto add_point = [&](std::string_view line, int line_no) {
@@ -237,12 +240,22 @@ const SelectionModel::Variant& SelectionModel::ready(const Variant& variant, boo
       for (int field = 0; field < 4; ++field) {
         const size_t tab = line.find('\t', start);
         if (tab == std::string_view::npos) {
-          fail("a point line has 5 fields, got " + std::to_string(field + 1));
+          fail("a point line has 5 or 6 fields, got " + std::to_string(field + 1));
         }
         f.push_back(line.substr(start, tab - start));
         start = tab + 1;
       }
-      f.push_back(line.substr(start));
+      // The times, then an optional reference: the fastest time any config had there.
+      std::string_view times = line.substr(start);
+      double reference = 0;
+      if (const size_t tab = times.find('\t'); tab != std::string_view::npos) {
+        const std::string_view text = times.substr(tab + 1);
+        if (!parse_time(text, reference) || !(reference > 0) || !std::isfinite(reference)) {
+          fail("reference time '" + std::string(text) + "' (a positive number)");
+        }
+        times = times.substr(0, tab);
+      }
+      f.push_back(times);
       int alignment = 0;
       if (!parse_number(f[2], alignment) || alignment < 1) {
         fail("alignment '" + std::string(f[2]) + "'");
@@ -261,6 +274,7 @@ const SelectionModel::Variant& SelectionModel::ready(const Variant& variant, boo
         v.coords.push_back(static_cast<float>(std::log2(static_cast<double>(value) + 1.0)));
       }
       v.times.push_back(f[4]);
+      v.references.push_back(reference);
       v.times_parsed.push_back(0);
       v.line_nos.push_back(line_no);
       v.regrets.resize(v.regrets.size() + entries);
@@ -321,6 +335,7 @@ void SelectionModel::parse_times(Variant& v, size_t p) {
     best = std::min(best, ms[i]);
   }
   if (!std::isfinite(best)) fail("a point needs at least one measured entry");
+  if (v.references[p] > 0) best = std::min(best, v.references[p]);
   for (size_t i = 0; i < entries; ++i) {
     v.regrets[p * entries + i] =
         ms[i] < 0 ? kUnmeasuredRegret : static_cast<float>(std::log(ms[i] / best));
@@ -394,12 +409,14 @@ std::vector<SelectionModel::Ranked> SelectionModel::rank(
   }
   std::vector<std::pair<int, std::vector<int64_t>>> at;
   std::vector<double> values;
-  // Each accepted entry is judged on the K nearest points of the window where it was measured:
-  // an entry valid for some shapes only (e.g. a kernel for m = 1) on shapes of its kind, an entry
-  // swept on fewer problems on those it ran. Fewer than K in the window: log(20) for each missing.
-  std::vector<Ranked> ranked;
+  // Each entry is judged on the K nearest points of the window where it was measured: an entry
+  // valid for some shapes only (e.g. a kernel for m = 1) on shapes of its kind, an entry swept on
+  // fewer problems on those it ran. Fewer than K in the window: log(20) for each missing one.
+  // Every entry is scored and accept asked in score order only until max_results pass: it fits a
+  // config to the call, which costs more than scoring, and a call wants one entry.
+  std::vector<Ranked> scored;
+  scored.reserve(entries);
   for (size_t e = 0; e < entries; ++e) {
-    if (!accept(v->configs[e])) continue;
     double sum = 0, moved = 0;
     size_t used = 0;
     if (!weights.empty()) at.assign(1, {features->sm_count, shape});
@@ -433,13 +450,17 @@ std::vector<SelectionModel::Ranked> SelectionModel::rank(
     }
     sum += static_cast<double>(k - used) * kUnmeasuredRegret;
     const double regret = sum / static_cast<double>(k);
-    ranked.push_back(
-        {v->configs[e], regret + moved / static_cast<double>(k), static_cast<int>(e), regret});
+    scored.push_back({v->configs[e], regret + moved / static_cast<double>(k), static_cast<int>(e),
+                      regret});
   }
   // Entries are in index order, so a stable sort breaks score ties by index.
-  std::stable_sort(ranked.begin(), ranked.end(),
+  std::stable_sort(scored.begin(), scored.end(),
                    [](const Ranked& a, const Ranked& b) { return a.score < b.score; });
-  if (max_results > 0 && ranked.size() > max_results) ranked.resize(max_results);
+  std::vector<Ranked> ranked;
+  for (auto& r : scored) {
+    if (max_results > 0 && ranked.size() == max_results) break;
+    if (accept(r.config)) ranked.push_back(std::move(r));
+  }
   return ranked;
 }
 

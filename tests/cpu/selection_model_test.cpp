@@ -85,6 +85,8 @@ TEST(SelectionModel, ParseErrorsNameTheLine) {
       {model + entries + "points\tNN\t1\t21\npoint\tTN\t4\t8x8x8\t1,2\n",
        "line 6: a points block holds point lines of variant NN only"},
       {model + entries + "points\tNN\t1\t21\npoint\tNN\t4\t8x8x8\t1,x\n", "line 6: time 'x'"},
+      {model + entries + "point\tNN\t4\t8x8x8\t1,2\tfast\n", "line 5: reference time 'fast'"},
+      {model + entries + "point\tNN\t4\t8x8x8\t1,2\t0\n", "line 5: reference time '0'"},
   };
   for (const auto& c : cases) {
     const std::string message = parse_error(c.table);
@@ -339,6 +341,31 @@ TEST(SelectionModel, AnEntryValidOnSomeShapesIsJudgedWhereItRan) {
   EXPECT_NEAR(few[1].score, std::log(20.0) / 2, 1e-6);
 }
 
+TEST(SelectionModel, APointsReferenceTimeIsItsBest) {
+  // K = 2. "lone" was the only entry measured on the two nearest points, which a config outside
+  // the portfolio ran 3x faster (their reference); "tile" was best on its own two points. Without
+  // the references "lone" would score 0 there and win.
+  const SelectionModel model(
+      "model\tGPU A\t90\tgemm\t2\t0\n"
+      "entry\tNN\t0\ttile\nentry\tNN\t1\tlone\n"
+      "point\tNN\t1\t300x3000x600\t-,0.3\t0.1\n"
+      "point\tNN\t1\t300x3100x600\t-,0.3\t0.1\n"
+      "point\tNN\t1\t250x3000x600\t0.1,0.2\n"
+      "point\tNN\t1\t250x3100x600\t0.1,0.2\n");
+  const auto ranked = model.rank("gemm", "GPU A", 90, "NN", {300, 3050, 600}, 1, kAll);
+  ASSERT_EQ(ranked.size(), 2u);
+  EXPECT_EQ(ranked[0].config, "tile");
+  EXPECT_NEAR(ranked[0].score, 0.0, 1e-6);
+  EXPECT_NEAR(ranked[1].score, std::log(3.0), 1e-6);  // lone: 3x its nearest points' best
+  // A reference above the entries' best changes nothing (the fit writes none there).
+  const SelectionModel slower(
+      "model\tGPU A\t90\tgemm\t2\t0\n"
+      "entry\tNN\t0\tC0\nentry\tNN\t1\tC1\n"
+      "point\tNN\t1\t8x8x8\t1,2\t5\n");
+  EXPECT_NEAR(slower.rank("gemm", "GPU A", 90, "NN", {8, 8, 8}, 1, kAll)[1].score, std::log(2.0),
+              1e-6);
+}
+
 TEST(SelectionModel, FallsBackToTheSameComputeCapability) {
   const SelectionModel model(
       "model\tGPU B\t90\tgemm\t1\t0.5\nentry\tNN\t0\tB0\npoint\tNN\t1\t8x8x8\t1\n"
@@ -519,8 +546,8 @@ TEST_F(FitSelectionTest, FitsATableThatRanksTheWinnerFirst) {
   EXPECT_EQ(configs_of(model.rank("gemm", "Test GPU 7", 86, "TN", {64, 64, 64}, 4, kAll)),
             (std::vector<std::string>{"A=2,VEC=4"}));
   // The odd shape's point gives the VEC=4 entry its VEC=1 sibling's time; the VEC=1 entry was
-  // not measured on the aligned shapes.
-  EXPECT_NE(fit.table.find("point\tNN\t1\t333x333x333\t1.5,1.5\n"), std::string::npos)
+  // not measured on the aligned shapes. cuBLAS (1 ms) was faster there: the point's reference.
+  EXPECT_NE(fit.table.find("point\tNN\t1\t333x333x333\t1.5,1.5\t1\n"), std::string::npos)
       << fit.table;
   EXPECT_NE(fit.table.find("point\tNN\t4\t64x64x64\t1,-\n"), std::string::npos) << fit.table;
   // The header says how the table was made.
@@ -603,7 +630,7 @@ TEST_F(FitSelectionTest, CompletesConfigsOfSweepsOlderThanAParameter) {
   EXPECT_NE(fit.table.find("entry\tNN\t1\t" + whole + "\n"), std::string::npos) << fit.table;
   EXPECT_EQ(fit.table.find(old_form + "\n"), std::string::npos) << fit.table;
   EXPECT_NE(fit.table.find("\t4096x64x128\t0.5,1.25\n"), std::string::npos) << fit.table;
-  EXPECT_NE(fit.table.find("\t4096x128x128\t2,1.25\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("\t4096x128x128\t2,1.25\t1\n"), std::string::npos) << fit.table;
   EXPECT_NO_THROW(SelectionModel{fit.table});
 }
 
@@ -678,7 +705,8 @@ TEST_F(FitSelectionTest, LeavesOutConfigsTheOpRefusesOnTheirProblem) {
   EXPECT_NE(fit.output.find("3 of configs the op refuses there left out"), std::string::npos)
       << fit.output;
   EXPECT_NE(fit.table.find("entry\tNN\t0\t" + sums + "\n"), std::string::npos) << fit.table;
-  EXPECT_NE(fit.table.find("\t1024x1024x1024\t1.1,-\n"), std::string::npos) << fit.table;
+  // The refused single chain's 1 ms is not the point's best; cuBLAS's 1 ms is its reference.
+  EXPECT_NE(fit.table.find("\t1024x1024x1024\t1.1,-\t1\n"), std::string::npos) << fit.table;
   const Fit unruled = this->fit(sweep, "--entries 2 --without-op-rules");
   ASSERT_EQ(unruled.exit_code, 0) << unruled.output;
   EXPECT_NE(unruled.table.find("entry\tNN\t0\t" + chain + "\n"), std::string::npos)
