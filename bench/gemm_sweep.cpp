@@ -388,6 +388,7 @@ struct Selection {
   bool grid = false, hard_families = false, skinny = false, gemv = false, portfolio = false,
        networks = false, more_networks = false, long_products = false;
   double min_gflop = 0, max_gflop = 0;  // random draws of at least; any problem of at most (0: any)
+  int64_t max_n = 0;                    // problems with n up to this only (0: any)
   std::string candidates_path, candidates_db, cubin_db;
   int top = 4;
 };
@@ -398,6 +399,7 @@ std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& 
   std::set<std::tuple<std::string, int64_t, int64_t, int64_t>> seen;
   auto add = [&](const Shape& s) {
     if (sel.max_gflop > 0 && s.gflop() > sel.max_gflop) return;
+    if (sel.max_n > 0 && s.n > sel.max_n) return;
     if (sel.gemv && !is_vector_shape(s)) return;
     if (is_held_out_shape(s.layout, s.m, s.n, s.k)) return;
     if (seen.emplace(s.layout, s.m, s.n, s.k).second) shapes.push_back(s);
@@ -664,6 +666,8 @@ int main(int argc, char** argv) {
                  "draw the random shapes conditioned on 2mnk >= X GFLOP (a large-shape stratum, "
                  "as gemm_random --min-gflop)");
   app.add_option("--max-gflop", sel.max_gflop, "leave out problems above X GFLOP");
+  app.add_option("--max-n", sel.max_n,
+                 "leave out problems with n above N (candidates for narrow products only)");
   app.add_flag("--grid", sel.grid, "add the grid of squares, skinny, tall and large-k shapes");
   app.add_flag("--networks", sel.networks,
                "add the layers of public networks no benchmark measures (bench/network_shapes.hpp "

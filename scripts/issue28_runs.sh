@@ -37,6 +37,10 @@
 #                candidates_wgmma.txt) on the networks set, the large stratum, the second fitting
 #                set and the middle stratum, for at most S seconds (default 300;
 #                gemm_sweep_<gpu>_issue28-wgmma-<set>.tsv.gz)
+#   wgmma-n32[:S]  the split TF32 wgmma configs of 64 x 32 warpgroup tiles (bench/results/
+#                gemm_sweep_candidates_wgmma_n32.txt) on the products of n up to 48 of the wgmma
+#                step's sets, for at most S seconds (default 300; gemm_sweep_<gpu>_issue28-
+#                wgmma-n32-<set>.tsv.gz)
 #   gemv[:S]     the matrix-vector configs of every column class (gemm_sweep --gemv: GCOLS 1-16)
 #                on the problems with m or n up to 16 of the second fitting set (decoding), the
 #                grid, seeds 1-60 and 81-112 and the hard families' seeds 1000-1099, for at most
@@ -102,6 +106,11 @@ REFRESH_SETS=("${MORE_SETS[@]}" "networks --networks --max-gflop 600" "long --lo
               "gemv-random --gemv --seeds 1-30")
 WGMMA_SETS=("wgmma-networks --networks --max-gflop 600" "wgmma-large --seeds 3001-3032 --min-gflop 1"
             "wgmma-more --more-networks --max-gflop 200" "wgmma-middle --seeds 3101-3116 --min-gflop 0.1")
+# The narrow products (n up to 48) of the same sets, for the 64 x 32 warpgroup tiles.
+WGMMA_N32_SETS=("wgmma-n32-networks --networks --max-gflop 600 --max-n 48"
+                "wgmma-n32-large --seeds 3001-3032 --min-gflop 1 --max-n 48"
+                "wgmma-n32-more --more-networks --max-gflop 200 --max-n 48"
+                "wgmma-n32-middle --seeds 3101-3116 --min-gflop 0.1 --max-n 48")
 TF32_SETS=("tf32-networks --networks --max-gflop 600" "tf32-more --more-networks --max-gflop 200"
            "tf32-large --seeds 3001-3032 --min-gflop 1" "tf32-middle --seeds 3101-3116 --min-gflop 0.1")
 
@@ -183,6 +192,9 @@ for step in "$@"; do
         --candidates "bench/results/gemm_sweep_candidates_tf32_${tag}.txt" ;;
     wgmma|wgmma:*)
       sweep_step wgmma 300 WGMMA_SETS "" --candidates bench/results/gemm_sweep_candidates_wgmma.txt ;;
+    wgmma-n32|wgmma-n32:*)
+      sweep_step wgmma-n32 300 WGMMA_N32_SETS "" \
+        --candidates bench/results/gemm_sweep_candidates_wgmma_n32.txt ;;
     gemv|gemv:*)
       sweep_step gemv 400 GEMV_SETS "" ;;
     portfolio|portfolio:*)

@@ -488,7 +488,7 @@ constexpr int kWgRegsMoved =
 constexpr int kWgSums = WN / 2;                          // accumulators per thread (64 x WN / 128)
 static_assert(BK % kWgAtomK == 0, "MMA = 3 takes k in whole 32-float swizzle rows");
 static_assert(BM % 64 == 0 && WM == 16, "MMA = 3: warpgroups of 4 warps own 64 rows each");
-static_assert(WN == 64 || WN == 128 || WN == 256, "MMA = 3: WN is 64, 128 or 256");
+static_assert(WN == 32 || WN == 64 || WN == 128 || WN == 256, "MMA = 3: WN is 32, 64, 128 or 256");
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "gemm.cu: MMA = 3 uses wgmma, which needs the sm_90a target"
 #endif
@@ -568,9 +568,25 @@ __device__ __forceinline__ void barrier_wait(unsigned long long* bar, int parity
   } while (!done);
 }
 
-// d (+)= a * b for one warpgroup's 64 x WN x 8 tile, one overload per WN (64, 128, 256: inline
-// PTX names every accumulator register, so each operand list is written out): a and b are
+// d (+)= a * b for one warpgroup's 64 x WN x 8 tile, one overload per WN (32, 64, 128, 256:
+// inline PTX names every accumulator register, so each operand list is written out): a and b are
 // shared-memory descriptors of TF32 (K-major) tiles; accumulate = 0 ignores d's old values.
+__device__ __forceinline__ void wgmma_tf32(float (&d)[16], unsigned long long a,
+                                           unsigned long long b, int accumulate) {
+#ifdef __CUDA_ARCH_FEAT_SM90_ALL
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+      "}, %16, %17, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(a), "l"(b), "r"(accumulate)
+      : "memory");
+#endif
+}
+
 __device__ __forceinline__ void wgmma_tf32(float (&d)[32], unsigned long long a,
                                            unsigned long long b, int accumulate) {
 #ifdef __CUDA_ARCH_FEAT_SM90_ALL

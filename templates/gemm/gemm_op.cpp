@@ -285,7 +285,7 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                    if (c.get("MMA") != 3) return true;
                    const int wn = c.get("WN");
                    return c.get("BM") % 64 == 0 && c.get("BK") == 32 && c.get("WM") == 16 &&
-                          (wn == 64 || wn == 128 || wn == 256) &&
+                          (wn == 32 || wn == 64 || wn == 128 || wn == 256) &&
                           (c.get("PIPE") == 2 || c.get("PIPE") == 3);
                  }});
   // Sums straight in the tensor cores truncate: 2.9e-5 normwise at k = 4096 on an H200, growing

@@ -673,6 +673,15 @@ TEST(GemmSpace, WgmmaConfigsNeedSm90WarpgroupTilesAndSliceSumsFromK128) {
   EXPECT_EQ(broken("BK", 16), "wgmma_tiles");
   EXPECT_EQ(broken("BM", 32), "wgmma_tiles");
   EXPECT_EQ(broken("PIPE", 1), "wgmma_tiles");
+  // Warpgroup tiles of 64 x 32 are among the kernel's, m64n16 and narrower not.
+  Config narrow = c;
+  narrow.set("BN", 32);
+  narrow.set("WN", 32);
+  EXPECT_FALSE(space.violation(narrow, /*include_pruning=*/false).has_value())
+      << space.violation(narrow, false).value_or("");
+  narrow.set("BN", 16);
+  narrow.set("WN", 16);
+  EXPECT_EQ(space.violation(narrow, /*include_pruning=*/false).value_or(""), "wgmma_tiles");
   EXPECT_EQ(broken("KSUM", 0), "wgmma_sums_slices_in_float");
   EXPECT_EQ(make_space(reference_device(90), packed_problem("TN", 4096, 4096, 124))
                 .violation(c, /*include_pruning=*/false)
