@@ -450,8 +450,8 @@ std::vector<SelectionModel::Ranked> SelectionModel::rank(
     }
     sum += static_cast<double>(k - used) * kUnmeasuredRegret;
     const double regret = sum / static_cast<double>(k);
-    scored.push_back({v->configs[e], regret + moved / static_cast<double>(k), static_cast<int>(e),
-                      regret});
+    scored.push_back(
+        {v->configs[e], regret + moved / static_cast<double>(k), static_cast<int>(e), regret});
   }
   // Entries are in index order, so a stable sort breaks score ties by index.
   std::stable_sort(scored.begin(), scored.end(),

@@ -251,9 +251,9 @@ TEST(GemmFamilies, SplitTf32FamiliesAreRightOnOddShapesInEveryLayout) {
 }
 
 // MMA = 3 (split TF32 on wgmma, sm_90a): warpgroup tiles of 64 x 32, 64 x 64 and 64 x 128 (one
-// and two consumer warpgroups along m, two along n), 2 and 3 stages, loads of 1, 2 and 4 floats (both
-// operands' paths: k-contiguous and transposed in registers), split-K summed by the last block and
-// by the summing pass, packing, a tail split and C through shared memory.
+// and two consumer warpgroups along m, two along n), 2 and 3 stages, loads of 1, 2 and 4 floats
+// (both operands' paths: k-contiguous and transposed in registers), split-K summed by the last
+// block and by the summing pass, packing, a tail split and C through shared memory.
 TEST(GemmFamilies, SplitTf32WgmmaFamiliesAreRightOnOddShapesInEveryLayout) {
   TUNED_REQUIRE_GPU();
   const DeviceInfo device = query_device(0);
