@@ -37,6 +37,10 @@
 #                candidates_wgmma.txt) on the networks set, the large stratum, the second fitting
 #                set and the middle stratum, for at most S seconds (default 300;
 #                gemm_sweep_<gpu>_issue28-wgmma-<set>.tsv.gz)
+#   wgmma-waves[:S]  the split TF32 wgmma configs with 3, 6 and 12 splits and packed splits
+#                (bench/results/gemm_sweep_candidates_wgmma_waves.txt) on the wgmma step's sets,
+#                for at most S seconds (default 420; gemm_sweep_<gpu>_issue28-wgmma-waves-<set>
+#                .tsv.gz)
 #   wgmma-n32[:S]  the split TF32 wgmma configs of 64 x 32 warpgroup tiles (bench/results/
 #                gemm_sweep_candidates_wgmma_n32.txt) on the products of n up to 48 of the wgmma
 #                step's sets, for at most S seconds (default 300; gemm_sweep_<gpu>_issue28-
@@ -106,6 +110,10 @@ REFRESH_SETS=("${MORE_SETS[@]}" "networks --networks --max-gflop 600" "long --lo
               "gemv-random --gemv --seeds 1-30")
 WGMMA_SETS=("wgmma-networks --networks --max-gflop 600" "wgmma-large --seeds 3001-3032 --min-gflop 1"
             "wgmma-more --more-networks --max-gflop 200" "wgmma-middle --seeds 3101-3116 --min-gflop 0.1")
+WGMMA_WAVES_SETS=("wgmma-waves-networks --networks --max-gflop 600"
+                  "wgmma-waves-large --seeds 3001-3032 --min-gflop 1"
+                  "wgmma-waves-more --more-networks --max-gflop 200"
+                  "wgmma-waves-middle --seeds 3101-3116 --min-gflop 0.1")
 # The narrow products (n up to 48) of the same sets, for the 64 x 32 warpgroup tiles.
 WGMMA_N32_SETS=("wgmma-n32-networks --networks --max-gflop 600 --max-n 48"
                 "wgmma-n32-large --seeds 3001-3032 --min-gflop 1 --max-n 48"
@@ -192,6 +200,9 @@ for step in "$@"; do
         --candidates "bench/results/gemm_sweep_candidates_tf32_${tag}.txt" ;;
     wgmma|wgmma:*)
       sweep_step wgmma 300 WGMMA_SETS "" --candidates bench/results/gemm_sweep_candidates_wgmma.txt ;;
+    wgmma-waves|wgmma-waves:*)
+      sweep_step wgmma-waves 420 WGMMA_WAVES_SETS "" \
+        --candidates bench/results/gemm_sweep_candidates_wgmma_waves.txt ;;
     wgmma-n32|wgmma-n32:*)
       sweep_step wgmma-n32 300 WGMMA_N32_SETS "" \
         --candidates bench/results/gemm_sweep_candidates_wgmma_n32.txt ;;
