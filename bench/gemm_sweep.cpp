@@ -140,6 +140,24 @@ std::vector<Shape> grid_shapes() {
 // products (n long to 1.2M, k of 32-200). A grid between the networks' sizes, each operand at most
 // 2^28 floats; held-out shapes are left out as everywhere. Ordered so that a run cut short still
 // covers each family.
+// Linear layers of mid-size models (hidden sizes 768 to 2048, 256 to 1536 tokens) as PyTorch
+// calls cuBLAS, every pass: forward TN (out, tokens, in), input gradient NN (in, tokens, out),
+// weight gradient NT (in, out, tokens). Products of 0.3-13 GFLOP where tiles, splits and waves
+// decide and the random strata hold few aligned points.
+std::vector<Shape> layer_grid_shapes() {
+  std::vector<Shape> out;
+  for (int64_t tokens : {256, 384, 512, 640, 768, 1024, 1536}) {
+    for (int64_t in : {768, 1024, 1280, 1536, 2048}) {
+      for (int64_t outs : {768, 1024, 1280, 1536, 2048}) {
+        out.push_back({"TN", outs, tokens, in});
+        out.push_back({"NN", in, tokens, outs});
+        out.push_back({"NT", in, outs, tokens});
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<Shape> long_shapes() {
   std::vector<Shape> k_long, n_long;
   for (int64_t k : {400000, 1500000}) {
@@ -386,7 +404,7 @@ std::vector<Config> candidates_from_database(const std::string& path, const Devi
 
 struct Selection {
   bool grid = false, hard_families = false, skinny = false, gemv = false, portfolio = false,
-       networks = false, more_networks = false, long_products = false;
+       networks = false, more_networks = false, long_products = false, layer_grid = false;
   double min_gflop = 0, max_gflop = 0;  // random draws of at least; any problem of at most (0: any)
   int64_t max_n = 0;                    // problems with n up to this only (0: any)
   std::string candidates_path, candidates_db, cubin_db;
@@ -416,6 +434,9 @@ std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& 
   }
   if (sel.long_products) {
     for (const auto& s : long_shapes()) add(s);
+  }
+  if (sel.layer_grid) {
+    for (const auto& s : layer_grid_shapes()) add(s);
   }
   for (uint64_t seed : parse_seeds(seeds_text)) {
     for (const auto& s : random_shapes(seed, kShapesPerSeed, sel.min_gflop)) {
@@ -679,6 +700,9 @@ int main(int argc, char** argv) {
                "add products with one very long dimension under small others (convolutions' "
                "weight gradients, k up to 1.5M; first layers, n up to 1.2M) and time the "
                "long-k configs (small tiles, 32-256 splits) on every problem besides the others");
+  app.add_flag("--layer-grid", sel.layer_grid,
+               "add the linear layers of mid-size models: hidden sizes 768-2048, 256-1536 tokens, "
+               "forward (TN), input (NN) and weight (NT) gradients");
   app.add_flag("--hard-families", sel.hard_families,
                "keep only random shapes of the hard families (min(m, n) <= 256 with k >= 2000; "
                "k <= 128 with m*n >= 2^20): denser data where picks miss most");

@@ -41,6 +41,10 @@
 #                (bench/results/gemm_sweep_candidates_wgmma_waves.txt) on the wgmma step's sets,
 #                for at most S seconds (default 420; gemm_sweep_<gpu>_issue28-wgmma-waves-<set>
 #                .tsv.gz)
+#   layer-grid[:S]  the shipped portfolio and both wgmma candidate files on the linear layers of
+#                mid-size models (gemm_sweep --layer-grid: hidden sizes 768-2048, 256-1536
+#                tokens, the three passes), for at most S seconds (default 420;
+#                gemm_sweep_<gpu>_issue28-layer-grid.tsv.gz)
 #   wgmma-n32[:S]  the split TF32 wgmma configs of 64 x 32 warpgroup tiles (bench/results/
 #                gemm_sweep_candidates_wgmma_n32.txt) on the products of n up to 48 of the wgmma
 #                step's sets, for at most S seconds (default 300; gemm_sweep_<gpu>_issue28-
@@ -114,6 +118,8 @@ WGMMA_WAVES_SETS=("wgmma-waves-networks --networks --max-gflop 600"
                   "wgmma-waves-large --seeds 3001-3032 --min-gflop 1"
                   "wgmma-waves-more --more-networks --max-gflop 200"
                   "wgmma-waves-middle --seeds 3101-3116 --min-gflop 0.1")
+# Mid-size models' linear layers (gemm_sweep --layer-grid).
+LAYER_GRID_SETS=("layer-grid --layer-grid")
 # The narrow products (n up to 48) of the same sets, for the 64 x 32 warpgroup tiles.
 WGMMA_N32_SETS=("wgmma-n32-networks --networks --max-gflop 600 --max-n 48"
                 "wgmma-n32-large --seeds 3001-3032 --min-gflop 1 --max-n 48"
@@ -203,6 +209,11 @@ for step in "$@"; do
     wgmma-waves|wgmma-waves:*)
       sweep_step wgmma-waves 420 WGMMA_WAVES_SETS "" \
         --candidates bench/results/gemm_sweep_candidates_wgmma_waves.txt ;;
+    layer-grid|layer-grid:*)
+      cat bench/results/gemm_sweep_candidates_wgmma.txt \
+        bench/results/gemm_sweep_candidates_wgmma_waves.txt > "$WORK/layer_candidates.txt"
+      sweep_step layer-grid 420 LAYER_GRID_SETS "" --portfolio \
+        --candidates "$WORK/layer_candidates.txt" ;;
     wgmma-n32|wgmma-n32:*)
       sweep_step wgmma-n32 300 WGMMA_N32_SETS "" \
         --candidates bench/results/gemm_sweep_candidates_wgmma_n32.txt ;;
