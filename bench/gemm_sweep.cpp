@@ -134,12 +134,6 @@ std::vector<Shape> grid_shapes() {
   return out;
 }
 
-// Products with one very long dimension under small others, as convolutions' im2col GEMMs make
-// them (channels x taps of 8-300 against batch x pixels of 10^5-10^6): weight gradients (k long,
-// every layout, NT as PyTorch calls it most), and first layers' forward and input-gradient
-// products (n long to 1.2M, k of 32-200). A grid between the networks' sizes, each operand at most
-// 2^28 floats; held-out shapes are left out as everywhere. Ordered so that a run cut short still
-// covers each family.
 // Linear layers of mid-size models (hidden sizes 768 to 2048, 256 to 1536 tokens) as PyTorch
 // calls cuBLAS, every pass: forward TN (out, tokens, in), input gradient NN (in, tokens, out),
 // weight gradient NT (in, out, tokens). Products of 0.3-13 GFLOP where tiles, splits and waves
@@ -158,6 +152,12 @@ std::vector<Shape> layer_grid_shapes() {
   return out;
 }
 
+// Products with one very long dimension under small others, as convolutions' im2col GEMMs make
+// them (channels x taps of 8-300 against batch x pixels of 10^5-10^6): weight gradients (k long,
+// every layout, NT as PyTorch calls it most), and first layers' forward and input-gradient
+// products (n long to 1.2M, k of 32-200). A grid between the networks' sizes, each operand at most
+// 2^28 floats; held-out shapes are left out as everywhere. Ordered so that a run cut short still
+// covers each family.
 std::vector<Shape> long_shapes() {
   std::vector<Shape> k_long, n_long;
   for (int64_t k : {400000, 1500000}) {

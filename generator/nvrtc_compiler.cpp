@@ -69,8 +69,7 @@ std::string nvrtc_target(int compute_capability, bool arch_specific) {
   if (arch_specific) {
     throw Error(TUNED_STATUS_UNSUPPORTED_ARCH,
                 "NVRTC " + nvrtc_version() +
-                    " has no architecture-specific target for compute "
-                    "capability " +
+                    " has no architecture-specific target for compute capability " +
                     std::to_string(compute_capability));
   }
   // A newer GPU than this NVRTC knows: PTX for the newest known architecture, which the driver

@@ -112,19 +112,22 @@ REFRESH_SETS=("${MORE_SETS[@]}" "networks --networks --max-gflop 600" "long --lo
               "gemv-decode --gemv --more-networks" "large --seeds 3001-3012 --min-gflop 1"
               "middle --seeds 3101-3108 --min-gflop 0.1" "small --seeds 3201-3204 --min-gflop 0.01"
               "gemv-random --gemv --seeds 1-30")
-WGMMA_SETS=("wgmma-networks --networks --max-gflop 600" "wgmma-large --seeds 3001-3032 --min-gflop 1"
-            "wgmma-more --more-networks --max-gflop 200" "wgmma-middle --seeds 3101-3116 --min-gflop 0.1")
-WGMMA_WAVES_SETS=("wgmma-waves-networks --networks --max-gflop 600"
-                  "wgmma-waves-large --seeds 3001-3032 --min-gflop 1"
-                  "wgmma-waves-more --more-networks --max-gflop 200"
-                  "wgmma-waves-middle --seeds 3101-3116 --min-gflop 0.1")
+# wgmma_sets ARRAY PREFIX [OPTIONS]: the wgmma steps' sets (networks, large stratum, second
+# fitting set, middle stratum) named PREFIX-<set>, OPTIONS added to each.
+wgmma_sets() {
+  local -n sets_out=$1
+  local prefix=$2 extra=${*:3}
+  sets_out=("$prefix-networks --networks --max-gflop 600 $extra"
+            "$prefix-large --seeds 3001-3032 --min-gflop 1 $extra"
+            "$prefix-more --more-networks --max-gflop 200 $extra"
+            "$prefix-middle --seeds 3101-3116 --min-gflop 0.1 $extra")
+}
+wgmma_sets WGMMA_SETS wgmma
+wgmma_sets WGMMA_WAVES_SETS wgmma-waves
+# The narrow products (n up to 48) of the same sets, for the 64 x 32 warpgroup tiles.
+wgmma_sets WGMMA_N32_SETS wgmma-n32 --max-n 48
 # Mid-size models' linear layers (gemm_sweep --layer-grid).
 LAYER_GRID_SETS=("layer-grid --layer-grid")
-# The narrow products (n up to 48) of the same sets, for the 64 x 32 warpgroup tiles.
-WGMMA_N32_SETS=("wgmma-n32-networks --networks --max-gflop 600 --max-n 48"
-                "wgmma-n32-large --seeds 3001-3032 --min-gflop 1 --max-n 48"
-                "wgmma-n32-more --more-networks --max-gflop 200 --max-n 48"
-                "wgmma-n32-middle --seeds 3101-3116 --min-gflop 0.1 --max-n 48")
 TF32_SETS=("tf32-networks --networks --max-gflop 600" "tf32-more --more-networks --max-gflop 200"
            "tf32-large --seeds 3001-3032 --min-gflop 1" "tf32-middle --seeds 3101-3116 --min-gflop 0.1")
 

@@ -571,6 +571,11 @@ __device__ __forceinline__ void barrier_wait(unsigned long long* bar, int parity
 // d (+)= a * b for one warpgroup's 64 x WN x 8 tile, one overload per WN (32, 64, 128, 256:
 // inline PTX names every accumulator register, so each operand list is written out): a and b are
 // shared-memory descriptors of TF32 (K-major) tiles; accumulate = 0 ignores d's old values.
+// (TUNED_WG_D8(i): accumulators i to i + 7 as read-and-written operands.)
+#define TUNED_WG_D8(i)                                                                         \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
+
 __device__ __forceinline__ void wgmma_tf32(float (&d)[16], unsigned long long a,
                                            unsigned long long b, int accumulate) {
 #ifdef __CUDA_ARCH_FEAT_SM90_ALL
@@ -579,9 +584,7 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[16], unsigned long long a,
       "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {"
       "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
       "}, %16, %17, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15])
+      : TUNED_WG_D8(0), TUNED_WG_D8(8)
       : "l"(a), "l"(b), "r"(accumulate)
       : "memory");
 #endif
@@ -597,12 +600,7 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[32], unsigned long long a,
       "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
       "%24, %25, %26, %27, %28, %29, %30, %31"
       "}, %32, %33, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
-        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
-        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
-        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-        "+f"(d[30]), "+f"(d[31])
+      : TUNED_WG_D8(0), TUNED_WG_D8(8), TUNED_WG_D8(16), TUNED_WG_D8(24)
       : "l"(a), "l"(b), "r"(accumulate)
       : "memory");
 #endif
@@ -621,17 +619,8 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[64], unsigned long long a,
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, "
       "%60, %61, %62, %63"
       "}, %64, %65, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
-        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
-        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
-        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
-        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
-        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
-        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : TUNED_WG_D8(0), TUNED_WG_D8(8), TUNED_WG_D8(16), TUNED_WG_D8(24), TUNED_WG_D8(32),
+        TUNED_WG_D8(40), TUNED_WG_D8(48), TUNED_WG_D8(56)
       : "l"(a), "l"(b), "r"(accumulate)
       : "memory");
 #endif
@@ -655,32 +644,15 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[128], unsigned long long a
       "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, "
       "%120, %121, %122, %123, %124, %125, %126, %127"
       "}, %128, %129, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
-        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
-        "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
-        "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
-        "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
-        "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
-        "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]),
-        "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
-        "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
-        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]),
-        "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]),
-        "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]),
-        "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]),
-        "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]),
-        "+f"(d[126]), "+f"(d[127])
+      : TUNED_WG_D8(0), TUNED_WG_D8(8), TUNED_WG_D8(16), TUNED_WG_D8(24), TUNED_WG_D8(32),
+        TUNED_WG_D8(40), TUNED_WG_D8(48), TUNED_WG_D8(56), TUNED_WG_D8(64), TUNED_WG_D8(72),
+        TUNED_WG_D8(80), TUNED_WG_D8(88), TUNED_WG_D8(96), TUNED_WG_D8(104), TUNED_WG_D8(112),
+        TUNED_WG_D8(120)
       : "l"(a), "l"(b), "r"(accumulate)
       : "memory");
 #endif
 }
+#undef TUNED_WG_D8
 
 // One operand's ROWS x BK slice (A: rows m; B: rows n), global -> registers -> split shared
 // tiles. KCONTIG: element (r, k) at base[r * ld + k], moved as 1 x 4 units (4 floats of k); else
@@ -694,11 +666,11 @@ struct SplitLoader {
   static constexpr int kUnitRows = KCONTIG ? 1 : 4;
   static constexpr int kQuads = BK / 4;
   static constexpr int kUnits = ROWS / kUnitRows * kQuads;
-  static constexpr int kLoads = (kUnits + 128 - 1) / 128;  // one producer warpgroup's threads
+  static constexpr int kLoads = (kUnits + kProducers - 1) / kProducers;
   float reg[kLoads][kUnitRows][4];  // [load][row][k]
 
   __device__ __forceinline__ static bool exists(int u) {
-    return kUnits % 128 == 0 || u < kUnits;
+    return kUnits % kProducers == 0 || u < kUnits;
   }
   // Four consecutive floats from p, of which the first `valid` exist (the rest are zero), VEC
   // wide where all four do.
@@ -725,7 +697,7 @@ struct SplitLoader {
                                        int k_left, int tid) {
 #pragma unroll
     for (int l = 0; l < kLoads; ++l) {
-      const int u = tid + l * 128;
+      const int u = tid + l * kProducers;
       const int k = (u % kQuads) * 4;
       const int r = (u / kQuads) * kUnitRows;
       const bool in = exists(u);
@@ -751,7 +723,7 @@ struct SplitLoader {
                                         int tid) const {
 #pragma unroll
     for (int l = 0; l < kLoads; ++l) {
-      const int u = tid + l * 128;
+      const int u = tid + l * kProducers;
       if (!exists(u)) continue;
       const int k = (u % kQuads) * 4;
 #pragma unroll
@@ -922,7 +894,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
   __shared__ unsigned long long full[kStages], empty[kStages];
   if (tid == 0) {
     for (int st = 0; st < kStages; ++st) {
-      barrier_init(&full[st], 128);  // one producer warpgroup fills a stage
+      barrier_init(&full[st], kProducers);  // the producer warpgroup fills a stage
       barrier_init(&empty[st], kThreads);
     }
   }
