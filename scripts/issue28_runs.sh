@@ -49,6 +49,12 @@
 #                gemm_sweep_candidates_wgmma_n32.txt) on the products of n up to 48 of the wgmma
 #                step's sets, for at most S seconds (default 300; gemm_sweep_<gpu>_issue28-
 #                wgmma-n32-<set>.tsv.gz)
+#   rows-first[:S]  the split TF32 wgmma configs with VEC = 4 (bench/results/gemm_sweep_candidates_
+#                wgmma_rows_first.txt: the candidate files' and the H100 table's), again on the
+#                networks set, the second fitting set and the layer grid after their rows-adjacent
+#                loads changed (gemm.cu kRowsFirst), for at most S seconds (default 420;
+#                gemm_sweep_<gpu>_issue28-rows-first-<set>.tsv.gz): the refit reads them last, so
+#                their rows replace the older kernels' of the same problem and config
 #   gemv[:S]     the matrix-vector configs of every column class (gemm_sweep --gemv: GCOLS 1-16)
 #                on the problems with m or n up to 16 of the second fitting set (decoding), the
 #                grid, seeds 1-60 and 81-112 and the hard families' seeds 1000-1099, for at most
@@ -128,6 +134,9 @@ wgmma_sets WGMMA_WAVES_SETS wgmma-waves
 wgmma_sets WGMMA_N32_SETS wgmma-n32 --max-n 48
 # Mid-size models' linear layers (gemm_sweep --layer-grid).
 LAYER_GRID_SETS=("layer-grid --layer-grid")
+# The aligned sets, where VEC = 4 runs unpacked: the wgmma loads of issue 28's last change.
+ROWS_FIRST_SETS=("rows-first-networks --networks --max-gflop 600"
+                 "rows-first-more --more-networks --max-gflop 200" "rows-first-layer-grid --layer-grid")
 TF32_SETS=("tf32-networks --networks --max-gflop 600" "tf32-more --more-networks --max-gflop 200"
            "tf32-large --seeds 3001-3032 --min-gflop 1" "tf32-middle --seeds 3101-3116 --min-gflop 0.1")
 
@@ -220,6 +229,9 @@ for step in "$@"; do
     wgmma-n32|wgmma-n32:*)
       sweep_step wgmma-n32 300 WGMMA_N32_SETS "" \
         --candidates bench/results/gemm_sweep_candidates_wgmma_n32.txt ;;
+    rows-first|rows-first:*)
+      sweep_step rows-first 420 ROWS_FIRST_SETS "" \
+        --candidates bench/results/gemm_sweep_candidates_wgmma_rows_first.txt ;;
     gemv|gemv:*)
       sweep_step gemv 400 GEMV_SETS "" ;;
     portfolio|portfolio:*)

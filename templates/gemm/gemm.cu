@@ -49,8 +49,8 @@
 //   (see mma_tile; the small * small term is below float's rounding).
 //   The products keep ~22 of float's 24 bits; the sums are float sums, so the accuracy contract's
 //   limit on their length (KSUM, split-K) holds as for FFMA (sm_80+; same fragment layout).
-//   KSUM = 1 (FFMA and MMA = 2) sums k in partial chains of KSUM_CHAIN (128) products, each from
-//   zero, and adds each chain to the running sum: an error that grows like (128 + k / 128)
+//   KSUM = 1 (FFMA and MMA = 2) sums k in partial chains of KSUM_CHAIN (96) products, each from
+//   zero, and adds each chain to the running sum: an error that grows like (96 + k / 96)
 //   roundings instead of k (sequential FFMA sums were 2.2x cuBLAS SGEMM's error against an FP64
 //   product at k = 1024, beyond the accuracy contract), for one add per accumulator and chain
 //   (under 1 % more instructions) and a second set of accumulators.
@@ -189,8 +189,8 @@ constexpr int kUnroll = UNROLL;  // #pragma unroll takes a constant expression, 
 // fragments then come 128 bits at a time along k), else 1; the slice loop unrolls whole groups.
 constexpr int kKGroup = (AKM && BKM) ? 1 : 4;
 constexpr int kGroupUnroll = kUnroll / kKGroup > 0 ? kUnroll / kKGroup : 1;
-// KSUM = 1: slices of BK per partial chain of KSUM_CHAIN products (gemm_op::kSumChain, 128: the
-// accuracy contract's longest sum; the adds cost under 1 %).
+// KSUM = 1: slices of BK per partial chain of KSUM_CHAIN products (gemm_op::kSumChain, 96: within
+// the accuracy contract's longest sum, 112, in whole slices of every BK; the adds cost under 1 %).
 constexpr int kSlicesPerChain = (KSUM_CHAIN + BK - 1) / BK;
 
 // Shared tiles (floats): A k-major is BK rows of kAStride, A m-major BM rows of it; B alike.
@@ -659,6 +659,11 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[128], unsigned long long a
 // at base[k * ld + r], moved as 4 x 4 units (four rows' runs at 4 steps of k, transposed in
 // registers) so a unit's rows are stored as whole 16-byte chunks. Consecutive threads take
 // consecutive 4-float quads of k: eight of them fill distinct chunks of a row (no bank conflicts).
+// Rows adjacent with VEC = 4 instead (kRowsFirst): eight consecutive threads take eight
+// consecutive units of rows (one 128-byte run of each k), the next eight the next quad of k, so a
+// warp's vector loads touch four lines instead of eight, and its stores (rows r % 8 in two
+// classes, four quads) still fill eight distinct chunks of the banks per pass. On the H100 that
+// made NN and NT 2048^3-4096^3 9-17 % faster; with scalar loads it was 10 % slower (skinny NT).
 // PERMUTE (A): row 2g + h of each 16 is stored at g + 8h, so the wgmma's row g + 8h holds the
 // fragment rows 2g + h (the other MMA kernels' fragment layout, which the epilogue reads).
 template <int ROWS, bool KCONTIG, bool PERMUTE>
@@ -669,8 +674,18 @@ struct SplitLoader {
   static constexpr int kLoads = (kUnits + kProducers - 1) / kProducers;
   float reg[kLoads][kUnitRows][4];  // [load][row][k]
 
+  static constexpr bool kRowsFirst = !KCONTIG && VEC == 4;
+  static_assert(!kRowsFirst || ROWS % 32 == 0, "rows first: units in runs of eight (32 rows)");
+
   __device__ __forceinline__ static bool exists(int u) {
     return kUnits % kProducers == 0 || u < kUnits;
+  }
+  // Unit u's first row and first step of k (see above).
+  __device__ __forceinline__ static int unit_row(int u) {
+    return kRowsFirst ? (u % 8 + u / (8 * kQuads) * 8) * kUnitRows : u / kQuads * kUnitRows;
+  }
+  __device__ __forceinline__ static int unit_k(int u) {
+    return kRowsFirst ? u / 8 % kQuads * 4 : u % kQuads * 4;
   }
   // Four consecutive floats from p, of which the first `valid` exist (the rest are zero), VEC
   // wide where all four do.
@@ -698,8 +713,8 @@ struct SplitLoader {
 #pragma unroll
     for (int l = 0; l < kLoads; ++l) {
       const int u = tid + l * kProducers;
-      const int k = (u % kQuads) * 4;
-      const int r = (u / kQuads) * kUnitRows;
+      const int k = unit_k(u);
+      const int r = unit_row(u);
       const bool in = exists(u);
       if constexpr (KCONTIG) {
         const int valid = in && r < r_left ? min(max(k_left - k, 0), 4) : 0;
@@ -725,10 +740,10 @@ struct SplitLoader {
     for (int l = 0; l < kLoads; ++l) {
       const int u = tid + l * kProducers;
       if (!exists(u)) continue;
-      const int k = (u % kQuads) * 4;
+      const int k = unit_k(u);
 #pragma unroll
       for (int j = 0; j < kUnitRows; ++j) {
-        int r = (u / kQuads) * kUnitRows + j;
+        int r = unit_row(u) + j;
         if constexpr (PERMUTE) r = (r & ~15) | ((r & 15) >> 1) | ((r & 1) << 3);
         unsigned b[4], s[4];
 #pragma unroll

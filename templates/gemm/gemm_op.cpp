@@ -58,8 +58,8 @@ const std::vector<Param>& parameters() {
       // Came with issue 28's accuracy contract: configs recorded before it sum k in one chain.
       {"KSUM",
        {0, 1},
-       "float sums (FFMA, MMA = 2): k summed in partial chains of ~128 products (error ~(128 + "
-       "k/128) u, not ~k u)",
+       "float sums (FFMA, MMA = 2): k summed in partial chains of 96 products (error ~(96 + "
+       "k/96) u, not ~k u)",
        0},
       // Came with issue 28's decoding products: configs recorded before it take one vector.
       {"GCOLS",

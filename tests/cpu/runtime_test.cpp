@@ -91,7 +91,7 @@ TEST(RuntimeChoice, TwinGpusEntryAnswersAfterTheOwnOne) {
   const OpRegistration& gemm = find_op("gemm");
   const std::string path = ::testing::TempDir() + "twin_" + std::to_string(getpid()) + ".db";
   std::remove(path.c_str());
-  const auto problem = gemm_op::packed_problem("NN", 12345, 678, 120);  // one FFMA chain's k
+  const auto problem = gemm_op::packed_problem("NN", 12345, 678, 104);  // one FFMA chain's k
   const std::string twin_config =
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=1,LM=8,VEC=1,PAD=4,AKM=1,BKM=0,UNROLL=16,"
       "PIPE=4,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1";

@@ -619,18 +619,18 @@ TEST_F(FitSelectionTest, CompletesConfigsOfSweepsOlderThanAParameter) {
   const std::string whole = old_form + ",PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1";
   const std::string tail = old_form + ",PACK=0,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1";
   std::string sweep = kHeader;
-  for (int64_t n : {64, 128}) sweep += row("NN", 4096, n, 128, 4, old_form, 1.0);
+  for (int64_t n : {64, 128}) sweep += row("NN", 4096, n, 96, 4, old_form, 1.0);
   for (int64_t n : {64, 128}) {
-    sweep += row("NN", 4096, n, 128, 4, whole, 1.25);
-    sweep += row("NN", 4096, n, 128, 4, tail, n == 64 ? 0.5 : 2.0);
+    sweep += row("NN", 4096, n, 96, 4, whole, 1.25);
+    sweep += row("NN", 4096, n, 96, 4, tail, n == 64 ? 0.5 : 2.0);
   }
   const Fit fit = this->fit(sweep, "--entries 2");
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
   EXPECT_NE(fit.table.find("entry\tNN\t0\t" + tail + "\n"), std::string::npos) << fit.table;
   EXPECT_NE(fit.table.find("entry\tNN\t1\t" + whole + "\n"), std::string::npos) << fit.table;
   EXPECT_EQ(fit.table.find(old_form + "\n"), std::string::npos) << fit.table;
-  EXPECT_NE(fit.table.find("\t4096x64x128\t0.5,1.25\n"), std::string::npos) << fit.table;
-  EXPECT_NE(fit.table.find("\t4096x128x128\t2,1.25\t1\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("\t4096x64x96\t0.5,1.25\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("\t4096x128x96\t2,1.25\t1\n"), std::string::npos) << fit.table;
   EXPECT_NO_THROW(SelectionModel{fit.table});
 }
 
@@ -686,7 +686,7 @@ TEST_F(FitSelectionTest, LeavesOutResultsBeyondTheAccuracyContract) {
 
 // A rule of the op newer than the sweep binds the fit: gemm refuses an FFMA sum of k = 1024 in one
 // chain (the accuracy contract), so the single chain's rows are left out however fast, and the
-// same config summing in partial chains (KSUM = 1) takes its place; at k = 128 both may run.
+// same config summing in partial chains (KSUM = 1) takes its place; at k = 96 both may run.
 TEST_F(FitSelectionTest, LeavesOutConfigsTheOpRefusesOnTheirProblem) {
   const std::string chain =
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
@@ -698,8 +698,8 @@ TEST_F(FitSelectionTest, LeavesOutConfigsTheOpRefusesOnTheirProblem) {
     sweep += row("NN", m, m, 1024, 4, chain, 1.0);
     sweep += row("NN", m, m, 1024, 4, sums, 1.1);
   }
-  sweep += row("NN", 512, 512, 128, 4, chain, 1.0);
-  sweep += row("NN", 512, 512, 128, 4, sums, 1.1);
+  sweep += row("NN", 512, 512, 96, 4, chain, 1.0);
+  sweep += row("NN", 512, 512, 96, 4, sums, 1.1);
   const Fit fit = this->fit(sweep, "--entries 2");
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
   EXPECT_NE(fit.output.find("3 of configs the op refuses there left out"), std::string::npos)
