@@ -117,7 +117,7 @@ bool is_gemv(const Config& config);
 /// The accuracy contract (issue 28): an FFMA sum of more than kMaxFfmaSum products in one
 /// sequence was beyond 2x cuBLAS SGEMM's normwise error against an FP64 product on 1-4 % of the
 /// H100 sweeps' problems at 160-511 products and on most past 1024. At 113-128 none of 3009 sweep
-/// rows was, but 83 were beyond 1.7x and a benchmark row (TN 43x380x113, a chain of 120) 2.006x;
+/// rows was, but 83 were beyond 1.7x and a benchmark row (TN 43x380x113, one FFMA chain) 2.006x;
 /// at 112 or fewer, none beyond 1.7x. Longer sums are refused (rule ffma_sums_within_contract):
 /// KSUM = 1 sums partial chains of kSumChain products (gemm.cu: a whole number of slices of every
 /// BK) and then the chains, so both sequences stay within 112 while a split's share of k is at

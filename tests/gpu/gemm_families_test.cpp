@@ -85,9 +85,9 @@ void pad_leading_dims(Problem& p) {
 // FP64 product) binds what the library may pick, not every family: an FFMA kernel sums k in one
 // sequence and can be beyond it where cuBLAS splits k (the tuner then calls it 'inaccurate';
 // SelectionPortfolio and GemmAccuracy test the picks). The FP64 tensor-core families sum in double
-// and must meet it everywhere, the split TF32 ones where they sum in partial chains (k up to 96 x 112; on
-// wgmma, MMA = 3, each slice's products from zero) of at least one mma step (k >= 8: rule
-// split_tf32_from_k_8).
+// and must meet it everywhere, the split TF32 ones where they sum in partial chains (k up to
+// 96 x 112; on wgmma, MMA = 3, each slice's products from zero) of at least one mma step (k >= 8:
+// rule split_tf32_from_k_8).
 void expect_right(const MatrixCheck& result, const Config& c, const Problem& p, double tolerance) {
   EXPECT_TRUE(result.computes(tolerance))
       << "rel error " << result.rel_error << ", unwritten " << result.unwritten << ", non-finite "
