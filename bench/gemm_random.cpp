@@ -33,6 +33,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench/bench_util.hpp"
@@ -58,6 +59,7 @@ struct Row {
   uint64_t seed = 0;
   Shape shape;
   std::string origin;  // tuned_gemm_describe's text before the config
+  std::string config;  // the config it ran (so a row's figure can be traced to its kernel)
   double tuned_ms = 0, cublas_ms = 0, tuned_tflops = 0, cublas_tflops = 0, ratio = 0;
   double gflop = 0;  // 2mnk / 1e9
   double rel_error = 0, err_tuned = 0, err_cublas = 0;
@@ -199,7 +201,7 @@ Row run_shape(uint64_t seed, const Shape& s, bool first_use, DeviceCheck& check,
   GemmOperands ops(p, check, stream);
   const TunedGemmCalls calls(p, ops, cublas);
   if (first_use) row.first_use_ms = calls.time_one_call(stream);
-  row.origin = calls.origin_and_config().first;
+  std::tie(row.origin, row.config) = calls.origin_and_config();
 
   const Comparison c = calls.compare(check, exact, stream);
   row.gflop = s.gflop();
@@ -276,6 +278,7 @@ void write_json(const Options& o, const std::string& device_name, const std::str
         << ", \"layout\": " << json_escape(r.shape.layout)
         << ", \"gflop\": " << json_number(r.gflop)
         << ", \"origin\": " << json_escape(r.origin)
+        << ", \"config\": " << json_escape(r.config)
         << ", \"tuned_ms\": " << json_number(r.tuned_ms)
         << ", \"cublas_ms\": " << json_number(r.cublas_ms)
         << ", \"tuned_tflops\": " << json_number(r.tuned_tflops)
@@ -328,8 +331,8 @@ int run(const Options& o) {
                   r.tuned_ms, r.tuned_tflops, r.cublas_ms, r.cublas_tflops, r.ratio, r.rel_error,
                   r.err_tuned, r.err_cublas, optional_ms(first_call).c_str());
       if (o.first_use) std::printf(" %12s", optional_ms(r.first_use_ms).c_str());
-      std::printf("  %s%s%s\n", r.origin.c_str(), r.correct ? "" : "  WRONG RESULT",
-                  r.within_contract ? "" : "  CONTRACT VIOLATION");
+      std::printf("  %s%s%s  %s\n", r.origin.c_str(), r.correct ? "" : "  WRONG RESULT",
+                  r.within_contract ? "" : "  CONTRACT VIOLATION", r.config.c_str());
       std::fflush(stdout);
       if (!r.correct) ++wrong;
       if (!r.within_contract) {
