@@ -55,6 +55,9 @@
 #                loads changed (gemm.cu kRowsFirst), for at most S seconds (default 420;
 #                gemm_sweep_<gpu>_issue28-rows-first-<set>.tsv.gz): the refit reads them last, so
 #                their rows replace the older kernels' of the same problem and config
+#   rows-first-packed[:S]  those of them that pack their operands (PACK = 1, where VEC = 4 runs on
+#                any alignment) on the large and middle strata, for at most S seconds (default 240;
+#                gemm_sweep_<gpu>_issue28-rows-first-packed-<set>.tsv.gz), read last like them
 #   gemv[:S]     the matrix-vector configs of every column class (gemm_sweep --gemv: GCOLS 1-16)
 #                on the problems with m or n up to 16 of the second fitting set (decoding), the
 #                grid, seeds 1-60 and 81-112 and the hard families' seeds 1000-1099, for at most
@@ -137,6 +140,8 @@ LAYER_GRID_SETS=("layer-grid --layer-grid")
 # The aligned sets, where VEC = 4 runs unpacked: the wgmma loads of issue 28's last change.
 ROWS_FIRST_SETS=("rows-first-networks --networks --max-gflop 600"
                  "rows-first-more --more-networks --max-gflop 200" "rows-first-layer-grid --layer-grid")
+ROWS_FIRST_PACKED_SETS=("rows-first-packed-large --seeds 3001-3032 --min-gflop 1"
+                        "rows-first-packed-middle --seeds 3101-3116 --min-gflop 0.1")
 TF32_SETS=("tf32-networks --networks --max-gflop 600" "tf32-more --more-networks --max-gflop 200"
            "tf32-large --seeds 3001-3032 --min-gflop 1" "tf32-middle --seeds 3101-3116 --min-gflop 0.1")
 
@@ -232,6 +237,11 @@ for step in "$@"; do
     rows-first|rows-first:*)
       sweep_step rows-first 420 ROWS_FIRST_SETS "" \
         --candidates bench/results/gemm_sweep_candidates_wgmma_rows_first.txt ;;
+    rows-first-packed|rows-first-packed:*)
+      grep -v '^#' bench/results/gemm_sweep_candidates_wgmma_rows_first.txt | grep 'PACK=1' \
+        > "$WORK/packed_candidates.txt"
+      sweep_step rows-first-packed 240 ROWS_FIRST_PACKED_SETS "" \
+        --candidates "$WORK/packed_candidates.txt" ;;
     gemv|gemv:*)
       sweep_step gemv 400 GEMV_SETS "" ;;
     portfolio|portfolio:*)
