@@ -245,7 +245,8 @@ const SelectionModel::Variant& SelectionModel::ready(const Variant& variant, boo
         f.push_back(line.substr(start, tab - start));
         start = tab + 1;
       }
-      // The times, then an optional reference: the fastest time any config had there.
+      // The times, then an optional reference: the faster of cuBLAS and the sweep's best config
+      // there.
       std::string_view times = line.substr(start);
       double reference = 0;
       if (const size_t tab = times.find('\t'); tab != std::string_view::npos) {

@@ -23,8 +23,8 @@ class SelectionModel {
   ///   features  sm_count  name=weight ...      (optional, once per model: see Features)
   ///   entry  variant  index  config                    (the variant's portfolio, index 0..E-1)
   ///   point  variant  alignment  d0xd1x..  ms,ms,...  [best]   (one ms per entry; '-' not
-  ///                                   measured; best: the sweep's fastest time there where a
-  ///                                   config outside the portfolio ran faster than its entries)
+  ///                                   measured; best: the faster of cuBLAS and the sweep's best
+  ///                                   config there, given where it beat every entry)
   ///   points variant  count  bytes   (optional: the next count lines, bytes in all, are point
   ///                                   lines of the variant; read only when it is first ranked)
   /// entry and point lines belong to the model line above them; a variant's entries come before
@@ -137,7 +137,7 @@ class SelectionModel {
     // per point, per entry: log(ms / point's best ms), the best over the entries and the point's
     // reference: an entry measured where only slow configs ran must not look like the best there.
     std::vector<float> regrets;
-    std::vector<double> references;   // per point: the sweep's best ms, 0 where not given
+    std::vector<double> references;   // per point: the reference ms (see above), 0 where not given
     std::vector<char> measured;       // per point, per entry: a time was given
     // Built-in tables keep each point's times as text until a ranking needs that point (only the
     // nearest few ever are): the first call of a process parses shapes, not ~25k times.

@@ -454,16 +454,17 @@ int run(Options opt) {
     for (const Problem* p : list) {
       std::string line = "point\t" + variant + '\t' + std::to_string(p->alignment) + '\t' +
                          shape_text(p->shape) + '\t';
-      bool measured = false;
       double portfolio_best = std::numeric_limits<double>::infinity();
       for (size_t e = 0; e < chosen.size(); ++e) {
         const double ms = entry_ms(chosen[e], *p);
         char text[32] = "-";
-        if (ms > 0) std::snprintf(text, sizeof text, "%.4g", ms);
-        measured |= ms > 0;
-        if (ms > 0) portfolio_best = std::min(portfolio_best, ms);
+        if (ms > 0) {
+          std::snprintf(text, sizeof text, "%.4g", ms);
+          portfolio_best = std::min(portfolio_best, ms);
+        }
         line += (e ? "," : "") + std::string(text);
       }
+      const bool measured = std::isfinite(portfolio_best);
       // Where cuBLAS or a config outside the portfolio was faster, that time is the point's
       // reference: an entry that was the only one measured on a problem (others left out, e.g.
       // beyond the accuracy contract) is no best there when cuBLAS ran it twice as fast.
