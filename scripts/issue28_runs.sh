@@ -55,6 +55,12 @@
 #                loads changed (gemm.cu kRowsFirst), for at most S seconds (default 420;
 #                gemm_sweep_<gpu>_issue28-rows-first-<set>.tsv.gz): the refit reads them last, so
 #                their rows replace the older kernels' of the same problem and config
+#   lanes[:S]    the split TF32 wgmma configs of one consumer warpgroup at MINB 1 and 2 (bench/
+#                results/gemm_sweep_candidates_wgmma_lanes.txt) on the large and middle strata, the
+#                networks set, the second fitting set and the layer grid after narrow loads of
+#                rows-adjacent operands changed (gemm.cu kLanesAlongRows), for at most S seconds
+#                (default 300; gemm_sweep_<gpu>_issue28-lanes-<set>.tsv.gz), read last like the
+#                rows-first sweeps
 #   rows-first-packed[:S]  those of them that pack their operands (PACK = 1, where VEC = 4 runs on
 #                any alignment) on the large and middle strata, for at most S seconds (default 240;
 #                gemm_sweep_<gpu>_issue28-rows-first-packed-<set>.tsv.gz), read last like them
@@ -91,7 +97,7 @@ set -uo pipefail
 WORK=${WORK:-/tmp/issue28}
 mkdir -p "$WORK"
 export LD_LIBRARY_PATH=$PWD/carry:${LD_LIBRARY_PATH:-}
-[ -n "${SKIP_UNPACK:-}" ] || carry/zstd -d --long=27 -c carry/bins.tar.zst | tar -xf -
+[ -n "${SKIP_UNPACK:-}" ] || carry/zstd -d --long=30 -c carry/bins.tar.zst | tar -xf -
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader >> "$OUT/device.txt"
 tag=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | tr 'A-Z' 'a-z' |
   awk '{for (i = 2; i <= NF; i++) if ($i ~ /[0-9]/) {print $1 "-" $i; exit}}')
@@ -140,6 +146,9 @@ LAYER_GRID_SETS=("layer-grid --layer-grid")
 # The aligned sets, where VEC = 4 runs unpacked: the wgmma loads of issue 28's last change.
 ROWS_FIRST_SETS=("rows-first-networks --networks --max-gflop 600"
                  "rows-first-more --more-networks --max-gflop 200" "rows-first-layer-grid --layer-grid")
+LANES_SETS=("lanes-large --seeds 3001-3032 --min-gflop 1" "lanes-middle --seeds 3101-3116 --min-gflop 0.1"
+            "lanes-networks --networks --max-gflop 600" "lanes-more --more-networks --max-gflop 200"
+            "lanes-layer-grid --layer-grid")
 ROWS_FIRST_PACKED_SETS=("rows-first-packed-large --seeds 3001-3032 --min-gflop 1"
                         "rows-first-packed-middle --seeds 3101-3116 --min-gflop 0.1")
 TF32_SETS=("tf32-networks --networks --max-gflop 600" "tf32-more --more-networks --max-gflop 200"
@@ -242,6 +251,9 @@ for step in "$@"; do
         > "$WORK/packed_candidates.txt"
       sweep_step rows-first-packed 240 ROWS_FIRST_PACKED_SETS "" \
         --candidates "$WORK/packed_candidates.txt" ;;
+    lanes|lanes:*)
+      grep -v '^#' bench/results/gemm_sweep_candidates_wgmma_lanes.txt > "$WORK/lanes_candidates.txt"
+      sweep_step lanes 300 LANES_SETS "" --candidates "$WORK/lanes_candidates.txt" ;;
     gemv|gemv:*)
       sweep_step gemv 400 GEMV_SETS "" ;;
     portfolio|portfolio:*)

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 : "${OUT:?OUT must name the output folder}"
 WORK=${WORK:-/tmp/issue31}
 mkdir -p "$OUT" "$WORK"
-[ -n "${SKIP_UNPACK:-}" ] || carry/zstd -d --long=27 -c carry/bins.tar.zst | tar -xf -
+[ -n "${SKIP_UNPACK:-}" ] || carry/zstd -d --long=30 -c carry/bins.tar.zst | tar -xf -
 export LD_LIBRARY_PATH="$PWD/carry${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export TUNED_DB="$WORK/user.db"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/device.txt"

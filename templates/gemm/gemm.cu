@@ -664,27 +664,49 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[128], unsigned long long a
 // warp's vector loads touch four lines instead of eight, and its stores (rows r % 8 in two
 // classes, four quads) still fill eight distinct chunks of the banks per pass. On the H100 that
 // made NN and NT 2048^3-4096^3 9-17 % faster; with scalar loads it was 10 % slower (skinny NT).
+// With narrower loads (VEC < 4: rows not 16-byte aligned) and one consumer warpgroup, the lanes
+// of a warp take 32 adjacent rows instead (kLanesAlongRows), each reading its row's 4 steps of k
+// one float at a time: a warp's load touches one or two lines where the units above touch 8-16
+// (the L1 ran at 88 % of its throughput on NT 399x193x9204), and its 16-byte stores, a quarter warp
+// at a time, fill eight distinct chunks of the swizzle. On the H100 that made skinny long-k NT and
+// TT products with 64 x 64 tiles 5-14 % faster (NN too at MINB = 2; at MINB = 1 its producer took
+// 154 registers, one block per SM, 35 % slower); with two or more consumer warpgroups (64 x 128,
+// 128 x 128) it was 5-20 % slower, cause not established, so those keep the units above.
 // PERMUTE (A): row 2g + h of each 16 is stored at g + 8h, so the wgmma's row g + 8h holds the
 // fragment rows 2g + h (the other MMA kernels' fragment layout, which the epilogue reads).
 template <int ROWS, bool KCONTIG, bool PERMUTE>
 struct SplitLoader {
-  static constexpr int kUnitRows = KCONTIG ? 1 : 4;
+  static constexpr bool kRowsFirst = !KCONTIG && VEC == 4;
+  static constexpr bool kLanesAlongRows = !KCONTIG && VEC < 4 && kThreads == 128;
+  static constexpr int kUnitRows = KCONTIG || kLanesAlongRows ? 1 : 4;
   static constexpr int kQuads = BK / 4;
   static constexpr int kUnits = ROWS / kUnitRows * kQuads;
   static constexpr int kLoads = (kUnits + kProducers - 1) / kProducers;
   float reg[kLoads][kUnitRows][4];  // [load][row][k]
 
-  static constexpr bool kRowsFirst = !KCONTIG && VEC == 4;
   static_assert(!kRowsFirst || ROWS % 32 == 0, "rows first: units in runs of eight (32 rows)");
+  // Lanes along rows: each warp's lanes take 32 adjacent rows of kRowGroups, the four producer
+  // warps four quads of k, so a thread's loads fall on 4 * BK / 16 steps of k.
+  static constexpr int kRowGroups = ROWS / 32;
+  static_assert(!kLanesAlongRows || (ROWS % 32 == 0 && kQuads % 4 == 0 && kProducers == 128),
+                "lanes along rows: 32 rows per warp, four warps along k");
 
   __device__ __forceinline__ static bool exists(int u) {
     return kUnits % kProducers == 0 || u < kUnits;
   }
   // Unit u's first row and first step of k (see above).
   __device__ __forceinline__ static int unit_row(int u) {
+    if constexpr (kLanesAlongRows) {
+      // Load l's rows: lane + 32 (l % kRowGroups), so a thread's loads at one k differ by
+      // immediate offsets. PERMUTE: lane i of each 16 takes the row the store puts at i (so the
+      // stores are conflict-free).
+      const int r = u % 32 + 32 * (u / kProducers % kRowGroups);
+      return PERMUTE ? (r & ~15) | ((r & 7) << 1) | ((r >> 3) & 1) : r;
+    }
     return kRowsFirst ? (u % 8 + u / (8 * kQuads) * 8) * kUnitRows : u / kQuads * kUnitRows;
   }
   __device__ __forceinline__ static int unit_k(int u) {
+    if constexpr (kLanesAlongRows) return (u / 32 % 4 + 4 * (u / kProducers / kRowGroups)) * 4;
     return kRowsFirst ? u / 8 % kQuads * 4 : u % kQuads * 4;
   }
   // Four consecutive floats from p, of which the first `valid` exist (the rest are zero), VEC
@@ -719,6 +741,11 @@ struct SplitLoader {
       if constexpr (KCONTIG) {
         const int valid = in && r < r_left ? min(max(k_left - k, 0), 4) : 0;
         run4(reg[l][0], base + (valid > 0 ? r * ld + k : 0), valid);
+      } else if constexpr (kLanesAlongRows) {
+        const int valid = in && r < r_left ? min(max(k_left - k, 0), 4) : 0;
+        const float* p = base + (valid > 0 ? k * ld + r : 0);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) reg[l][0][e] = e < valid ? p[e * ld] : 0.0f;
       } else {
         const int valid_r = in ? min(max(r_left - r, 0), 4) : 0;
 #pragma unroll

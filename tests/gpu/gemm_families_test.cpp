@@ -252,8 +252,9 @@ TEST(GemmFamilies, SplitTf32FamiliesAreRightOnOddShapesInEveryLayout) {
 
 // MMA = 3 (split TF32 on wgmma, sm_90a): warpgroup tiles of 64 x 32, 64 x 64 and 64 x 128 (one
 // and two consumer warpgroups along m, two along n), 2 and 3 stages, loads of 1, 2 and 4 floats
-// (both operands' paths: k-contiguous and transposed in registers), split-K summed by the last
-// block and by the summing pass, packing, a tail split and C through shared memory.
+// (every operand path: k-contiguous, transposed in registers, rows first, and with one consumer
+// warpgroup and narrow loads lanes along rows), split-K summed by the last block and by the summing
+// pass, packing, a tail split and C through shared memory.
 TEST(GemmFamilies, SplitTf32WgmmaFamiliesAreRightOnOddShapesInEveryLayout) {
   TUNED_REQUIRE_GPU();
   const DeviceInfo device = query_device(0);
@@ -285,6 +286,12 @@ TEST(GemmFamilies, SplitTf32WgmmaFamiliesAreRightOnOddShapesInEveryLayout) {
           "KSUM=1,GCOLS=1",
           "GEMV=0,BM=64,BN=32,BK=32,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,"
           "UNROLL=8,PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,CSTAGE=0,"
+          "KSUM=1,GCOLS=1",
+          "GEMV=0,BM=64,BN=64,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=1,BKM=0,"
+          "UNROLL=8,PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=16,PACK=0,REDUCE=1,TAIL=0,MMA=3,CSTAGE=0,"
+          "KSUM=1,GCOLS=1",
+          "GEMV=0,BM=64,BN=32,BK=32,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,"
+          "UNROLL=8,PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,CSTAGE=0,"
           "KSUM=1,GCOLS=1",
       }),
       kOddShapes, 7000);
