@@ -56,7 +56,8 @@
 #                gemm_sweep_<gpu>_issue28-rows-first-<set>.tsv.gz): the refit reads them last, so
 #                their rows replace the older kernels' of the same problem and config
 #   lanes[:S]    the split TF32 wgmma configs of one consumer warpgroup at MINB 1 and 2 (bench/
-#                results/gemm_sweep_candidates_wgmma_lanes.txt) on the large and middle strata, the
+#                results/gemm_sweep_candidates_wgmma_lanes.txt, and _<gpu>.txt where that GPU's
+#                table holds more) on the large and middle strata, the
 #                networks set, the second fitting set and the layer grid after narrow loads of
 #                rows-adjacent operands changed (gemm.cu kLanesAlongRows), for at most S seconds
 #                (default 300; gemm_sweep_<gpu>_issue28-lanes-<set>.tsv.gz), read last like the
@@ -252,7 +253,9 @@ for step in "$@"; do
       sweep_step rows-first-packed 240 ROWS_FIRST_PACKED_SETS "" \
         --candidates "$WORK/packed_candidates.txt" ;;
     lanes|lanes:*)
-      grep -v '^#' bench/results/gemm_sweep_candidates_wgmma_lanes.txt > "$WORK/lanes_candidates.txt"
+      cat bench/results/gemm_sweep_candidates_wgmma_lanes.txt \
+        bench/results/gemm_sweep_candidates_wgmma_lanes_"${tag}".txt 2>/dev/null | grep -v '^#' \
+        > "$WORK/lanes_candidates.txt"
       sweep_step lanes 300 LANES_SETS "" --candidates "$WORK/lanes_candidates.txt" ;;
     gemv|gemv:*)
       sweep_step gemv 400 GEMV_SETS "" ;;

@@ -38,13 +38,16 @@
 #   ENTRIES=96 scripts/refit_selection.sh bench/results/gemm_sweep_nvidia-h200_issue28-*-refresh.tsv.gz \
 #     bench/results/gemm_sweep_nvidia-h200_issue28-wgmma-*.tsv.gz
 # Where a later sweep measured a changed kernel again (the _issue28-rows-first-* sweeps: the wgmma
-# configs of VEC = 4 after their loads changed), it comes last: fit_selection keeps the last row of
-# a problem and config. So the shipped H100 table is
+# configs of VEC = 4 after their loads changed; then _issue28-lanes-*: those of one consumer
+# warpgroup after narrow loads changed, at MINB 1 and 2), it comes last: fit_selection keeps the
+# last row of a problem and config. So the shipped H100 table is
 #   ENTRIES=80 scripts/refit_selection.sh $(ls bench/results/gemm_sweep_nvidia-h100_issue28*.tsv.gz |
-#     grep -v rows-first) bench/results/gemm_sweep_nvidia-h100_gemv.tsv.gz \
-#     bench/results/gemm_sweep_nvidia-h100.tsv.gz bench/results/gemm_sweep_nvidia-h100_issue28-rows-first-*.tsv.gz
+#     grep -v -e rows-first -e lanes) bench/results/gemm_sweep_nvidia-h100_gemv.tsv.gz \
+#     bench/results/gemm_sweep_nvidia-h100.tsv.gz bench/results/gemm_sweep_nvidia-h100_issue28-rows-first-*.tsv.gz \
+#     bench/results/gemm_sweep_nvidia-h100_issue28-lanes-*.tsv.gz
 # and the H200's the command above followed by its _issue28-rows-first-networks and -more sweeps
-# (not its layer grid: only wgmma configs ran there, the H200 has no sweep of the others on it).
+# and its _issue28-lanes-large, -middle, -networks and -more sweeps (not the layer grids: only
+# wgmma configs ran there, the H200 has no sweep of the others on it).
 # (at 80 the H200 refit dropped the FP64 split-K entry of a 118 GFLOP convolution weight gradient).
 # The other H100 sweeps measured single FFMA chains only where the accuracy contract now refuses
 # them (most rows past k = 128) and no FP64 tensor-core or KSUM config beside them, so their
