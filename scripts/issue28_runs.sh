@@ -57,11 +57,10 @@
 #                their rows replace the older kernels' of the same problem and config
 #   lanes[:S]    the split TF32 wgmma configs of one consumer warpgroup at MINB 1 and 2 (bench/
 #                results/gemm_sweep_candidates_wgmma_lanes.txt, and _<gpu>.txt where that GPU's
-#                table holds more) on the large and middle strata, the
-#                networks set, the second fitting set and the layer grid after narrow loads of
-#                rows-adjacent operands changed (gemm.cu kLanesAlongRows), for at most S seconds
-#                (default 300; gemm_sweep_<gpu>_issue28-lanes-<set>.tsv.gz), read last like the
-#                rows-first sweeps
+#                table holds more) on the large and middle strata, the networks set, the second
+#                fitting set and the layer grid after narrow loads of rows-adjacent operands
+#                changed (gemm.cu kLanesAlongRows), for at most S seconds (default 300;
+#                gemm_sweep_<gpu>_issue28-lanes-<set>.tsv.gz), read last like the rows-first sweeps
 #   rows-first-packed[:S]  those of them that pack their operands (PACK = 1, where VEC = 4 runs on
 #                any alignment) on the large and middle strata, for at most S seconds (default 240;
 #                gemm_sweep_<gpu>_issue28-rows-first-packed-<set>.tsv.gz), read last like them
