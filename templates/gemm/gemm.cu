@@ -738,14 +738,16 @@ struct SplitLoader {
       const int k = unit_k(u);
       const int r = unit_row(u);
       const bool in = exists(u);
-      if constexpr (KCONTIG) {
+      if constexpr (KCONTIG || kLanesAlongRows) {
+        // One row's 4 steps of k: adjacent (KCONTIG), else ld apart, read one float at a time.
         const int valid = in && r < r_left ? min(max(k_left - k, 0), 4) : 0;
-        run4(reg[l][0], base + (valid > 0 ? r * ld + k : 0), valid);
-      } else if constexpr (kLanesAlongRows) {
-        const int valid = in && r < r_left ? min(max(k_left - k, 0), 4) : 0;
-        const float* p = base + (valid > 0 ? k * ld + r : 0);
+        if constexpr (KCONTIG) {
+          run4(reg[l][0], base + (valid > 0 ? r * ld + k : 0), valid);
+        } else {
+          const float* p = base + (valid > 0 ? k * ld + r : 0);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) reg[l][0][e] = e < valid ? p[e * ld] : 0.0f;
+          for (int e = 0; e < 4; ++e) reg[l][0][e] = e < valid ? p[e * ld] : 0.0f;
+        }
       } else {
         const int valid_r = in ? min(max(r_left - r, 0), 4) : 0;
 #pragma unroll
