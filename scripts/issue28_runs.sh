@@ -91,7 +91,7 @@
 #   suite        gemm_vs_cublas, shipped data only
 #   tests        the GEMM GPU tests
 #   tests:F      the GPU tests of gtest filter F
-#   broken:F     the GPU tests of filter F on the kernel templates in carry/broken/ (a copy with a
+#   broken:F     the GPU tests of filter F on the kernel templates in $BROKEN_DIR (default carry/broken/: a copy with a
 #                planted bug): they must fail (gpu_tests_broken_<gpu>.log)
 set -uo pipefail
 WORK=${WORK:-/tmp/issue28}
@@ -308,7 +308,7 @@ for step in "$@"; do
         > "$OUT/gpu_tests_some_${tag}.log" 2>&1
       summary+=("tests rc=$?: $(grep -E '^\[  (PASSED|FAILED|  FAILED) ' "$OUT/gpu_tests_some_${tag}.log" | tr '\n' ' ')") ;;
     broken:*)
-      TUNED_TEMPLATE_DIR=$PWD/carry/broken build/tests/tuned_gpu_tests --gtest_color=no \
+      TUNED_TEMPLATE_DIR=${BROKEN_DIR:-$PWD/carry/broken} build/tests/tuned_gpu_tests --gtest_color=no \
         --gtest_filter="${step#broken:}" > "$OUT/gpu_tests_broken_${tag}.log" 2>&1
       summary+=("broken rc=$? (must fail): $(grep -E '^\[  (PASSED|FAILED|  FAILED) ' "$OUT/gpu_tests_broken_${tag}.log" | tr '\n' ' ')") ;;
     *) echo "unknown step $step"; exit 2 ;;
