@@ -22,14 +22,16 @@
 //   transposed into the workspace, and the main kernel (compiled with TRANS_B = 1) reads that:
 //   cheap next to the product when m is large, and B's slices then need no transpose on the way
 //   to shared memory;
-//   SPLITK > 1 splits k among that many blocks per tile: each writes its partial tile to a
+//   SPLITK > 1 splits k among that many blocks per tile, or more (split_count: the launch raises
+//   it, up to 2 SPLITK - 1, where few tiles leave a wave short; tensor-core tiles of at most
+//   64 x 64 summed by their last block, kRaisableSplits): each writes its partial tile to a
 //   workspace, and the partials are summed in split order, so results are deterministic and no
 //   float atomics are involved. Who sums is the launch's choice (split_mode, from the host-side
 //   parameter REDUCE): the last block of a tile to finish (an integer ticket), or a second launch
 //   of this kernel spread over many blocks per tile (one fragment element of every thread each);
 //   both add the same numbers in the same order, so they give the same bits.
 //   TAIL = 1 (with SPLITK = 1) splits the tiles of a partial last wave along k: blocks from
-//   tail_first on each take 1/tail_splits of one tail tile's k range (the host sizes both from
+//   tail_first on each take 1/split_count of one tail tile's k range (the host sizes both from
 //   the SMs and the kernel's occupancy), summed like split-K partials, so a wave that would run
 //   mostly empty runs full and short (a data-parallel + split hybrid in the spirit of stream-K).
 //   Compiled in only where asked for: the summing code costs registers (221 -> 255 on the large
@@ -199,6 +201,11 @@ constexpr int kATileFloats = (AKM ? BK : BM) * kAStride;
 constexpr int kBStride = B_STRIDE;
 constexpr int kBTileFloats = (BKM ? BK : BN) * kBStride;
 
+// Split-K counts the launch may raise (gemm_op::split_k_count): tensor-core tiles of at most
+// 64 x 64 only. On an H100 raised 128 x 128 wgmma tiles ran up to 1.38x slower, and no FFMA tile
+// gained; a count known at compile time keeps those kernels' code as it was (a run-time count
+// cost an FFMA split-K kernel 1 %). The summing pass (REDUCE = 1) is never raised.
+constexpr bool kRaisableSplits = MMA != 0 && BM * BN <= 64 * 64;
 // MMA = 1, 2: mma tiles per warp along m and n (1 in FFMA kernels, whose MMA code is never run).
 constexpr bool kMma = MMA >= 1;
 constexpr int kMmaM = kMma ? WM / 16 : 1;
@@ -853,7 +860,7 @@ __device__ __forceinline__ void wait_for_previous_grid() {
 extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
     KERNEL_NAME(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
-                float* __restrict__ workspace, int split_mode, int tail_first, int tail_splits) {
+                float* __restrict__ workspace, int split_mode, int tail_first, int split_count) {
   wait_for_previous_grid();
   constexpr int kTileFloats = BM * BN;  // == kThreads * kFragM * kFragN
   const int tid = threadIdx.x;
@@ -885,17 +892,19 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
   const int lane_m = kMma ? lane / 4 : lane % LM;
   const int lane_n = kMma ? lane % 4 : lane / LM;
 
-  // This block's tile and share of its k range: split-K, tile blockIdx.x and split blockIdx.y;
-  // a tail tile (SPLITK = 1, blocks from tail_first on), tail_splits consecutive blocks per tile.
-  int tile = blockIdx.x, split = 0, splits = SPLITK;
+  // This block's tile and share of its k range: split-K, tile blockIdx.x and split blockIdx.y of
+  // split_count (SPLITK or the launch's raise); a tail tile (SPLITK = 1, blocks from tail_first
+  // on), split_count consecutive blocks per tile.
+  int tile = blockIdx.x, split = 0, splits = 1;
   if constexpr (SPLITK > 1) {
     split = blockIdx.y;
+    splits = kRaisableSplits ? split_count : SPLITK;
   } else if constexpr (TAIL == 1) {
-    if (tail_splits > 1 && tile >= tail_first) {
+    if (split_count > 1 && tile >= tail_first) {
       const int i = tile - tail_first;
-      tile = tail_first + i / tail_splits;
-      split = i % tail_splits;
-      splits = tail_splits;
+      tile = tail_first + i / split_count;
+      split = i % split_count;
+      splits = split_count;
     }
   }
   int m0, n0;
@@ -1465,12 +1474,12 @@ static_assert(GCOLS >= 1 && GCOLS <= 16 && (GCOLS & (GCOLS - 1)) == 0,
 extern "C" __global__ void __launch_bounds__(kGemvThreads, 2)
     KERNEL_NAME(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
-                float* __restrict__ workspace, int split_mode, int tail_first, int tail_splits) {
+                float* __restrict__ workspace, int split_mode, int tail_first, int split_count) {
   wait_for_previous_grid();
   // The matrix-vector kernel's last block always sums, and it has no tiles to split.
   (void)split_mode;
   (void)tail_first;
-  (void)tail_splits;
+  (void)split_count;
   const bool column = N <= GCOLS;  // n <= GCOLS (also when m is too); else m <= GCOLS
   const int rows = column ? M : N;
   const int cols = column ? N : M;

@@ -984,8 +984,18 @@ bool vector_aligned(const void* pointer, int64_t ld) {
   return reinterpret_cast<uintptr_t>(pointer) % 16 == 0 && ld % 4 == 0;
 }
 
+// Floats of one partial tile: BM x BN, or GEMV's row block of every column.
+int64_t split_tile_floats(const Config& config) {
+  return is_gemv(config) ? int64_t{config.get("GEMV")} * config.get("GCOLS")
+                         : int64_t{config.get("BM")} * config.get("BN");
+}
+
+int64_t k_slices(const Config& config, const Problem& problem) {
+  return (std::max<int64_t>(problem.k, 1) + config.get("BK") - 1) / config.get("BK");
+}
+
 size_t split_bytes(const Config& config, const Problem& problem) {
-  const int64_t splits = config.get("SPLITK");
+  const int64_t splits = max_split_k(config, problem);
   if (splits == 1 && config.get("TAIL") == 1 && !is_gemv(config)) {
     // Tail splits: at most kMaxTailBlocks partial tiles and as many tickets.
     const int64_t partials = std::min(kMaxTailBlocks, tile_count(config, problem) * kMaxTailSplits);
@@ -995,10 +1005,9 @@ size_t split_bytes(const Config& config, const Problem& problem) {
   if (splits == 1) return 0;
   const int64_t tiles = tile_count(config, problem);
   // Partial tiles (GEMV: row blocks of every column) of every split, then one int ticket per
-  // tile (see gemm.cu).
-  const int64_t tile_floats = is_gemv(config) ? int64_t{config.get("GEMV")} * config.get("GCOLS")
-                                              : int64_t{config.get("BM")} * config.get("BN");
-  return static_cast<size_t>(splits * tiles * tile_floats) * sizeof(float) +
+  // tile (see gemm.cu; a launch of fewer splits than the bound has its tickets right after its
+  // partial tiles, where the kernel looks for them).
+  return static_cast<size_t>(splits * tiles * split_tile_floats(config)) * sizeof(float) +
          static_cast<size_t>(tiles) * sizeof(int);
 }
 
@@ -1037,15 +1046,24 @@ ProblemKey problem_key(const DeviceInfo& device, const Problem& problem) {
   return key;
 }
 
+namespace {
+
+// Blocks of the product's launch the current device holds at once: its SMs x the occupancy.
+int64_t resident_blocks(const LoadedKernel& kernel, const LaunchGeometry& product) {
+  int device = 0, sms = 0;
+  TUNED_CUDA_CHECK(cudaGetDevice(&device));
+  TUNED_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return int64_t{sms} * kernel.max_active_blocks_per_sm(static_cast<int>(product.block.x),
+                                                        product.dynamic_smem_bytes);
+}
+
+}  // namespace
+
 TailSplit tail_split(const LoadedKernel& kernel, const Config& config, const Problem& problem,
                      const LaunchGeometry& product) {
   TailSplit none;
   if (is_gemv(config) || config.get("TAIL") == 0 || config.get("SPLITK") != 1) return none;
-  int device = 0, sms = 0;
-  TUNED_CUDA_CHECK(cudaGetDevice(&device));
-  TUNED_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int64_t slots = int64_t{sms} * kernel.max_active_blocks_per_sm(
-                                           static_cast<int>(product.block.x), product.dynamic_smem_bytes);
+  const int64_t slots = resident_blocks(kernel, product);
   const int64_t tiles = tile_count(config, problem);
   if (slots <= 0 || tiles <= slots || tiles % slots == 0) return none;
   const int64_t tail = tiles % slots;
@@ -1055,6 +1073,52 @@ TailSplit tail_split(const LoadedKernel& kernel, const Config& config, const Pro
       std::min({kMaxTailSplits, slots / tail, slices / 2, kMaxTailBlocks / tail});
   if (splits < 2) return none;
   return {tiles - tail, splits};
+}
+
+int64_t max_split_k(const Config& config, const Problem& problem) {
+  const int64_t least = config.get("SPLITK");
+  // gemm.cu's kRaisableSplits: tensor-core tiles of at most 64 x 64, summed by their last block.
+  const bool raisable = !is_gemv(config) && config.get("REDUCE") == 0 && config.get("MMA") != 0 &&
+                        config.get("BM") * config.get("BN") <= 64 * 64;
+  if (least == 1 || !raisable) return least;
+  const int64_t most = std::min(2 * least - 1, k_slices(config, problem));
+  if (most <= least || tile_count(config, problem) * most > kMaxRaisedSplitBlocks) return least;
+  return most;
+}
+
+namespace {
+
+// A block's fixed cost in slices of k for split_k_count's estimate: filling its pipeline, writing
+// its partial tile and taking its ticket.
+constexpr int64_t kSplitBlockOverheadSlices = 2;
+
+}  // namespace
+
+int64_t split_k_count(const LoadedKernel& kernel, const Config& config, const Problem& problem,
+                      const LaunchGeometry& product) {
+  const int64_t least = config.get("SPLITK");
+  const int64_t most = max_split_k(config, problem);
+  if (most == least) return least;
+  const int64_t slots = resident_blocks(kernel, product);
+  if (slots <= 0) return least;
+  const int64_t tiles = tile_count(config, problem), slices = k_slices(config, problem);
+  // Estimated time in slices: waves of blocks, each its split's slices plus the fixed cost.
+  auto cost = [&](int64_t splits) {
+    const int64_t per_split = (slices + splits - 1) / splits;
+    return (tiles * splits + slots - 1) / slots * (per_split + kSplitBlockOverheadSlices);
+  };
+  int64_t best = least, best_cost = cost(least);
+  for (int64_t s = least + 1; s <= most; ++s) {
+    // As few splits as give this length of split: none is left without a slice of k.
+    const int64_t per_split = (slices + s - 1) / s;
+    const int64_t splits = (slices + per_split - 1) / per_split;
+    if (splits > least && cost(splits) < best_cost) {
+      best = splits;
+      best_cost = cost(splits);
+    }
+  }
+  // Raised only for a clear gain: the estimate leaves out the extra partial tiles' traffic.
+  return best_cost * 20 <= cost(least) * 19 ? best : least;
 }
 
 namespace {
@@ -1153,19 +1217,23 @@ void launch_pass(const LoadedKernel& kernel, const Config& config, const Problem
   }
   ws += packed_a_bytes(config, problem) + packed_b_bytes(config, problem);
   float* split_ws = reinterpret_cast<float*>(ws);
-  const size_t split_ws_bytes = split_bytes(config, problem);
-  const bool sum_pass = split_ws_bytes > 0 && !is_gemv(config) && config.get("REDUCE") == 1;
-  if (split_ws_bytes > 0 && !sum_pass) {
-    // The tickets start at zero each launch (the last block of a tile also resets its own, but
-    // a workspace may be fresh or left over from an aborted launch).
-    const int64_t tickets = tile_count(config, problem);
-    zero_tickets(kernel, reinterpret_cast<int*>(reinterpret_cast<char*>(split_ws) + split_ws_bytes) -
-                             tickets, tickets, stream);
+  const bool sum_pass = config.get("SPLITK") > 1 && !is_gemv(config) && config.get("REDUCE") == 1;
+  LaunchGeometry product = geometry(config, problem);
+  const int64_t splits =
+      is_gemv(config) ? config.get("SPLITK") : split_k_count(kernel, config, problem, product);
+  product.grid.y = static_cast<unsigned>(splits);
+  if (splits > 1 && !sum_pass) {
+    // The tickets, after the launch's partial tiles, start at zero each launch (the last block of
+    // a tile also resets its own, but a workspace may be fresh or left over from an aborted one).
+    const int64_t tiles = tile_count(config, problem);
+    zero_tickets(kernel,
+                 reinterpret_cast<int*>(split_ws + splits * tiles * split_tile_floats(config)),
+                 tiles, stream);
   }
   int split_mode = sum_pass ? kSplitPartialsOnly : kSplitLastBlockSums;
-  LaunchGeometry product = geometry(config, problem);
   const TailSplit tail = tail_split(kernel, config, problem, product);
-  int tail_first = static_cast<int>(tail.first), tail_splits = static_cast<int>(tail.splits);
+  int tail_first = static_cast<int>(tail.first);
+  int split_count = static_cast<int>(tail.splits > 1 ? tail.splits : splits);
   if (tail.splits > 1) {
     const int64_t tail_tiles = tile_count(config, problem) - tail.first;
     product.grid.x = static_cast<unsigned>(tail.first + tail_tiles * tail.splits);
@@ -1175,9 +1243,8 @@ void launch_pass(const LoadedKernel& kernel, const Config& config, const Problem
     zero_tickets(kernel, reinterpret_cast<int*>(reinterpret_cast<char*>(split_ws) + partial_bytes),
                  tail_tiles, stream);
   }
-  void* args[] = {&m,   &n,    &k,        &alpha,      &a,          &lda,       &b,
-                  &ldb, &beta, &c,        &ldc,        &split_ws,   &split_mode, &tail_first,
-                  &tail_splits};
+  void* args[] = {&m,    &n, &k,   &alpha,    &a,          &lda,        &b,          &ldb,
+                  &beta, &c, &ldc, &split_ws, &split_mode, &tail_first, &split_count};
   kernel.launch(product, args, stream);
   if (sum_pass) {
     // The same kernel again as the summing pass: a block per (tile, fragment element).

@@ -159,6 +159,25 @@ struct TailSplit {
 TailSplit tail_split(const LoadedKernel& kernel, const Config& config, const Problem& problem,
                      const LaunchGeometry& product);
 
+/// Split-K's splits per tile (SPLITK > 1; 1 for other configs): SPLITK, or more, up to
+/// max_split_k, where an estimate (waves of blocks times a block's slices of k plus a fixed cost)
+/// says the blocks then fill the GPU clearly better: NT 87 x 1765 x 9433 in 32 x 64 tiles, 336
+/// blocks of 4 splits, ran 1.19x faster raised to fill two whole waves on an H100. Chosen from
+/// the SMs and the kernel's occupancy like the tail split. More splits only shorten each split's
+/// sum: a config within the accuracy contract at SPLITK stays within it.
+int64_t split_k_count(const LoadedKernel& kernel, const Config& config, const Problem& problem,
+                      const LaunchGeometry& product);
+/// The most splits split_k_count may choose, what the workspace holds room for (without knowing
+/// the device): 2 SPLITK - 1, no more than the slices of k; SPLITK itself where the raised partial
+/// tiles would pass kMaxRaisedSplitBlocks (a raise pays only where few tiles leave a wave short,
+/// and a larger workspace would cross the runtime's limit on it for more shapes: on an H100,
+/// shapes that lost their split-K pick that way ran up to 1.2x slower), for FFMA configs and
+/// tiles larger than 64 x 64 (raised 128 x 128 wgmma tiles ran up to 1.38x slower, no FFMA tile
+/// gained) and where a summing pass adds the partials (REDUCE = 1: its loop over a count known at
+/// compile time stays as it was).
+constexpr int64_t kMaxRaisedSplitBlocks = 1024;
+int64_t max_split_k(const Config& config, const Problem& problem);
+
 /// The transpose op on the stream: B (cols x rows, ldb) = A^T for A (rows x cols, lda). PRETB
 /// configs transpose B into the workspace with it: the API entry passes the transpose op's runtime
 /// path (api::transpose), a tuning task a kernel of the transpose op it loaded itself.

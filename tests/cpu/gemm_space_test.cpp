@@ -234,7 +234,7 @@ TEST(GemmSpace, PackedOperandsAndSplitSumsHaveTheirWorkspace) {
   split.set("SPLITK", 8);
   const Problem q = packed_problem("NN", 256, 256, 65536);
   const size_t split_bytes = workspace_bytes(split, q);
-  EXPECT_EQ(split_bytes, 8u * 4 * 128 * 128 * 4 + 4 * 4);
+  EXPECT_EQ(split_bytes, 8u * 4 * 128 * 128 * 4 + 4 * 4);  // 128 x 128 tiles: never raised
   split.set("REDUCE", 1);
   EXPECT_EQ(workspace_bytes(split, q), split_bytes);
   // A tail split reserves its bound (512 partial tiles and tickets, fewer for fewer tiles: at most
@@ -382,8 +382,33 @@ TEST(GemmSpace, SplitKGeometryAndWorkspace) {
   EXPECT_EQ(g.grid.x, 64u);  // 1 x 64 tiles
   EXPECT_EQ(g.grid.y, 8u);   // 8 splits of k
   EXPECT_EQ(g.dynamic_smem_bytes, 3u * (32 * 36 + 32 * 68) * 4);
-  // 8 partial 32x64 tiles per tile, then one ticket per tile.
+  // 8 partial 32x64 tiles per tile, then one ticket per tile: an FFMA config's splits are never
+  // raised (gemm.cu's kRaisableSplits).
+  EXPECT_EQ(max_split_k(c, p), 8);
   EXPECT_EQ(workspace_bytes(c, p), 8u * 64 * 32 * 64 * 4 + 64 * 4);
+  // A tensor-core tile of at most 64 x 64 may be raised by the launch to 2 x 8 - 1 = 15 splits
+  // (split_k_count), and the workspace holds room for them,
+  Config raisable = c;
+  raisable.set("MMA", 1);
+  EXPECT_EQ(max_split_k(raisable, p), 15);
+  EXPECT_EQ(workspace_bytes(raisable, p), 15u * 64 * 32 * 64 * 4 + 64 * 4);
+  // no more than slices of k (k = 320: 10 slices of 32),
+  EXPECT_EQ(max_split_k(raisable, packed_problem("NN", 32, 4096, 320)), 10);
+  // none where the raised partial tiles would pass their bound (69 tiles x 15 splits),
+  static_assert(69 * 15 > kMaxRaisedSplitBlocks && 64 * 15 <= kMaxRaisedSplitBlocks);
+  EXPECT_EQ(max_split_k(raisable, packed_problem("NN", 32, 69 * 64, 768)), 8);
+  // none where a summing pass adds the partials or the tile is larger than 64 x 64,
+  Config summed = raisable;
+  summed.set("REDUCE", 1);
+  EXPECT_EQ(max_split_k(summed, p), 8);
+  EXPECT_EQ(workspace_bytes(summed, p), 8u * 64 * 32 * 64 * 4 + 64 * 4);
+  Config wide = raisable;
+  wide.set("BN", 256);
+  EXPECT_EQ(max_split_k(wide, p), 8);
+  // and none for configs that do not split k.
+  Config whole = raisable;
+  whole.set("SPLITK", 1);
+  EXPECT_EQ(max_split_k(whole, p), 1);
   // Split-K is pruned where the tiles already fill the GPU.
   const Space big = make_space(dev, packed_problem("NN", 4096, 4096, 768));
   c.set("BM", 128);

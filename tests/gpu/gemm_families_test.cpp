@@ -391,6 +391,38 @@ TEST(GemmFamilies, StagedCIsRightAndGivesTheBitsOfDirectStores) {
   EXPECT_EQ(compared, static_cast<int>(configs.size() * 2 * 2 * 2));
 }
 
+// Config c on problem p: right against the reference (GemmTask::check, NaN-poisoned C), then on
+// the same fresh inputs twice, giving the same bits both times.
+void expect_right_and_repeatable(const DeviceInfo& device, DeviceCheck& check,
+                                 const LoadedKernel& kernel, const Config& c, const Problem& p,
+                                 int seed, cudaStream_t stream) {
+  GemmTask task(device, p, check);
+  task.allocate();
+  task.fresh_inputs(seed, stream);
+  const MatrixCheck result = task.check(kernel, c, stream);
+  EXPECT_TRUE(result.passed(task.tolerance()))
+      << "rel error " << result.rel_error << ", unwritten " << result.unwritten << ", non-finite "
+      << result.nonfinite;
+  const int64_t m = p.m, n = p.n, k = p.k;
+  DeviceBuffer a(column_major_elements(p.lda, p.trans_a ? m : k) * sizeof(float));
+  DeviceBuffer b(column_major_elements(p.ldb, p.trans_b ? k : n) * sizeof(float));
+  DeviceBuffer c1(column_major_elements(p.ldc, n) * sizeof(float));
+  DeviceBuffer c2(column_major_elements(p.ldc, n) * sizeof(float));
+  DeviceBuffer ws(std::max<size_t>(workspace_bytes(c, p), 1));
+  check.fill_uniform(a.as<float>(), a.bytes() / 4, seed + 1, -1, 1, stream);
+  check.fill_uniform(b.as<float>(), b.bytes() / 4, seed + 2, -1, 1, stream);
+  for (DeviceBuffer* out : {&c1, &c2}) {
+    DeviceCheck::poison(out->as<float>(), out->bytes() / 4, stream);
+    launch(kernel, c, p, 1.0f, a.as<float>(), b.as<float>(), 0.0f, out->as<float>(), ws.get(),
+           stream, task.transpose_b_callback());
+  }
+  const MatrixCheck same =
+      check.compare(c2.as<float>(), p.ldc, c1.as<float>(), p.ldc, m, n, stream);
+  EXPECT_EQ(same.rel_error, 0.0);
+  EXPECT_EQ(same.unwritten, 0);
+  EXPECT_EQ(same.nonfinite, 0);
+}
+
 // TAIL = 1: the tiles of a partial last wave are split along k at launch. Shapes are built per
 // config so the launch really splits (a few tiles past whole waves of this GPU): odd m, n and k,
 // every layout, packed (odd leading dims) and padded, checked against cuBLAS on NaN-poisoned C
@@ -448,35 +480,72 @@ TEST(GemmFamilies, TailSplitFillsTheLastWaveRightAndRepeatably) {
         EXPECT_GE(tail.splits, 2) << "the shape should leave a short last wave on "
                                   << slots << " slots";
         split_launches += tail.splits >= 2;
-        GemmTask task(device, p, check);
-        task.allocate();
-        task.fresh_inputs(77 + split_launches, stream.get());
-        const MatrixCheck result = task.check(*kernel, c, stream.get());
-        EXPECT_TRUE(result.passed(task.tolerance()))
-            << "rel error " << result.rel_error << ", unwritten " << result.unwritten
-            << ", non-finite " << result.nonfinite;
-        // The same inputs twice: the tail's sums are ordered, so the bits repeat.
-        DeviceBuffer a(column_major_elements(p.lda, p.trans_a ? m : k) * sizeof(float));
-        DeviceBuffer b(column_major_elements(p.ldb, p.trans_b ? k : n) * sizeof(float));
-        DeviceBuffer c1(column_major_elements(p.ldc, n) * sizeof(float));
-        DeviceBuffer c2(column_major_elements(p.ldc, n) * sizeof(float));
-        DeviceBuffer ws(std::max<size_t>(workspace_bytes(c, p), 1));
-        check.fill_uniform(a.as<float>(), a.bytes() / 4, 5, -1, 1, stream.get());
-        check.fill_uniform(b.as<float>(), b.bytes() / 4, 6, -1, 1, stream.get());
-        for (DeviceBuffer* out : {&c1, &c2}) {
-          DeviceCheck::poison(out->as<float>(), out->bytes() / 4, stream.get());
-          launch(*kernel, c, p, 1.0f, a.as<float>(), b.as<float>(), 0.0f, out->as<float>(),
-                 ws.get(), stream.get(), task.transpose_b_callback());
-        }
-        const MatrixCheck same =
-            check.compare(c2.as<float>(), p.ldc, c1.as<float>(), p.ldc, m, n, stream.get());
-        EXPECT_EQ(same.rel_error, 0.0);
-        EXPECT_EQ(same.unwritten, 0);
-        EXPECT_EQ(same.nonfinite, 0);
+        // The tail's sums are ordered, so the bits repeat.
+        expect_right_and_repeatable(device, check, *kernel, c, p, 77 + split_launches,
+                                    stream.get());
       }
     }
   }
   EXPECT_EQ(split_launches, 2 * (4 + 4 + 2 + (device.compute_capability() >= 90 ? 4 : 0)));
+}
+
+// Split-K raised by the launch (split_k_count): shapes of one tile column whose blocks at SPLITK
+// run a few past one wave of this GPU (or, where the raise's bound is smaller, leave it short), so
+// the launch takes more splits; odd m, n and k, every layout, unaligned leading dims (packed or
+// not), FP64 and (sm_90) split TF32 wgmma tensor cores: right on NaN-poisoned C, and the same bits
+// twice.
+TEST(GemmFamilies, RaisedSplitKIsRightAndRepeatable) {
+  TUNED_REQUIRE_GPU();
+  const DeviceInfo device = query_device(0);
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  KernelCache kernels;
+  DeviceCheck check(kernels, device);
+  Stream stream = Stream::create();
+  int raised = 0, runs = 0;
+  for (const char* text : {
+           "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,"
+           "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=6,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,"
+           "GCOLS=1",
+           "GEMV=0,BM=32,BN=64,BK=32,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=8,"
+           "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,"
+           "GCOLS=1",
+           "GEMV=0,BM=64,BN=64,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=8,"
+           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=3,CSTAGE=0,KSUM=1,"
+           "GCOLS=1",
+           "GEMV=0,BM=64,BN=64,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+           "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=16,PACK=0,REDUCE=0,TAIL=0,MMA=3,CSTAGE=0,KSUM=1,"
+           "GCOLS=1",
+       }) {
+    const Config config = Config::parse(text);
+    if (config.get("MMA") == 1 && device.compute_capability() < 90) continue;
+    if (config.get("MMA") == 3 && device.compute_capability() != 90) continue;
+    for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+      // The config as fitted to odd leading dims (alignment class 1).
+      const Problem probe = packed_problem(layout, 1001, 35, 1001);
+      const Config c = fit_config(config, device, probe);
+      const auto kernel = kernels.get(kernel_spec(c, probe), device);
+      const int64_t bm = c.get("BM"), bn = c.get("BN"), least = c.get("SPLITK");
+      const int64_t slots = int64_t{device.sm_count} *
+                            kernel->max_active_blocks_per_sm(threads_per_block(c), shared_bytes(c));
+      // One tile column; 8 slices per split at SPLITK.
+      const int64_t tiles = std::min(slots / least + 3, kMaxRaisedSplitBlocks / (2 * least - 1));
+      const int64_t m = (tiles - 1) * bm + 5, n = bn - 3, k = 8 * least * c.get("BK") + 7;
+      const Problem p = packed_problem(layout, m, n, k);
+      ASSERT_EQ(p.alignment, 1);
+      SCOPED_TRACE(std::string(layout) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                   std::to_string(k) + " " + c.canonical() + ", " + std::to_string(slots) +
+                   " slots");
+      const int64_t splits = split_k_count(*kernel, c, p, geometry(c, p));
+      EXPECT_GT(splits, least);
+      EXPECT_LE(splits, max_split_k(c, p));
+      raised += splits > least;
+      ++runs;
+      // The partials are summed in split order, so the bits repeat.
+      expect_right_and_repeatable(device, check, *kernel, c, p, 91 + runs, stream.get());
+    }
+  }
+  EXPECT_EQ(raised, runs);
+  EXPECT_GE(runs, 4);
 }
 
 // KSUM = 1 keeps FFMA kernels within the accuracy contract where one chain per output is not:
@@ -703,13 +772,14 @@ TEST(GemmFamilies, SplitKThroughThePublicApiIsDeterministic) {
 }
 
 // The last block's sums and the summing pass's (one split config, before + REDUCE 0 or 1 + after),
-// each through tuned_gemm on odd leading dims: the very same bits.
+// each through tuned_gemm on odd leading dims: the very same bits. 97 x 3073 has 98-196 tiles, too
+// many for a launch to raise 6 splits (max_split_k), so both sum the same 6 partials.
 void expect_sum_pass_equals_last_block(const std::string& before, const std::string& after,
                                        const std::string& described) {
   const auto last_block =
-      check_split_through_the_api(97, 203, 3001, before + "0" + after, described);
+      check_split_through_the_api(97, 3073, 3001, before + "0" + after, described);
   const auto sum_pass =
-      check_split_through_the_api(97, 203, 3001, before + "1" + after, "REDUCE=1");
+      check_split_through_the_api(97, 3073, 3001, before + "1" + after, "REDUCE=1");
   ASSERT_EQ(last_block.size(), sum_pass.size());
   size_t differing = 0;
   for (size_t i = 0; i < last_block.size(); ++i) {
@@ -718,7 +788,7 @@ void expect_sum_pass_equals_last_block(const std::string& before, const std::str
   EXPECT_EQ(differing, 0u) << "of " << last_block.size() << " elements";
 }
 
-// Split-K on odd leading dims with A and B packed (VEC 4 on lda = 97, ldb = 203, ldc = 97): the
+// Split-K on odd leading dims with A and B packed (VEC 4 on lda = 97, ldb = 3073, ldc = 97): the
 // summing pass spread over many blocks gives the very bits of the last block's sum, repeatably.
 TEST(GemmFamilies, SplitSumPassEqualsTheLastBlockSumOnPackedOperands) {
   TUNED_REQUIRE_GPU();
