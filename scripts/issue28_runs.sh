@@ -91,8 +91,9 @@
 #   suite        gemm_vs_cublas, shipped data only
 #   tests        the GEMM GPU tests
 #   tests:F      the GPU tests of gtest filter F
-#   broken:F     the GPU tests of filter F on the kernel templates in $BROKEN_DIR (default carry/broken/: a copy with a
-#                planted bug): they must fail (gpu_tests_broken_<gpu>.log)
+#   broken:F     the GPU tests of filter F on the kernel templates in $BROKEN_DIR (default
+#                carry/broken/: a copy with a planted bug): they must fail
+#                (gpu_tests_broken_<gpu>.log)
 set -uo pipefail
 WORK=${WORK:-/tmp/issue28}
 mkdir -p "$WORK"
