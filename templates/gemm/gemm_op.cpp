@@ -108,6 +108,11 @@ constexpr const char* kPack = "tuned_gemm_pack";                 // gemm.cu's al
 // gemm.cu's orientation of a GEMV kernel: Y = C (m x n) when n fits its columns, else Y = C^T;
 // and the rows and columns of Y.
 bool gemv_y_is_c(const Config& c, const Problem& p) { return p.n <= c.get("GCOLS"); }
+
+// Slices of BK steps of k in the whole k range (at least one).
+int64_t k_slices(const Config& config, const Problem& problem) {
+  return (std::max<int64_t>(problem.k, 1) + config.get("BK") - 1) / config.get("BK");
+}
 int64_t gemv_rows(const Config& c, const Problem& p) { return gemv_y_is_c(c, p) ? p.m : p.n; }
 int64_t gemv_cols(const Config& c, const Problem& p) { return gemv_y_is_c(c, p) ? p.n : p.m; }
 
@@ -128,7 +133,7 @@ int64_t longest_ffma_sum(const Config& c, const Problem& p) {
     return std::max((chunk + k_threads - 1) / k_threads, k_threads);
   }
   const int64_t bk = c.get("BK");
-  const int64_t slices = (std::max<int64_t>(p.k, 1) + bk - 1) / bk;
+  const int64_t slices = k_slices(c, p);
   const int64_t splits = c.get("SPLITK");
   const int64_t chain = (slices + splits - 1) / splits * bk;  // one split's products, in order
   if (sums_in_chains(c)) {
@@ -990,10 +995,6 @@ int64_t split_tile_floats(const Config& config) {
                          : int64_t{config.get("BM")} * config.get("BN");
 }
 
-int64_t k_slices(const Config& config, const Problem& problem) {
-  return (std::max<int64_t>(problem.k, 1) + config.get("BK") - 1) / config.get("BK");
-}
-
 size_t split_bytes(const Config& config, const Problem& problem) {
   const int64_t splits = max_split_k(config, problem);
   if (splits == 1 && config.get("TAIL") == 1 && !is_gemv(config)) {
@@ -1068,7 +1069,7 @@ TailSplit tail_split(const LoadedKernel& kernel, const Config& config, const Pro
   if (slots <= 0 || tiles <= slots || tiles % slots == 0) return none;
   const int64_t tail = tiles % slots;
   // As many splits as fill the last wave, each at least two slices of k, within the bounds.
-  const int64_t slices = (problem.k + config.get("BK") - 1) / config.get("BK");
+  const int64_t slices = k_slices(config, problem);
   const int64_t splits =
       std::min({kMaxTailSplits, slots / tail, slices / 2, kMaxTailBlocks / tail});
   if (splits < 2) return none;
@@ -1112,9 +1113,10 @@ int64_t split_k_count(const LoadedKernel& kernel, const Config& config, const Pr
     // As few splits as give this length of split: none is left without a slice of k.
     const int64_t per_split = (slices + s - 1) / s;
     const int64_t splits = (slices + per_split - 1) / per_split;
-    if (splits > least && cost(splits) < best_cost) {
+    const int64_t c = cost(splits);
+    if (splits > least && c < best_cost) {
       best = splits;
-      best_cost = cost(splits);
+      best_cost = c;
     }
   }
   // Raised only for a clear gain: the estimate leaves out the extra partial tiles' traffic.
@@ -1219,8 +1221,7 @@ void launch_pass(const LoadedKernel& kernel, const Config& config, const Problem
   float* split_ws = reinterpret_cast<float*>(ws);
   const bool sum_pass = config.get("SPLITK") > 1 && !is_gemv(config) && config.get("REDUCE") == 1;
   LaunchGeometry product = geometry(config, problem);
-  const int64_t splits =
-      is_gemv(config) ? config.get("SPLITK") : split_k_count(kernel, config, problem, product);
+  const int64_t splits = split_k_count(kernel, config, problem, product);
   product.grid.y = static_cast<unsigned>(splits);
   if (splits > 1 && !sum_pass) {
     // The tickets, after the launch's partial tiles, start at zero each launch (the last block of

@@ -159,7 +159,7 @@ struct TailSplit {
 TailSplit tail_split(const LoadedKernel& kernel, const Config& config, const Problem& problem,
                      const LaunchGeometry& product);
 
-/// Split-K's splits per tile (SPLITK > 1; 1 for other configs): SPLITK, or more, up to
+/// Split-K's splits per tile (GEMV's splits of k too): SPLITK, or more, up to
 /// max_split_k, where an estimate (waves of blocks times a block's slices of k plus a fixed cost)
 /// says the blocks then fill the GPU clearly better: NT 87 x 1765 x 9433 in 32 x 64 tiles, 336
 /// blocks of 4 splits, ran 1.19x faster raised to fill two whole waves on an H100. Chosen from
