@@ -68,6 +68,11 @@
 #                on the problems with m or n up to 16 of the second fitting set (decoding), the
 #                grid, seeds 1-60 and 81-112 and the hard families' seeds 1000-1099, for at most
 #                S seconds (default 400; gemm_sweep_<gpu>_issue28-gemv-<set>.tsv.gz)
+#   hard[:S]     autotune 14 s each on 15 fitting shapes of the hard families (skinny with long k,
+#                tiny k under a large C; none held out) into $WORK/hard.db, then their 2 fastest
+#                configs per shape on the large stratum's hard families (gemm_sweep --hard-families,
+#                seeds 3001-3032, >= 1 GFLOP), for at most S seconds (default 310;
+#                gemm_sweep_<gpu>_issue28-hard-large.tsv.gz)
 #   long[:S]     the shipped portfolio and the long-k configs (small tiles, 32-256 splits) on
 #                products with one very long dimension (gemm_sweep --long: convolution-like
 #                weight gradients and first layers), for at most S seconds (default 300;
@@ -152,6 +157,9 @@ LANES_SETS=("lanes-large --seeds 3001-3032 --min-gflop 1" "lanes-middle --seeds 
             "lanes-layer-grid --layer-grid")
 ROWS_FIRST_PACKED_SETS=("rows-first-packed-large --seeds 3001-3032 --min-gflop 1"
                         "rows-first-packed-middle --seeds 3101-3116 --min-gflop 0.1")
+# The hard families (gemm_sweep --hard-families: min(m, n) <= 256 with k >= 2000, k <= 128 under
+# m * n >= 2^20) of the large stratum's seeds.
+HARD_SETS=("hard-large --seeds 3001-3032 --min-gflop 1 --hard-families")
 TF32_SETS=("tf32-networks --networks --max-gflop 600" "tf32-more --more-networks --max-gflop 200"
            "tf32-large --seeds 3001-3032 --min-gflop 1" "tf32-middle --seeds 3101-3116 --min-gflop 0.1")
 
@@ -259,6 +267,18 @@ for step in "$@"; do
       sweep_step lanes 300 LANES_SETS "" --candidates "$WORK/lanes_candidates.txt" ;;
     gemv|gemv:*)
       sweep_step gemv 400 GEMV_SETS "" ;;
+    hard|hard:*)
+      # Configs for the hard families, found by autotune (14 s each) on fitting shapes of those
+      # kinds, skinny with long k and tiny k under a large C, none held out, into $WORK/hard.db;
+      # their 2 fastest per shape then timed on the hard families of the large stratum, rows the
+      # fit joins to the portfolio's there.
+      for s in NT:6123x19x7001 NT:9001x29x4500 TN:5003x21x6007 TT:5555x27x5003 TN:3001x40x9001 \
+        NN:7001x25x6001 TT:7777x33x4001 NT:311x181x8887 TT:91x1201x6003 TN:4097x16x12288 \
+        NN:1001x23x12007 TN:1999x12001x47 NT:8501x11001x19 TN:6999x2601x31 NN:3001x9001x41; do
+        build/tools/autotune --op gemm --layout "${s%%:*}" --shape "${s#*:}" --budget 14 --seed 2 \
+          --db "$WORK/hard.db" < /dev/null >> "$OUT/hard_autotune_${tag}.txt" 2>> "$OUT/hard_progress.txt"
+      done
+      sweep_step hard 310 HARD_SETS "" --candidates-from-db "$WORK/hard.db" --top 2 ;;
     portfolio|portfolio:*)
       # The shipped portfolio alone on the same problems (the first sweeps missed its entries
       # recorded before MMA and CSTAGE existed): rows the fit joins to those problems.

@@ -28,10 +28,11 @@
 # long products (convolution-like weight gradients and first layers) and then the entries those
 # brought into the table on the other sets (so they are judged near every shape):
 #   scripts/issue28_runs.sh gemv long        (refit, rebuild, then:)  scripts/issue28_runs.sh fill
-# The shipped tables: H100 with ENTRIES=80 (the default time weight) on the first sweep, the
+# The shipped tables: H100 with ENTRIES=96 (80 before the hard-family sweep; the default time
+# weight) on the first sweep, the
 # matrix-vector one and issue 28's (gemm_sweep_nvidia-h100.tsv.gz, _gemv, _issue28-*, the last
 # with the matrix-vector sweeps _issue28-gemv-*, the long set _issue28-long and _issue28-*-fill):
-#   ENTRIES=80 scripts/refit_selection.sh bench/results/gemm_sweep_nvidia-h100_issue28*.tsv.gz \
+#   ENTRIES=96 scripts/refit_selection.sh bench/results/gemm_sweep_nvidia-h100_issue28*.tsv.gz \
 #     bench/results/gemm_sweep_nvidia-h100_gemv.tsv.gz bench/results/gemm_sweep_nvidia-h100.tsv.gz
 # (issue 31: the _issue28-wgmma-* sweeps of the split TF32 wgmma candidates among them) and H200
 # with ENTRIES=96 on its refresh and wgmma sweeps:
@@ -40,11 +41,13 @@
 # Where a later sweep measured a changed kernel again (the _issue28-rows-first-* sweeps: the wgmma
 # configs of VEC = 4 after their loads changed; then _issue28-lanes-*: those of one consumer
 # warpgroup after narrow loads changed, at MINB 1 and 2), it comes last: fit_selection keeps the
-# last row of a problem and config. So the shipped H100 table is
-#   ENTRIES=80 scripts/refit_selection.sh $(ls bench/results/gemm_sweep_nvidia-h100_issue28*.tsv.gz |
-#     grep -v -e rows-first -e lanes) bench/results/gemm_sweep_nvidia-h100_gemv.tsv.gz \
+# last row of a problem and config; the hard families' sweep (`issue28_runs.sh hard`: configs
+# autotune found on skinny and tiny-k fitting shapes) after them. So the shipped H100 table is
+#   ENTRIES=96 scripts/refit_selection.sh $(ls bench/results/gemm_sweep_nvidia-h100_issue28*.tsv.gz |
+#     grep -v -e rows-first -e lanes -e hard-large) bench/results/gemm_sweep_nvidia-h100_gemv.tsv.gz \
 #     bench/results/gemm_sweep_nvidia-h100.tsv.gz bench/results/gemm_sweep_nvidia-h100_issue28-rows-first-*.tsv.gz \
-#     bench/results/gemm_sweep_nvidia-h100_issue28-lanes-*.tsv.gz
+#     bench/results/gemm_sweep_nvidia-h100_issue28-lanes-*.tsv.gz \
+#     bench/results/gemm_sweep_nvidia-h100_issue28-hard-large.tsv.gz
 # and the H200's the command above followed by its _issue28-rows-first-networks and -more sweeps
 # and its _issue28-lanes-large, -middle, -networks and -more sweeps (not the layer grids: only
 # wgmma configs ran there, the H200 has no sweep of the others on it).
