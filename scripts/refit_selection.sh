@@ -35,8 +35,8 @@
 #   ENTRIES=96 scripts/refit_selection.sh bench/results/gemm_sweep_nvidia-h100_issue28*.tsv.gz \
 #     bench/results/gemm_sweep_nvidia-h100_gemv.tsv.gz bench/results/gemm_sweep_nvidia-h100.tsv.gz
 # (issue 31: the _issue28-wgmma-* sweeps of the split TF32 wgmma candidates among them) and H200
-# with ENTRIES=96 on its refresh and wgmma sweeps:
-#   ENTRIES=96 scripts/refit_selection.sh bench/results/gemm_sweep_nvidia-h200_issue28-*-refresh.tsv.gz \
+# on its refresh and wgmma sweeps (ENTRIES=112 now, see below):
+#   ENTRIES=112 scripts/refit_selection.sh bench/results/gemm_sweep_nvidia-h200_issue28-*-refresh.tsv.gz \
 #     bench/results/gemm_sweep_nvidia-h200_issue28-wgmma-*.tsv.gz
 # Where a later sweep measured a changed kernel again (the _issue28-rows-first-* sweeps: the wgmma
 # configs of VEC = 4 after their loads changed; then _issue28-lanes-*: those of one consumer
@@ -48,8 +48,10 @@
 #     bench/results/gemm_sweep_nvidia-h100.tsv.gz bench/results/gemm_sweep_nvidia-h100_issue28-rows-first-*.tsv.gz \
 #     bench/results/gemm_sweep_nvidia-h100_issue28-lanes-*.tsv.gz \
 #     bench/results/gemm_sweep_nvidia-h100_issue28-hard-large.tsv.gz
-# and the H200's the command above followed by its _issue28-rows-first-networks and -more sweeps
-# and its _issue28-lanes-large, -middle, -networks and -more sweeps (not the layer grids: only
+# and the H200's the command above, with ENTRIES=112 (at 96 the hard families displaced the FP64
+# 128-split entry of a 118 GFLOP convolution weight gradient), followed by its
+# _issue28-rows-first-networks and -more sweeps, its _issue28-lanes-large, -middle, -networks and
+# -more sweeps and its _issue28-hard-large sweep (not the layer grids: only
 # wgmma configs ran there, the H200 has no sweep of the others on it).
 # (at 80 the H200 refit dropped the FP64 split-K entry of a 118 GFLOP convolution weight gradient).
 # The other H100 sweeps measured single FFMA chains only where the accuracy contract now refuses
