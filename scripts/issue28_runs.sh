@@ -73,6 +73,7 @@
 #                configs per shape on the large stratum's hard families (gemm_sweep --hard-families,
 #                seeds 3001-3032, >= 1 GFLOP), for at most S seconds (default 310;
 #                gemm_sweep_<gpu>_issue28-hard-large.tsv.gz)
+#   hard-nt[:S]  the same with 8 NT fitting shapes (-hard-large-nt.tsv.gz)
 #   long[:S]     the shipped portfolio and the long-k configs (small tiles, 32-256 splits) on
 #                products with one very long dimension (gemm_sweep --long: convolution-like
 #                weight gradients and first layers), for at most S seconds (default 300;
@@ -279,6 +280,15 @@ for step in "$@"; do
           --db "$WORK/hard.db" < /dev/null >> "$OUT/hard_autotune_${tag}.txt" 2>> "$OUT/hard_progress.txt"
       done
       sweep_step hard 310 HARD_SETS "" --candidates-from-db "$WORK/hard.db" --top 2 ;;
+    hard-nt|hard-nt:*)
+      # The same for NT, where the large stratum's last hard-family misses were (H100: three of
+      # four), on 8 more fitting shapes; rows in gemm_sweep_<gpu>_issue28-hard-large-nt.tsv.gz.
+      for s in 8001x35x5501 7501x31x4001 487x211x8111 263x157x10007 9501x13001x21 6003x9007x27 \
+        5211x40x6017 3301x27x9013; do
+        build/tools/autotune --op gemm --layout NT --shape "$s" --budget 14 --seed 2 \
+          --db "$WORK/hard-nt.db" < /dev/null >> "$OUT/hard_nt_autotune_${tag}.txt" 2>> "$OUT/hard_progress.txt"
+      done
+      sweep_step hard-nt 310 HARD_SETS -nt --candidates-from-db "$WORK/hard-nt.db" --top 2 ;;
     portfolio|portfolio:*)
       # The shipped portfolio alone on the same problems (the first sweeps missed its entries
       # recorded before MMA and CSTAGE existed): rows the fit joins to those problems.
