@@ -277,7 +277,8 @@ for step in "$@"; do
         NN:7001x25x6001 TT:7777x33x4001 NT:311x181x8887 TT:91x1201x6003 TN:4097x16x12288 \
         NN:1001x23x12007 TN:1999x12001x47 NT:8501x11001x19 TN:6999x2601x31 NN:3001x9001x41; do
         build/tools/autotune --op gemm --layout "${s%%:*}" --shape "${s#*:}" --budget 14 --seed 2 \
-          --db "$WORK/hard.db" < /dev/null >> "$OUT/hard_autotune_${tag}.txt" 2>> "$OUT/hard_progress.txt"
+          --db "$WORK/hard.db" < /dev/null >> "$OUT/hard_autotune_${tag}.txt" \
+          2>> "$OUT/hard_progress.txt"
       done
       sweep_step hard 310 HARD_SETS "" --candidates-from-db "$WORK/hard.db" --top 2 ;;
     hard-nt|hard-nt:*)
@@ -286,7 +287,8 @@ for step in "$@"; do
       for s in 8001x35x5501 7501x31x4001 487x211x8111 263x157x10007 9501x13001x21 6003x9007x27 \
         5211x40x6017 3301x27x9013; do
         build/tools/autotune --op gemm --layout NT --shape "$s" --budget 14 --seed 2 \
-          --db "$WORK/hard-nt.db" < /dev/null >> "$OUT/hard_nt_autotune_${tag}.txt" 2>> "$OUT/hard_progress.txt"
+          --db "$WORK/hard-nt.db" < /dev/null >> "$OUT/hard_nt_autotune_${tag}.txt" \
+          2>> "$OUT/hard_progress.txt"
       done
       sweep_step hard-nt 310 HARD_SETS -nt --candidates-from-db "$WORK/hard-nt.db" --top 2 ;;
     portfolio|portfolio:*)

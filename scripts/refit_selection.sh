@@ -29,8 +29,7 @@
 # brought into the table on the other sets (so they are judged near every shape):
 #   scripts/issue28_runs.sh gemv long        (refit, rebuild, then:)  scripts/issue28_runs.sh fill
 # The shipped tables: H100 with ENTRIES=96 (80 before the hard-family sweep; the default time
-# weight) on the first sweep, the
-# matrix-vector one and issue 28's (gemm_sweep_nvidia-h100.tsv.gz, _gemv, _issue28-*, the last
+# weight) on the first sweep, the matrix-vector one and issue 28's (gemm_sweep_nvidia-h100.tsv.gz, _gemv, _issue28-*, the last
 # with the matrix-vector sweeps _issue28-gemv-*, the long set _issue28-long and _issue28-*-fill):
 #   ENTRIES=96 scripts/refit_selection.sh bench/results/gemm_sweep_nvidia-h100_issue28*.tsv.gz \
 #     bench/results/gemm_sweep_nvidia-h100_gemv.tsv.gz bench/results/gemm_sweep_nvidia-h100.tsv.gz
@@ -42,7 +41,8 @@
 # configs of VEC = 4 after their loads changed; then _issue28-lanes-*: those of one consumer
 # warpgroup after narrow loads changed, at MINB 1 and 2), it comes last: fit_selection keeps the
 # last row of a problem and config; the hard families' sweeps (`issue28_runs.sh hard` and
-# `hard-nt`: configs autotune found on skinny and tiny-k fitting shapes) after them. So the shipped H100 table is
+# `hard-nt`: configs autotune found on skinny and tiny-k fitting shapes) after them. So the
+# shipped H100 table is
 #   ENTRIES=96 scripts/refit_selection.sh $(ls bench/results/gemm_sweep_nvidia-h100_issue28*.tsv.gz |
 #     grep -v -e rows-first -e lanes -e hard-large) bench/results/gemm_sweep_nvidia-h100_gemv.tsv.gz \
 #     bench/results/gemm_sweep_nvidia-h100.tsv.gz bench/results/gemm_sweep_nvidia-h100_issue28-rows-first-*.tsv.gz \
