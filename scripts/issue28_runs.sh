@@ -118,6 +118,16 @@ tune() {  # tune LAYOUT SECONDS SHAPE...
     >> "$OUT/probe_autotune.txt" 2>> "$OUT/probe_progress.txt"
 }
 
+tune_hard() {  # tune_hard NAME LAYOUT:SHAPE...: autotune 14 s on each into $WORK/NAME.db
+  local name=$1 s
+  shift
+  for s in "$@"; do
+    build/tools/autotune --op gemm --layout "${s%%:*}" --shape "${s#*:}" --budget 14 --seed 2 \
+      --db "$WORK/$name.db" < /dev/null >> "$OUT/${name//-/_}_autotune_${tag}.txt" \
+      2>> "$OUT/hard_progress.txt"
+  done
+}
+
 # The problems of the issue's sweeps, one set a line: its name, then gemm_sweep's shape options.
 SETS=("networks --networks --max-gflop 600" "large --seeds 3001-3032 --min-gflop 1"
       "middle --seeds 3101-3116 --min-gflop 0.1" "small --seeds 3201-3208 --min-gflop 0.01")
@@ -269,27 +279,19 @@ for step in "$@"; do
     gemv|gemv:*)
       sweep_step gemv 400 GEMV_SETS "" ;;
     hard|hard:*)
-      # Configs for the hard families, found by autotune (14 s each) on fitting shapes of those
-      # kinds, skinny with long k and tiny k under a large C, none held out, into $WORK/hard.db;
-      # their 2 fastest per shape then timed on the hard families of the large stratum, rows the
-      # fit joins to the portfolio's there.
-      for s in NT:6123x19x7001 NT:9001x29x4500 TN:5003x21x6007 TT:5555x27x5003 TN:3001x40x9001 \
-        NN:7001x25x6001 TT:7777x33x4001 NT:311x181x8887 TT:91x1201x6003 TN:4097x16x12288 \
-        NN:1001x23x12007 TN:1999x12001x47 NT:8501x11001x19 TN:6999x2601x31 NN:3001x9001x41; do
-        build/tools/autotune --op gemm --layout "${s%%:*}" --shape "${s#*:}" --budget 14 --seed 2 \
-          --db "$WORK/hard.db" < /dev/null >> "$OUT/hard_autotune_${tag}.txt" \
-          2>> "$OUT/hard_progress.txt"
-      done
+      # Configs for the hard families, found by autotune on fitting shapes of those kinds, skinny
+      # with long k and tiny k under a large C, none held out; their 2 fastest per shape then timed
+      # on the hard families of the large stratum, rows the fit joins to the portfolio's there.
+      tune_hard hard NT:6123x19x7001 NT:9001x29x4500 TN:5003x21x6007 TT:5555x27x5003 \
+        TN:3001x40x9001 NN:7001x25x6001 TT:7777x33x4001 NT:311x181x8887 TT:91x1201x6003 \
+        TN:4097x16x12288 NN:1001x23x12007 TN:1999x12001x47 NT:8501x11001x19 TN:6999x2601x31 \
+        NN:3001x9001x41
       sweep_step hard 310 HARD_SETS "" --candidates-from-db "$WORK/hard.db" --top 2 ;;
     hard-nt|hard-nt:*)
       # The same for NT, where the large stratum's last hard-family misses were (H100: three of
       # four), on 8 more fitting shapes; rows in gemm_sweep_<gpu>_issue28-hard-large-nt.tsv.gz.
-      for s in 8001x35x5501 7501x31x4001 487x211x8111 263x157x10007 9501x13001x21 6003x9007x27 \
-        5211x40x6017 3301x27x9013; do
-        build/tools/autotune --op gemm --layout NT --shape "$s" --budget 14 --seed 2 \
-          --db "$WORK/hard-nt.db" < /dev/null >> "$OUT/hard_nt_autotune_${tag}.txt" \
-          2>> "$OUT/hard_progress.txt"
-      done
+      tune_hard hard-nt NT:8001x35x5501 NT:7501x31x4001 NT:487x211x8111 NT:263x157x10007 \
+        NT:9501x13001x21 NT:6003x9007x27 NT:5211x40x6017 NT:3301x27x9013
       sweep_step hard-nt 310 HARD_SETS -nt --candidates-from-db "$WORK/hard-nt.db" --top 2 ;;
     portfolio|portfolio:*)
       # The shipped portfolio alone on the same problems (the first sweeps missed its entries

@@ -108,13 +108,13 @@ constexpr const char* kPack = "tuned_gemm_pack";                 // gemm.cu's al
 // gemm.cu's orientation of a GEMV kernel: Y = C (m x n) when n fits its columns, else Y = C^T;
 // and the rows and columns of Y.
 bool gemv_y_is_c(const Config& c, const Problem& p) { return p.n <= c.get("GCOLS"); }
+int64_t gemv_rows(const Config& c, const Problem& p) { return gemv_y_is_c(c, p) ? p.m : p.n; }
+int64_t gemv_cols(const Config& c, const Problem& p) { return gemv_y_is_c(c, p) ? p.n : p.m; }
 
 // Slices of BK steps of k in the whole k range (at least one).
 int64_t k_slices(const Config& config, const Problem& problem) {
   return (std::max<int64_t>(problem.k, 1) + config.get("BK") - 1) / config.get("BK");
 }
-int64_t gemv_rows(const Config& c, const Problem& p) { return gemv_y_is_c(c, p) ? p.m : p.n; }
-int64_t gemv_cols(const Config& c, const Problem& p) { return gemv_y_is_c(c, p) ? p.n : p.m; }
 
 }  // namespace
 
