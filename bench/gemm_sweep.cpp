@@ -404,7 +404,8 @@ std::vector<Config> candidates_from_database(const std::string& path, const Devi
 
 struct Selection {
   bool grid = false, hard_families = false, skinny = false, gemv = false, portfolio = false,
-       networks = false, more_networks = false, long_products = false, layer_grid = false;
+       networks = false, more_networks = false, decode_networks = false, long_products = false,
+       layer_grid = false;
   double min_gflop = 0, max_gflop = 0;  // random draws of at least; any problem of at most (0: any)
   int64_t max_n = 0;                    // problems with n up to this only (0: any)
   std::string candidates_path, candidates_db, cubin_db;
@@ -431,6 +432,9 @@ std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& 
   }
   if (sel.more_networks) {
     for (const auto& g : fitting_gemms_more()) add(g.shape);
+  }
+  if (sel.decode_networks) {
+    for (const auto& g : fitting_gemms_decode()) add(g.shape);
   }
   if (sel.long_products) {
     for (const auto& s : long_shapes()) add(s);
@@ -696,6 +700,9 @@ int main(int argc, char** argv) {
   app.add_flag("--more-networks", sel.more_networks,
                "add the second fitting set: those models at other token counts and decoding "
                "steps, convolutions with k in the hundreds of thousands (fitting_gemms_more)");
+  app.add_flag("--decode-networks", sel.decode_networks,
+               "add the third fitting set: those models decoding 16 to 32 tokens (aligned "
+               "forward products, fitting_gemms_decode)");
   app.add_flag("--long", sel.long_products,
                "add products with one very long dimension under small others (convolutions' "
                "weight gradients, k up to 1.5M; first layers, n up to 1.2M) and time the "

@@ -196,4 +196,25 @@ inline std::vector<NetworkGemm> fitting_gemms_more() {
   return out;
 }
 
+/// A third fitting set (gemm_sweep --decode-networks): decoding steps of 16 to 32 tokens of the
+/// fitting models, aligned forward products with n of 16-32 and k up to 28672. The second set's
+/// decoding stops at 12 tokens, where the matrix-vector kernel still wins; from 16 tokens on, the
+/// register tiles with vector loads and split k do (a Mistral-like 4096 x 16 x 14336 ran 0.89x
+/// cuBLAS on a scalar-load pick, 1.35x with autotune), and no fitting point said so.
+inline std::vector<NetworkGemm> fitting_gemms_decode() {
+  const std::vector<int64_t> decode = {16, 24, 32};
+  const std::vector<Network> nets = {
+      {"Llama-2-7B", transformer(4096, 11008, 32000), {}, decode},
+      {"OPT-1.3B", transformer(2048, 8192, 50272, 0, true), {}, decode},
+      {"Falcon-7B", transformer(4544, 18176, 0, 0, true), {}, decode},
+      {"Phi-2", transformer(2560, 10240, 51200, 0, true), {}, decode},
+      {"Llama-2-70B", transformer(8192, 28672, 0, 1024), {}, decode},
+  };
+  std::vector<NetworkGemm> out;
+  for (const auto& net : nets) {
+    for (auto& g : network_gemms(net)) out.push_back(std::move(g));
+  }
+  return out;
+}
+
 }  // namespace tuned::bench

@@ -74,6 +74,10 @@
 #                seeds 3001-3032, >= 1 GFLOP), for at most S seconds (default 310;
 #                gemm_sweep_<gpu>_issue28-hard-large.tsv.gz)
 #   hard-nt[:S]  the same with 8 NT fitting shapes (-hard-large-nt.tsv.gz)
+#   decode[:S]   autotune 14 s each on 6 decoding products of the fitting models (16-32 tokens,
+#                aligned TN, k up to 28672) into $WORK/decode.db, then the portfolio and their 2
+#                fastest configs per shape on the third fitting set (gemm_sweep --decode-networks),
+#                for at most S seconds (default 300; gemm_sweep_<gpu>_issue28-decode.tsv.gz)
 #   long[:S]     the shipped portfolio and the long-k configs (small tiles, 32-256 splits) on
 #                products with one very long dimension (gemm_sweep --long: convolution-like
 #                weight gradients and first layers), for at most S seconds (default 300;
@@ -171,6 +175,8 @@ ROWS_FIRST_PACKED_SETS=("rows-first-packed-large --seeds 3001-3032 --min-gflop 1
 # The hard families (gemm_sweep --hard-families: min(m, n) <= 256 with k >= 2000, k <= 128 under
 # m * n >= 2^20) of the large stratum's seeds.
 HARD_SETS=("hard-large --seeds 3001-3032 --min-gflop 1 --hard-families")
+# Decoding 16-32 tokens of the fitting models (gemm_sweep --decode-networks).
+DECODE_SETS=("decode --decode-networks")
 TF32_SETS=("tf32-networks --networks --max-gflop 600" "tf32-more --more-networks --max-gflop 200"
            "tf32-large --seeds 3001-3032 --min-gflop 1" "tf32-middle --seeds 3101-3116 --min-gflop 0.1")
 
@@ -293,6 +299,13 @@ for step in "$@"; do
       tune_hard hard-nt NT:8001x35x5501 NT:7501x31x4001 NT:487x211x8111 NT:263x157x10007 \
         NT:9501x13001x21 NT:6003x9007x27 NT:5211x40x6017 NT:3301x27x9013
       sweep_step hard-nt 310 HARD_SETS -nt --candidates-from-db "$WORK/hard-nt.db" --top 2 ;;
+    decode|decode:*)
+      # Decoding steps past the matrix-vector kernel's reach (16-32 tokens): configs autotune finds
+      # on 6 of them, beside the portfolio, on all of the third fitting set's.
+      tune_hard decode TN:4096x16x11008 TN:8192x24x28672 TN:2048x32x8192 TN:18176x16x4544 \
+        TN:4544x24x18176 TN:10240x32x2560
+      sweep_step decode 300 DECODE_SETS "" --portfolio --candidates-from-db "$WORK/decode.db" \
+        --top 2 ;;
     portfolio|portfolio:*)
       # The shipped portfolio alone on the same problems (the first sweeps missed its entries
       # recorded before MMA and CSTAGE existed): rows the fit joins to those problems.

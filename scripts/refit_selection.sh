@@ -41,18 +41,21 @@
 # configs of VEC = 4 after their loads changed; then _issue28-lanes-*: those of one consumer
 # warpgroup after narrow loads changed, at MINB 1 and 2), it comes last: fit_selection keeps the
 # last row of a problem and config; the hard families' sweeps (`issue28_runs.sh hard` and
-# `hard-nt`: configs autotune found on skinny and tiny-k fitting shapes) after them. So the
+# `hard-nt`: configs autotune found on skinny and tiny-k fitting shapes) after them, then the
+# decoding sweep (`issue28_runs.sh decode`: the fitting models decoding 16-32 tokens). So the
 # shipped H100 table is
 #   ENTRIES=96 scripts/refit_selection.sh $(ls bench/results/gemm_sweep_nvidia-h100_issue28*.tsv.gz |
-#     grep -v -e rows-first -e lanes -e hard-large) bench/results/gemm_sweep_nvidia-h100_gemv.tsv.gz \
+#     grep -v -e rows-first -e lanes -e hard-large -e issue28-decode) \
+#     bench/results/gemm_sweep_nvidia-h100_gemv.tsv.gz \
 #     bench/results/gemm_sweep_nvidia-h100.tsv.gz bench/results/gemm_sweep_nvidia-h100_issue28-rows-first-*.tsv.gz \
 #     bench/results/gemm_sweep_nvidia-h100_issue28-lanes-*.tsv.gz \
 #     bench/results/gemm_sweep_nvidia-h100_issue28-hard-large.tsv.gz \
-#     bench/results/gemm_sweep_nvidia-h100_issue28-hard-large-nt.tsv.gz
+#     bench/results/gemm_sweep_nvidia-h100_issue28-hard-large-nt.tsv.gz \
+#     bench/results/gemm_sweep_nvidia-h100_issue28-decode.tsv.gz
 # and the H200's the command above, with ENTRIES=112 (at 96 the hard families displaced the FP64
 # 128-split entry of a 118 GFLOP convolution weight gradient), followed by its
 # _issue28-rows-first-networks and -more sweeps, its _issue28-lanes-large, -middle, -networks and
-# -more sweeps and its _issue28-hard-large sweep (not the layer grids: only
+# -more sweeps, its _issue28-hard-large sweep and its _issue28-decode sweep (not the layer grids: only
 # wgmma configs ran there, the H200 has no sweep of the others on it).
 # (at 80 the H200 refit dropped the FP64 split-K entry of a 118 GFLOP convolution weight gradient).
 # The other H100 sweeps measured single FFMA chains only where the accuracy contract now refuses
