@@ -124,7 +124,8 @@ TEST(NetworkShapes, DecodeRowsAreForwardOnly) {
   }
 }
 
-// The selection model is fitted on fitting_gemms() and fitting_gemms_more(): none of them may be
+// The selection model is fitted on fitting_gemms(), fitting_gemms_more() and
+// fitting_gemms_decode(): none of them may be
 // a benchmark problem (nor any other held-out one, which gemm_sweep would refuse to measure).
 TEST(NetworkShapes, NoFittingShapeIsABenchmarkShape) {
   std::set<ShapeKey> benchmark;
@@ -134,6 +135,9 @@ TEST(NetworkShapes, NoFittingShapeIsABenchmarkShape) {
   const auto more = tuned::bench::fitting_gemms_more();
   ASSERT_GT(more.size(), 100u);
   fitting.insert(fitting.end(), more.begin(), more.end());
+  const auto decode = tuned::bench::fitting_gemms_decode();
+  ASSERT_GT(decode.size(), 60u);
+  fitting.insert(fitting.end(), decode.begin(), decode.end());
   for (const auto& g : fitting) {
     EXPECT_EQ(benchmark.count(key_of(g.shape)), 0u)
         << g.model << " " << g.layer << " " << g.pass << " " << g.shape.layout << " "
