@@ -78,6 +78,10 @@
 #                aligned TN, k up to 28672) into $WORK/decode.db, then the portfolio and their 2
 #                fastest configs per shape on the third fitting set (gemm_sweep --decode-networks),
 #                for at most S seconds (default 300; gemm_sweep_<gpu>_issue28-decode.tsv.gz)
+#   splits[:S]   split-count and occupancy variants of the table's split TF32 wgmma tiles up to
+#                64 x 64 (bench/results/gemm_sweep_candidates_wgmma_splits_<gpu>.txt: SPLITK 2-12
+#                summed by the last block, MINB 1 and 2, PIPE 2 and 3) on the large stratum's hard
+#                families, for at most S seconds (default 300; -hard-large-splits.tsv.gz)
 #   long[:S]     the shipped portfolio and the long-k configs (small tiles, 32-256 splits) on
 #                products with one very long dimension (gemm_sweep --long: convolution-like
 #                weight gradients and first layers), for at most S seconds (default 300;
@@ -299,6 +303,12 @@ for step in "$@"; do
       tune_hard hard-nt NT:8001x35x5501 NT:7501x31x4001 NT:487x211x8111 NT:263x157x10007 \
         NT:9501x13001x21 NT:6003x9007x27 NT:5211x40x6017 NT:3301x27x9013
       sweep_step hard-nt 310 HARD_SETS -nt --candidates-from-db "$WORK/hard-nt.db" --top 2 ;;
+    splits|splits:*)
+      # Small wgmma tiles at other split counts and occupancies (autotune, in diagnosis, found the
+      # table's 64 x 64 tile faster on an NT loser at 6 splits and two blocks per SM). Measured,
+      # not fitted: refitted in, its picks ran slower (gemm_hard_families_probe_nvidia-h100.txt).
+      sweep_step splits 300 HARD_SETS -splits \
+        --candidates "bench/results/gemm_sweep_candidates_wgmma_splits_${tag}.txt" ;;
     decode|decode:*)
       # Decoding steps past the matrix-vector kernel's reach (16-32 tokens): configs autotune finds
       # on 6 of them, beside the portfolio, on all of the third fitting set's.
