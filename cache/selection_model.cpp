@@ -220,17 +220,13 @@ const SelectionModel::Variant& SelectionModel::ready(const Variant& variant, boo
     std::vector<std::string_view> f, items;
     size_t n = v.pending.size();
     for (const auto& block : v.blocks) n += block.lines;
-    const size_t entries = v.configs.size();
     v.shapes.reserve(n * kMaxDims);
     v.coords.reserve(n * kMaxDims);
     v.times.reserve(n);
-    v.times_parsed.reserve(n);
     v.line_nos.reserve(n);
     v.alignments.reserve(n);
     v.alignment_coords.reserve(n);
     v.references.reserve(n);
-    v.regrets.reserve(n * entries);
-    v.measured.reserve(n * entries);
     auto add_point = [&](std::string_view line, int line_no) {
       auto fail = [line_no](const std::string& why) { fail_at(line_no, why); };
       // Four tab-ended fields, then the times: their commas are read only if a ranking needs
@@ -276,10 +272,7 @@ const SelectionModel::Variant& SelectionModel::ready(const Variant& variant, boo
       }
       v.times.push_back(f[4]);
       v.references.push_back(reference);
-      v.times_parsed.push_back(0);
       v.line_nos.push_back(line_no);
-      v.regrets.resize(v.regrets.size() + entries);
-      v.measured.resize(v.measured.size() + entries);
       v.alignments.push_back(alignment);
       v.alignment_coords.push_back(static_cast<float>(std::log2(alignment)));
     };
@@ -309,6 +302,7 @@ const SelectionModel::Variant& SelectionModel::ready(const Variant& variant, boo
     v.blocks.shrink_to_fit();
     v.pending.clear();
     v.pending.shrink_to_fit();
+    v.regrets.resize(v.points());
     if (!lazy) {  // every time checked now; the text may not outlive the model
       for (size_t p = 0; p < v.points(); ++p) parse_times(v, p);
     }
@@ -317,7 +311,7 @@ const SelectionModel::Variant& SelectionModel::ready(const Variant& variant, boo
 }
 
 void SelectionModel::parse_times(Variant& v, size_t p) {
-  if (v.times_parsed[p]) return;
+  if (v.regrets[p]) return;
   const int line_no = v.line_nos[p];
   auto fail = [line_no](const std::string& why) { fail_at(line_no, why); };
   std::vector<std::string_view> items;
@@ -337,12 +331,12 @@ void SelectionModel::parse_times(Variant& v, size_t p) {
   }
   if (!std::isfinite(best)) fail("a point needs at least one measured entry");
   if (v.references[p] > 0) best = std::min(best, v.references[p]);
+  auto row = std::make_unique<float[]>(entries);
   for (size_t i = 0; i < entries; ++i) {
-    v.regrets[p * entries + i] =
-        ms[i] < 0 ? kUnmeasuredRegret : static_cast<float>(std::log(ms[i] / best));
-    v.measured[p * entries + i] = ms[i] > 0;
+    row[i] = ms[i] < 0 ? std::numeric_limits<float>::quiet_NaN()
+                       : static_cast<float>(std::log(ms[i] / best));
   }
-  v.times_parsed[p] = 1;
+  v.regrets[p] = std::move(row);
 }
 
 const SelectionModel::Model* SelectionModel::find_model(const std::string& op,
@@ -423,8 +417,9 @@ std::vector<SelectionModel::Ranked> SelectionModel::rank(
     if (!weights.empty()) at.assign(1, {features->sm_count, shape});
     for (size_t i = 0; i < window && used < k; ++i) {
       const size_t p = by_distance[i].second;
-      if (!v->measured[p * entries + e]) continue;
-      sum += v->regrets[p * entries + e];
+      const float regret = v->regrets[p][e];  // parsed above, under the lock
+      if (std::isnan(regret)) continue;         // not measured there
+      sum += regret;
       ++used;
       if (!weights.empty()) {
         const auto first = v->shapes.begin() + static_cast<std::ptrdiff_t>(p * v->dims);

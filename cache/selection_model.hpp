@@ -134,15 +134,17 @@ class SelectionModel {
     std::vector<int> alignments;      // per point
     std::vector<float> alignment_coords;  // per point: log2(alignment), weighted into distances
     std::vector<float> coords;        // per point, dims values: log2(d + 1)
-    // per point, per entry: log(ms / point's best ms), the best over the entries and the point's
-    // reference: an entry measured where only slow configs ran must not look like the best there.
-    std::vector<float> regrets;
+    // per point, once its times are parsed (null before), per entry: log(ms / point's best ms),
+    // the best over the entries and the point's reference (an entry measured where only slow
+    // configs ran must not look like the best there); NaN where the entry was not measured.
+    // A row per point, allocated when parsed: a first call touches the rows of its few nearest
+    // points only, not points x entries of zeroed memory (a megabyte on the H100 table, ~0.4 ms
+    // of page faults), and a row never moves once another thread may read it.
+    std::vector<std::unique_ptr<float[]>> regrets;
     std::vector<double> references;   // per point: the reference ms (see above), 0 where not given
-    std::vector<char> measured;       // per point, per entry: a time was given
     // Built-in tables keep each point's times as text until a ranking needs that point (only the
     // nearest few ever are): the first call of a process parses shapes, not ~25k times.
     std::vector<std::string_view> times;  // per point
-    std::vector<char> times_parsed;       // per point: regrets filled
     std::vector<int> line_nos;            // per point, for errors
     std::unique_ptr<std::mutex> times_mutex = std::make_unique<std::mutex>();
     size_t points() const { return alignments.size(); }
@@ -161,7 +163,7 @@ class SelectionModel {
   bool lazy_ = false;
   // The variant with its points parsed (throws Error naming the line of a malformed one).
   static const Variant& ready(const Variant& v, bool lazy);
-  // Fills point p's regrets from its text if still pending; times_mutex held.
+  // Fills point p's regrets row from its text if still pending; times_mutex held.
   static void parse_times(Variant& v, size_t p);
 
   std::vector<Model> models_;
