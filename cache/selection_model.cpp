@@ -418,7 +418,7 @@ std::vector<SelectionModel::Ranked> SelectionModel::rank(
     for (size_t i = 0; i < window && used < k; ++i) {
       const size_t p = by_distance[i].second;
       const float regret = v->regrets[p][e];  // parsed above, under the lock
-      if (std::isnan(regret)) continue;         // not measured there
+      if (std::isnan(regret)) continue;       // not measured there
       sum += regret;
       ++used;
       if (!weights.empty()) {

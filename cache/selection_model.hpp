@@ -141,7 +141,7 @@ class SelectionModel {
     // points only, not points x entries of zeroed memory (a megabyte on the H100 table, ~0.4 ms
     // of page faults), and a row never moves once another thread may read it.
     std::vector<std::unique_ptr<float[]>> regrets;
-    std::vector<double> references;   // per point: the reference ms (see above), 0 where not given
+    std::vector<double> references;  // per point: the reference ms (see above), 0 where not given
     // Built-in tables keep each point's times as text until a ranking needs that point (only the
     // nearest few ever are): the first call of a process parses shapes, not ~25k times.
     std::vector<std::string_view> times;  // per point
