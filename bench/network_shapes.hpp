@@ -199,8 +199,9 @@ inline std::vector<NetworkGemm> fitting_gemms_more() {
 /// A third fitting set (gemm_sweep --decode-networks): decoding steps of 16 to 32 tokens of the
 /// fitting models, aligned forward products with n of 16-32 and k up to 28672. The second set's
 /// decoding stops at 12 tokens, where the matrix-vector kernel still wins; from 16 tokens on, the
-/// register tiles with vector loads and split k do (a Mistral-like 4096 x 16 x 14336 ran 0.89x
-/// cuBLAS on a scalar-load pick, 1.35x with autotune), and no fitting point said so.
+/// register tiles with vector loads and split k do, and no fitting point said so (in diagnosis:
+/// Mistral-7B's ffn_down at 16 tokens, a benchmark layer, ran 0.89x cuBLAS on a scalar-load pick
+/// where autotune found 1.35x).
 inline std::vector<NetworkGemm> fitting_gemms_decode() {
   const std::vector<int64_t> decode = {16, 24, 32};
   // Llama-2-7B's 4096 x 4096 projection at 16 tokens is Mistral-7B's (a benchmark layer).

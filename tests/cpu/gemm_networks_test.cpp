@@ -125,8 +125,8 @@ TEST(NetworkShapes, DecodeRowsAreForwardOnly) {
 }
 
 // The selection model is fitted on fitting_gemms(), fitting_gemms_more() and
-// fitting_gemms_decode(): none of them may be
-// a benchmark problem (nor any other held-out one, which gemm_sweep would refuse to measure).
+// fitting_gemms_decode(): none of them may be a benchmark problem (nor any other held-out one,
+// which gemm_sweep would refuse to measure).
 TEST(NetworkShapes, NoFittingShapeIsABenchmarkShape) {
   std::set<ShapeKey> benchmark;
   for (const auto& g : benchmark_gemms()) benchmark.insert(key_of(g.shape));
