@@ -126,13 +126,13 @@ tune() {  # tune LAYOUT SECONDS SHAPE...
     >> "$OUT/probe_autotune.txt" 2>> "$OUT/probe_progress.txt"
 }
 
-tune_hard() {  # tune_hard NAME LAYOUT:SHAPE...: autotune 14 s on each into $WORK/NAME.db
+tune_each() {  # tune_each NAME LAYOUT:SHAPE...: autotune 14 s on each into $WORK/NAME.db
   local name=$1 s
   shift
   for s in "$@"; do
     build/tools/autotune --op gemm --layout "${s%%:*}" --shape "${s#*:}" --budget 14 --seed 2 \
       --db "$WORK/$name.db" < /dev/null >> "$OUT/${name//-/_}_autotune_${tag}.txt" \
-      2>> "$OUT/hard_progress.txt"
+      2>> "$OUT/${name//-/_}_progress.txt"
   done
 }
 
@@ -292,7 +292,7 @@ for step in "$@"; do
       # Configs for the hard families, found by autotune on fitting shapes of those kinds, skinny
       # with long k and tiny k under a large C, none held out; their 2 fastest per shape then timed
       # on the hard families of the large stratum, rows the fit joins to the portfolio's there.
-      tune_hard hard NT:6123x19x7001 NT:9001x29x4500 TN:5003x21x6007 TT:5555x27x5003 \
+      tune_each hard NT:6123x19x7001 NT:9001x29x4500 TN:5003x21x6007 TT:5555x27x5003 \
         TN:3001x40x9001 NN:7001x25x6001 TT:7777x33x4001 NT:311x181x8887 TT:91x1201x6003 \
         TN:4097x16x12288 NN:1001x23x12007 TN:1999x12001x47 NT:8501x11001x19 TN:6999x2601x31 \
         NN:3001x9001x41
@@ -300,7 +300,7 @@ for step in "$@"; do
     hard-nt|hard-nt:*)
       # The same for NT, where the large stratum's last hard-family misses were (H100: three of
       # four), on 8 more fitting shapes; rows in gemm_sweep_<gpu>_issue28-hard-large-nt.tsv.gz.
-      tune_hard hard-nt NT:8001x35x5501 NT:7501x31x4001 NT:487x211x8111 NT:263x157x10007 \
+      tune_each hard-nt NT:8001x35x5501 NT:7501x31x4001 NT:487x211x8111 NT:263x157x10007 \
         NT:9501x13001x21 NT:6003x9007x27 NT:5211x40x6017 NT:3301x27x9013
       sweep_step hard-nt 310 HARD_SETS -nt --candidates-from-db "$WORK/hard-nt.db" --top 2 ;;
     splits|splits:*)
@@ -312,7 +312,7 @@ for step in "$@"; do
     decode|decode:*)
       # Decoding steps past the matrix-vector kernel's reach (16-32 tokens): configs autotune finds
       # on 6 of them, beside the portfolio, on all of the third fitting set's.
-      tune_hard decode TN:4096x16x11008 TN:8192x24x28672 TN:2048x32x8192 TN:18176x16x4544 \
+      tune_each decode TN:4096x16x11008 TN:8192x24x28672 TN:2048x32x8192 TN:18176x16x4544 \
         TN:4544x24x18176 TN:10240x32x2560
       sweep_step decode 300 DECODE_SETS "" --portfolio --candidates-from-db "$WORK/decode.db" \
         --top 2 ;;
