@@ -82,6 +82,13 @@
 #                64 x 64 (bench/results/gemm_sweep_candidates_wgmma_splits_<gpu>.txt: SPLITK 2-12
 #                summed by the last block, MINB 1 and 2, PIPE 2 and 3) on the large stratum's hard
 #                families, for at most S seconds (default 300; -hard-large-splits.tsv.gz)
+#   minb3[:S]    the split TF32 wgmma 64 x 32 tile at three blocks per SM
+#                (bench/results/gemm_sweep_candidates_wgmma_minb3_<gpu>.txt) on the hard families
+#                and the decoding set, for at most S seconds (default 300; -minb3.tsv.gz)
+#   ahead[:S]    the 64 x 64 and 64 x 32 split TF32 wgmma tiles with the producer two slices
+#                ahead (bench/results/gemm_sweep_candidates_wgmma_ahead_<gpu>.txt) on the hard
+#                families, the decoding set and the large stratum's fitting seeds (default 300 s;
+#                -ahead.tsv.gz)
 #   long[:S]     the shipped portfolio and the long-k configs (small tiles, 32-256 splits) on
 #                products with one very long dimension (gemm_sweep --long: convolution-like
 #                weight gradients and first layers), for at most S seconds (default 300;
@@ -181,6 +188,8 @@ ROWS_FIRST_PACKED_SETS=("rows-first-packed-large --seeds 3001-3032 --min-gflop 1
 HARD_SETS=("hard-large --seeds 3001-3032 --min-gflop 1 --hard-families")
 # Decoding 16-32 tokens of the fitting models (gemm_sweep --decode-networks).
 DECODE_SETS=("decode --decode-networks")
+MINB3_SETS=("${HARD_SETS[@]}" "${DECODE_SETS[@]}")
+AHEAD_SETS=("${HARD_SETS[@]}" "${DECODE_SETS[@]}" "lanes-large --seeds 3001-3032 --min-gflop 1")
 TF32_SETS=("tf32-networks --networks --max-gflop 600" "tf32-more --more-networks --max-gflop 200"
            "tf32-large --seeds 3001-3032 --min-gflop 1" "tf32-middle --seeds 3101-3116 --min-gflop 0.1")
 
@@ -309,6 +318,18 @@ for step in "$@"; do
       # not fitted: refitted in, its picks ran slower (gemm_hard_families_probe_nvidia-h100.txt).
       sweep_step splits 300 HARD_SETS -splits \
         --candidates "bench/results/gemm_sweep_candidates_wgmma_splits_${tag}.txt" ;;
+    minb3|minb3:*)
+      # The split TF32 wgmma 64 x 32 tile at three blocks per SM (more loads in flight: on skinny
+      # long-k TN and TT products its producer waits on memory at two), on the hard families and
+      # the decoding set: gemm_sweep_<gpu>_issue28-{hard-large,decode}-minb3.tsv.gz.
+      sweep_step minb3 300 MINB3_SETS -minb3 \
+        --candidates "bench/results/gemm_sweep_candidates_wgmma_minb3_${tag}.txt" ;;
+    ahead|ahead:*)
+      # The small split TF32 wgmma tiles with the producer two slices ahead (AHEAD=1), on the hard
+      # families, the decoding set and the large stratum's fitting seeds:
+      # gemm_sweep_<gpu>_issue28-{hard-large,decode,lanes-large}-ahead.tsv.gz.
+      sweep_step ahead 300 AHEAD_SETS -ahead \
+        --candidates "bench/results/gemm_sweep_candidates_wgmma_ahead_${tag}.txt" ;;
     decode|decode:*)
       # Decoding steps past the matrix-vector kernel's reach (16-32 tokens): configs autotune finds
       # on 6 of them, beside the portfolio, on all of the third fitting set's.

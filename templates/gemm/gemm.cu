@@ -51,6 +51,7 @@
 //   (see mma_tile; the small * small term is below float's rounding).
 //   The products keep ~22 of float's 24 bits; the sums are float sums, so the accuracy contract's
 //   limit on their length (KSUM, split-K) holds as for FFMA (sm_80+; same fragment layout).
+//   AHEAD = 1 (MMA = 3) has the producer warpgroup hold two slices in registers (see there);
 //   KSUM = 1 (FFMA and MMA = 2) sums k in partial chains of KSUM_CHAIN (96) products, each from
 //   zero, and adds each chain to the running sum: an error that grows like (96 + k / 96)
 //   roundings instead of k (sequential FFMA sums were 2.2x cuBLAS SGEMM's error against an FP64
@@ -162,6 +163,9 @@
 #endif
 #ifndef KSUM
 #error "gemm.cu: KSUM must be defined (-DKSUM=<value>)"
+#endif
+#ifndef AHEAD
+#error "gemm.cu: AHEAD must be defined (-DAHEAD=<value>)"
 #endif
 #ifndef KSUM_CHAIN
 #error "gemm.cu: KSUM_CHAIN must be defined (-DKSUM_CHAIN=<value>)"
@@ -960,18 +964,40 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
       asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kWgRegsAtLaunch + kWgRegsMoved));
     }
     const int ptid = tid - kThreads;
-    SplitLoader<BM, TRANS_A == 1, true> a_loader;
-    SplitLoader<BN, TRANS_B == 0, false> b_loader;
-    for (int t = 0; t < slices; ++t) {
-      const int st = t % kStages;
+    // Each slice is loaded, then (once its stage is free) split and stored. AHEAD = 1 keeps two
+    // slices in registers, so the next one's loads are in flight while this one is split and
+    // stored: one slice at a time, the producer waits out a whole memory latency per slice, which
+    // bounds skinny long-k products with few blocks per SM.
+    SplitLoader<BM, TRANS_A == 1, true> a0, a1;
+    SplitLoader<BN, TRANS_B == 0, false> b0, b1;
+    auto fetch = [&](auto& a, auto& b, int t) {
       const int k0 = k_begin + t * BK;
-      a_loader.load(a_tile + t * a_step, lda, m_left, k_end - k0, ptid);
-      b_loader.load(b_tile + t * b_step, ldb, n_left, k_end - k0, ptid);
+      a.load(a_tile + t * a_step, lda, m_left, k_end - k0, ptid);
+      b.load(b_tile + t * b_step, ldb, n_left, k_end - k0, ptid);
+    };
+    auto put = [&](auto& a, auto& b, int t) {
+      const int st = t % kStages;
       if (t >= kStages) barrier_wait(&empty[st], (t / kStages + 1) & 1);
-      a_loader.store(stage_a(st, 0), stage_a(st, 1), ptid);
-      b_loader.store(stage_b(st, 0), stage_b(st, 1), ptid);
+      a.store(stage_a(st, 0), stage_a(st, 1), ptid);
+      b.store(stage_b(st, 0), stage_b(st, 1), ptid);
       fence_proxy_async();
       barrier_arrive(&full[st]);
+    };
+    if constexpr (AHEAD == 1) {
+      if (slices > 0) fetch(a0, b0, 0);
+      for (int t = 0; t < slices; t += 2) {
+        if (t + 1 < slices) fetch(a1, b1, t + 1);
+        put(a0, b0, t);
+        if (t + 1 < slices) {
+          if (t + 2 < slices) fetch(a0, b0, t + 2);
+          put(a1, b1, t + 1);
+        }
+      }
+    } else {
+      for (int t = 0; t < slices; ++t) {
+        fetch(a0, b0, t);
+        put(a0, b0, t);
+      }
     }
     return;  // the epilogue is the consumers' (its barriers count kThreads)
   }

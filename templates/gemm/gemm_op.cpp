@@ -34,7 +34,7 @@ const std::vector<Param>& parameters() {
       {"UNROLL", {1, 2, 4, 8, 16, 32}, "unroll of the k slice loop"},
       {"PIPE", {0, 1, 2, 3, 4}, "0 single stage, 1 register prefetch, 2-4 cp.async stages"},
       {"SWZ", {0, 4, 8, 16}, "block rows grouped in launch order for L2 reuse (0: none)"},
-      {"MINB", {1, 2}, "__launch_bounds__ minimum resident blocks per SM"},
+      {"MINB", {1, 2, 3}, "__launch_bounds__ minimum resident blocks per SM"},
       {"PRETB", {0, 1}, "B (not transposed) copied transposed into the workspace first"},
       {"SPLITK", {1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 256}, "blocks sharing one tile's k range"},
       // Host-side parameters: the launch, not the kernel, reads them (see kHostParams).
@@ -67,6 +67,12 @@ const std::vector<Param>& parameters() {
        "matrix-vector kernel: columns of the vectors' matrix it takes at once (min(m, n) up to "
        "it; 1 in tile kernels)",
        1},
+      // Came with issue 28's skinny long-k products: configs recorded before it load one slice.
+      {"AHEAD",
+       {0, 1},
+       "MMA = 3: the producer holds two slices in registers, the next one's loads in flight "
+       "while this one is split and stored",
+       0},
   };
   return params;
 }
@@ -80,7 +86,7 @@ const std::vector<std::pair<const char*, int>>& gemv_tile_placeholders() {
       {"BM", 16},  {"BN", 16}, {"BK", 8},     {"WM", 16},   {"WN", 16},  {"TM", 2},
       {"TN", 2},   {"LM", 8},  {"PAD", 4},    {"AKM", 1},   {"BKM", 1},  {"UNROLL", 8},
       {"PIPE", 0}, {"SWZ", 0}, {"MINB", 1},   {"PRETB", 0}, {"PACK", 0}, {"REDUCE", 0},
-      {"TAIL", 0}, {"MMA", 0}, {"CSTAGE", 0}, {"KSUM", 0}};
+      {"TAIL", 0}, {"MMA", 0}, {"CSTAGE", 0}, {"KSUM", 0}, {"AHEAD", 0}};
   return values;
 }
 
@@ -298,6 +304,10 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"wgmma_sums_slices_in_float", {"MMA", "KSUM"}, [](const Config& c) {
                    return c.get("MMA") != 3 || c.get("KSUM") == 1;
                  }});
+  // Only the wgmma kernels have a producer that loads through registers.
+  space.require({"ahead_for_wgmma", {"MMA", "AHEAD"}, [](const Config& c) {
+                   return c.get("AHEAD") == 0 || c.get("MMA") == 3;
+                 }});
   space.require({"mma_tiles_16x8x8", {"BK", "WM", "WN", "MMA"}, [](const Config& c) {
                    return c.get("MMA") == 0 || (c.get("BK") % 8 == 0 && c.get("WM") % 16 == 0 &&
                                                 c.get("WN") % 8 == 0);
@@ -357,7 +367,7 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   // configs whose estimate exceeds it spill (measured: about a quarter of unpruned trials).
   space.require({"registers_fit",
                  {"GEMV", "BM", "BN", "BK", "WM", "WN", "TM", "TN", "LM", "VEC", "AKM", "BKM",
-                  "PIPE", "MINB", "MMA", "KSUM"},
+                  "PIPE", "MINB", "MMA", "KSUM", "AHEAD"},
                  [=](const Config& c) {
                    const int cap = std::min(255, regs_per_sm / (threads_per_block(c) * c.get("MINB")));
                    return estimated_registers(c) <= cap;
@@ -444,8 +454,10 @@ int estimated_registers(const Config& c) {
     // state beside either.
     // (The producer's loads of a whole slice are unrolled, each with its address: measured
     // 162-166 registers for 64 x 128 tiles, 168 for 128 x 128 with 16 moved to the producers.)
+    // AHEAD = 1: two slices (measured: 64 x 64 tiles 128 -> 185-216 registers uncapped).
     const int consumer = c.get("WN") + 32;
-    const int producer = (c.get("BM") + c.get("BN")) * c.get("BK") / kWgmmaProducers + 56;
+    const int producer = (c.get("BM") + c.get("BN")) * c.get("BK") / kWgmmaProducers *
+                             (c.get("AHEAD") + 1) + 56;
     return std::max(consumer, producer);
   }
   if (is_mma(c)) {

@@ -20,17 +20,17 @@ namespace {
 TEST(GemmSpace, ConfigRendersOptionsNameAndCanonicalText) {
   const Config c = Config::parse(
       "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
-      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
   EXPECT_EQ(
       c.canonical(),
       "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
   EXPECT_EQ(Config::parse(c.canonical()), c);
   const Problem p = packed_problem("TN", 100, 200, 300);
   EXPECT_EQ(
       kernel_name(c, p),
       "gemm_tn_gemv0_bm128_bn64_bk8_wm64_wn32_tm4_tn4_lm8_vec4_pad4_akm1_bkm1_unroll8_pipe1_swz0_"
-      "minb1_pretb0_splitk1_tail0_mma0_cstage0_ksum0_gcols1");
+      "minb1_pretb0_splitk1_tail0_mma0_cstage0_ksum0_gcols1_ahead0");
   const KernelSpec spec = kernel_spec(c, p);
   EXPECT_EQ(spec.options[0], "-DKERNEL_NAME=" + spec.kernel_name);
   EXPECT_EQ(spec.options[1], "-DTRANS_A=1");
@@ -43,11 +43,12 @@ TEST(GemmSpace, ConfigRendersOptionsNameAndCanonicalText) {
   // Last the kernel's parameters, then the shared strides the host derives (BM + PAD, BN + PAD,
   // and the staged C tile's BM + 4, passed even where it is not staged).
   const size_t n = spec.options.size();
-  EXPECT_EQ(spec.options[n - 8], "-DTAIL=0");
-  EXPECT_EQ(spec.options[n - 7], "-DMMA=0");
-  EXPECT_EQ(spec.options[n - 6], "-DCSTAGE=0");
-  EXPECT_EQ(spec.options[n - 5], "-DKSUM=0");
-  EXPECT_EQ(spec.options[n - 4], "-DGCOLS=1");  // configs recorded before it take one vector
+  EXPECT_EQ(spec.options[n - 9], "-DTAIL=0");
+  EXPECT_EQ(spec.options[n - 8], "-DMMA=0");
+  EXPECT_EQ(spec.options[n - 7], "-DCSTAGE=0");
+  EXPECT_EQ(spec.options[n - 6], "-DKSUM=0");
+  EXPECT_EQ(spec.options[n - 5], "-DGCOLS=1");  // configs recorded before it take one vector
+  EXPECT_EQ(spec.options[n - 4], "-DAHEAD=0");  // nor before it the producer two slices ahead
   EXPECT_EQ(spec.options[n - 3], "-DA_STRIDE=132");
   EXPECT_EQ(spec.options[n - 2], "-DB_STRIDE=68");
   EXPECT_EQ(spec.options[n - 1], "-DC_STRIDE=132");
@@ -120,18 +121,18 @@ TEST(GemmSpace, EnumerationMeetsEveryConstraint) {
   restricted.restrict({{"PAD", {4}}});
   for (const char* rung :
        {"GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=1,PIPE="
-        "0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
+        "0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0",
         "GEMV=0,BM=32,BN=32,BK=32,WM=32,WN=1,TM=1,TN=1,LM=32,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=32,"
-        "PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
+        "PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0",
         "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
         "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS="
-        "1"}) {
+        "1,AHEAD=0"}) {
     EXPECT_FALSE(full.violation(Config::parse(rung)).has_value()) << rung;
   }
   EXPECT_EQ(restricted.violation(Config::parse(
                 "GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,"
                 "UNROLL=1,PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE="
-                "0,KSUM=0,GCOLS=1")),
+                "0,KSUM=0,GCOLS=1,AHEAD=0")),
             std::optional<std::string>("PAD_in_space"));
 }
 
@@ -143,7 +144,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   const Space space = make_space(dev, p);
   auto c = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE="
-      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
+      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
   EXPECT_EQ(space.violation(c).value_or(""), "vec_fits_alignment");
   // The matrix-vector kernel checks its operands at launch: VEC 4 on any alignment, kept by
   // fit_config, where a tile config packs its operands (here, where that pays) or narrows VEC.
@@ -176,7 +177,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   // narrows it where they are not (a small or skinny product); everything else is kept.
   const Config wide = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE="
-      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
+      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
   const Config fitted = fit_config(wide, dev, p);
   EXPECT_EQ(fitted.get("VEC"), 4);
   EXPECT_EQ(fitted.get("PACK"), 1);
@@ -213,7 +214,7 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
 TEST(GemmSpace, PackedOperandsAndSplitSumsHaveTheirWorkspace) {
   const Config c = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE="
-      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
+      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
   // NN 4095 x 4097 x 4093: A (4095 x 4093) and B (4093 x 4097) copied with leading dims 4096 and
   // 4096, each rounded up to 256 bytes.
   const Problem p = packed_problem("NN", 4095, 4097, 4093);
@@ -262,7 +263,7 @@ TEST(GemmSpace, PackedOperandsAndSplitSumsHaveTheirWorkspace) {
 TEST(GemmSpace, PackingPastItsBoundRunsInPassesOverK) {
   const Config c = Config::parse(
       "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1");
+      "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
   // A GPT-2 sized output layer's weight gradient: B is 50257 x 8192 as stored, 1.6 GB.
   const Problem big = packed_problem("NT", 1280, 50257, 8192);
   const int64_t pass = pack_pass_k(c, big);
@@ -376,7 +377,7 @@ TEST(GemmSpace, SplitKGeometryAndWorkspace) {
   const Problem p = packed_problem("NN", 32, 4096, 768);  // 8 splits: chains of 96
   Config c = Config::parse(
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
   EXPECT_FALSE(make_space(dev, p).violation(c).has_value());
   const LaunchGeometry g = geometry(c, p);
   EXPECT_EQ(g.grid.x, 64u);  // 1 x 64 tiles
@@ -427,7 +428,7 @@ TEST(GemmSpace, SelectionFeaturesArePaddingAndWaveQuantization) {
   EXPECT_EQ(face.selection_feature_names(), (std::vector<std::string>{"padding", "waves"}));
   const Config c = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
   std::vector<double> f;
   // 7573 x 41: 119 x 1 tiles of 64 x 64, 4 splits: 476 blocks on 132 SMs, 3.6 waves.
   face.selection_features(c, 132, {7573, 41, 11185}, f);
@@ -460,7 +461,7 @@ TEST(GemmSpace, PretransposedBReadsTheWorkspaceAsTransposed) {
   const Problem nn = packed_problem("NN", 4096, 1000, 112);  // k of one FFMA chain
   Config c = Config::parse(
       "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
+      "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
   EXPECT_FALSE(make_space(dev, nn).violation(c).has_value());
   const KernelSpec spec = kernel_spec(c, nn);
   EXPECT_EQ(spec.options[2], "-DTRANS_B=1");  // the kernel reads B^T from the workspace
@@ -481,7 +482,7 @@ TEST(GemmSpace, RegisterEstimatePrunesConfigsThatWouldSpill) {
   // 128 accumulators with register prefetch fit one block of 256 threads per SM ...
   Config c = Config::parse(
       "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
   EXPECT_FALSE(space.violation(c).has_value());
   EXPECT_GT(estimated_registers(c), 128);
   // ... but not two (128 registers each at most).
@@ -525,10 +526,10 @@ TEST(GemmSpace, MatrixVectorColumnsHoldTheVectorsAndSizeTheWorkspace) {
   Config tile = seed_configs(dev, packed_problem("NN", 1000, 1000, 1000)).front();
   tile.set("GCOLS", 2);
   EXPECT_EQ(refusal(tile, "NN", 1000, 2), "gcols_only_for_gemv");
-  // A config recorded before GCOLS takes one vector.
+  // A config recorded before GCOLS (and AHEAD) takes one vector.
   const std::string one = gemv_config(64, 4, 1).canonical();
-  ASSERT_EQ(one.substr(one.size() - 8), ",GCOLS=1");
-  EXPECT_EQ(fit_config(Config::parse(one.substr(0, one.size() - 8)), dev,
+  ASSERT_EQ(one.substr(one.size() - 16), ",GCOLS=1,AHEAD=0");
+  EXPECT_EQ(fit_config(Config::parse(one.substr(0, one.size() - 16)), dev,
                        packed_problem("NN", 1000, 1, 1000)),
             gemv_config(64, 4, 1));
 
@@ -598,7 +599,7 @@ TEST(GemmSpace, SliceSumsAreAnFfmaVariantWithTheirRegisters) {
   const Space space = make_space(dev, p);
   Config c = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1");
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1,AHEAD=0");
   EXPECT_EQ(space.violation(c, true).value_or(""), "");
   const KernelSpec spec = kernel_spec(c, p);
   EXPECT_NE(std::find(spec.options.begin(), spec.options.end(), "-DKSUM=1"), spec.options.end());
@@ -617,7 +618,7 @@ TEST(GemmSpace, SliceSumsAreAnFfmaVariantWithTheirRegisters) {
   EXPECT_NE(space.violation(wide, false).value_or(""), "accumulators_per_thread");
   Config mma = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=1,GCOLS=1");
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=1,GCOLS=1,AHEAD=0");
   EXPECT_EQ(space.violation(mma, false).value_or(""), "slice_sums_for_ffma");
   int with_slice_sums = 0;
   for (const auto& seed : seed_configs(dev, p)) {
@@ -636,7 +637,7 @@ TEST(GemmSpace, FfmaSumsLongerThanTheContractAllowsAreRefused) {
   const DeviceInfo dev = reference_device(90);
   const Config chain = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
   auto refusal = [&](const Config& c, int64_t k) {
     return make_space(dev, packed_problem("NN", 512, 512, k)).violation(c, false).value_or("");
   };
@@ -660,7 +661,7 @@ TEST(GemmSpace, FfmaSumsLongerThanTheContractAllowsAreRefused) {
   EXPECT_THROW(fit_config(chain, dev, packed_problem("NN", 512, 384, 1024)), Error);
   Config mma = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1");
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
   EXPECT_EQ(refusal(mma, 100000), "");
   for (int64_t k : {1, 127, 1000, 4097, 16385, 100000}) {
     for (int64_t mn : {7, 1000, 4097}) {
@@ -676,7 +677,7 @@ TEST(GemmSpace, FfmaSumsLongerThanTheContractAllowsAreRefused) {
 TEST(GemmSpace, WgmmaConfigsNeedSm90WarpgroupTilesAndSliceSumsFromK128) {
   const Config wgmma = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,CSTAGE=0,KSUM=1,GCOLS=1");
+      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,CSTAGE=0,KSUM=1,GCOLS=1,AHEAD=0");
   const Problem p = packed_problem("TN", 4096, 4096, 4096);
   const Space space = make_space(reference_device(90), p);
   // (AKM and BKM mean nothing to it; like the other tensor-core configs it keeps them as stored.)
@@ -710,6 +711,19 @@ TEST(GemmSpace, WgmmaConfigsNeedSm90WarpgroupTilesAndSliceSumsFromK128) {
   narrow.set("WN", 16);
   EXPECT_EQ(space.violation(narrow, /*include_pruning=*/false).value_or(""), "wgmma_tiles");
   EXPECT_EQ(broken("KSUM", 0), "wgmma_sums_slices_in_float");
+  // Two slices ahead: a wgmma producer's option (the other kernels load without one), with the
+  // second slice's registers in the estimate that prunes.
+  Config ahead = c;
+  ahead.set("AHEAD", 1);
+  EXPECT_FALSE(space.violation(ahead, /*include_pruning=*/false).has_value());
+  EXPECT_GT(estimated_registers(ahead), estimated_registers(c));
+  Config ffma_ahead = with_absent_params(
+      Config::parse("GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,"
+                    "UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1"),
+      parameters());
+  ffma_ahead.set("AHEAD", 1);
+  EXPECT_EQ(space.violation(ffma_ahead, /*include_pruning=*/false).value_or(""),
+            "ahead_for_wgmma");
   EXPECT_EQ(make_space(reference_device(90), packed_problem("TN", 4096, 4096, 124))
                 .violation(c, /*include_pruning=*/false)
                 .value_or(""),
@@ -722,7 +736,7 @@ TEST(GemmSpace, WgmmaConfigsNeedSm90WarpgroupTilesAndSliceSumsFromK128) {
 TEST(GemmSpace, SplitTf32ConfigsNeedSm80AndSumInFloatWithinTheContract) {
   const std::string base =
       "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=2,CSTAGE=0,KSUM=0,GCOLS=1";
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=2,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0";
   const Problem short_k = packed_problem("NN", 1000, 1000, 96);
   const Problem long_k = packed_problem("NN", 1000, 1000, 1000);
   Config c = Config::parse(base);
@@ -757,7 +771,7 @@ TEST(GemmSpace, SplitTf32ConfigsNeedSm80AndSumInFloatWithinTheContract) {
 TEST(GemmSpace, Fp64TensorCoreConfigsNeedSm90AndTheirOwnStrides) {
   const std::string base =
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1";
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0";
   const Problem nn = packed_problem("NN", 1000, 1000, 1000);
   const Config c = Config::parse(base);
   EXPECT_FALSE(make_space(reference_device(90), nn).violation(c).has_value());
@@ -784,7 +798,7 @@ TEST(GemmSpace, Fp64TensorCoreConfigsNeedSm90AndTheirOwnStrides) {
   EXPECT_EQ(shared_strides(transposed).b, 24);
   Config ffma = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=0,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
   EXPECT_EQ(shared_strides(ffma).a, 68);
   EXPECT_EQ(shared_strides(ffma).b, 20);
   EXPECT_EQ(shared_bytes(c), 3u * (16 * 72 + 64 * 20) * 4);
@@ -824,7 +838,7 @@ TEST(GemmSpace, StagedCTileReusesTheStagesWhereStoresAreNarrow) {
   const Config direct = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE="
       "1,"
-      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
   Config staged = direct;
   staged.set("CSTAGE", 1);
   EXPECT_EQ(shared_strides(staged).c, 132);
@@ -841,8 +855,8 @@ TEST(GemmSpace, StagedCTileReusesTheStagesWhereStoresAreNarrow) {
   EXPECT_EQ(make_space(dev, aligned).violation(staged, true).value_or(""),
             "stage_c_where_stores_are_narrow");
   EXPECT_FALSE(make_space(dev, aligned).violation(staged, false).has_value());
-  // A config of the sweeps before CSTAGE (and KSUM, GCOLS) stores C directly.
-  const std::string before = direct.canonical().substr(0, direct.canonical().size() - 24);
+  // A config of the sweeps before CSTAGE (and KSUM, GCOLS, AHEAD) stores C directly.
+  const std::string before = direct.canonical().substr(0, direct.canonical().size() - 32);
   ASSERT_EQ(before.substr(before.size() - 5), "MMA=0");
   EXPECT_EQ(fit_config(Config::parse(before), dev, odd), direct);
   EXPECT_EQ(gemv_config(64, 1, 1).get("CSTAGE"), 0);
@@ -854,7 +868,7 @@ TEST(GemmSpace, StagedCTileReusesTheStagesWhereStoresAreNarrow) {
   // The kernel gets the stride; the staged path compiles unspilled, FFMA and MMA, odd and aligned.
   const Config mma = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=8,PIPE=2,"
-      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=1,KSUM=0,GCOLS=1");
+      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=1,KSUM=0,GCOLS=1,AHEAD=0");
   EXPECT_EQ(kernel_spec(mma, odd).options.back(), "-DC_STRIDE=68");
   Config aligned_ffma = staged;
   aligned_ffma.set("VEC", 4);
@@ -903,13 +917,13 @@ TEST_P(GemmCompileSample, EveryFamilyCompilesWithoutSpills) {
   const DeviceInfo dev = reference_device(cc);
   const char* families[] = {
       "GEMV=0,BM=64,BN=32,BK=16,WM=32,WN=16,TM=4,TN=2,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=4,PIPE=0,"
-      "SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
+      "SWZ=4,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0",
       "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=2,PAD=0,AKM=1,BKM=0,UNROLL=8,PIPE=2,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=3,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0",
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,PIPE=4,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0",
       "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1",
+      "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0",
   };
   for (const char* layout : {"NN", "NT", "TN", "TT"}) {
     const Problem p = packed_problem(layout, 1000, 1000, 1000);

@@ -115,11 +115,11 @@ TEST(Space, AbsentParametersCompleteOlderConfigs) {
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
       "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1";
   EXPECT_EQ(with_absent_params(Config::parse(gemm_old), gemm_op::parameters()).canonical(),
-            gemm_old + ",PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
+            gemm_old + ",PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
   EXPECT_EQ(
       with_absent_params(Config::parse(gemm_old + ",PACK=1,REDUCE=0,TAIL=1"), gemm_op::parameters())
           .canonical(),
-      gemm_old + ",PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1");
+      gemm_old + ",PACK=1,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
 }
 
 }  // namespace
