@@ -42,16 +42,17 @@
 # warpgroup after narrow loads changed, at MINB 1 and 2), it comes last: fit_selection keeps the
 # last row of a problem and config; the hard families' sweeps (`issue28_runs.sh hard` and
 # `hard-nt`: configs autotune found on skinny and tiny-k fitting shapes) after them, then the
-# decoding sweep (`issue28_runs.sh decode`: the fitting models decoding 16-32 tokens). So the
-# shipped H100 table is
-#   ENTRIES=96 scripts/refit_selection.sh $(ls bench/results/gemm_sweep_nvidia-h100_issue28*.tsv.gz |
+# decoding sweep (`issue28_runs.sh decode`: the fitting models decoding 16-32 tokens), then the
+# wgmma tiles at three blocks per SM and with the producer two slices ahead (`issue28_runs.sh minb3`
+# and `ahead`). So the shipped H100 table is (H=bench/results/gemm_sweep_nvidia-h100)
+#   ENTRIES=96 scripts/refit_selection.sh $(ls ${H}_issue28*.tsv.gz |
 #     grep -v -e rows-first -e lanes -e hard-large -e issue28-decode) \
-#     bench/results/gemm_sweep_nvidia-h100_gemv.tsv.gz \
-#     bench/results/gemm_sweep_nvidia-h100.tsv.gz bench/results/gemm_sweep_nvidia-h100_issue28-rows-first-*.tsv.gz \
-#     bench/results/gemm_sweep_nvidia-h100_issue28-lanes-*.tsv.gz \
-#     bench/results/gemm_sweep_nvidia-h100_issue28-hard-large.tsv.gz \
-#     bench/results/gemm_sweep_nvidia-h100_issue28-hard-large-nt.tsv.gz \
-#     bench/results/gemm_sweep_nvidia-h100_issue28-decode.tsv.gz
+#     ${H}_gemv.tsv.gz ${H}.tsv.gz ${H}_issue28-rows-first-*.tsv.gz \
+#     $(ls ${H}_issue28-lanes-*.tsv.gz | grep -v ahead) \
+#     ${H}_issue28-hard-large.tsv.gz ${H}_issue28-hard-large-nt.tsv.gz ${H}_issue28-decode.tsv.gz \
+#     ${H}_issue28-hard-large-minb3.tsv.gz ${H}_issue28-decode-minb3.tsv.gz \
+#     ${H}_issue28-hard-large-ahead.tsv.gz ${H}_issue28-decode-ahead.tsv.gz \
+#     ${H}_issue28-lanes-large-ahead.tsv.gz
 # and the H200's the command above, with ENTRIES=112 (at 96 the hard families displaced the FP64
 # 128-split entry of a 118 GFLOP convolution weight gradient), followed by its
 # _issue28-rows-first-networks and -more sweeps, its _issue28-lanes-large, -middle, -networks and
