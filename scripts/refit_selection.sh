@@ -57,7 +57,9 @@
 # 128-split entry of a 118 GFLOP convolution weight gradient), followed by its
 # _issue28-rows-first-networks and -more sweeps, its _issue28-lanes-large, -middle, -networks and
 # -more sweeps, its _issue28-hard-large sweep and its _issue28-decode sweep (not the layer grids: only
-# wgmma configs ran there, the H200 has no sweep of the others on it).
+# wgmma configs ran there, the H200 has no sweep of the others on it), then as on the H100 its
+# _issue28-hard-large-minb3, -decode-minb3, -hard-large-ahead, -decode-ahead and
+# -lanes-large-ahead sweeps (the table's header lists the files in order).
 # (at 80 the H200 refit dropped the FP64 split-K entry of a 118 GFLOP convolution weight gradient).
 # The other H100 sweeps measured single FFMA chains only where the accuracy contract now refuses
 # them (most rows past k = 128) and no FP64 tensor-core or KSUM config beside them, so their
