@@ -351,15 +351,18 @@ std::map<std::string, std::vector<Config>> candidates_from_file(const std::strin
   std::ifstream in(path);
   if (!in) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--candidates: cannot read " + path);
   std::map<std::string, std::vector<Config>> out;
+  // A config written before a parameter existed means its old value (as the tables' entries do);
+  // the space would refuse it whole, and the sweep skip it, for lacking one.
+  auto parse = [](const std::string& text) {
+    return with_absent_params(Config::parse(text), gemm_op::parameters());
+  };
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#') continue;
     const size_t tab = line.find('\t');
     if (tab == std::string::npos) {
-      for (const char* layout : {"NN", "NT", "TN", "TT"}) {
-        out[layout].push_back(Config::parse(line));
-      }
+      for (const char* layout : {"NN", "NT", "TN", "TT"}) out[layout].push_back(parse(line));
     } else {
-      out[line.substr(0, tab)].push_back(Config::parse(line.substr(tab + 1)));
+      out[line.substr(0, tab)].push_back(parse(line.substr(tab + 1)));
     }
   }
   return out;

@@ -86,7 +86,7 @@ const std::vector<std::pair<const char*, int>>& gemv_tile_placeholders() {
       {"BM", 16},  {"BN", 16}, {"BK", 8},     {"WM", 16},   {"WN", 16},  {"TM", 2},
       {"TN", 2},   {"LM", 8},  {"PAD", 4},    {"AKM", 1},   {"BKM", 1},  {"UNROLL", 8},
       {"PIPE", 0}, {"SWZ", 0}, {"MINB", 1},   {"PRETB", 0}, {"PACK", 0}, {"REDUCE", 0},
-      {"TAIL", 0}, {"MMA", 0}, {"CSTAGE", 0}, {"KSUM", 0}, {"AHEAD", 0}};
+      {"TAIL", 0}, {"MMA", 0}, {"CSTAGE", 0}, {"KSUM", 0},  {"AHEAD", 0}};
   return values;
 }
 
@@ -456,8 +456,8 @@ int estimated_registers(const Config& c) {
     // 162-166 registers for 64 x 128 tiles, 168 for 128 x 128 with 16 moved to the producers.)
     // AHEAD = 1: two slices (measured: 64 x 64 tiles 128 -> 185-216 registers uncapped).
     const int consumer = c.get("WN") + 32;
-    const int producer = (c.get("BM") + c.get("BN")) * c.get("BK") / kWgmmaProducers *
-                             (c.get("AHEAD") + 1) + 56;
+    const int producer =
+        (c.get("BM") + c.get("BN")) * c.get("BK") / kWgmmaProducers * (c.get("AHEAD") + 1) + 56;
     return std::max(consumer, producer);
   }
   if (is_mma(c)) {

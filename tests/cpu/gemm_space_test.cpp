@@ -21,10 +21,10 @@ TEST(GemmSpace, ConfigRendersOptionsNameAndCanonicalText) {
   const Config c = Config::parse(
       "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
       "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
-  EXPECT_EQ(
-      c.canonical(),
-      "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
+  EXPECT_EQ(c.canonical(),
+            "GEMV=0,BM=128,BN=64,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
+            "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,"
+            "GCOLS=1,AHEAD=0");
   EXPECT_EQ(Config::parse(c.canonical()), c);
   const Problem p = packed_problem("TN", 100, 200, 300);
   EXPECT_EQ(
@@ -121,9 +121,11 @@ TEST(GemmSpace, EnumerationMeetsEveryConstraint) {
   restricted.restrict({{"PAD", {4}}});
   for (const char* rung :
        {"GEMV=0,BM=16,BN=16,BK=16,WM=16,WN=2,TM=1,TN=1,LM=16,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=1,PIPE="
-        "0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0",
+        "0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,"
+        "AHEAD=0",
         "GEMV=0,BM=32,BN=32,BK=32,WM=32,WN=1,TM=1,TN=1,LM=32,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=32,"
-        "PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0",
+        "PIPE=0,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,"
+        "AHEAD=0",
         "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
         "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS="
         "1,AHEAD=0"}) {
@@ -144,7 +146,8 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   const Space space = make_space(dev, p);
   auto c = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE="
-      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
+      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD="
+      "0");
   EXPECT_EQ(space.violation(c).value_or(""), "vec_fits_alignment");
   // The matrix-vector kernel checks its operands at launch: VEC 4 on any alignment, kept by
   // fit_config, where a tile config packs its operands (here, where that pays) or narrows VEC.
@@ -177,7 +180,8 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
   // narrows it where they are not (a small or skinny product); everything else is kept.
   const Config wide = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE="
-      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
+      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD="
+      "0");
   const Config fitted = fit_config(wide, dev, p);
   EXPECT_EQ(fitted.get("VEC"), 4);
   EXPECT_EQ(fitted.get("PACK"), 1);
@@ -214,7 +218,8 @@ TEST(GemmSpace, ConstraintsNameWhatTheyReject) {
 TEST(GemmSpace, PackedOperandsAndSplitSumsHaveTheirWorkspace) {
   const Config c = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE="
-      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
+      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD="
+      "0");
   // NN 4095 x 4097 x 4093: A (4095 x 4093) and B (4093 x 4097) copied with leading dims 4096 and
   // 4096, each rounded up to 256 bytes.
   const Problem p = packed_problem("NN", 4095, 4097, 4093);
@@ -263,7 +268,8 @@ TEST(GemmSpace, PackedOperandsAndSplitSumsHaveTheirWorkspace) {
 TEST(GemmSpace, PackingPastItsBoundRunsInPassesOverK) {
   const Config c = Config::parse(
       "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
+      "PIPE=3,SWZ=4,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1,"
+      "AHEAD=0");
   // A GPT-2 sized output layer's weight gradient: B is 50257 x 8192 as stored, 1.6 GB.
   const Problem big = packed_problem("NT", 1280, 50257, 8192);
   const int64_t pass = pack_pass_k(c, big);
@@ -428,7 +434,8 @@ TEST(GemmSpace, SelectionFeaturesArePaddingAndWaveQuantization) {
   EXPECT_EQ(face.selection_feature_names(), (std::vector<std::string>{"padding", "waves"}));
   const Config c = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,"
+      "AHEAD=0");
   std::vector<double> f;
   // 7573 x 41: 119 x 1 tiles of 64 x 64, 4 splits: 476 blocks on 132 SMs, 3.6 waves.
   face.selection_features(c, 132, {7573, 41, 11185}, f);
@@ -461,7 +468,8 @@ TEST(GemmSpace, PretransposedBReadsTheWorkspaceAsTransposed) {
   const Problem nn = packed_problem("NN", 4096, 1000, 112);  // k of one FFMA chain
   Config c = Config::parse(
       "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
+      "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,"
+      "AHEAD=0");
   EXPECT_FALSE(make_space(dev, nn).violation(c).has_value());
   const KernelSpec spec = kernel_spec(c, nn);
   EXPECT_EQ(spec.options[2], "-DTRANS_B=1");  // the kernel reads B^T from the workspace
@@ -482,7 +490,8 @@ TEST(GemmSpace, RegisterEstimatePrunesConfigsThatWouldSpill) {
   // 128 accumulators with register prefetch fit one block of 256 threads per SM ...
   Config c = Config::parse(
       "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
+      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,"
+      "AHEAD=0");
   EXPECT_FALSE(space.violation(c).has_value());
   EXPECT_GT(estimated_registers(c), 128);
   // ... but not two (128 registers each at most).
@@ -599,7 +608,8 @@ TEST(GemmSpace, SliceSumsAreAnFfmaVariantWithTheirRegisters) {
   const Space space = make_space(dev, p);
   Config c = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1,AHEAD=0");
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1,"
+      "AHEAD=0");
   EXPECT_EQ(space.violation(c, true).value_or(""), "");
   const KernelSpec spec = kernel_spec(c, p);
   EXPECT_NE(std::find(spec.options.begin(), spec.options.end(), "-DKSUM=1"), spec.options.end());
@@ -618,7 +628,8 @@ TEST(GemmSpace, SliceSumsAreAnFfmaVariantWithTheirRegisters) {
   EXPECT_NE(space.violation(wide, false).value_or(""), "accumulators_per_thread");
   Config mma = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=1,GCOLS=1,AHEAD=0");
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=1,GCOLS=1,"
+      "AHEAD=0");
   EXPECT_EQ(space.violation(mma, false).value_or(""), "slice_sums_for_ffma");
   int with_slice_sums = 0;
   for (const auto& seed : seed_configs(dev, p)) {
@@ -637,7 +648,8 @@ TEST(GemmSpace, FfmaSumsLongerThanTheContractAllowsAreRefused) {
   const DeviceInfo dev = reference_device(90);
   const Config chain = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,"
+      "AHEAD=0");
   auto refusal = [&](const Config& c, int64_t k) {
     return make_space(dev, packed_problem("NN", 512, 512, k)).violation(c, false).value_or("");
   };
@@ -661,7 +673,8 @@ TEST(GemmSpace, FfmaSumsLongerThanTheContractAllowsAreRefused) {
   EXPECT_THROW(fit_config(chain, dev, packed_problem("NN", 512, 384, 1024)), Error);
   Config mma = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0");
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1,CSTAGE=0,KSUM=0,GCOLS=1,"
+      "AHEAD=0");
   EXPECT_EQ(refusal(mma, 100000), "");
   for (int64_t k : {1, 127, 1000, 4097, 16385, 100000}) {
     for (int64_t mn : {7, 1000, 4097}) {
@@ -677,7 +690,8 @@ TEST(GemmSpace, FfmaSumsLongerThanTheContractAllowsAreRefused) {
 TEST(GemmSpace, WgmmaConfigsNeedSm90WarpgroupTilesAndSliceSumsFromK128) {
   const Config wgmma = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,CSTAGE=0,KSUM=1,GCOLS=1,AHEAD=0");
+      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,CSTAGE=0,KSUM=1,GCOLS=1,"
+      "AHEAD=0");
   const Problem p = packed_problem("TN", 4096, 4096, 4096);
   const Space space = make_space(reference_device(90), p);
   // (AKM and BKM mean nothing to it; like the other tensor-core configs it keeps them as stored.)
@@ -722,8 +736,7 @@ TEST(GemmSpace, WgmmaConfigsNeedSm90WarpgroupTilesAndSliceSumsFromK128) {
                     "UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1"),
       parameters());
   ffma_ahead.set("AHEAD", 1);
-  EXPECT_EQ(space.violation(ffma_ahead, /*include_pruning=*/false).value_or(""),
-            "ahead_for_wgmma");
+  EXPECT_EQ(space.violation(ffma_ahead, /*include_pruning=*/false).value_or(""), "ahead_for_wgmma");
   EXPECT_EQ(make_space(reference_device(90), packed_problem("TN", 4096, 4096, 124))
                 .violation(c, /*include_pruning=*/false)
                 .value_or(""),
@@ -736,7 +749,8 @@ TEST(GemmSpace, WgmmaConfigsNeedSm90WarpgroupTilesAndSliceSumsFromK128) {
 TEST(GemmSpace, SplitTf32ConfigsNeedSm80AndSumInFloatWithinTheContract) {
   const std::string base =
       "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=2,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0";
+      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=2,CSTAGE=0,KSUM=0,GCOLS=1,"
+      "AHEAD=0";
   const Problem short_k = packed_problem("NN", 1000, 1000, 96);
   const Problem long_k = packed_problem("NN", 1000, 1000, 1000);
   Config c = Config::parse(base);
@@ -923,7 +937,8 @@ TEST_P(GemmCompileSample, EveryFamilyCompilesWithoutSpills) {
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,PIPE=4,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0",
       "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0",
+      "PIPE=1,SWZ=8,MINB=1,PRETB=1,SPLITK=2,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,"
+      "AHEAD=0",
   };
   for (const char* layout : {"NN", "NT", "TN", "TT"}) {
     const Problem p = packed_problem(layout, 1000, 1000, 1000);

@@ -37,7 +37,8 @@ TEST(RuntimeRace, SetDatabaseWhileOtherThreadsChoose) {
     best.key = gemm_op::problem_key(device, key_problem);
     best.config =
         "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-        "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0";
+        "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,"
+        "AHEAD=0";
     best.ms = 1;
     ASSERT_TRUE(db.offer_best(best));
     cache::Database other(empty);
@@ -94,10 +95,12 @@ TEST(RuntimeChoice, TwinGpusEntryAnswersAfterTheOwnOne) {
   const auto problem = gemm_op::packed_problem("NN", 12345, 678, 104);  // one FFMA chain's k
   const std::string twin_config =
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=1,LM=8,VEC=1,PAD=4,AKM=1,BKM=0,UNROLL=16,"
-      "PIPE=4,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0";
+      "PIPE=4,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,"
+      "AHEAD=0";
   const std::string own_config =
       "GEMV=0,BM=128,BN=64,BK=8,WM=128,WN=32,TM=4,TN=2,LM=8,VEC=1,PAD=0,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=4,SWZ=4,MINB=2,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0";
+      "PIPE=4,SWZ=4,MINB=2,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,"
+      "AHEAD=0";
   auto store = [&](const std::string& uuid, const std::string& name, const std::string& config) {
     cache::Database db(path);
     cache::DeviceRecord d = cache::device_record(device);  // a GPU like this one ...

@@ -616,8 +616,10 @@ TEST_F(FitSelectionTest, CompletesConfigsOfSweepsOlderThanAParameter) {
   const std::string old_form =
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
       "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1";
-  const std::string whole = old_form + ",PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0";
-  const std::string tail = old_form + ",PACK=0,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0";
+  const std::string whole =
+      old_form + ",PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0";
+  const std::string tail =
+      old_form + ",PACK=0,REDUCE=0,TAIL=1,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0";
   std::string sweep = kHeader;
   for (int64_t n : {64, 128}) sweep += row("NN", 4096, n, 96, 4, old_form, 1.0);
   for (int64_t n : {64, 128}) {
@@ -690,7 +692,8 @@ TEST_F(FitSelectionTest, LeavesOutResultsBeyondTheAccuracyContract) {
 TEST_F(FitSelectionTest, LeavesOutConfigsTheOpRefusesOnTheirProblem) {
   const std::string chain =
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0";
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,"
+      "AHEAD=0";
   std::string sums = chain;
   sums.replace(sums.find("KSUM=0"), 6, "KSUM=1");
   std::string sweep = kHeader;
@@ -718,7 +721,8 @@ TEST_F(FitSelectionTest, LeavesOutConfigsTheOpRefusesOnTheirProblem) {
 TEST_F(FitSelectionTest, LeavesOutProblemsNoEntryWasMeasuredOn) {
   const std::string tile =
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1,AHEAD=0";
+      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1,"
+      "AHEAD=0";
   const std::string eight = tuned::gemm_op::gemv_config(64, 4, 1, 8).canonical();
   std::string sweep = kHeader;
   for (int64_t m : {512, 1024, 2048}) sweep += row("NN", m, m, 1024, 4, tile, 1.0);

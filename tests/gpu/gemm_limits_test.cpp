@@ -145,15 +145,18 @@ void check_config(const char* text, const Problem& p) {
 
 constexpr const char* kTile =
     "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-    "PIPE=1,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0";
+    "PIPE=1,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,"
+    "AHEAD=0";
 constexpr const char* kSplitTile =
     "GEMV=0,BM=16,BN=16,BK=32,WM=16,WN=8,TM=1,TN=2,LM=16,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=8,"
-    "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=64,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0";
+    "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=64,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,"
+    "AHEAD=0";
 // B copied transposed into the workspace first: its grid covered n in 32-column blocks on y,
 // which stops at 65535 blocks (n > 2,097,120).
 constexpr const char* kPretransposed =
     "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=8,"
-    "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD=0";
+    "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,"
+    "AHEAD=0";
 
 TEST(GemmLimits, LargestMIsRightInTheTileAndMatrixVectorKernels) {
   TUNED_REQUIRE_GPU();

@@ -259,7 +259,8 @@ TEST_F(TunedGemm, TwinGpusEntryIsUsedAndCorrectHere) {
   const std::string twin_uuid = "GPU-twin-of-" + device.uuid;
   const std::string twin_config =
       "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=1,LM=8,VEC=1,PAD=4,AKM=1,BKM=0,UNROLL=16,"
-      "PIPE=4,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1,AHEAD=0";
+      "PIPE=4,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1,"
+      "AHEAD=0";
   {
     tuned::cache::Database db(db_);
     tuned::cache::DeviceRecord twin = tuned::cache::device_record(device);
