@@ -462,8 +462,14 @@ Database::Database(const std::string& path, Access access) : path_(path), access
   if (path_.empty()) fail(path_, "empty path");
   busy_.path = path_;
   const bool reading = access_ == Access::kRead;
-  std::error_code exists_ec;
-  if (reading && !fs::exists(path_, exists_ec)) fail(path_, "no such file");
+  // Examined before anything opens it: a named pipe would block the open until a writer came, a
+  // device would be read as a database, a symlink loop would fail deep inside SQLite.
+  std::error_code status_ec;
+  const fs::file_status status = fs::status(path_, status_ec);
+  if (status_ec && status.type() != fs::file_type::not_found) {
+    fail(path_, "cannot be examined: " + status_ec.message());
+  }
+  if (reading && !fs::exists(status)) fail(path_, "no such file");
   fs::path parent = fs::path(path_).parent_path();
   if (!parent.empty() && !reading) {
     std::error_code ec;
@@ -473,7 +479,10 @@ Database::Database(const std::string& path, Access access) : path_(path), access
                       "': " + (ec ? ec.message() : "a file of that name is in the way"));
     }
   }
-  if (fs::is_directory(path_)) fail(path_, "is a folder, not a database file");
+  if (fs::is_directory(status)) fail(path_, "is a folder, not a database file");
+  if (fs::exists(status) && !fs::is_regular_file(status)) {
+    fail(path_, "is not a regular file (a named pipe, device or socket), not a database file");
+  }
   // SQLite reads a short foreign file as an empty database and the schema would overwrite it. An
   // empty file is ours only with its pages still in the -wal file (a writer killed before a
   // checkpoint); a zero-byte file alone is refused untouched, not turned into a database.

@@ -1,5 +1,11 @@
 #include "tools/autotune_options.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <toml++/toml.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -14,9 +20,6 @@
 #include <sstream>
 #include <string_view>
 #include <utility>
-
-#include <CLI/CLI.hpp>
-#include <toml++/toml.h>
 
 #include "templates/registry.hpp"
 #include "tuned/error.hpp"
@@ -411,23 +414,48 @@ std::vector<int64_t> parse_shape(const std::string& text) {
   return dims;
 }
 
-void apply_toml_file(const std::string& path, AutotuneOptions& options) {
-  namespace fs = std::filesystem;
+// A config file's text: a regular file of at most kMaxConfigBytes. Opened without blocking (a
+// named pipe would wait for a writer) and examined before it is read, so a device (/dev/zero), a
+// pipe or a huge file is one clear error, not a hang or an allocation that grows without bound.
+std::string read_config_file(const std::string& path) {
   auto unreadable = [&](const std::string& why) {
     return Error(TUNED_STATUS_CONFIG_ERROR, "cannot read config file '" + path + "': " + why);
   };
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw unreadable("no such file");
-  if (fs::is_directory(path, ec)) throw unreadable("it is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw unreadable(std::strerror(errno));
-  std::ostringstream content;
-  content << in.rdbuf();
-  if (in.bad()) throw unreadable("read failed");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw unreadable(errno == ENOENT ? "no such file" : std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw unreadable(std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) throw unreadable("it is a directory");
+  if (!S_ISREG(st.st_mode)) {
+    throw unreadable("it is not a regular file (a named pipe, device or socket)");
+  }
+  const std::string limit =
+      "a config file is at most " + std::to_string(kMaxConfigBytes) + " bytes";
+  if (static_cast<uint64_t>(st.st_size) > kMaxConfigBytes) {
+    throw unreadable("it is " + std::to_string(st.st_size) + " bytes; " + limit);
+  }
+  std::string text;
+  char buffer[65536];
+  for (;;) {  // (the file may grow while it is read: the limit holds for what is read)
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw unreadable(std::strerror(errno));
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+    if (text.size() > kMaxConfigBytes) throw unreadable("it grew past the limit; " + limit);
+  }
+  return text;
+}
 
+void apply_toml_file(const std::string& path, AutotuneOptions& options) {
+  const std::string content = read_config_file(path);
   toml::table root;
   try {
-    root = toml::parse(content.str(), path);
+    root = toml::parse(content, path);
   } catch (const toml::parse_error& e) {
     throw config_error(path, e.source(), "TOML syntax error: " + std::string(e.description()));
   }

@@ -32,11 +32,14 @@ struct AutotuneOptions {
 std::vector<int64_t> parse_shape(const std::string& text);
 
 /// Reads a TOML file into options (keys: shapes = ["MxNxK", ...], layout, budget, max_trials,
-/// strategy, seed, db, device, op, and a [space] table of integers or integer arrays). Keys the file
-/// sets replace the options' values; on any error the options are left unchanged. Throws
+/// strategy, seed, db, device, op, and a [space] table of integers or integer arrays). Keys the
+/// file sets replace the options' values; on any error the options are left unchanged. Throws
 /// Error(TUNED_STATUS_CONFIG_ERROR) naming the file, line and column, and the key for type errors
-/// or unknown keys.
+/// or unknown keys; a path that is no regular file of at most kMaxConfigBytes is refused unread.
 void apply_toml_file(const std::string& path, AutotuneOptions& options);
+
+/// The largest config file read (a real one is a few hundred bytes).
+inline constexpr uint64_t kMaxConfigBytes = uint64_t{1} << 20;
 
 /// Result of parsing the command line: either options to run with, or text to print and an exit
 /// code (--help, or an argument error).

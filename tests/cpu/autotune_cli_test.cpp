@@ -2,9 +2,13 @@
 #include <gtest/gtest.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -68,6 +72,32 @@ TEST_F(AutotuneBinaryTest, MalformedConfigFileExitsTwoNamingTheLine) {
   std::filesystem::remove_all(dir);
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(run.output.find("line 3"), std::string::npos) << run.output;
+}
+
+// A config that is no regular file of sane size is one line and exit 2 at once: a device that
+// never ends (/dev/zero), a named pipe nobody writes, a 512 MB file (sparse: no disk used).
+TEST_F(AutotuneBinaryTest, SpecialOrHugeConfigFilesExitTwoAtOnce) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "tuned_cli_XXXXXX").string();
+  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+  const std::filesystem::path dir = pattern;
+  const std::string pipe = (dir / "pipe.toml").string();
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  const std::string big = (dir / "big.toml").string();
+  ASSERT_EQ(::truncate((std::ofstream(big), big.c_str()), int64_t{512} << 20), 0);
+  for (const auto& [path, rule] :
+       {std::pair<std::string, std::string>{"/dev/zero", "not a regular file"},
+        {pipe, "not a regular file"},
+        {big, "at most 1048576 bytes"}}) {
+    const auto start = std::chrono::steady_clock::now();
+    ProcessResult run = run_autotune("--config '" + path + "'");
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_NE(run.output.find(path), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find(rule), std::string::npos) << run.output;
+    EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 1) << run.output;
+    EXPECT_LT(took, std::chrono::seconds(2)) << path;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The tuning database (cache/) on temporary files, and the tunedb program run against it.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -182,6 +183,27 @@ TEST(CacheDatabase, CreatesFoldersAndSchemaVersion) {
   EXPECT_EQ(sqlite_user_version(path), Database::schema_version());
   Database again(path);  // opening a current schema is a no-op
   EXPECT_EQ(sqlite_user_version(path), Database::schema_version());
+}
+
+// A named pipe, a device or a symlink loop as the database is refused at once, readers and writers
+// alike: opening a pipe would wait for a writer that never comes.
+TEST(CacheDatabase, SpecialFilesAreRefusedWithoutBlocking) {
+  TempDir dir;
+  const std::string pipe = dir.file("pipe.db");
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  const std::string loop = dir.file("loop.db");
+  fs::create_symlink(loop, loop);
+  const auto start = std::chrono::steady_clock::now();
+  for (Access access : {Access::kRead, Access::kWrite}) {
+    expect_error([&] { Database db(pipe, access); }, TUNED_STATUS_DATABASE_ERROR,
+                 {pipe, "not a regular file"});
+    expect_error([&] { Database db("/dev/zero", access); }, TUNED_STATUS_DATABASE_ERROR,
+                 {"/dev/zero", "not a regular file"});
+    expect_error([&] { Database db(loop, access); }, TUNED_STATUS_DATABASE_ERROR,
+                 {loop, "cannot be examined"});
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_TRUE(fs::is_fifo(pipe));  // left as it was
 }
 
 TEST(CacheDatabase, CorruptFileIsDatabaseError) {
