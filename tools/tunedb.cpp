@@ -497,7 +497,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);  // prints the message and usage to stderr
+    // One line, like every tunedb error (CLI11 would add the usage).
+    std::string message = e.what();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    if (app.get_subcommands().empty() && message == "A subcommand is required") {
+      message = "a command is required: devices, best, trials, sessions or export";
+    }
+    std::cerr << "tunedb: " << message << " (tunedb --help lists commands and options)\n";
     return 2;
   }
   options.command = app.get_subcommands().front()->get_name();
@@ -511,7 +517,7 @@ int main(int argc, char** argv) {
   if (!std::filesystem::exists(options.db_path, ec)) {
     std::cerr << "tunedb: no tuning database at '" << options.db_path
               << "' (run autotune first, or pass --db PATH or set TUNED_DB)\n";
-    return 1;
+    return 2;
   }
   try {
     Database db(options.db_path, tuned::cache::Access::kRead);
@@ -535,14 +541,14 @@ int main(int argc, char** argv) {
     std::cout.flush();
     if (!std::cout) {
       std::cerr << "tunedb: cannot write the output\n";
-      return 1;
+      return 2;
     }
   } catch (const tuned::Error& e) {
     std::cerr << "tunedb: " << e.what() << "\n";
-    return 1;
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "tunedb: " << e.what() << "\n";
-    return 1;
+    return 2;
   }
   return 0;
 }

@@ -1031,7 +1031,7 @@ TEST_F(TunedbTest, ListingsChangeNoByteAndSkipMalformedRows) {
   const std::string empty = dir_.file("empty.db");
   std::ofstream(empty).close();
   Result r = run("--db '" + empty + "' best");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(contains(r.err, "file is empty, not a tuned database")) << r.err;
   EXPECT_EQ(fs::file_size(empty), 0u);
 }
@@ -1183,19 +1183,19 @@ TEST_F(TunedbTest, ExportCsv) {
   EXPECT_TRUE(contains(r.out, std::string(kH200) + ",NVIDIA H200,9,0,132,")) << r.out;
 }
 
-TEST_F(TunedbTest, MissingDatabaseExitsOne) {
+TEST_F(TunedbTest, MissingDatabaseExitsTwo) {
   std::string missing = dir_.file("nowhere/tuned.db");
   Result r = run("--db '" + missing + "' best");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(contains(r.err, "no tuning database")) << r.err;
   EXPECT_TRUE(contains(r.err, missing)) << r.err;
   EXPECT_FALSE(fs::exists(missing));  // not created as a side effect
 }
 
-TEST_F(TunedbTest, CorruptDatabaseExitsOne) {
+TEST_F(TunedbTest, CorruptDatabaseExitsTwo) {
   std::ofstream(db_path_, std::ios::binary) << std::string(4096, '\x5a');
   Result r = run("--db '" + db_path_ + "' devices");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(contains(r.err, "not a database")) << r.err;
   EXPECT_TRUE(contains(r.err, db_path_)) << r.err;
 }
@@ -1209,8 +1209,11 @@ TEST_F(TunedbTest, BadArgumentsExitTwo) {
         std::string("trials --limit many")}) {
     Result r = run("--db '" + db_path_ + "' " + args);
     EXPECT_EQ(r.exit_code, 2) << "args: " << args << "\n" << r.err;
-    EXPECT_FALSE(r.err.empty()) << "args: " << args;
+    // One line, prefixed (no usage text after it).
+    EXPECT_EQ(r.err.rfind("tunedb: ", 0), 0u) << "args: " << args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "args: " << args << "\n" << r.err;
   }
+  EXPECT_TRUE(contains(run("--db '" + db_path_ + "'").err, "a command is required: devices, best"));
   Result help = run("--help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_TRUE(contains(help.out, "export")) << help.out;
