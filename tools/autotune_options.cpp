@@ -2,10 +2,8 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <toml++/toml.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -14,12 +12,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <optional>
 #include <sstream>
 #include <string_view>
 #include <utility>
+
+#include <CLI/CLI.hpp>
+#include <toml++/toml.h>
 
 #include "templates/registry.hpp"
 #include "tuned/error.hpp"

@@ -41,6 +41,13 @@ ProcessResult run_autotune(const std::string& arguments) {
   return run;
 }
 
+// A fresh folder under the system's temporary directory (the caller removes it).
+std::filesystem::path make_temp_dir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "tuned_cli_XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) return {};
+  return pattern;
+}
+
 class AutotuneBinaryTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -62,9 +69,8 @@ TEST_F(AutotuneBinaryTest, NegativeDeviceExitsTwoNamingTheFlag) {
 }
 
 TEST_F(AutotuneBinaryTest, MalformedConfigFileExitsTwoNamingTheLine) {
-  std::string pattern = (std::filesystem::temp_directory_path() / "tuned_cli_XXXXXX").string();
-  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-  std::filesystem::path dir = pattern;
+  const std::filesystem::path dir = make_temp_dir();
+  ASSERT_FALSE(dir.empty());
   std::filesystem::path file = dir / "bad.toml";
   std::ofstream(file) << "budget = 300\nshapes = [\"64x64x64\"\nlayout = \"NN\"\n";
 
@@ -77,9 +83,8 @@ TEST_F(AutotuneBinaryTest, MalformedConfigFileExitsTwoNamingTheLine) {
 // A config that is no regular file of sane size is one line and exit 2 at once: a device that
 // never ends (/dev/zero), a named pipe nobody writes, a 512 MB file (sparse: no disk used).
 TEST_F(AutotuneBinaryTest, SpecialOrHugeConfigFilesExitTwoAtOnce) {
-  std::string pattern = (std::filesystem::temp_directory_path() / "tuned_cli_XXXXXX").string();
-  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-  const std::filesystem::path dir = pattern;
+  const std::filesystem::path dir = make_temp_dir();
+  ASSERT_FALSE(dir.empty());
   const std::string pipe = (dir / "pipe.toml").string();
   ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
   const std::string big = (dir / "big.toml").string();
