@@ -103,6 +103,21 @@ class Database {
   /// Listings and lookups skip a malformed row (a shape or disposition this build cannot read)
   /// with a warning naming it (log_once, warn level) and go on.
 
+  // Listings (cache/database_listings.cpp)
+  /// A session with the number of its trials and of those ok, counted by SQL (no trial loaded).
+  struct SessionSummary {
+    SessionRecord session;
+    int64_t trials = 0;
+    int64_t ok = 0;
+  };
+  /// The sessions of sessions(filter), one at a time; trials and ok are counted only where
+  /// count_trials is set (0 otherwise). Like for_each_trial, these hold the connection's mutex
+  /// while they visit: visit must not call this Database.
+  void for_each_session(const Filter& filter, bool count_trials,
+                        const std::function<void(const SessionSummary&)>& visit);
+  /// The best configurations of bests(filter), one at a time, in the same order.
+  void for_each_best(const Filter& filter, const std::function<void(const BestRecord&)>& visit);
+
  private:
   // Throws Error(TUNED_STATUS_INTERNAL_ERROR) when a reader is asked to write.
   void writing(const char* what) const;

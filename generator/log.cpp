@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -81,10 +82,27 @@ bool write_all(int fd, const std::string& text) {
 void write_line(LogState& s, LogLevel level, const std::string& message) {
   std::string line = std::string("[tuned ") + log_level_name(level) + "] ";
   const size_t end = message.find_last_not_of("\r\n");  // a trailing newline adds nothing
+  // Messages quote text from files a user may have been handed (a tuning database's rows), so no
+  // control character reaches the terminal raw: a line break becomes " | ", a carriage return is
+  // dropped, a tab is shown as \t, other C0 controls and DEL as \xNN, and the C1 controls
+  // (U+0080..U+009F in UTF-8) as \uNNNN.
   for (size_t i = 0; end != std::string::npos && i <= end; ++i) {
-    if (message[i] == '\n') {
+    const auto c = static_cast<unsigned char>(message[i]);
+    const auto next = i < end ? static_cast<unsigned char>(message[i + 1]) : 0;
+    char escaped[8];
+    if (c == '\n') {
       line += " | ";
-    } else if (message[i] != '\r') {
+    } else if (c == '\r') {
+    } else if (c == '\t') {
+      line += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      line += escaped;
+    } else if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", next);
+      line += escaped;
+      ++i;
+    } else {
       line += message[i];
     }
   }

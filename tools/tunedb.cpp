@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <string>
@@ -17,6 +18,7 @@
 #include "cache/shipped_defaults.hpp"
 #include "templates/op_catalog.hpp"
 #include "generator/log.hpp"
+#include "tools/terminal_text.hpp"
 #include "tuned/error.hpp"
 
 namespace {
@@ -27,6 +29,9 @@ using tuned::cache::DeviceRecord;
 using tuned::cache::Filter;
 using tuned::cache::SessionRecord;
 using tuned::cache::TrialRecord;
+using tuned::tools::display_width;
+using tuned::tools::escape_text;
+using tuned::tools::json_string;
 
 struct Options {
   std::string db_path;
@@ -56,32 +61,48 @@ std::string ratio_text(double baseline_ms, double ms, int decimals) {
 
 // ----- aligned tables -------------------------------------------------------------------------
 
+// A table's rows, handed one at a time to `row`: a listing's query, run anew on every call.
+using RowSink = std::function<void(std::vector<std::string>)>;
+using RowSource = std::function<void(const RowSink& row)>;
+
+// An aligned table printed from a query run twice, the first pass measuring the columns and the
+// second printing, so that memory does not grow with the rows (trials can be millions). Every cell
+// is escaped (tools/terminal_text.hpp): text from a database never reaches the terminal raw, and
+// one row is one line. A row that another process adds between the passes is printed too; where
+// it is wider than measured, only its own line is out of alignment.
 class Table {
  public:
-  explicit Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
-  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
-  void right_align(size_t column) { right_.push_back(column); }
+  Table(std::vector<std::string> headers, std::vector<size_t> right_aligned)
+      : headers_(std::move(headers)), right_(std::move(right_aligned)) {}
 
-  void print(std::ostream& out, const std::string& empty_note) const {
+  void print(std::ostream& out, const RowSource& rows, const std::string& empty_note) const {
     std::vector<size_t> width(headers_.size());
-    for (size_t c = 0; c < headers_.size(); ++c) width[c] = headers_[c].size();
-    for (const auto& row : rows_) {
-      for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-    }
+    for (size_t c = 0; c < headers_.size(); ++c) width[c] = display_width(headers_[c]);
+    rows([&](std::vector<std::string> row) {
+      for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
+        width[c] = std::max(width[c], display_width(escape_text(row[c])));
+      }
+    });
     print_row(out, headers_, width);
     std::vector<std::string> rule;
     for (size_t w : width) rule.push_back(std::string(w, '-'));
     print_row(out, rule, width);
-    for (const auto& row : rows_) print_row(out, row, width);
-    if (rows_.empty()) out << "(" << empty_note << ")\n";
+    size_t printed = 0;
+    rows([&](std::vector<std::string> row) {
+      for (auto& cell : row) cell = escape_text(cell);
+      print_row(out, row, width);
+      ++printed;
+    });
+    if (printed == 0) out << "(" << empty_note << ")\n";
   }
 
  private:
   void print_row(std::ostream& out, const std::vector<std::string>& row,
                  const std::vector<size_t>& width) const {
     std::string line;
-    for (size_t c = 0; c < row.size(); ++c) {
-      std::string pad(width[c] - row[c].size(), ' ');
+    for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
+      const size_t used = display_width(row[c]);
+      std::string pad(width[c] > used ? width[c] - used : 0, ' ');
       bool right = std::find(right_.begin(), right_.end(), c) != right_.end();
       if (c > 0) line += "  ";
       line += right ? pad + row[c] : (c + 1 < row.size() ? row[c] + pad : row[c]);
@@ -91,7 +112,6 @@ class Table {
   }
 
   std::vector<std::string> headers_;
-  std::vector<std::vector<std::string>> rows_;
   std::vector<size_t> right_;
 };
 
@@ -111,22 +131,24 @@ std::string device_name(const std::map<std::string, std::string>& names, const s
   return it != names.end() ? it->second : uuid;
 }
 
-// A message's first line, short enough for a table cell.
+// A message's first line, short enough for a table cell (the table escapes it).
 std::string excerpt(const std::string& text, size_t limit) {
-  std::string line = text.substr(0, text.find('\n'));
-  if (line.size() > limit) line = line.substr(0, limit - 3) + "...";
-  return line;
+  return tuned::tools::truncate_code_points(text.substr(0, text.find('\n')), limit);
 }
 
 void print_devices(Database& db) {
-  Table table({"uuid", "name", "cc", "SMs", "memory GiB", "clock MHz"});
-  for (size_t c : {2, 3, 4, 5}) table.right_align(c);
-  for (const auto& d : db.devices()) {
-    table.add({d.uuid, d.name, std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor),
+  Table table({"uuid", "name", "cc", "SMs", "memory GiB", "clock MHz"}, {2, 3, 4, 5});
+  const auto devices = db.devices();
+  table.print(
+      std::cout,
+      [&](const RowSink& row) {
+        for (const auto& d : devices) {
+          row({d.uuid, d.name, std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor),
                std::to_string(d.sm_count), fixed(d.memory_bytes / 1073741824.0, 1),
                std::to_string(d.clock_khz / 1000)});
-  }
-  table.print(std::cout, "no devices recorded");
+        }
+      },
+      "no devices recorded");
 }
 
 // A rate in its op's unit (TFLOP/s for gemm, GB/s for transpose and entropy), from the op catalog:
@@ -138,57 +160,68 @@ std::string rate_text(const std::string& op, double rate) {
 }
 
 void print_best(Database& db, const Filter& filter) {
-  auto names = device_names(db.devices());
+  const auto names = device_names(db.devices());
   Table table({"device", "op", "layout", "shape", "align", "config", "ms", "rate", "baseline ms",
-               "baseline/ms"});
-  for (size_t c : {4, 6, 7, 8, 9}) table.right_align(c);
-  for (const auto& b : db.bests(filter)) {
-    table.add({device_name(names, b.key.device_uuid), b.key.op, b.key.layout, b.key.shape_string(),
-               std::to_string(b.key.alignment), b.config, fixed(b.ms, 4), rate_text(b.key.op, b.tflops),
-               b.baseline_ms > 0 ? fixed(b.baseline_ms, 4) : "-",
+               "baseline/ms"},
+              {4, 6, 7, 8, 9});
+  table.print(
+      std::cout,
+      [&](const RowSink& row) {
+        db.for_each_best(filter, [&](const BestRecord& b) {
+          row({device_name(names, b.key.device_uuid), b.key.op, b.key.layout, b.key.shape_string(),
+               std::to_string(b.key.alignment), b.config, fixed(b.ms, 4),
+               rate_text(b.key.op, b.tflops), b.baseline_ms > 0 ? fixed(b.baseline_ms, 4) : "-",
                ratio_text(b.baseline_ms, b.ms, 3)});
-  }
-  table.print(std::cout, "no best configurations recorded");
+        });
+      },
+      "no best configurations recorded");
 }
 
 void print_trials(Database& db, const Filter& filter) {
   Table table({"session", "op", "layout", "shape", "align", "disposition", "ms", "rate", "regs",
-               "spill", "compile ms", "config", "message"});
-  for (size_t c : {0, 4, 6, 7, 8, 9, 10}) table.right_align(c);
-  for (const auto& t : db.trials(filter)) {
-    bool ok = t.disposition == tuned::cache::Disposition::kOk;
-    table.add({t.session_id != 0 ? std::to_string(t.session_id) : "-", t.key.op, t.key.layout,
+               "spill", "compile ms", "config", "message"},
+              {0, 4, 6, 7, 8, 9, 10});
+  table.print(
+      std::cout,
+      [&](const RowSink& row) {
+        db.for_each_trial(filter, [&](const TrialRecord& t) {
+          bool ok = t.disposition == tuned::cache::Disposition::kOk;
+          row({t.session_id != 0 ? std::to_string(t.session_id) : "-", t.key.op, t.key.layout,
                t.key.shape_string(), std::to_string(t.key.alignment),
                tuned::cache::to_string(t.disposition), ok ? fixed(t.ms_median, 4) : "-",
                ok ? rate_text(t.key.op, t.tflops) : "-", std::to_string(t.registers),
                std::to_string(t.spill_bytes), fixed(t.compile_ms, 1), t.config,
                excerpt(t.message, 60)});
-  }
-  table.print(std::cout, "no trials recorded");
+        });
+      },
+      "no trials recorded");
 }
 
+// Trial counts come from SQL (COUNT, SUM): no trial is loaded to count it.
 void print_sessions(Database& db, const Filter& filter) {
-  auto names = device_names(db.devices());
-  Table table({"id", "device", "op", "strategy", "budget s", "started", "trials", "ok"});
-  for (size_t c : {0, 4, 6, 7}) table.right_align(c);
-  for (const auto& s : db.sessions(filter)) {
-    Filter of_session;
-    of_session.session_id = s.id;
-    auto trials = db.trials(of_session);
-    size_t ok = std::count_if(trials.begin(), trials.end(), [](const TrialRecord& t) {
-      return t.disposition == tuned::cache::Disposition::kOk;
-    });
-    table.add({std::to_string(s.id), device_name(names, s.device_uuid), s.op, s.strategy,
-               fixed(s.budget_s, 1), s.started_at, std::to_string(trials.size()),
-               std::to_string(ok)});
-  }
-  table.print(std::cout, "no sessions recorded");
+  const auto names = device_names(db.devices());
+  Table table({"id", "device", "op", "strategy", "budget s", "started", "trials", "ok"},
+              {0, 4, 6, 7});
+  table.print(
+      std::cout,
+      [&](const RowSink& row) {
+        db.for_each_session(filter, /*count_trials=*/true,
+                            [&](const Database::SessionSummary& summary) {
+                              const SessionRecord& s = summary.session;
+                              row({std::to_string(s.id), device_name(names, s.device_uuid), s.op,
+                                   s.strategy, fixed(s.budget_s, 1), s.started_at,
+                                   std::to_string(summary.trials), std::to_string(summary.ok)});
+                            });
+      },
+      "no sessions recorded");
 }
 
 // ----- CSV and JSON ---------------------------------------------------------------------------
 
 // Rows of strings with a header; CSV writes them directly and JSON as objects whose values are
-// already JSON text.
+// already JSON text. Text from the database is escaped for both: in CSV as in a table
+// (tools/terminal_text.hpp: a cell holds no control character, so no line break either), then
+// quoted as RFC 4180 says; in JSON as a JSON string.
 using Row = std::vector<std::pair<std::string, std::string>>;  // (column, value)
 
 std::string csv_field(const std::string& value) {
@@ -199,56 +232,6 @@ std::string csv_field(const std::string& value) {
     quoted += c;
   }
   return quoted + "\"";
-}
-
-// JSON string literal; bytes that are not valid UTF-8 (compiler logs may hold any) become U+FFFD
-// so the document stays valid.
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-      ++i;
-    } else if (c < 0x20) {
-      static const char* kShort[] = {"\\b", "\\t", "\\n", nullptr, "\\f", "\\r"};
-      if (c >= 8 && c <= 13 && kShort[c - 8] != nullptr) {
-        out += kShort[c - 8];
-      } else {
-        char buffer[8];
-        std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-        out += buffer;
-      }
-      ++i;
-    } else if (c < 0x80) {
-      out += static_cast<char>(c);
-      ++i;
-    } else {
-      size_t length = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
-      bool valid = length > 0 && i + length <= s.size();
-      for (size_t k = 1; valid && k < length; ++k) {
-        valid = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
-      }
-      if (valid && length >= 3) {
-        // Reject overlong forms and surrogates (3 bytes) and code points above U+10FFFF (4).
-        unsigned char d = static_cast<unsigned char>(s[i + 1]);
-        if (c == 0xe0 && d < 0xa0) valid = false;
-        if (c == 0xed && d >= 0xa0) valid = false;
-        if (c == 0xf0 && d < 0x90) valid = false;
-        if (c == 0xf4 && d >= 0x90) valid = false;
-      }
-      if (valid) {
-        out.append(s, i, length);
-        i += length;
-      } else {
-        out += "\\ufffd";
-        ++i;
-      }
-    }
-  }
-  return out + "\"";
 }
 
 std::string json_number(double value) {
@@ -269,7 +252,7 @@ struct Column {
 };
 
 Column text_col(const std::string& name, const std::string& value) {
-  return {name, value, json_string(value)};
+  return {name, escape_text(value), json_string(value)};
 }
 Column int_col(const std::string& name, int64_t value) {
   return {name, std::to_string(value), std::to_string(value)};
@@ -341,7 +324,7 @@ void export_devices(Database& db, RowStream& out) {
 
 void export_best(Database& db, const Filter& filter, RowStream& out) {
   const auto names = device_names(db.devices());
-  for (const auto& b : db.bests(filter)) {
+  db.for_each_best(filter, [&](const BestRecord& b) {
     double ratio = b.baseline_ms > 0 && b.ms > 0 ? b.baseline_ms / b.ms : NAN;
     std::string dims = json_dims(b.key.shape);
     out.add({text_col("device_uuid", b.key.device_uuid),
@@ -359,7 +342,7 @@ void export_best(Database& db, const Filter& filter, RowStream& out) {
              real_col("ratio", ratio),
              int_col("session_id", b.session_id),
              text_col("updated_at", b.updated_at)});
-  }
+  });
 }
 
 void export_trials(Database& db, const Filter& filter, RowStream& out) {
@@ -390,11 +373,12 @@ void export_trials(Database& db, const Filter& filter, RowStream& out) {
 }
 
 void export_sessions(Database& db, const Filter& filter, RowStream& out) {
-  for (const auto& s : db.sessions(filter)) {
+  db.for_each_session(filter, /*count_trials=*/false, [&](const Database::SessionSummary& summary) {
+    const SessionRecord& s = summary.session;
     out.add({int_col("id", s.id), text_col("device_uuid", s.device_uuid), text_col("op", s.op),
              text_col("strategy", s.strategy), real_col("budget_s", s.budget_s),
              text_col("started_at", s.started_at)});
-  }
+  });
 }
 
 // One table (devices, sessions, best, trials) as CSV or as a JSON array, streamed.
@@ -419,18 +403,53 @@ void write_table(std::ostream& out, Database& db, const std::string& table, cons
   }
 }
 
+// Why text cannot be a field of cache/shipped/*.tsv, or "" if it can. ShippedDefaults splits the
+// table on line breaks and tabs and reads fields as they are (no escapes), a line starting with '#'
+// is a comment, and cache/CMakeLists.txt compiles the file into libtuned inside the raw string
+// literal R"tuned_tsv(...)tuned_tsv".
+std::string shipped_field_problem(const std::string& text, bool first) {
+  if (!tuned::tools::is_printable_text(text)) {
+    return "holds a tab, a line break, another control character or bytes that are not UTF-8";
+  }
+  if (text.find(")tuned_tsv\"") != std::string::npos) {
+    return "holds the end of the raw string literal the table is compiled into";
+  }
+  if (first && !text.empty() && text[0] == '#') return "starts with '#' (a comment line)";
+  return "";
+}
+
+// Rows for cache/shipped/*.tsv: the best configs, keyed by GPU model instead of uuid. A row with a
+// field the table cannot hold is left out with a line on stderr naming it (escaped).
+void export_shipped(Database& db, const Filter& filter) {
+  std::map<std::string, tuned::cache::DeviceRecord> devices;
+  for (const auto& d : db.devices()) devices[d.uuid] = d;
+  std::cout << "# Exported by tunedb export --format shipped. Columns (tab-separated):\n"
+            << "# device_name\tcc\top\tlayout\tshape\talignment\tconfig\tms\tbaseline_ms\n";
+  db.for_each_best(filter, [&](const BestRecord& best) {
+    const auto& d = devices[best.key.device_uuid];
+    const std::pair<const char*, const std::string*> fields[] = {
+        {"device name", &d.name},
+        {"op", &best.key.op},
+        {"layout", &best.key.layout},
+        {"config", &best.config},
+    };
+    for (const auto& [name, text] : fields) {
+      const std::string problem = shipped_field_problem(*text, text == &d.name);
+      if (problem.empty()) continue;
+      std::cerr << "tunedb: best row of device '" << escape_text(best.key.device_uuid) << "', op '"
+                << escape_text(best.key.op) << "', layout '" << escape_text(best.key.layout)
+                << "', shape " << best.key.shape_string() << ", alignment " << best.key.alignment
+                << " left out of the shipped export: its " << name << " " << problem << "\n";
+      return;
+    }
+    std::cout << tuned::cache::ShippedDefaults::row(best, d.name, d.cc_major * 10 + d.cc_minor)
+              << "\n";
+  });
+}
+
 void run_export(Database& db, const Options& options) {
   if (options.format == "shipped") {
-    // Rows for cache/shipped/*.tsv: the best configs, keyed by GPU model instead of uuid.
-    std::map<std::string, tuned::cache::DeviceRecord> devices;
-    for (const auto& d : db.devices()) devices[d.uuid] = d;
-    std::cout << "# Exported by tunedb export --format shipped. Columns (tab-separated):\n"
-              << "# device_name\tcc\top\tlayout\tshape\talignment\tconfig\tms\tbaseline_ms\n";
-    for (const auto& best : db.bests(options.filter)) {
-      const auto& d = devices[best.key.device_uuid];
-      std::cout << tuned::cache::ShippedDefaults::row(best, d.name, d.cc_major * 10 + d.cc_minor)
-                << "\n";
-    }
+    export_shipped(db, options.filter);
     return;
   }
   if (options.format == "csv") {
@@ -544,10 +563,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   } catch (const tuned::Error& e) {
-    std::cerr << "tunedb: " << e.what() << "\n";
+    std::cerr << "tunedb: " << escape_text(e.what()) << "\n";  // may quote the database's text
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "tunedb: " << e.what() << "\n";
+    std::cerr << "tunedb: " << escape_text(e.what()) << "\n";
     return 2;
   }
   return 0;

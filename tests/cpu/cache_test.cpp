@@ -1177,7 +1177,8 @@ TEST_F(TunedbTest, ExportCsv) {
   EXPECT_TRUE(contains(r.out, "\"BM=128,BN=128,BK=8\"")) << r.out;  // commas quoted
   r = run("--db '" + db_path_ + "' export --format csv --table trials");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "\"error: \"\"BM\"\" is bad,\nsee log\tend\"")) << r.out;
+  // Quoted as RFC 4180 says, line break and tab escaped (a cell is one line of printable text).
+  EXPECT_TRUE(contains(r.out, "\"error: \"\"BM\"\" is bad,\\nsee log\\tend\"")) << r.out;
   r = run("--db '" + db_path_ + "' export --format csv --table devices");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, std::string(kH200) + ",NVIDIA H200,9,0,132,")) << r.out;

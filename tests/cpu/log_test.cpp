@@ -199,6 +199,10 @@ TEST_F(LogTest, FileDestinationAppendsOneLinePerMessage) {
   EXPECT_EQ(lines(slurp(first)), (std::vector<std::string>{"kept", "[tuned info] two | lines",
                                                            "[tuned info] trailing newline"}));
   EXPECT_EQ(slurp(dir_.file("second.log")), "[tuned warn] to the second file\n");
+  // Control characters (quoted from a database, say) are shown, not obeyed by the terminal.
+  log(LogLevel::kWarn, "title \x1b]0;pwned\x07\tC1 \xc2\x9b\x7f, \xc2\xb5s kept");
+  EXPECT_EQ(lines(slurp(dir_.file("second.log"))).back(),
+            "[tuned warn] title \\x1b]0;pwned\\x07\\tC1 \\u009b\\x7f, \xc2\xb5s kept");
 
   // Empty: back to stderr.
   set_log_file("");
