@@ -21,6 +21,7 @@
 #include <toml++/toml.h>
 
 #include "templates/registry.hpp"
+#include "tools/tool_version.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::tools {
@@ -468,6 +469,7 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
   ParseResult result;
   CLI::App app{"Tunes tuned's kernels on one GPU and records the best configurations.", "autotune"};
   app.get_formatter()->column_width(24);
+  add_version_flag(app, "autotune");
   std::string footer = "Keys of the TOML file: " + join(kTomlKeys) +
                        ";\n[space] narrows the op's parameters to some of their values, e.g. "
                        "BM = [64, 128]:";
@@ -537,6 +539,11 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
     result.exit_now = true;
     result.exit_code = 0;
     result.message = app.help();
+    return result;
+  } catch (const CLI::CallForVersion& e) {
+    result.exit_now = true;
+    result.exit_code = 0;
+    result.message = e.what();
     return result;
   } catch (const CLI::ParseError& e) {
     return usage_error(e.what());

@@ -42,12 +42,12 @@ void apply_toml_file(const std::string& path, AutotuneOptions& options);
 inline constexpr uint64_t kMaxConfigBytes = uint64_t{1} << 20;
 
 /// Result of parsing the command line: either options to run with, or text to print and an exit
-/// code (--help, or an argument error).
+/// code (--help, --version, or an argument error).
 struct ParseResult {
   AutotuneOptions options;
   bool exit_now = false;
   int exit_code = 0;
-  std::string message;  // help text or the error
+  std::string message;  // help text, the version line or the error
 };
 
 /// Parses autotune's command line (CLI11). Command-line values override the TOML file's. Errors

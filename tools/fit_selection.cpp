@@ -34,6 +34,7 @@
 #include "generator/device.hpp"
 #include "templates/registry.hpp"
 #include "templates/space.hpp"
+#include "tools/tool_version.hpp"
 #include "tuned/error.hpp"
 
 namespace {
@@ -595,6 +596,7 @@ std::string quoted_command_line(int argc, char** argv) {
 int main(int argc, char** argv) {
   CLI::App app{"Fits a selection-model table for one GPU model from sweep measurements.",
                "fit_selection"};
+  tuned::tools::add_version_flag(app, "fit_selection");
   Options opt;
   app.add_option("inputs", opt.inputs, "sweep TSV files ('-': stdin, e.g. from zcat)")->required();
   app.add_option("--input-name", opt.input_name, "what '-' is, for the table's header");

@@ -2,7 +2,10 @@
 // model can pick, for the architectures of the GPU models it was fitted on, plus the check
 // kernels first-use tuning verifies with; writes them as one blob and a C++ source that indexes it
 // (generator/precompiled.hpp), which becomes part of libtuned.
-//   precompile --out-dir DIR [--jobs N]
+// The images depend on nothing but the sources and the NVRTC version: NVRTC writes its working
+// directory into the line information (-lineinfo), so precompile works in "/" wherever it runs, and
+// two build directories of one commit give byte-identical precompiled.bin.
+//   precompile --out-dir DIR [--jobs N] [--max-kernels N]
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
@@ -18,6 +21,7 @@
 #include "generator/kernel_cache.hpp"
 #include "templates/check/device_check.hpp"
 #include "templates/registry.hpp"
+#include "tools/tool_version.hpp"
 #include "tuned/error.hpp"
 
 namespace {
@@ -41,7 +45,7 @@ std::string c_string(const std::string& s) {
   return out + "\"";
 }
 
-int run(const std::string& out_dir, int jobs_wanted) {
+int run(const std::string& out_dir, int jobs_wanted, size_t max_kernels) {
   std::map<std::string, Job> jobs;  // by arch|kernel|options: each image once
   auto add = [&](const KernelSpec& spec, int cc) {
     Job job;
@@ -112,7 +116,10 @@ int run(const std::string& out_dir, int jobs_wanted) {
     }
   }
   std::vector<Job*> list;
-  for (auto& [k, job] : jobs) list.push_back(&job);
+  for (auto& [k, job] : jobs) {
+    if (max_kernels > 0 && list.size() == max_kernels) break;
+    list.push_back(&job);
+  }
   std::atomic<size_t> next{0};
   KernelCache kernels;  // no store: every image is compiled here
   auto work = [&] {
@@ -175,15 +182,25 @@ int run(const std::string& out_dir, int jobs_wanted) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Compiles the selection model's kernels ahead of time (build step).", "precompile"};
+  tuned::tools::add_version_flag(app, "precompile");
   std::string out_dir;
   int jobs = 0;
+  size_t max_kernels = 0;
   app.add_option("--out-dir", out_dir, "where precompiled.bin and precompiled_table.cpp go")
       ->required();
   app.add_option("--jobs", jobs, "compile threads (default: all cores)");
+  app.add_option("--max-kernels", max_kernels,
+                 "build only the first N images (the reproducibility test; default: all)");
   CLI11_PARSE(app, argc, argv);
   try {
-    return run(out_dir, jobs);
+    // NVRTC records the working directory in every image: the same one for every build.
+    out_dir = std::filesystem::absolute(out_dir).string();
+    std::filesystem::current_path("/");
+    return run(out_dir, jobs, max_kernels);
   } catch (const tuned::Error& e) {
+    std::fprintf(stderr, "precompile: %s\n", e.what());
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
     std::fprintf(stderr, "precompile: %s\n", e.what());
     return 1;
   }

@@ -19,6 +19,7 @@
 #include "templates/op_catalog.hpp"
 #include "generator/log.hpp"
 #include "tools/terminal_text.hpp"
+#include "tools/tool_version.hpp"
 #include "tuned/error.hpp"
 
 namespace {
@@ -489,6 +490,7 @@ std::string resolve_device(Database& db, const std::string& given) {
 int main(int argc, char** argv) {
   Options options;
   CLI::App app{"Lists and exports the tuning database of tuned.", "tunedb"};
+  tuned::tools::add_version_flag(app, "tunedb");  // checked before the command is required
   app.fallthrough();  // common options may follow the command: tunedb best --op gemm
   app.require_subcommand(1, 1);
   app.add_option("--db", options.db_path, "tuning database (default: $TUNED_DB, else the user's)");
@@ -514,6 +516,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // One line, like every tunedb error (CLI11 would add the usage).

@@ -9,6 +9,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "tuned/version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -30,6 +32,10 @@ typedef enum tuned_status_t {
 
 /// Mirrors cublasOperation_t: TUNED_OP_N uses the matrix as stored, TUNED_OP_T its transpose.
 typedef enum tuned_operation_t { TUNED_OP_N = 0, TUNED_OP_T = 1 } tuned_operation_t;
+
+/// Version of the library in use, "MAJOR.MINOR.PATCH": TUNED_VERSION_STRING of the build that made
+/// it (the headers' TUNED_VERSION_* macros name the version a program was compiled against).
+const char* tuned_version(void);
 
 /// Short name of a status code ("invalid argument", ...).
 const char* tuned_status_string(tuned_status_t status);
