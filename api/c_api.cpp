@@ -83,6 +83,7 @@ const char* tuned_status_string(tuned_status_t status) {
     case TUNED_STATUS_CONFIG_ERROR: return "configuration error";
     case TUNED_STATUS_INTERNAL_ERROR: return "internal error";
     case TUNED_STATUS_DEVICE_BUSY: return "device busy";
+    case TUNED_STATUS_DATABASE_NOT_USED: return "database not used";
   }
   return "unknown status";
 }
@@ -159,7 +160,12 @@ tuned_status_t tuned_entropy_describe(int rows, int cols, int radius, int levels
 }
 
 tuned_status_t tuned_set_database(const char* path) {
-  return guarded([&] { tuned::Runtime::instance().set_database(path ? path : ""); });
+  std::string warning;
+  const tuned_status_t status =
+      guarded([&] { warning = tuned::Runtime::instance().set_database(path ? path : ""); });
+  if (status != TUNED_STATUS_SUCCESS || warning.empty()) return status;
+  last_error = warning;
+  return TUNED_STATUS_DATABASE_NOT_USED;
 }
 
 tuned_status_t tuned_gemm_describe(tuned_operation_t op_a, tuned_operation_t op_b, int m, int n,
@@ -236,9 +242,7 @@ std::string describe_entropy(int rows, int cols, int radius, int levels, bool in
                                input_u8 ? entropy_op::Input::kU8 : entropy_op::Input::kF32);
 }
 
-void set_database(const std::string& path) {
-  Runtime::instance().set_database(path);
-}
+std::string set_database(const std::string& path) { return Runtime::instance().set_database(path); }
 
 void set_tuning(Tuning policy) {
   Runtime::instance().set_tuning(policy == Tuning::kFirstUse ? TuningPolicy::kFirstUse

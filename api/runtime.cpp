@@ -136,69 +136,105 @@ std::string describe_problem(const OpRegistration& op, const ProblemId& p) {
 
 }  // namespace
 
-// The user's database. Lookups open it for reading (no byte of it changes, a read-only file is
-// fine, a missing file means nothing is tuned yet, and a new process's first call pays for no
-// schema); writers (cubins compiled here, first-use results) open a second handle for writing,
-// creating it if needed.
+// The user's database. Lookups open it for reading (no byte of it changes and no file appears
+// beside it, a read-only file is fine, a missing file means nothing is tuned yet, and a new
+// process's first call pays for no schema); writers (cubins compiled here, first-use results) open
+// a second handle for writing, creating the file if needed but never migrating an older schema.
+// A handle that cannot be opened is logged once per reason and tried again after kRetrySeconds;
+// lock waits are short, so a call never waits long for another process.
 struct Runtime::DatabaseSlot : public CubinStore {
-  DatabaseSlot(std::string p, bool e) : path(std::move(p)), explicit_path(e) {}
+  static constexpr auto kReadLockWait = std::chrono::milliseconds(200);
+  static constexpr auto kWriteLockWait = std::chrono::milliseconds(500);
+  static constexpr auto kRetry = std::chrono::seconds(kRetrySeconds);
+
+  explicit DatabaseSlot(std::string p) : path(std::move(p)) {}
 
   std::shared_ptr<cache::Database> reader() {
     std::lock_guard<std::mutex> lock(mutex);
-    if (!read_db && !read_failed) {
+    // A view of the file as it was (immutable or a copy) is reopened once the file changed.
+    if (read_db && read_db->changed()) read_db.reset();
+    if (!read_db && due(read_failed_at)) {
       std::error_code ec;
-      if (!std::filesystem::exists(path, ec)) return nullptr;
-      read_db = open_locked(cache::Access::kRead, read_failed);
+      const auto status = std::filesystem::status(path, ec);
+      if (!ec && !std::filesystem::exists(status)) return nullptr;  // nothing tuned yet
+      read_db = open_locked({cache::Access::kRead, false, kReadLockWait}, read_failed_at);
     }
     return read_db;
   }
   std::shared_ptr<cache::Database> writer() {
     std::lock_guard<std::mutex> lock(mutex);
-    if (!write_db && !write_failed) write_db = open_locked(cache::Access::kWrite, write_failed);
+    if (!write_db && due(write_failed_at)) {
+      write_db = open_locked({cache::Access::kWrite, false, kWriteLockWait}, write_failed_at);
+    }
     return write_db;
   }
-  std::shared_ptr<cache::Database> open_locked(cache::Access access, bool& failed) {
-    try {
-      return std::make_shared<cache::Database>(path, access);
-    } catch (const Error& e) {
-      // An explicitly chosen database that does not open fails the call, every call; the default
-      // one only means nothing tuned is known.
-      if (explicit_path) throw;
-      failed = true;
-      log_once(LogLevel::kWarn, "default database unusable|" + path,
-               std::string("tuning database not used: ") + e.what());
-      return nullptr;
-    }
+  // Why the last open failed ("" if none did).
+  std::string failure() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return last_failure;
   }
 
   std::optional<CubinRecord> find(const CubinKey& key) override {
-    try {
+    return guarded("cubin lookup", [&]() -> std::optional<CubinRecord> {
       if (auto d = reader()) return d->find_cubin(key);
-    } catch (const Error& e) {
-      log_once(LogLevel::kWarn, "cubin read|" + path, std::string("cubin lookup skipped: ") + e.what());
-    }
-    return std::nullopt;
+      return std::nullopt;
+    });
   }
+  // A cubin that cannot be stored is only a missed shortcut for the next process.
   void put(const CubinKey& key, const CubinRecord& cubin) override {
-    // A cubin that cannot be stored is only a missed shortcut for the next process.
-    try {
+    guarded("cubin store", [&] {
       if (auto d = writer()) d->put_cubin(key, cubin);
-    } catch (const Error& e) {
-      log_once(LogLevel::kWarn, "cubin write|" + path, std::string("cubin not stored: ") + e.what());
-    }
+      return true;
+    });
   }
   void drop(const CubinKey& key) override {
-    try {
+    guarded("cubin drop", [&] {
       if (auto d = writer()) d->drop_cubin(key);
-    } catch (const Error&) {
+      return true;
+    });
+  }
+
+  // Runs a database step; an error is logged once per reason and gives the empty result.
+  template <typename Step>
+  auto guarded(const char* what, Step&& step) -> decltype(step()) {
+    try {
+      return step();
+    } catch (const Error& e) {
+      log_once(LogLevel::kWarn, std::string("database step|") + what + "|" + e.what(),
+               std::string(what) + " skipped: " + e.what());
+      return {};
     }
   }
 
   const std::string path;
-  const bool explicit_path;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool due(const std::optional<Clock::time_point>& failed_at) const {
+    return !failed_at || Clock::now() - *failed_at >= kRetry;
+  }
+  std::shared_ptr<cache::Database> open_locked(const cache::OpenOptions& options,
+                                               std::optional<Clock::time_point>& failed_at) {
+    try {
+      auto db = std::make_shared<cache::Database>(path, options);
+      failed_at.reset();
+      return db;
+    } catch (const Error& e) {
+      failed_at = Clock::now();
+      last_failure = e.what();
+      // One line per reason: a reader and a writer failing alike say it once.
+      log_once(LogLevel::kWarn, "database unusable|" + last_failure,
+               std::string("tuning database not used") +
+                   (options.access == cache::Access::kWrite ? " for recording" : "") +
+                   ", the shipped choices answer: " + last_failure);
+      return nullptr;
+    }
+  }
+
   std::mutex mutex;
   std::shared_ptr<cache::Database> read_db, write_db;
-  bool read_failed = false, write_failed = false;
+  std::optional<Clock::time_point> read_failed_at, write_failed_at;
+  std::string last_failure;
 };
 
 Runtime& Runtime::instance() {
@@ -207,34 +243,30 @@ Runtime& Runtime::instance() {
 }
 
 Runtime::Runtime(std::optional<DeviceInfo> fixed_device) : fixed_device_(std::move(fixed_device)) {
-  const char* env = std::getenv("TUNED_DB");
-  db_ = std::make_shared<DatabaseSlot>(cache::default_database_path(),
-                                       env != nullptr && *env != '\0');
+  db_ = std::make_shared<DatabaseSlot>(cache::default_database_path());
   kernels_.set_store(db_);
 }
 
 Runtime::~Runtime() = default;
 
-void Runtime::set_database(const std::string& path) {
-  const char* env = std::getenv("TUNED_DB");
-  const bool explicit_path = !path.empty() || (env != nullptr && *env != '\0');
-  auto slot = std::make_shared<DatabaseSlot>(path.empty() ? cache::default_database_path() : path,
-                                             explicit_path);
-  // A bad explicit path is reported now, not at the first call: an existing file is checked by
-  // reading it (a read-only one is fine for lookups), a missing one is created.
-  if (explicit_path) {
-    std::error_code ec;
-    if (std::filesystem::exists(slot->path, ec)) {
-      slot->reader();
-    } else {
-      slot->writer();
-    }
+std::string Runtime::set_database(const std::string& path) {
+  auto slot = std::make_shared<DatabaseSlot>(path.empty() ? cache::default_database_path() : path);
+  // Tried now, so the caller hears at once why it cannot be used: an existing file is read (a
+  // read-only one is fine for lookups), a missing one is created.
+  std::error_code ec;
+  const auto status = std::filesystem::status(slot->path, ec);
+  if (ec || std::filesystem::exists(status)) {
+    slot->reader();
+  } else {
+    slot->writer();
   }
+  std::string warning = slot->failure();
   std::lock_guard<std::mutex> lock(mutex_);
   db_ = std::move(slot);
   kernels_.set_store(db_);
   memo_.clear();
   ++generation_;
+  return warning;
 }
 
 void Runtime::set_tuning(TuningPolicy policy) {
@@ -297,9 +329,11 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
       }
       nearest = db->find_nearest(key);
     } catch (const Error& e) {
-      // One bad row or a lock held elsewhere must not fail the call: the shipped choices answer.
-      log(LogLevel::kWarn, "user database skipped for " + describe_problem(op, problem) + ": " +
-                               e.what());
+      // A lock held elsewhere or a damaged page must not fail the call: the shipped choices
+      // answer. Said once per reason, not once per problem.
+      log_once(LogLevel::kWarn, std::string("lookup failed|") + e.what(),
+               "tuning database lookup skipped (first for " + describe_problem(op, problem) +
+                   "): " + e.what());
       nearest.reset();
     }
   }
@@ -374,7 +408,8 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
       // The cubin is not stored: first-use picks are precompiled or already in the database.
       keep_best(*db, best, face.kernel_spec(pick->config, problem), device, nullptr);
     } catch (const Error& e) {
-      log(LogLevel::kWarn, "first-use result not recorded: " + std::string(e.what()));
+      log_once(LogLevel::kWarn, std::string("first-use not recorded|") + e.what(),
+               "first-use result not recorded: " + std::string(e.what()));
     }
   }
   if (log_enabled(LogLevel::kInfo)) {
@@ -424,7 +459,7 @@ std::shared_ptr<const Runtime::Choice> Runtime::resolve(const OpRegistration& op
   auto shared = std::make_shared<const Choice>(std::move(choice));
   std::lock_guard<std::mutex> lock(mutex_);
   // A choice made with a database that was replaced meanwhile is used once, not remembered.
-  if (generation == generation_) memo_[MemoKey{device.index, &op, problem}] = shared;
+  if (generation == generation_) memo_.put(MemoKey{device.index, &op, problem}, shared);
   return shared;
 }
 
@@ -435,8 +470,8 @@ void Runtime::run(const OpRegistration& op, const ProblemId& problem, const Laun
   {
     std::lock_guard<std::mutex> lock(mutex_);
     device = &current_device();
-    if (auto it = memo_.find(MemoKey{device->index, &op, problem}); it != memo_.end()) {
-      if (it->second->kernel) choice = it->second;
+    if (auto found = memo_.find(MemoKey{device->index, &op, problem})) {
+      if ((*found)->kernel) choice = *found;
     }
   }
   if (!choice) choice = resolve(op, *device, problem, stream, /*with_kernel=*/true);
@@ -459,12 +494,15 @@ std::string Runtime::describe(const OpRegistration& op, const ProblemId& problem
   {
     std::lock_guard<std::mutex> lock(mutex_);
     device = &current_device();
-    if (auto it = memo_.find(MemoKey{device->index, &op, problem}); it != memo_.end()) {
-      choice = it->second;
-    }
+    if (auto found = memo_.find(MemoKey{device->index, &op, problem})) choice = *found;
   }
   if (!choice) choice = resolve(op, *device, problem, nullptr, /*with_kernel=*/false);
   return choice->origin + ": " + choice->config.canonical();
+}
+
+size_t Runtime::memo_entries() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return memo_.size();
 }
 
 }  // namespace tuned

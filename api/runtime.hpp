@@ -13,7 +13,10 @@
 //      ranked by the nearest measured shapes), unless the user's nearest tuned shape is predicted
 //      to do better (transfer regret x distance below the pick's predicted regret);
 //   5. the op's built-in fallback.
-// A database that cannot be read is logged and skipped: the shipped choices still answer.
+// The user's database can only help: whatever its state (missing, older or newer schema, another
+// application's file, damaged, locked, a folder, a named pipe), lookups that cannot use it are
+// skipped with one log line and the shipped choices answer; no call waits long for another
+// process's lock. Choices are memoized per problem in a memo of bounded size.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -24,8 +27,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 
+#include "api/bounded_memo.hpp"
 #include "api/workspaces.hpp"
 #include "cache/database.hpp"
 #include "generator/device.hpp"
@@ -47,10 +50,11 @@ class Runtime {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  /// "" selects the default ($TUNED_DB, else the cache folder). An explicitly chosen database
-  /// that cannot be opened is an error; an unusable default only means nothing tuned is known.
-  /// Safe while other threads call run(): they finish with the database they started with.
-  void set_database(const std::string& path);
+  /// "" selects the default ($TUNED_DB, else the cache folder); a missing file is created. Returns
+  /// "" or, for a database that cannot be used now, why: it is set all the same, calls go on with
+  /// the shipped choices and use it once it can be (retried every kRetrySeconds). Safe while
+  /// other threads call run(): they finish with the database they started with.
+  std::string set_database(const std::string& path);
   /// Off unless TUNED_TUNING=first-use or set here.
   void set_tuning(TuningPolicy policy);
   TuningPolicy tuning();
@@ -64,6 +68,13 @@ class Runtime {
   /// "origin: config" of the choice run() makes for this problem (chosen now if needed; no kernel
   /// is loaded and nothing is tuned).
   std::string describe(const OpRegistration& op, const ProblemId& problem);
+
+  /// Choices remembered per (device, op, problem): at most 2 x kMemoCapacity
+  /// (api/bounded_memo.hpp).
+  static constexpr size_t kMemoCapacity = 4096;
+  /// A database that could not be opened is tried again after this many seconds.
+  static constexpr int kRetrySeconds = 30;
+  size_t memo_entries();
 
  private:
   struct Choice {
@@ -103,7 +114,7 @@ class Runtime {
   uint64_t generation_ = 0;  // bumped by set_database: choices made before are not memoized
   std::optional<TuningPolicy> tuning_;
   KernelCache kernels_;
-  std::unordered_map<MemoKey, std::shared_ptr<const Choice>, MemoKeyHash> memo_;
+  BoundedMemo<MemoKey, std::shared_ptr<const Choice>, MemoKeyHash> memo_{kMemoCapacity};
   Workspaces workspaces_;
   std::mutex tune_mutex_;  // one first-use tuning at a time: timings must not overlap
 };

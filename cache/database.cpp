@@ -1,16 +1,15 @@
 #include "cache/database.hpp"
 
 #include <sqlite3.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <system_error>
 #include <thread>
 #include <tuple>
@@ -31,8 +30,6 @@ using sqlite::Transaction;
 
 // Bump with each schema change and append the step that reaches it to kMigrations.
 constexpr int kSchemaVersion = 3;
-// Readers read this version and later ones up to kSchemaVersion as they are (they never migrate).
-constexpr int kOldestReadableVersion = 2;
 // PRAGMA application_id marks the file as ours ("tund"), so a foreign SQLite file is refused.
 constexpr int kApplicationId = 0x74756e64;
 
@@ -179,9 +176,9 @@ int check_identity(sqlite3* db, const std::string& path, Access access) {
   if (application != 0 && application != kApplicationId) {
     fail(path, "file is not a tuned database (it belongs to another application)");
   }
-  if (version > kSchemaVersion) {
+  if (version > kSchemaVersion && access == Access::kWrite) {
     fail(path, "schema version " + std::to_string(version) + " is newer than this build of tuned " +
-                   "supports (" + std::to_string(kSchemaVersion) +
+                   "writes (" + std::to_string(kSchemaVersion) +
                    "); use a newer tuned or another database path");
   }
   const int tables =
@@ -191,11 +188,6 @@ int check_identity(sqlite3* db, const std::string& path, Access access) {
   }
   if (access == Access::kRead && version == 0) {
     fail(path, "file holds no tuned schema yet (nothing tuned)");
-  }
-  if (access == Access::kRead && version < kOldestReadableVersion) {
-    fail(path, "schema version " + std::to_string(version) + " is older than this build reads (" +
-                   std::to_string(kOldestReadableVersion) +
-                   "); readers do not upgrade it: run autotune on it once");
   }
   return version;
 }
@@ -222,21 +214,22 @@ struct Closer {
 };
 
 // SQLite's busy handler: another process holds a lock. Sleeps 1, 2, 4 ... 100 ms between tries,
-// says once (warn) that it waits, gives up after Database::kBusyWaitSeconds.
+// says once (warn) that it waits, gives up after its limit.
 template <typename Wait>
 int wait_for_lock(void* context, int attempt) {
   auto* wait = static_cast<Wait*>(context);
   const int64_t sleep_ms = std::min<int64_t>(int64_t{1} << std::min(attempt, 7), 100);
   // Tries 0-6 sleep 1+2+...+64 = 127 ms, every later one 100 ms.
   const int64_t waited_ms = attempt < 7 ? (int64_t{1} << attempt) - 1 : 127 + (attempt - 7) * 100;
-  if (waited_ms >= int64_t{Database::kBusyWaitSeconds} * 1000) return 0;
+  const int64_t limit_ms = wait->limit.count();
+  if (waited_ms >= limit_ms) return 0;
   if (waited_ms >= 1000 && !wait->said) {
     wait->said = true;
     log(LogLevel::kWarn, "tuning database '" + wait->path +
                              "' is locked by another process; waiting (up to " +
-                             std::to_string(Database::kBusyWaitSeconds) + " s)");
+                             std::to_string(limit_ms / 1000) + " s)");
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::min(sleep_ms, limit_ms - waited_ms)));
   return 1;
 }
 
@@ -247,9 +240,14 @@ void skip_row(const std::string& path, const char* table, int64_t id, const Erro
                " skipped: " + e.what());
 }
 
-constexpr const char* kBestColumns =
-    "device_uuid, op, layout, shape, alignment, config, kernel_name, ms, tflops, baseline_ms, "
-    "session_id, updated_at, id, origin";
+// The best table's columns as read_best reads them; a file of schema version 1 has no origin
+// (every row of it came from autotune).
+std::string best_columns(int version) {
+  return std::string(
+             "device_uuid, op, layout, shape, alignment, config, kernel_name, ms, tflops, "
+             "baseline_ms, session_id, updated_at, id, ") +
+         (version >= 2 ? "origin" : "'autotune'");
+}
 
 BestRecord read_best(const Statement& s, const std::string& path) {
   BestRecord b;
@@ -326,21 +324,62 @@ std::string default_database_path() {
 
 int Database::schema_version() { return kSchemaVersion; }
 
-Database::Database(const std::string& path, Access access) : path_(path), access_(access) {
+Database::Database(const std::string& path, Access access) : Database(path, OpenOptions{access}) {}
+
+Database::Database(const std::string& path, const OpenOptions& options)
+    : path_(path), access_(options.access) {
   namespace fs = std::filesystem;
   if (path_.empty()) fail(path_, "empty path");
   busy_.path = path_;
-  const bool reading = access_ == Access::kRead;
+  busy_.limit = options.lock_wait;
+  auto prepare = [this](sqlite3* db) { sqlite3_busy_handler(db, wait_for_lock<BusyWait>, &busy_); };
   // Examined before anything opens it: a named pipe would block the open until a writer came, a
   // device would be read as a database, a symlink loop would fail deep inside SQLite.
-  std::error_code status_ec;
-  const fs::file_status status = fs::status(path_, status_ec);
-  if (status_ec && status.type() != fs::file_type::not_found) {
-    fail(path_, "cannot be examined: " + status_ec.message());
+  file::check_openable(path_);
+  if (access_ == Access::kRead) {
+    if (!file::identify(path_).exists) fail(path_, "no such file");
+    read_ = file::open_reader(path_, prepare);
+    db_ = read_.db;
+    try {
+      file_version_ = check_identity(db_, path_, Access::kRead);
+    } catch (...) {
+      read_.close();
+      throw;
+    }
+    version_ = std::min(file_version_, kSchemaVersion);
+    if (file_version_ > kSchemaVersion) {
+      log_once(LogLevel::kWarn, "newer schema|" + path_,
+               "tuning database '" + path_ + "': schema version " + std::to_string(file_version_) +
+                   " is newer than this build (" + std::to_string(kSchemaVersion) +
+                   "): read as version " + std::to_string(kSchemaVersion) +
+                   " where its columns allow");
+    }
+    if (file_version_ < kSchemaVersion) {
+      log_once(LogLevel::kWarn, "older schema|" + path_,
+               "tuning database '" + path_ + "': schema version " + std::to_string(file_version_) +
+                   " is older than this build's (" + std::to_string(kSchemaVersion) +
+                   "): read as it is; the library records nothing in it until 'tunedb --db " +
+                   path_ + " upgrade'");
+    }
+    if (read_.mode == file::ReadMode::kSnapshot) {
+      log_once(LogLevel::kWarn, "snapshot|" + path_,
+               "tuning database '" + path_ +
+                   "': read from a private copy (its -wal or -journal has no shared index beside "
+                   "it: another process holds it in exclusive mode, or it was copied)");
+    }
+    if (!read_.note.empty()) {
+      log_once(LogLevel::kWarn, "read note|" + path_,
+               "tuning database '" + path_ + "': " + read_.note);
+    }
+    if (read_.mode != file::ReadMode::kSnapshot) {
+      counted_ = read_.opened;
+      file::note_open(counted_);
+    }
+    return;
   }
-  if (reading && !fs::exists(status)) fail(path_, "no such file");
+
   fs::path parent = fs::path(path_).parent_path();
-  if (!parent.empty() && !reading) {
+  if (!parent.empty()) {
     std::error_code ec;
     fs::create_directories(parent, ec);
     if (ec || !fs::is_directory(parent, ec)) {
@@ -348,68 +387,43 @@ Database::Database(const std::string& path, Access access) : path_(path), access
                       "': " + (ec ? ec.message() : "a file of that name is in the way"));
     }
   }
-  if (fs::is_directory(status)) fail(path_, "is a folder, not a database file");
-  if (fs::exists(status) && !fs::is_regular_file(status)) {
-    fail(path_, "is not a regular file (a named pipe, device or socket), not a database file");
+  if (!file::identify(path_).exists) {
+    // Made whole aside, then linked into place: a process starting at the same moment sees no
+    // file or a complete one, never an empty file or one without its schema.
+    file::create_atomically(path_, [&](sqlite3* db, const std::string& p) {
+      prepare(db);
+      open_schema(db, p);
+    });
   }
-  // SQLite reads a short foreign file as an empty database and the schema would overwrite it. An
-  // empty file is ours only with its pages still in the -wal file (a writer killed before a
-  // checkpoint); a zero-byte file alone is refused untouched, not turned into a database.
-  if (std::ifstream in(path_, std::ios::binary); in) {
-    char header[16] = {};
-    in.read(header, sizeof header);
-    if (in.gcount() > 0 &&
-        (in.gcount() < 16 || std::string(header, 16) != std::string("SQLite format 3", 16))) {
-      fail(path_, kNotADatabase);
-    }
-    std::error_code ec;
-    const auto wal_bytes = fs::file_size(path_ + "-wal", ec);
-    if (in.gcount() == 0 && (ec || wal_bytes == 0)) {
-      fail(path_, "file is empty, not a tuned database (remove it to start a new one there)");
-    }
-  }
-
   sqlite3* raw = nullptr;
-  int flags = (reading ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-              SQLITE_OPEN_FULLMUTEX;
-  std::string open_path = path_;
-  if (reading && !fs::exists(path_ + "-shm") &&
-      ::access((parent.empty() ? std::string(".") : parent.string()).c_str(), W_OK) != 0) {
-    // A WAL database is read through its -shm file beside it; where none exists and the folder
-    // cannot be written (another user's database), the file is read as immutable: no side files,
-    // no locks (nobody else is writing it then, or they would have made the -shm).
-    open_path = "file:";
-    for (char c : path_) {
-      if (c == '%' || c == '?' || c == '#') {
-        static const char kHex[] = "0123456789ABCDEF";
-        open_path += '%';
-        open_path += kHex[static_cast<unsigned char>(c) >> 4];
-        open_path += kHex[static_cast<unsigned char>(c) & 15];
-      } else {
-        open_path += c;
-      }
-    }
-    open_path += "?immutable=1";
-    flags |= SQLITE_OPEN_URI;
-  }
-  int rc = sqlite3_open_v2(open_path.c_str(), &raw, flags, nullptr);
+  int rc =
+      sqlite3_open_v2(path_.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX, nullptr);
   // SQLite hands back a handle even when opening fails; the owner closes it on every path.
   std::unique_ptr<sqlite3, Closer> handle(raw);
   if (rc != SQLITE_OK) fail(path_, sqlite::describe(raw, rc, "cannot open"));
   sqlite3_extended_result_codes(raw, 1);
-  sqlite3_busy_handler(raw, wait_for_lock<BusyWait>, &busy_);
-  if (reading) {
-    version_ = check_identity(raw, path_, Access::kRead);
-  } else {
-    // READWRITE silently falls back to read-only for a write-protected file.
-    if (sqlite3_db_readonly(raw, "main") == 1) {
-      fail(path_, "file is read-only (tuned records trials and needs to write it)");
-    }
-    check_identity(raw, path_, Access::kWrite);  // before the first write, WAL included
-    open_schema(raw, path_);
-    version_ = kSchemaVersion;
+  prepare(raw);
+  // READWRITE silently falls back to read-only for a write-protected file.
+  if (sqlite3_db_readonly(raw, "main") == 1) {
+    fail(path_, "file is read-only (tuned records trials and needs to write it)");
   }
+  file_version_ = check_identity(raw, path_, Access::kWrite);  // before the first write, WAL too
+  if (file_version_ < kSchemaVersion && !options.upgrade) {
+    fail(path_, "schema version " + std::to_string(file_version_) +
+                    " is older than this build writes (" + std::to_string(kSchemaVersion) +
+                    "); it is read as it is and nothing is recorded in it: run 'tunedb --db " +
+                    path_ + " upgrade' to let tuned record there");
+  }
+  open_schema(raw, path_);
+  version_ = kSchemaVersion;
+  counted_ = file::identify(path_);
+  file::note_open(counted_);
   db_ = handle.release();
+}
+
+bool Database::changed() const {
+  if (access_ != Access::kRead || read_.mode == file::ReadMode::kInPlace) return false;
+  return !(file::identify(path_) == read_.opened);
 }
 
 void Database::writing(const char* what) const {
@@ -419,7 +433,14 @@ void Database::writing(const char* what) const {
   }
 }
 
-Database::~Database() { sqlite3_close_v2(db_); }
+Database::~Database() {
+  if (access_ == Access::kRead) {
+    read_.close();
+  } else {
+    sqlite3_close_v2(db_);
+  }
+  if (counted_.exists) file::note_closed(counted_);
+}
 
 void Database::upsert_device(const DeviceRecord& device) {
   writing("store a device");
@@ -448,19 +469,24 @@ void Database::upsert_device(const DeviceRecord& device) {
 std::vector<DeviceRecord> Database::devices() {
   std::lock_guard lock(mutex_);
   Statement s(db_, path_,
-              "SELECT uuid, name, cc_major, cc_minor, sm_count, memory_bytes, clock_khz "
+              "SELECT uuid, name, cc_major, cc_minor, sm_count, memory_bytes, clock_khz, rowid "
               "FROM devices ORDER BY first_seen, uuid",
               "list devices");
   std::vector<DeviceRecord> result;
   while (s.step()) {
     DeviceRecord d;
-    d.uuid = s.text(0);
-    d.name = s.text(1);
-    d.cc_major = s.integer(2);
-    d.cc_minor = s.integer(3);
-    d.sm_count = s.integer(4);
-    d.memory_bytes = s.int64(5);
-    d.clock_khz = s.integer(6);
+    try {
+      d.uuid = s.text(0);
+      d.name = s.text(1);
+      d.cc_major = s.integer(2);
+      d.cc_minor = s.integer(3);
+      d.sm_count = s.integer(4);
+      d.memory_bytes = s.int64(5);
+      d.clock_khz = s.integer(6);
+    } catch (const Error& e) {
+      skip_row(path_, "devices", sqlite3_column_int64(s.handle(), 7), e);
+      continue;
+    }
     result.push_back(std::move(d));
   }
   return result;
@@ -473,9 +499,11 @@ std::optional<CubinRecord> Database::find_cubin(const CubinKey& key) {
   std::optional<std::string> stored_checksum;
   {
     Statement s(db_, path_,
-                "SELECT image, kernel_name, log, registers, spill_bytes, stack_bytes, "
-                "static_smem_bytes, compile_ms, image_bytes, image_checksum FROM cubins "
-                "WHERE source_hash = ? AND options = ? AND arch = ? AND nvrtc_version = ?",
+                std::string("SELECT image, kernel_name, log, registers, spill_bytes, "
+                            "stack_bytes, static_smem_bytes, compile_ms, ") +
+                    (version_ >= 2 ? "image_bytes, image_checksum" : "NULL, NULL") +
+                    " FROM cubins WHERE source_hash = ? AND options = ? AND arch = ? AND "
+                    "nvrtc_version = ?",
                 "find cubin");
     s.bind(1, key.source_hash).bind(2, key.options).bind(3, key.arch).bind(4, key.nvrtc_version);
     if (!s.step()) return std::nullopt;
@@ -652,28 +680,28 @@ void Database::for_each_trial(const Filter& filter,
     try {
       t.key.shape = parse_shape(path_, s.text(5));
       t.disposition = disposition_from_string(s.text(9));
+      t.session_id = s.int64(1);
+      t.key.device_uuid = s.text(2);
+      t.key.op = s.text(3);
+      t.key.layout = s.text(4);
+      t.key.alignment = s.integer(6);
+      t.config = s.text(7);
+      t.kernel_name = s.text(8);
+      t.message = s.text(10);
+      t.ms_median = s.real(11);
+      t.ms_min = s.real(12);
+      t.runs = s.integer(13);
+      t.tflops = s.real(14);
+      t.rel_error = s.real(15);
+      t.registers = s.integer(16);
+      t.spill_bytes = s.integer(17);
+      t.compile_ms = s.real(18);
+      t.created_at = s.text(19);
+      t.template_hash = s.text(20);
     } catch (const Error& e) {
-      skip_row(path_, "trials", s.int64(0), e);
+      skip_row(path_, "trials", sqlite3_column_int64(s.handle(), 0), e);
       continue;
     }
-    t.session_id = s.int64(1);
-    t.key.device_uuid = s.text(2);
-    t.key.op = s.text(3);
-    t.key.layout = s.text(4);
-    t.key.alignment = s.integer(6);
-    t.config = s.text(7);
-    t.kernel_name = s.text(8);
-    t.message = s.text(10);
-    t.ms_median = s.real(11);
-    t.ms_min = s.real(12);
-    t.runs = s.integer(13);
-    t.tflops = s.real(14);
-    t.rel_error = s.real(15);
-    t.registers = s.integer(16);
-    t.spill_bytes = s.integer(17);
-    t.compile_ms = s.real(18);
-    t.created_at = s.text(19);
-    t.template_hash = s.text(20);
     visit(t);
   }
 }
@@ -698,13 +726,13 @@ std::vector<TrialRecord> Database::measured(const ProblemKey& key,
     TrialRecord t;
     try {
       t.disposition = disposition_from_string(s.text(2));
+      t.config = s.text(1);
+      t.ms_median = s.real(3);
     } catch (const Error& e) {
-      skip_row(path_, "trials", s.int64(0), e);
+      skip_row(path_, "trials", sqlite3_column_int64(s.handle(), 0), e);
       continue;
     }
     t.key = key;
-    t.config = s.text(1);
-    t.ms_median = s.real(3);
     t.template_hash = template_hash;
     result.push_back(std::move(t));
   }
@@ -723,12 +751,17 @@ std::vector<SessionRecord> Database::sessions(const Filter& filter) {
   std::vector<SessionRecord> result;
   while (s.step()) {
     SessionRecord r;
-    r.id = s.int64(0);
-    r.device_uuid = s.text(1);
-    r.op = s.text(2);
-    r.strategy = s.text(3);
-    r.budget_s = s.real(4);
-    r.started_at = s.text(5);
+    try {
+      r.id = s.int64(0);
+      r.device_uuid = s.text(1);
+      r.op = s.text(2);
+      r.strategy = s.text(3);
+      r.budget_s = s.real(4);
+      r.started_at = s.text(5);
+    } catch (const Error& e) {
+      skip_row(path_, "sessions", sqlite3_column_int64(s.handle(), 0), e);
+      continue;
+    }
     result.push_back(std::move(r));
   }
   return result;
@@ -780,7 +813,7 @@ bool Database::offer_best(const BestRecord& best) {
 std::optional<BestRecord> Database::find_best(const ProblemKey& key) {
   std::lock_guard lock(mutex_);
   Statement s(db_, path_,
-              std::string("SELECT ") + kBestColumns +
+              "SELECT " + best_columns(version_) +
                   " FROM best WHERE device_uuid = ? AND op = ? AND layout = ? AND shape = ? "
                   "AND alignment = ?",
               "find best");
@@ -790,7 +823,7 @@ std::optional<BestRecord> Database::find_best(const ProblemKey& key) {
   try {
     return read_best(s, path_);
   } catch (const Error& e) {
-    skip_row(path_, "best", s.int64(12), e);
+    skip_row(path_, "best", sqlite3_column_int64(s.handle(), 12), e);
     return std::nullopt;
   }
 }
@@ -799,7 +832,7 @@ std::optional<BestRecord> Database::find_best_on_twin(const ProblemKey& key,
                                                        const DeviceRecord& device) {
   std::lock_guard lock(mutex_);
   Statement s(db_, path_,
-              std::string("SELECT ") + kBestColumns +
+              "SELECT " + best_columns(version_) +
                   " FROM best WHERE device_uuid IN (SELECT uuid FROM devices WHERE uuid <> ? "
                   "AND name = ? AND cc_major = ? AND cc_minor = ? AND sm_count = ?) "
                   "AND op = ? AND layout = ? AND shape = ? AND alignment = ? "
@@ -812,7 +845,8 @@ std::optional<BestRecord> Database::find_best_on_twin(const ProblemKey& key,
     try {
       return read_best(s, path_);
     } catch (const Error& e) {
-      skip_row(path_, "best", s.int64(12), e);  // the next twin's entry may be readable
+      skip_row(path_, "best", sqlite3_column_int64(s.handle(), 12),
+               e);  // the next twin's entry may be readable
     }
   }
   return std::nullopt;
@@ -821,7 +855,7 @@ std::optional<BestRecord> Database::find_best_on_twin(const ProblemKey& key,
 std::optional<BestRecord> Database::find_nearest(const ProblemKey& key) {
   std::lock_guard lock(mutex_);
   Statement s(db_, path_,
-              std::string("SELECT ") + kBestColumns +
+              "SELECT " + best_columns(version_) +
                   " FROM best WHERE device_uuid = ? AND op = ? AND layout = ?",
               "find nearest best");
   s.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.layout);
@@ -833,7 +867,7 @@ std::optional<BestRecord> Database::find_nearest(const ProblemKey& key) {
   double chosen_distance = 0;
   int64_t chosen_id = 0;
   while (s.step()) {
-    const int64_t id = s.int64(12);
+    const int64_t id = sqlite3_column_int64(s.handle(), 12);
     BestRecord b;
     try {
       b = read_best(s, path_);
@@ -864,7 +898,7 @@ std::optional<BestRecord> Database::find_nearest(const ProblemKey& key) {
 std::vector<BestRecord> Database::bests(const Filter& filter) {
   std::lock_guard lock(mutex_);
   Where where = filter_where(filter, "session_id = ?");
-  std::string sql = std::string("SELECT ") + kBestColumns + " FROM best" + where.sql() +
+  std::string sql = "SELECT " + best_columns(version_) + " FROM best" + where.sql() +
                     " ORDER BY device_uuid, op, layout, d0, d1, d2, shape, alignment";
   if (filter.limit > 0) sql += " LIMIT " + std::to_string(filter.limit);
   Statement s(db_, path_, sql, "list best configurations");
@@ -874,7 +908,7 @@ std::vector<BestRecord> Database::bests(const Filter& filter) {
     try {
       result.push_back(read_best(s, path_));
     } catch (const Error& e) {
-      skip_row(path_, "best", s.int64(12), e);
+      skip_row(path_, "best", sqlite3_column_int64(s.handle(), 12), e);
     }
   }
   return result;

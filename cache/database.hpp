@@ -2,6 +2,7 @@
 // every write inside a transaction, so a crash or a full disk never loses what was recorded.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/database_file.hpp"
 #include "cache/records.hpp"
 #include "generator/cubin.hpp"
 
@@ -29,29 +31,49 @@ struct Filter {
                            // oldest first), best configs the first N in listing order
 };
 
-/// How a database is opened. A reader never changes a byte of the file: no journal-mode switch,
-/// no schema or header write, no lock a writer would wait on, and a file it cannot write is fine.
-/// A writer checks that the file is ours (or new) before its first write.
+/// How a database is opened. A reader never changes a byte of the file nor creates one beside it
+/// (cache/database_file.hpp: read as immutable, through a writer's WAL index, or from a private
+/// copy), holds no lock a writer would wait on, and a file it cannot write is fine; it reads every
+/// schema version up to this build's as it is, and a newer one as this build's version where its
+/// columns allow. A writer checks that the file is ours (or new) before its first write.
 enum class Access { kRead, kWrite };
+
+struct OpenOptions {
+  Access access = Access::kWrite;
+  /// A writer migrates an older schema to this build's. The library's own writes (first-use
+  /// results, cubins) pass false: a file of an older schema is then refused for writing (and read
+  /// as it is), so a call never rewrites a user's file behind their back.
+  bool upgrade = true;
+  /// How long an open or a statement waits for another process's lock before failing.
+  std::chrono::milliseconds lock_wait = std::chrono::seconds(600);
+};
 
 /// One open database. Thread-safe: every method takes the connection's mutex.
 class Database {
  public:
-  /// Opens or throws Error(TUNED_STATUS_DATABASE_ERROR) naming the path and the reason: not a
-  /// database / corrupt, an empty file (a zero-byte file is refused untouched), another
-  /// application's SQLite file, a schema newer than this build (or, for a reader, older than the
-  /// oldest it reads as is: readers do not migrate). kWrite creates the file, its folders and the schema if needed (an unwritable
-  /// folder or file is an error); kRead needs an existing file. Both wait for another process's
-  /// lock up to kBusyWaitSeconds, backing off, and say once that they wait.
+  /// Opens or throws Error(TUNED_STATUS_DATABASE_ERROR) naming the path and the reason: a folder,
+  /// a named pipe, device or symlink loop, not a database / corrupt, an empty file (a zero-byte
+  /// file is refused untouched), another application's SQLite file, a schema newer than this
+  /// build (for a writer; a writer told not to upgrade: older too). kWrite creates the file (built
+  /// aside and linked into place, so processes creating it together all succeed), its folders and
+  /// the schema if needed (an unwritable folder or file is an error); kRead needs an existing file.
+  /// Both wait for another process's lock up to options.lock_wait, backing off, and say once that
+  /// they wait.
   explicit Database(const std::string& path, Access access = Access::kWrite);
-  static constexpr int kBusyWaitSeconds = 600;
+  Database(const std::string& path, const OpenOptions& options);
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
 
   const std::string& path() const { return path_; }
   Access access() const { return access_; }
+  /// This build's schema version, and the file's as it was opened (a writer has since migrated it
+  /// to this build's).
   static int schema_version();
+  int file_version() const { return file_version_; }
+  /// A reader that read the file as immutable or from a copy: whether the file (or its side files)
+  /// changed since, so that a long-lived reader reopens to see new rows. Always false otherwise.
+  bool changed() const;
 
   /// Inserts or updates the device row keyed by uuid.
   void upsert_device(const DeviceRecord& device);
@@ -124,11 +146,15 @@ class Database {
 
   std::string path_;
   Access access_ = Access::kWrite;
-  int version_ = 0;  // schema version of the file (a reader may read an older one)
+  int file_version_ = 0;  // the file's schema version when opened
+  int version_ = 0;       // the version its statements read and write (newer files: ours)
   sqlite3* db_ = nullptr;
+  file::ReadConnection read_;  // a reader's connection (db_ is its db)
+  file::Identity counted_;     // the file as counted open (file::note_open), if it was
   std::mutex mutex_;
   struct BusyWait {
     std::string path;
+    std::chrono::milliseconds limit;
     bool said = false;
   } busy_;
 };

@@ -101,6 +101,7 @@ class Statement {
   // damaged) would be read as a plausible record. A wrong type throws Error(DATABASE_ERROR) naming
   // the column; callers skip the row. NULL reads as 0 or "" (optional ids and fields).
   bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  sqlite3_stmt* handle() const { return stmt_; }  // unchecked reads (a skipped row's id)
   int64_t int64(int col) const {
     expect(col, SQLITE_INTEGER, SQLITE_INTEGER, "an integer");
     return sqlite3_column_int64(stmt_, col);

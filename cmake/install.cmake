@@ -66,7 +66,7 @@ else()
     list(APPEND openmp_libs "${OpenMP_${name}_LIBRARY}")
   endforeach()
   tuned_pc_link_flags(TUNED_PC_LIBS ${CUDAToolkit_LIBRARY_DIR}/libcudart_static.a
-                      ${CUDAToolkit_LIBRARY_DIR}/libnvrtc.so ${CUDAToolkit_LIBRARY_DIR}/libcublas.so
+                      ${CUDAToolkit_LIBRARY_DIR}/libnvrtc.so
                       ${SQLite3_LIBRARIES} ${openmp_libs} pthread dl rt stdc++ m)
 endif()
 # The prefix is the one installed to (cmake --install --prefix): filled in at install time.

@@ -118,6 +118,20 @@ std::string check_path(const std::string& value, const std::string& argument) {
   return value;
 }
 
+std::string check_db_path(const std::string& value, const std::string& argument) {
+  check_path(value, argument);
+  // An existing path must be a database file: a named pipe would block the open until a writer
+  // came, a device would be read for ever (a missing file is created later).
+  struct stat st;
+  if (::stat(value.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    fail(argument,
+         S_ISDIR(st.st_mode) ? "must be a database file, not a folder"
+                             : "must be a database file, not a named pipe, device or socket",
+         value);
+  }
+  return value;
+}
+
 // --- Command-line text to typed values. ------------------------------------------------------
 
 template <typename Integer>
@@ -316,7 +330,7 @@ class TomlReader {
       if (value < 0) fail(argument, kSeedRule, std::to_string(value));
       options_.seed = static_cast<uint64_t>(value);
     } else if (key == "db") {
-      options_.db_path = check_path(string(key, node), argument);
+      options_.db_path = check_db_path(string(key, node), argument);
     } else if (key == "shapes") {
       apply_shapes(node);
     } else if (key == "space") {
@@ -590,7 +604,7 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
     }
     if (strategy_opt->count() > 0)
       options.strategy = check_choice(strategy, kStrategies, "--strategy");
-    if (db_opt->count() > 0) options.db_path = check_path(db, "--db");
+    if (db_opt->count() > 0) options.db_path = check_db_path(db, "--db");
     if (seed_opt->count() > 0) options.seed = cli_seed(seed);
     options.verbose = verbose;
     options.no_wait = no_wait;

@@ -508,6 +508,9 @@ int main(int argc, char** argv) {
   app.add_subcommand("best", "best configuration per device, op, layout, shape and alignment");
   app.add_subcommand("trials", "every candidate tried and its disposition");
   app.add_subcommand("sessions", "autotune runs");
+  app.add_subcommand("upgrade",
+                     "migrate an older database to this build's schema, so the library records "
+                     "in it again (the only command that writes)");
   CLI::App* export_cmd = app.add_subcommand(
       "export", "best configs and trials as JSON (default), or one table as CSV");
   export_cmd->add_option("--table", options.table, "table for --format csv (default best)")
@@ -524,7 +527,7 @@ int main(int argc, char** argv) {
     std::string message = e.what();
     std::replace(message.begin(), message.end(), '\n', ' ');
     if (app.get_subcommands().empty() && message == "A subcommand is required") {
-      message = "a command is required: devices, best, trials, sessions or export";
+      message = "a command is required: devices, best, trials, sessions, export or upgrade";
     }
     std::cerr << "tunedb: " << message << " (tunedb --help lists commands and options)\n";
     return 2;
@@ -537,12 +540,21 @@ int main(int argc, char** argv) {
   if (options.db_path.empty()) options.db_path = tuned::cache::default_database_path();
   std::error_code ec;
   // Database would create an empty file; a listing of nothing would hide a wrong path.
-  if (!std::filesystem::exists(options.db_path, ec)) {
+  if (!std::filesystem::exists(options.db_path, ec) && !ec) {  // a symlink loop: Database says
     std::cerr << "tunedb: no tuning database at '" << options.db_path
               << "' (run autotune first, or pass --db PATH or set TUNED_DB)\n";
     return 2;
   }
   try {
+    if (options.command == "upgrade") {
+      const int before = Database(options.db_path, tuned::cache::Access::kRead).file_version();
+      Database db(options.db_path, tuned::cache::Access::kWrite);  // a writer migrates
+      std::cout << (before < Database::schema_version() ? "upgraded" : "already at") << " '"
+                << escape_text(options.db_path) << "': schema version " << before;
+      if (before < Database::schema_version()) std::cout << " -> " << Database::schema_version();
+      std::cout << "\n";
+      return 0;
+    }
     Database db(options.db_path, tuned::cache::Access::kRead);
     options.filter.device_uuid = resolve_device(db, options.filter.device_uuid);
     if (options.command == "export") {

@@ -27,7 +27,10 @@ typedef enum tuned_status_t {
   TUNED_STATUS_DATABASE_ERROR = 7,    ///< the tuning database is unwritable, corrupt or too new
   TUNED_STATUS_CONFIG_ERROR = 8,      ///< a configuration (TOML, config string) is malformed
   TUNED_STATUS_INTERNAL_ERROR = 9,    ///< a bug in tuned
-  TUNED_STATUS_DEVICE_BUSY = 10       ///< another tuner holds the GPU (autotune --no-wait)
+  TUNED_STATUS_DEVICE_BUSY = 10,      ///< another tuner holds the GPU (autotune --no-wait)
+  /// A warning, from tuned_set_database only: the path is set, but the database cannot be used now
+  /// (tuned_last_error says why); calls compute with the shipped choices and use it once it can be.
+  TUNED_STATUS_DATABASE_NOT_USED = 11
 } tuned_status_t;
 
 /// Mirrors cublasOperation_t: TUNED_OP_N uses the matrix as stored, TUNED_OP_T its transpose.
@@ -118,7 +121,11 @@ tuned_status_t tuned_entropy_describe(int rows, int cols, int radius, int levels
                                       char* buf, unsigned long size);
 
 /// Uses the tuning database at path from now on (NULL: TUNED_DB, else the default under
-/// $XDG_CACHE_HOME/tuned/). Kernels already loaded stay loaded.
+/// $XDG_CACHE_HOME/tuned/); a missing file is created. Kernels already loaded stay loaded. No state
+/// of the database ever fails a call: one that cannot be used now (older schema for recording,
+/// another application's file, damaged, locked, a folder, a named pipe...) gives
+/// TUNED_STATUS_DATABASE_NOT_USED, a warning with the reason in tuned_last_error(), and calls use
+/// the shipped choices meanwhile.
 tuned_status_t tuned_set_database(const char* path);
 
 /// When tuned_gemm meets a problem nobody tuned (no exact entry in the user's database).

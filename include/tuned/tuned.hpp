@@ -63,8 +63,10 @@ void entropy_host(int rows, int cols, int radius, int levels, const unsigned cha
 /// The configuration entropy() would use (see describe_gemm).
 std::string describe_entropy(int rows, int cols, int radius, int levels, bool input_u8);
 
-/// Uses the tuning database at path from now on ("" for the default).
-void set_database(const std::string& path);
+/// Uses the tuning database at path from now on ("" for the default). Returns "" or, for a
+/// database that cannot be used now, why (calls then use the shipped choices; see
+/// tuned_set_database).
+std::string set_database(const std::string& path);
 
 enum class Tuning { kOff = TUNED_TUNING_OFF, kFirstUse = TUNED_TUNING_FIRST_USE };
 /// Sets the tuning policy for problems nobody tuned (see tuned_tuning_t).

@@ -10,9 +10,9 @@
 namespace tuned::gemm_op {
 void cublas_sgemm(cublasHandle_t handle, const Problem& p, float alpha, const float* a,
                   const float* b, float beta, float* c) {
-  check_cublas(cublasSgemm_64(handle, p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                              p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, p.m, p.n, p.k, &alpha, a,
-                              p.lda, b, p.ldb, &beta, c, p.ldc),
+  check_cublas(cublas().sgemm_64(handle, p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                 p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, p.m, p.n, p.k, &alpha, a,
+                                 p.lda, b, p.ldb, &beta, c, p.ldc),
                "cublasSgemm_64");
 }
 

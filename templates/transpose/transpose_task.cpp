@@ -41,10 +41,11 @@ void TransposeTask::fresh_inputs(uint64_t seed, cudaStream_t stream) {
                         seed * 8 + static_cast<uint64_t>(++part), -1.0f, 1.0f, stream);
     // B = 1 * A^T + 0 * B, exact; B zeroed first so nothing of it leaks through 0 * NaN.
     TUNED_CUDA_CHECK(cudaMemsetAsync(buffers->b_ref.get(), 0, buffers->b_ref.bytes(), stream));
-    check_cublas(cublasSgeam_64(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, p->cols, p->rows, &one,
-                                buffers->a.as<float>(), p->lda, &zero, buffers->b_ref.as<float>(),
-                                p->ldb, buffers->b_ref.as<float>(), p->ldb),
-                 "cublasSgeam_64");
+    check_cublas(
+        cublas().sgeam_64(cublas_.get(), CUBLAS_OP_T, CUBLAS_OP_N, p->cols, p->rows, &one,
+                          buffers->a.as<float>(), p->lda, &zero, buffers->b_ref.as<float>(), p->ldb,
+                          buffers->b_ref.as<float>(), p->ldb),
+        "cublasSgeam_64");
   }
 }
 

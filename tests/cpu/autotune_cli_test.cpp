@@ -13,6 +13,8 @@
 #include <fstream>
 #include <string>
 
+#include "tests/common/peak_memory.hpp"
+
 namespace {
 
 // The test binary lives in <build>/tests, autotune in <build>/tools.
@@ -80,8 +82,9 @@ TEST_F(AutotuneBinaryTest, MalformedConfigFileExitsTwoNamingTheLine) {
   EXPECT_NE(run.output.find("line 3"), std::string::npos) << run.output;
 }
 
-// A config that is no regular file of sane size is one line and exit 2 at once: a device that
-// never ends (/dev/zero), a named pipe nobody writes, a 512 MB file (sparse: no disk used).
+// A config that is no regular file of sane size is one line and exit 2 at once, in little memory:
+// a device that never ends (/dev/zero), a named pipe nobody writes, a 512 MB file (sparse: no disk
+// used); so is a named pipe as the database.
 TEST_F(AutotuneBinaryTest, SpecialOrHugeConfigFilesExitTwoAtOnce) {
   const std::filesystem::path dir = make_temp_dir();
   ASSERT_FALSE(dir.empty());
@@ -101,7 +104,26 @@ TEST_F(AutotuneBinaryTest, SpecialOrHugeConfigFilesExitTwoAtOnce) {
     EXPECT_NE(run.output.find(rule), std::string::npos) << run.output;
     EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 1) << run.output;
     EXPECT_LT(took, std::chrono::seconds(2)) << path;
+    // Peak resident memory: the binary with its precompiled kernels and the CUDA libraries it
+    // maps (cuBLAS is opened only when a check needs it).
+    const auto peak = tuned::testing::measure_peak(autotune_path().string(), {"--config", path},
+                                                   (dir / "peak.out").string());
+    EXPECT_EQ(peak.exit_code, 2);
+    EXPECT_GT(peak.mb, 0) << "peak memory not readable";
+    EXPECT_LT(peak.mb, 100) << path;
+    std::printf("autotune --config %s: %.1f MB peak\n", path.c_str(), peak.mb);
   }
+  const auto start = std::chrono::steady_clock::now();
+  ProcessResult run = run_autotune("--shape 64x64x64 --db '" + pipe + "'");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find(pipe), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("--db: must be a database file, not a named pipe"), std::string::npos)
+      << run.output;
+  EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 1) << run.output;
+  const auto peak = tuned::testing::measure_peak(autotune_path().string(), {"--db", pipe},
+                                                 (dir / "peak.out").string());
+  EXPECT_LT(peak.mb, 100);
   std::filesystem::remove_all(dir);
 }
 

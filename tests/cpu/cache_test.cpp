@@ -1,5 +1,6 @@
 // The tuning database (cache/) on temporary files, and the tunedb program run against it.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -246,13 +247,30 @@ TEST(CacheDatabase, ForeignSqliteFileIsRefused) {
                {path, "not a tuned database"});
 }
 
-TEST(CacheDatabase, NewerSchemaIsRefused) {
+// A newer schema is refused by writers and read by readers where its columns allow (later
+// versions only add columns and tables).
+TEST(CacheDatabase, NewerSchemaIsReadNotWritten) {
   TempDir dir;
   std::string path = dir.file("tuned.db");
-  { Database db(path); }
-  sqlite_exec(path, "PRAGMA user_version = 99");
+  {
+    Database db(path);
+    EXPECT_TRUE(db.offer_best(best(key(kH100, {64, 64, 64}), 1.0)));
+  }
+  sqlite_exec(path, "ALTER TABLE best ADD COLUMN future TEXT; PRAGMA user_version = 99");
   expect_error([&] { Database db(path); }, TUNED_STATUS_DATABASE_ERROR,
                {path, "schema version 99 is newer"});
+  Database reader(path, Access::kRead);
+  EXPECT_EQ(reader.file_version(), 99);
+  EXPECT_TRUE(reader.find_best(key(kH100, {64, 64, 64})).has_value());
+  // A newer schema whose columns this build cannot read: the lookup fails with a reason (the
+  // runtime logs it and answers from the shipped data).
+  sqlite_exec(path, "ALTER TABLE best RENAME COLUMN config TO configuration");
+  Database changed(path, Access::kRead);
+  expect_error(
+      [&] {
+        changed.find_best(key(kH100, {64, 64, 64}));
+      },
+      TUNED_STATUS_DATABASE_ERROR, {path, "config"});
 }
 
 TEST(CacheDatabase, UnwritablePathIsDatabaseError) {
@@ -1232,9 +1250,8 @@ std::string file_bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// A reader lists and looks up without changing a byte of the file. (Where the folder is
-// writable SQLite's WAL protocol may leave an empty -wal and its -shm index beside it: they are
-// not the database, and a writer removes them when it closes.)
+// A reader lists and looks up without changing a byte of the file or creating one beside it (a
+// -wal or -shm of a reader's would lock its owner out where the reader is another user).
 TEST(CacheDatabaseFaults, ReadersChangeNoByte) {
   TempDir dir;
   const std::string path = dir.file("tuned.db");
@@ -1264,7 +1281,8 @@ TEST(CacheDatabaseFaults, ReadersChangeNoByte) {
                  TUNED_STATUS_INTERNAL_ERROR, {"open for reading", "store a device"});
   }
   EXPECT_EQ(file_bytes(path), before);
-  EXPECT_EQ(fs::exists(path + "-wal") ? fs::file_size(path + "-wal") : 0u, 0u);
+  EXPECT_FALSE(fs::exists(path + "-wal"));
+  EXPECT_FALSE(fs::exists(path + "-shm"));
   // A reader needs the file: it never creates one.
   expect_error([&] { Database db(dir.file("missing.db"), Access::kRead); },
                TUNED_STATUS_DATABASE_ERROR, {"missing.db", "no such file"});
@@ -1295,14 +1313,13 @@ TEST(CacheDatabaseFaults, ZeroByteAndForeignFilesAreRefusedUntouched) {
       EXPECT_FALSE(fs::exists(path + "-wal")) << path;
     }
   }
-  // A reader does not upgrade an older schema: it says so and changes nothing.
+  // A reader reads an older schema as it is and changes nothing.
   const std::string old = dir.file("old.db");
-  { Database db(old); }
-  sqlite_exec(old, "PRAGMA user_version = 1");
+  sqlite_exec(old, kSchemaV1);
   const std::string before = file_bytes(old);
-  expect_error([&] { Database db(old, Access::kRead); }, TUNED_STATUS_DATABASE_ERROR,
-               {"schema version 1 is older", "run autotune on it once"});
+  EXPECT_EQ(Database(old, Access::kRead).bests({}).size(), 0u);
   EXPECT_EQ(file_bytes(old), before);
+  EXPECT_FALSE(fs::exists(old + "-wal"));
 }
 
 // One row this build cannot read (a malformed shape, an unknown disposition) is skipped; the
@@ -1427,6 +1444,122 @@ TEST(CacheDatabaseFaults, AnotherUsersReadOnlyDatabaseIsReadable) {
   EXPECT_FALSE(fs::exists(path + "-shm"));
 }
 
+// Every file in a folder with its owner, to see that a reader created nothing.
+std::string listing(const std::string& folder) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    struct stat st;
+    ::stat(entry.path().c_str(), &st);
+    names.push_back(entry.path().filename().string() + ":" + std::to_string(st.st_uid));
+  }
+  std::sort(names.begin(), names.end());
+  std::string text;
+  for (const auto& name : names) text += name + " ";
+  return text;
+}
+
+std::string insert_best_sql(const std::string& config) {
+  return "INSERT INTO best (device_uuid, op, layout, shape, d0, d1, d2, alignment, config, "
+         "kernel_name, ms, tflops, baseline_ms, session_id, updated_at, origin) VALUES ('" +
+         std::string(kH100) + "', 'gemm', 'NN', '" + config + "', " + config.substr(0, 2) +
+         ", 1, 1, 4, '" + config + "', 'k', 1.0, 1.0, 1.0, NULL, 'now', 'autotune')";
+}
+
+// Readers create nothing beside the file and miss no committed row: with a writer of this
+// process inside the WAL (read through its index), and with another process holding the file in
+// exclusive locking mode, a committed row in its -wal and a transaction open (read from a private
+// copy: the committed row is seen, the open one is not, and no lock is waited for).
+TEST(CacheDatabaseFaults, ReadersCreateNothingAndMissNoCommittedRow) {
+  TempDir dir;
+  const std::string path = dir.file("tuned.db");
+  {
+    Database writer(path);
+    EXPECT_TRUE(writer.offer_best(best(key(kH100, {64, 64, 64}), 1.0)));
+    ASSERT_TRUE(fs::exists(path + "-wal"));  // the row is in the -wal, not yet in the file
+    const std::string before = listing(dir.file(""));
+    Database reader(path, Access::kRead);
+    EXPECT_TRUE(reader.find_best(key(kH100, {64, 64, 64})).has_value());
+    EXPECT_TRUE(writer.offer_best(best(key(kH100, {65, 64, 64}), 1.0)));
+    EXPECT_TRUE(reader.find_best(key(kH100, {65, 64, 64})).has_value());  // later commits too
+    EXPECT_EQ(listing(dir.file("")), before);
+  }
+  ASSERT_FALSE(fs::exists(path + "-wal"));
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t holder = fork();
+  ASSERT_GE(holder, 0);
+  if (holder == 0) {
+    sqlite3* db = nullptr;
+    const std::string sql = "PRAGMA locking_mode = EXCLUSIVE; " + insert_best_sql("77x1x1") +
+                            "; BEGIN EXCLUSIVE; " + insert_best_sql("88x1x1");
+    char ok = sqlite3_open(path.c_str(), &db) == SQLITE_OK &&
+              sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK;
+    if (::write(ready[1], &ok, 1) != 1) _exit(2);
+    ::pause();
+    _exit(0);
+  }
+  char ok = 0;
+  ASSERT_EQ(::read(ready[0], &ok, 1), 1);
+  ASSERT_TRUE(ok);
+  const std::string before = listing(dir.file(""));
+  const std::string bytes = file_bytes(path), wal = file_bytes(path + "-wal");
+  const auto started = std::chrono::steady_clock::now();
+  {
+    Database reader(path, Access::kRead);
+    EXPECT_TRUE(reader.find_best(key(kH100, {77, 1, 1})).has_value());
+    EXPECT_FALSE(reader.find_best(key(kH100, {88, 1, 1})).has_value());
+    EXPECT_EQ(reader.bests({}).size(), 3u);
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 1.0);
+  EXPECT_EQ(listing(dir.file("")), before);
+  EXPECT_EQ(file_bytes(path), bytes);
+  EXPECT_EQ(file_bytes(path + "-wal"), wal);
+  ::kill(holder, SIGTERM);
+  ::waitpid(holder, nullptr, 0);
+}
+
+// The lock-out of issue 29: a user who may read a WAL database but not write it, in a folder they
+// may write, lists it; the owner's writer then records as before. (As root the reader runs in a
+// child that drops to user nobody; without root there is no second user to be.)
+TEST(CacheDatabaseFaults, AReaderOfAnotherUserLocksTheOwnerOut) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as a second user";
+  TempDir dir;
+  const std::string folder = dir.file("shared");
+  fs::create_directories(folder);
+  fs::permissions(folder, fs::perms::all);  // anyone may create files here
+  fs::permissions(dir.file(""), fs::perms::others_exec, fs::perm_options::add);
+  const std::string path = folder + "/tuned.db";
+  for (bool owner_writing : {false, true}) {
+    SCOPED_TRACE(owner_writing ? "the owner's writer open" : "no writer open");
+    fs::remove(path);
+    std::optional<Database> owner;
+    owner.emplace(path);
+    EXPECT_TRUE(owner->offer_best(best(key(kH100, {64, 64, 64}), 1.0)));
+    if (!owner_writing) owner.reset();
+    const std::string before = listing(folder);
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      if (setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
+      try {
+        Database db(path, Access::kRead);
+        _exit(db.find_best(key(kH100, {64, 64, 64})) ? 0 : 4);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child: %s\n", e.what());
+        _exit(5);
+      }
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    EXPECT_EQ(listing(folder), before);  // nothing of user nobody's beside it
+    owner.reset();
+    Database writer(path);
+    EXPECT_TRUE(writer.offer_best(best(key(kH100, {65, 64, 64}), 1.0)));
+    writer.record_trials({trial(0, key(kH100, {65, 64, 64}), Disposition::kOk)});
+  }
+}
+
 }  // namespace
 }  // namespace tuned::cache
 
@@ -1507,4 +1640,66 @@ TEST(CacheDatabase, Version2IsReadAsIsAndTrialsOfATemplateAreFoundForResuming) {
   EXPECT_EQ(db.trials({}).back().template_hash, "h1");
 }
 
+}  // namespace tuned::cache
+
+namespace tuned::cache {
+namespace {
+
+// tunedb lists a database of every schema this project wrote (1, 2, 3) without changing a byte or
+// creating a file; `upgrade` migrates an older one (the only command that writes).
+TEST_F(TunedbTest, EverySchemaIsListedUnchangedAndUpgradeMigrates) {
+  const std::string insert_best =
+      "INSERT INTO best (device_uuid, op, layout, shape, d0, d1, d2, alignment, config, "
+      "kernel_name, ms, tflops, baseline_ms, session_id, updated_at) VALUES ('" +
+      std::string(kH100) +
+      "', 'gemm', 'NN', '1024x1024x1024', 1024, 1024, 1024, 4, 'BM=64', 'gemm_nn', 0.5, 4.25, "
+      "0.55, NULL, '2026-01-01T00:00:00Z');";
+  const std::string v1 = dir_.file("v1.db"), v2 = dir_.file("v2.db"), v3 = dir_.file("v3.db");
+  sqlite_exec(v1, std::string(kSchemaV1) + insert_best);
+  sqlite_exec(v2, std::string(kSchemaV1) + insert_best +
+                      "ALTER TABLE cubins ADD COLUMN image_bytes INTEGER;"
+                      "ALTER TABLE cubins ADD COLUMN image_checksum TEXT;"
+                      "ALTER TABLE best ADD COLUMN origin TEXT NOT NULL DEFAULT 'autotune';"
+                      "PRAGMA user_version = 2;");
+  {
+    Database db(v3);
+    ASSERT_TRUE(db.offer_best(best(key(kH100, {1024, 1024, 1024}), 0.5, "BM=64")));
+  }
+  auto files = [&] {
+    std::string names;
+    for (const auto& entry : fs::directory_iterator(dir_.file(""))) {
+      const std::string name = entry.path().filename().string();
+      if (name.find(".db") != std::string::npos) names += name + " ";
+    }
+    return names;
+  };
+  for (const auto& path : {v1, v2, v3}) {
+    SCOPED_TRACE(path);
+    const std::string before = file_bytes(path), listed = files();
+    Result r = run("--db '" + path + "' best");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, "BM=64")) << r.out;
+    EXPECT_TRUE(contains(r.out, "1024x1024x1024")) << r.out;
+    EXPECT_EQ(file_bytes(path), before);
+    EXPECT_EQ(files(), listed);
+  }
+  Result older = run("--db '" + v1 + "' best");
+  EXPECT_TRUE(contains(older.err, "schema version 1 is older")) << older.err;
+  Result up = run("--db '" + v1 + "' upgrade");
+  EXPECT_EQ(up.exit_code, 0) << up.err;
+  EXPECT_TRUE(contains(up.out, "schema version 1 -> 3")) << up.out;
+  EXPECT_EQ(sqlite_user_version(v1), Database::schema_version());
+  Result again = run("--db '" + v1 + "' upgrade");
+  EXPECT_TRUE(contains(again.out, "already at")) << again.out;
+  Result listed = run("--db '" + v1 + "' best");
+  EXPECT_TRUE(contains(listed.out, "BM=64")) << listed.out;
+  EXPECT_EQ(listed.err, "");
+  // A newer schema is not written: one line, exit 2.
+  sqlite_exec(v3, "PRAGMA user_version = 9");
+  Result newer = run("--db '" + v3 + "' upgrade");
+  EXPECT_EQ(newer.exit_code, 2);
+  EXPECT_TRUE(contains(newer.err, "schema version 9 is newer")) << newer.err;
+}
+
+}  // namespace
 }  // namespace tuned::cache

@@ -25,6 +25,7 @@
 #include "cache/database.hpp"
 #include "cache/records.hpp"
 #include "cache/shipped_defaults.hpp"
+#include "tests/common/peak_memory.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::cache {
@@ -390,75 +391,6 @@ TEST_F(TunedbOutputTest, WarningsAboutMalformedRowsAreEscaped) {
 
 // ----- memory -----------------------------------------------------------------------------------
 
-struct Peak {
-  int exit_code = -1;
-  double mb = 0;         // tunedb's peak resident set (VmHWM), 0 if never read
-  bool at_exit = false;  // read when it stopped at its exit (else: sampled while it ran)
-  double rusage_mb = 0;  // wait4's ru_maxrss, for comparison
-};
-
-// VmHWM of a process that runs `program` (its Name), in MB; 0 if not readable.
-double peak_of(pid_t pid, const std::string& program) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  bool named = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("Name:", 0) == 0) named = line.find(program) != std::string::npos;
-    if (named && line.rfind("VmHWM:", 0) == 0) return std::atof(line.c_str() + 6) / 1024;  // kB
-  }
-  return 0;
-}
-
-// Runs tunedb with stdout to `out` and returns its peak resident set. wait4's ru_maxrss alone
-// does not tell it: a forked child starts with this process's resident pages (the CUDA libraries'
-// relocated data make that 190 MB here), and ru_maxrss keeps that high-water mark across the
-// exec. So tunedb is traced and its own VmHWM read from /proc when it stops at its exit
-// (PTRACE_O_TRACEEXIT), before its memory is freed; while it runs it is also sampled every 2 ms,
-// so that a system that forbids tracing still gets a (lower) figure.
-Peak measure(const std::string& tunedb, const std::vector<std::string>& args,
-             const std::string& out) {
-  std::vector<char*> argv{const_cast<char*>("tunedb")};
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const pid_t child = fork();
-  if (child == 0) {
-    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) _exit(9);
-    ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);  // stops at the exec (SIGTRAP) if allowed
-    execv(tunedb.c_str(), argv.data());
-    _exit(8);
-  }
-  Peak peak;
-  if (child < 0) return peak;
-  int status = 0;
-  struct rusage usage {};
-  bool traced = false;
-  while (true) {
-    const pid_t done = wait4(child, &status, WNOHANG, &usage);
-    if (done == 0) {
-      peak.mb = std::max(peak.mb, peak_of(child, "tunedb"));
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      continue;
-    }
-    if (done != child || WIFEXITED(status) || WIFSIGNALED(status)) break;
-    if (!WIFSTOPPED(status)) continue;
-    int signal = WSTOPSIG(status);
-    if (signal == SIGTRAP && (status >> 16) == PTRACE_EVENT_EXIT) {
-      peak.mb = std::max(peak.mb, peak_of(child, "tunedb"));
-      peak.at_exit = true;
-      signal = 0;
-    } else if (signal == SIGTRAP && !traced) {
-      // The stop after the exec: from now on, stop once more at the exit.
-      ptrace(PTRACE_SETOPTIONS, child, nullptr, PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL);
-      traced = true;
-      signal = 0;
-    }
-    ptrace(PTRACE_CONT, child, nullptr, signal);
-  }
-  peak.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  peak.rusage_mb = usage.ru_maxrss / 1024.0;  // kB
-  return peak;
-}
-
 double resident_mb() {
   std::ifstream in("/proc/self/status");
   for (std::string line; std::getline(in, line);) {
@@ -503,22 +435,26 @@ TEST_F(TunedbOutputTest, ListingsOfAMillionTrialsStaySmall) {
 
   const std::string out = dir_.file("listing.txt");
   const double own_mb = resident_mb();
-  const Peak sessions = measure(tunedb_, {"--db", db_path_, "sessions"}, out);
+  const tuned::testing::Peak sessions =
+      tuned::testing::measure_peak(tunedb_, {"--db", db_path_, "sessions"}, out);
   EXPECT_EQ(sessions.exit_code, 0);
   const std::string sessions_text = slurp(out);
   // id, device, op, strategy, budget, started, trials, ok
   EXPECT_TRUE(contains(sessions_text, "  1000000  999999\n")) << sessions_text;
 
-  const Peak trials = measure(tunedb_, {"--db", db_path_, "trials", "--limit", "10"}, out);
+  const tuned::testing::Peak trials =
+      tuned::testing::measure_peak(tunedb_, {"--db", db_path_, "trials", "--limit", "10"}, out);
   EXPECT_EQ(trials.exit_code, 0);
   const std::string trials_text = slurp(out);
   EXPECT_EQ(split(trials_text, "\n").size(), 2 + 10 + 1u) << trials_text;
 
   // The whole listing, a million lines (to /dev/null): measured first, printed second.
-  const Peak all_trials = measure(tunedb_, {"--db", db_path_, "trials"}, "/dev/null");
+  const tuned::testing::Peak all_trials =
+      tuned::testing::measure_peak(tunedb_, {"--db", db_path_, "trials"}, "/dev/null");
   EXPECT_EQ(all_trials.exit_code, 0);
 
-  const Peak baseline = measure(tunedb_, {"--db", db_path_, "devices"}, out);
+  const tuned::testing::Peak baseline =
+      tuned::testing::measure_peak(tunedb_, {"--db", db_path_, "devices"}, out);
   EXPECT_EQ(baseline.exit_code, 0);
   const double total_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
