@@ -136,6 +136,13 @@ std::string describe_problem(const OpRegistration& op, const ProblemId& p) {
 
 }  // namespace
 
+// Nothing at path (a symlink loop or a folder that cannot be searched is something: the database
+// says what is wrong with it).
+bool missing(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::status(path, ec).type() == std::filesystem::file_type::not_found;
+}
+
 // The user's database. Lookups open it for reading (no byte of it changes and no file appears
 // beside it, a read-only file is fine, a missing file means nothing is tuned yet, and a new
 // process's first call pays for no schema); writers (cubins compiled here, first-use results) open
@@ -154,9 +161,7 @@ struct Runtime::DatabaseSlot : public CubinStore {
     // A view of the file as it was (immutable or a copy) is reopened once the file changed.
     if (read_db && read_db->changed()) read_db.reset();
     if (!read_db && due(read_failed_at)) {
-      std::error_code ec;
-      const auto status = std::filesystem::status(path, ec);
-      if (!ec && !std::filesystem::exists(status)) return nullptr;  // nothing tuned yet
+      if (missing(path)) return nullptr;  // nothing tuned yet
       read_db = open_locked({cache::Access::kRead, false, kReadLockWait}, read_failed_at);
     }
     return read_db;
@@ -222,8 +227,11 @@ struct Runtime::DatabaseSlot : public CubinStore {
     } catch (const Error& e) {
       failed_at = Clock::now();
       last_failure = e.what();
-      // One line per reason: a reader and a writer failing alike say it once.
-      log_once(LogLevel::kWarn, "database unusable|" + last_failure,
+      // One line per reason: a reader and a writer failing alike say it once. Where the reader
+      // is open, its own line already said what the writer meets (an older or newer schema, a
+      // lock): the writer's failure is a detail.
+      const bool reading = options.access == cache::Access::kWrite && read_db != nullptr;
+      log_once(reading ? LogLevel::kInfo : LogLevel::kWarn, "database unusable|" + last_failure,
                std::string("tuning database not used") +
                    (options.access == cache::Access::kWrite ? " for recording" : "") +
                    ", the shipped choices answer: " + last_failure);
@@ -253,12 +261,10 @@ std::string Runtime::set_database(const std::string& path) {
   auto slot = std::make_shared<DatabaseSlot>(path.empty() ? cache::default_database_path() : path);
   // Tried now, so the caller hears at once why it cannot be used: an existing file is read (a
   // read-only one is fine for lookups), a missing one is created.
-  std::error_code ec;
-  const auto status = std::filesystem::status(slot->path, ec);
-  if (ec || std::filesystem::exists(status)) {
-    slot->reader();
-  } else {
+  if (missing(slot->path)) {
     slot->writer();
+  } else {
+    slot->reader();  // an existing file, or one that cannot be examined (a symlink loop)
   }
   std::string warning = slot->failure();
   std::lock_guard<std::mutex> lock(mutex_);

@@ -352,7 +352,7 @@ Database::Database(const std::string& path, const OpenOptions& options)
                "tuning database '" + path_ + "': schema version " + std::to_string(file_version_) +
                    " is newer than this build (" + std::to_string(kSchemaVersion) +
                    "): read as version " + std::to_string(kSchemaVersion) +
-                   " where its columns allow");
+                   " where its columns allow; nothing is recorded in it");
     }
     if (file_version_ < kSchemaVersion) {
       log_once(LogLevel::kWarn, "older schema|" + path_,
@@ -365,7 +365,8 @@ Database::Database(const std::string& path, const OpenOptions& options)
       log_once(LogLevel::kWarn, "snapshot|" + path_,
                "tuning database '" + path_ +
                    "': read from a private copy (its -wal or -journal has no shared index beside "
-                   "it: another process holds it in exclusive mode, or it was copied)");
+                   "it: another process holds it in exclusive mode, or it was copied); nothing is "
+                   "recorded while it is held");
     }
     if (!read_.note.empty()) {
       log_once(LogLevel::kWarn, "read note|" + path_,

@@ -29,9 +29,10 @@ struct OpenInodes {
   std::mutex mutex;
   std::map<std::pair<dev_t, ino_t>, int> count;
 };
+// Never destroyed: databases held by other statics (the runtime's) close after it would be.
 OpenInodes& open_inodes() {
-  static OpenInodes inodes;
-  return inodes;
+  static OpenInodes* inodes = new OpenInodes;
+  return *inodes;
 }
 
 // Runs body (which may open and close the file itself) only while no connection of this process
