@@ -14,6 +14,7 @@
 #include <thread>
 #include <tuple>
 
+#include "cache/database_rows.hpp"
 #include "cache/sqlite_statement.hpp"
 #include "generator/log.hpp"
 #include "tuned/error.hpp"
@@ -21,6 +22,12 @@
 namespace tuned::cache {
 namespace {
 
+using rows::best_columns;
+using rows::filter_where;
+using rows::parse_shape;
+using rows::read_best;
+using rows::skip_row;
+using rows::Where;
 using sqlite::exec;
 using sqlite::fail;
 using sqlite::kNotADatabase;
@@ -34,14 +41,6 @@ constexpr int kSchemaVersion = 3;
 constexpr int kApplicationId = 0x74756e64;
 
 #define TUNED_NOW "strftime('%Y-%m-%dT%H:%M:%SZ','now')"
-
-// Shapes are stored twice: the text ("4096x4096x4096") is the exact key and the round-trip
-// source for any number of dims; d0..d2 (NULL where missing) serve ordering and queries.
-std::vector<int64_t> parse_shape(const std::string& path, const std::string& text) {
-  auto shape = parse_shape_string(text);
-  if (!shape) fail(path, "malformed shape '" + text + "' in the database");
-  return *shape;
-}
 
 void bind_dims(Statement& s, int first, const std::vector<int64_t>& shape) {
   for (int i = 0; i < 3; ++i) {
@@ -231,74 +230,6 @@ int wait_for_lock(void* context, int attempt) {
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(std::min(sleep_ms, limit_ms - waited_ms)));
   return 1;
-}
-
-// A row this build cannot read is left out of listings and lookups, named once in the log.
-void skip_row(const std::string& path, const char* table, int64_t id, const Error& e) {
-  log_once(LogLevel::kWarn, "malformed row|" + path + "|" + table + "|" + std::to_string(id),
-           "tuning database '" + path + "': " + table + " row " + std::to_string(id) +
-               " skipped: " + e.what());
-}
-
-// The best table's columns as read_best reads them; a file of schema version 1 has no origin
-// (every row of it came from autotune).
-std::string best_columns(int version) {
-  return std::string(
-             "device_uuid, op, layout, shape, alignment, config, kernel_name, ms, tflops, "
-             "baseline_ms, session_id, updated_at, id, ") +
-         (version >= 2 ? "origin" : "'autotune'");
-}
-
-BestRecord read_best(const Statement& s, const std::string& path) {
-  BestRecord b;
-  b.key.device_uuid = s.text(0);
-  b.key.op = s.text(1);
-  b.key.layout = s.text(2);
-  b.key.shape = parse_shape(path, s.text(3));
-  b.key.alignment = s.integer(4);
-  b.config = s.text(5);
-  b.kernel_name = s.text(6);
-  b.ms = s.real(7);
-  b.tflops = s.real(8);
-  b.baseline_ms = s.real(9);
-  b.session_id = s.int64(10);
-  b.updated_at = s.text(11);
-  b.origin = s.text(13);
-  return b;
-}
-
-// Appends "AND column = ?" for each set field of the filter and binds them in the same order.
-class Where {
- public:
-  void add(const char* clause, std::function<void(Statement&, int)> binder) {
-    sql_ += sql_.empty() ? " WHERE " : " AND ";
-    sql_ += clause;
-    binders_.push_back(std::move(binder));
-  }
-  const std::string& sql() const { return sql_; }
-  int bind(Statement& s) const {
-    int i = 1;
-    for (const auto& binder : binders_) binder(s, i++);
-    return i;
-  }
-
- private:
-  std::string sql_;
-  std::vector<std::function<void(Statement&, int)>> binders_;
-};
-
-Where filter_where(const Filter& filter, const char* session_column) {
-  Where where;
-  if (!filter.device_uuid.empty()) {
-    where.add("device_uuid = ?", [&](Statement& s, int i) { s.bind(i, filter.device_uuid); });
-  }
-  if (!filter.op.empty()) {
-    where.add("op = ?", [&](Statement& s, int i) { s.bind(i, filter.op); });
-  }
-  if (filter.session_id != 0) {
-    where.add(session_column, [&](Statement& s, int i) { s.bind(i, filter.session_id); });
-  }
-  return where;
 }
 
 // 0: same alignment. 1: a narrower alignment that divides ours, whose kernels are still valid on
@@ -741,30 +672,8 @@ std::vector<TrialRecord> Database::measured(const ProblemKey& key,
 }
 
 std::vector<SessionRecord> Database::sessions(const Filter& filter) {
-  std::lock_guard lock(mutex_);
-  Where where = filter_where(filter, "id = ?");
-  std::string sql = "SELECT id, device_uuid, op, strategy, budget_s, started_at FROM sessions" +
-                    where.sql() + " ORDER BY id DESC";
-  if (filter.limit > 0) sql += " LIMIT " + std::to_string(filter.limit);
-  sql = "SELECT * FROM (" + sql + ") ORDER BY id";
-  Statement s(db_, path_, sql, "list sessions");
-  where.bind(s);
   std::vector<SessionRecord> result;
-  while (s.step()) {
-    SessionRecord r;
-    try {
-      r.id = s.int64(0);
-      r.device_uuid = s.text(1);
-      r.op = s.text(2);
-      r.strategy = s.text(3);
-      r.budget_s = s.real(4);
-      r.started_at = s.text(5);
-    } catch (const Error& e) {
-      skip_row(path_, "sessions", sqlite3_column_int64(s.handle(), 0), e);
-      continue;
-    }
-    result.push_back(std::move(r));
-  }
+  for_each_session(filter, false, [&](const SessionSummary& s) { result.push_back(s.session); });
   return result;
 }
 
@@ -897,21 +806,8 @@ std::optional<BestRecord> Database::find_nearest(const ProblemKey& key) {
 }
 
 std::vector<BestRecord> Database::bests(const Filter& filter) {
-  std::lock_guard lock(mutex_);
-  Where where = filter_where(filter, "session_id = ?");
-  std::string sql = "SELECT " + best_columns(version_) + " FROM best" + where.sql() +
-                    " ORDER BY device_uuid, op, layout, d0, d1, d2, shape, alignment";
-  if (filter.limit > 0) sql += " LIMIT " + std::to_string(filter.limit);
-  Statement s(db_, path_, sql, "list best configurations");
-  where.bind(s);
   std::vector<BestRecord> result;
-  while (s.step()) {
-    try {
-      result.push_back(read_best(s, path_));
-    } catch (const Error& e) {
-      skip_row(path_, "best", sqlite3_column_int64(s.handle(), 12), e);
-    }
-  }
+  for_each_best(filter, [&](const BestRecord& b) { result.push_back(b); });
   return result;
 }
 

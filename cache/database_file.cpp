@@ -103,7 +103,7 @@ bool copy_file(const std::string& from, const std::string& to) {
 bool Identity::operator==(const Identity& o) const {
   return exists == o.exists && device == o.device && inode == o.inode && size == o.size &&
          modified.tv_sec == o.modified.tv_sec && modified.tv_nsec == o.modified.tv_nsec &&
-         wal == o.wal && shm == o.shm && journal == o.journal;
+         wal == o.wal && shm == o.shm && journal == o.journal && wal_size == o.wal_size;
 }
 
 Identity identify(const std::string& path) {
@@ -116,7 +116,10 @@ Identity identify(const std::string& path) {
     id.size = st.st_size;
     id.modified = st.st_mtim;
   }
-  id.wal = exists(path + "-wal");
+  if (::stat((path + "-wal").c_str(), &st) == 0) {
+    id.wal = true;
+    id.wal_size = st.st_size;
+  }
   id.shm = exists(path + "-shm");
   id.journal = exists(path + "-journal");
   return id;

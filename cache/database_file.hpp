@@ -26,6 +26,7 @@ struct Identity {
   off_t size = 0;
   timespec modified{};
   bool wal = false, shm = false, journal = false;  // -wal, -shm, -journal beside it
+  off_t wal_size = 0;                              // commits in a -wal grow it
   bool operator==(const Identity& other) const;
 };
 Identity identify(const std::string& path);

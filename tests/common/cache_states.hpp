@@ -12,17 +12,18 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cache/database.hpp"
+#include "tests/common/temp_dir.hpp"
 
 namespace tuned::testing {
 
-// Schema version 1 exactly as migrate_to_1 created it (files written by builds before issue 7),
-// with one best row.
+// Schema version 1 exactly as migrate_to_1 created it (files written by builds before issue 7).
 inline constexpr const char* kSchemaVersion1 = R"sql(
   CREATE TABLE devices (
     uuid TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL, cc_major INTEGER NOT NULL,
@@ -54,13 +55,30 @@ inline constexpr const char* kSchemaVersion1 = R"sql(
     alignment INTEGER NOT NULL, config TEXT NOT NULL, kernel_name TEXT NOT NULL, ms REAL NOT NULL,
     tflops REAL NOT NULL, baseline_ms REAL NOT NULL, session_id INTEGER, updated_at TEXT NOT NULL,
     UNIQUE (device_uuid, op, layout, shape, alignment));
+  PRAGMA user_version = 1;
+  PRAGMA application_id = 1953853028;  -- 0x74756e64, "tund"
+)sql";
+
+// One best row of a schema-1 file.
+inline constexpr const char* kVersion1Best = R"sql(
   INSERT INTO best (device_uuid, op, layout, shape, d0, d1, d2, alignment, config, kernel_name,
                     ms, tflops, baseline_ms, session_id, updated_at)
     VALUES ('GPU-old', 'gemm', 'NN', '1024x1024x1024', 1024, 1024, 1024, 4, 'BM=64', 'gemm_nn',
             0.5, 4.25, 0.55, NULL, '2026-01-01T00:00:00Z');
-  PRAGMA user_version = 1;
-  PRAGMA application_id = 1953853028;  -- 0x74756e64, "tund"
 )sql";
+
+// How many lines of text contain fragment (log lines naming a database).
+inline int lines_naming(const std::string& text, const std::string& fragment) {
+  int count = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    count += text.substr(start, end - start).find(fragment) != std::string::npos;
+    start = end + 1;
+  }
+  return count;
+}
 
 // Runs SQL on a file with SQLite directly (not through tuned); throws on failure.
 inline void run_sql(const std::string& path, const std::string& sql) {
@@ -84,7 +102,8 @@ class CacheStates {
     namespace fs = std::filesystem;
     fs::remove_all(folder_);
     fs::create_directories(folder_);
-    add("schema 1", [](const std::string& p) { run_sql(p, kSchemaVersion1); });
+    add("schema 1",
+        [](const std::string& p) { run_sql(p, std::string(kSchemaVersion1) + kVersion1Best); });
     add("newer schema", [](const std::string& p) {
       { cache::Database db(p); }
       run_sql(p, "ALTER TABLE best ADD COLUMN future TEXT; PRAGMA user_version = 7");

@@ -38,19 +38,8 @@ std::string folder(const std::string& name) {
       .string();
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-int lines_naming(const std::string& text, const std::string& fragment) {
-  int count = 0;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) count += line.find(fragment) != line.npos;
-  return count;
-}
+using testing::lines_naming;
+using testing::slurp;
 
 // Each state: set_database accepts it (a warning where it cannot be used), the three ops' choices
 // come at once from the shipped data or the model, the file is unchanged and nothing appears
@@ -95,7 +84,7 @@ TEST(CacheStates, NoStateFailsAChoiceOrChangesAByte) {
   }
   set_log_level(LogLevel::kOff);
   set_log_file("");
-  const std::string log = read_text(log_path);
+  const std::string log = slurp(log_path);
   for (const auto& state : states.states()) {
     EXPECT_EQ(lines_naming(log, state.path), 1) << state.name << "\n" << log;
   }
@@ -108,7 +97,7 @@ TEST(CacheStates, OlderSchemasAreReadAsTheyAre) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string path = dir + "/v1.db";
-  testing::run_sql(path, testing::kSchemaVersion1);
+  testing::run_sql(path, std::string(testing::kSchemaVersion1) + testing::kVersion1Best);
   const std::string before = testing::CacheStates::fingerprint(path);
   {
     cache::Database db(path, cache::Access::kRead);

@@ -26,6 +26,8 @@
 #include "cache/records.hpp"
 #include "generator/cubin.hpp"
 #include "generator/log.hpp"
+#include "tests/common/cache_states.hpp"
+#include "tests/common/temp_dir.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::cache {
@@ -36,25 +38,7 @@ namespace fs = std::filesystem;
 const char* kH100 = "GPU-11111111-2222-3333-4444-555555555555";
 const char* kH200 = "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee";
 
-// A fresh folder per test, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() / ("tuned_cache_test_" + std::to_string(::getpid()) + "_" +
-                                         info->test_suite_name() + "_" + info->name());
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using tuned::testing::TempDir;
 
 ProblemKey key(const std::string& device, std::vector<int64_t> shape, int alignment = 4,
                const std::string& layout = "NN", const std::string& op = "gemm") {
@@ -737,40 +721,7 @@ TEST(CacheDatabase, ConcurrentWritesAllLand) {
 // ----- schema version 2: cubin checksums, best origin ------------------------------------------
 
 // Schema version 1 exactly as migrate_to_1 created it, for files written by older builds.
-constexpr const char* kSchemaV1 = R"sql(
-  CREATE TABLE devices (
-    uuid TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL, cc_major INTEGER NOT NULL,
-    cc_minor INTEGER NOT NULL, sm_count INTEGER NOT NULL, memory_bytes INTEGER NOT NULL,
-    clock_khz INTEGER NOT NULL, first_seen TEXT NOT NULL, last_seen TEXT NOT NULL);
-  CREATE TABLE cubins (
-    source_hash TEXT NOT NULL, options TEXT NOT NULL, arch TEXT NOT NULL,
-    nvrtc_version TEXT NOT NULL, image BLOB NOT NULL, kernel_name TEXT NOT NULL,
-    log TEXT NOT NULL, registers INTEGER NOT NULL, spill_bytes INTEGER NOT NULL,
-    stack_bytes INTEGER NOT NULL, static_smem_bytes INTEGER NOT NULL, compile_ms REAL NOT NULL,
-    created_at TEXT NOT NULL, PRIMARY KEY (source_hash, options, arch, nvrtc_version));
-  CREATE TABLE sessions (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, device_uuid TEXT NOT NULL, op TEXT NOT NULL,
-    strategy TEXT NOT NULL, budget_s REAL NOT NULL, started_at TEXT NOT NULL);
-  CREATE INDEX sessions_by_device_op ON sessions (device_uuid, op);
-  CREATE TABLE trials (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, session_id INTEGER REFERENCES sessions (id),
-    device_uuid TEXT NOT NULL, op TEXT NOT NULL, layout TEXT NOT NULL, shape TEXT NOT NULL,
-    d0 INTEGER, d1 INTEGER, d2 INTEGER, alignment INTEGER NOT NULL, config TEXT NOT NULL,
-    kernel_name TEXT NOT NULL, disposition TEXT NOT NULL, message TEXT NOT NULL,
-    ms_median REAL NOT NULL, ms_min REAL NOT NULL, runs INTEGER NOT NULL, tflops REAL NOT NULL,
-    rel_error REAL NOT NULL, registers INTEGER NOT NULL, spill_bytes INTEGER NOT NULL,
-    compile_ms REAL NOT NULL, created_at TEXT NOT NULL);
-  CREATE INDEX trials_by_session ON trials (session_id);
-  CREATE INDEX trials_by_device_op ON trials (device_uuid, op, layout, shape, alignment);
-  CREATE TABLE best (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, device_uuid TEXT NOT NULL, op TEXT NOT NULL,
-    layout TEXT NOT NULL, shape TEXT NOT NULL, d0 INTEGER, d1 INTEGER, d2 INTEGER,
-    alignment INTEGER NOT NULL, config TEXT NOT NULL, kernel_name TEXT NOT NULL, ms REAL NOT NULL,
-    tflops REAL NOT NULL, baseline_ms REAL NOT NULL, session_id INTEGER, updated_at TEXT NOT NULL,
-    UNIQUE (device_uuid, op, layout, shape, alignment));
-  PRAGMA user_version = 1;
-  PRAGMA application_id = 1953853028;  -- 0x74756e64, "tund"
-)sql";
+constexpr const char* kSchemaV1 = tuned::testing::kSchemaVersion1;
 
 // The first column of the first row of a query, as text ("" for none or NULL).
 std::string sqlite_text(const std::string& path, const std::string& sql) {
@@ -962,12 +913,7 @@ struct Result {
   std::string err;
 };
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+using tuned::testing::slurp;
 
 class TunedbTest : public ::testing::Test {
  protected:

@@ -16,37 +16,16 @@
 #include <thread>
 #include <vector>
 
+#include "tests/common/temp_dir.hpp"
+
 namespace tuned {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh folder per test, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() / ("tuned_log_test_" + std::to_string(::getpid()) + "_" +
-                                         info->test_suite_name() + "_" + info->name());
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
+using tuned::testing::TempDir;
 
- private:
-  fs::path path_;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+using tuned::testing::slurp;
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> result;

@@ -89,19 +89,8 @@ int wait_child(pid_t pid, double limit) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-int lines_naming(const std::string& text, const std::string& fragment) {
-  int count = 0;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) count += line.find(fragment) != line.npos;
-  return count;
-}
+using testing::lines_naming;
+using testing::slurp;
 
 // ----- what a child computes -------------------------------------------------------------------
 
@@ -260,10 +249,10 @@ TEST(CacheStatesGpu, EveryStateComputesRightLeavesTheFileAndLogsOnce) {
         {"TUNED_DB=" + state.path, "TUNED_LOG_LEVEL=warn", "TUNED_LOG_FILE=" + log}, output);
     ASSERT_GT(child, 0);
     const int rc = wait_child(child, 120);
-    EXPECT_EQ(rc, 0) << read_text(output);
-    EXPECT_EQ(read_text(output).find("[  SKIPPED ]"), std::string::npos) << read_text(output);
+    EXPECT_EQ(rc, 0) << slurp(output);
+    EXPECT_EQ(slurp(output).find("[  SKIPPED ]"), std::string::npos) << slurp(output);
     EXPECT_EQ(testing::CacheStates::fingerprint(state.path), before);
-    const std::string text = read_text(log);
+    const std::string text = slurp(log);
     EXPECT_EQ(lines_naming(text, state.path), 1) << text;
     std::printf("[ state    ] %-20s rc %d, %.2f s, log: %s", state.name.c_str(), rc,
                 seconds_since(start), text.c_str());
@@ -286,7 +275,7 @@ TEST(CacheStatesGpu, EightProcessesStartingTogetherOnANewDatabase) {
   }
   for (size_t p = 0; p < children.size(); ++p) {
     const int rc = wait_child(children[p], 300);
-    const std::string output = read_text(dir + "/child" + std::to_string(p) + ".out");
+    const std::string output = slurp(dir + "/child" + std::to_string(p) + ".out");
     EXPECT_EQ(rc, 0) << output;
     EXPECT_EQ(output.find("[  SKIPPED ]"), std::string::npos) << output;
   }

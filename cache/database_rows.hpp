@@ -1,0 +1,96 @@
+// How the tuning database's rows are read and filtered, shared by the lookups (database.cpp) and
+// the listings (database_listings.cpp). Internal to cache/.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cache/database.hpp"
+#include "cache/records.hpp"
+#include "cache/sqlite_statement.hpp"
+#include "generator/log.hpp"
+#include "tuned/error.hpp"
+
+namespace tuned::cache::rows {
+
+using sqlite::Statement;
+
+// Shapes are stored twice: the text ("4096x4096x4096") is the exact key and the round-trip
+// source for any number of dims; d0..d2 (NULL where missing) serve ordering and queries.
+inline std::vector<int64_t> parse_shape(const std::string& path, const std::string& text) {
+  auto shape = parse_shape_string(text);
+  if (!shape) sqlite::fail(path, "malformed shape '" + text + "' in the database");
+  return *shape;
+}
+
+// A row this build cannot read is left out of listings and lookups, named once in the log.
+inline void skip_row(const std::string& path, const char* table, int64_t id, const Error& e) {
+  log_once(LogLevel::kWarn, "malformed row|" + path + "|" + table + "|" + std::to_string(id),
+           "tuning database '" + path + "': " + table + " row " + std::to_string(id) +
+               " skipped: " + e.what());
+}
+
+// The best table's columns as read_best reads them; a file of schema version 1 has no origin
+// (every row of it came from autotune).
+inline std::string best_columns(int version) {
+  return std::string(
+             "device_uuid, op, layout, shape, alignment, config, kernel_name, ms, tflops, "
+             "baseline_ms, session_id, updated_at, id, ") +
+         (version >= 2 ? "origin" : "'autotune'");
+}
+
+inline BestRecord read_best(const Statement& s, const std::string& path) {
+  BestRecord b;
+  b.key.device_uuid = s.text(0);
+  b.key.op = s.text(1);
+  b.key.layout = s.text(2);
+  b.key.shape = parse_shape(path, s.text(3));
+  b.key.alignment = s.integer(4);
+  b.config = s.text(5);
+  b.kernel_name = s.text(6);
+  b.ms = s.real(7);
+  b.tflops = s.real(8);
+  b.baseline_ms = s.real(9);
+  b.session_id = s.int64(10);
+  b.updated_at = s.text(11);
+  b.origin = s.text(13);
+  return b;
+}
+
+// Appends "AND column = ?" for each set field of the filter and binds them in the same order.
+class Where {
+ public:
+  void add(const char* clause, std::function<void(Statement&, int)> binder) {
+    sql_ += sql_.empty() ? " WHERE " : " AND ";
+    sql_ += clause;
+    binders_.push_back(std::move(binder));
+  }
+  const std::string& sql() const { return sql_; }
+  int bind(Statement& s) const {
+    int i = 1;
+    for (const auto& binder : binders_) binder(s, i++);
+    return i;
+  }
+
+ private:
+  std::string sql_;
+  std::vector<std::function<void(Statement&, int)>> binders_;
+};
+
+inline Where filter_where(const Filter& filter, const char* session_column) {
+  Where where;
+  if (!filter.device_uuid.empty()) {
+    where.add("device_uuid = ?", [&](Statement& s, int i) { s.bind(i, filter.device_uuid); });
+  }
+  if (!filter.op.empty()) {
+    where.add("op = ?", [&](Statement& s, int i) { s.bind(i, filter.op); });
+  }
+  if (filter.session_id != 0) {
+    where.add(session_column, [&](Statement& s, int i) { s.bind(i, filter.session_id); });
+  }
+  return where;
+}
+
+}  // namespace tuned::cache::rows
