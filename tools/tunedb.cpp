@@ -497,7 +497,15 @@ int main(int argc, char** argv) {
   app.add_option("--op", options.filter.op, "only this op (gemm, ...)");
   app.add_option("--device", options.filter.device_uuid, "only this device (uuid or its prefix)");
   app.add_option("--session", options.filter.session_id, "only this session id")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            // CLI11's PositiveNumber would print its range: a 309-digit number.
+            return value.find_first_not_of("0123456789") == std::string::npos &&
+                           value.find_first_not_of('0') != std::string::npos
+                       ? ""
+                       : "must be a positive session id, got '" + value + "'";
+          },
+          "ID"));
   app.add_option("--limit", options.filter.limit, "at most N rows (trials, sessions: the latest)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--format", options.format,
@@ -533,6 +541,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.command = app.get_subcommands().front()->get_name();
+  if (!options.filter.op.empty() && tuned::find_op_info(options.filter.op) == nullptr) {
+    std::string known;
+    for (const auto& info : tuned::op_infos()) known += (known.empty() ? "" : ", ") + info.name;
+    std::cerr << "tunedb: --op: unknown op '" << escape_text(options.filter.op)
+              << "' (this build knows " << known << ")\n";
+    return 2;
+  }
   if (options.command == "export" && options.format.empty()) options.format = "json";
 
   // A row this build cannot read is skipped with a warning: shown unless the user set a level.

@@ -1171,7 +1171,8 @@ TEST_F(TunedbTest, BadArgumentsExitTwo) {
        {std::string("--bogus best"), std::string("best --bogus"), std::string(""),
         std::string("frobnicate"), std::string("export --format xml"),
         std::string("best --table trials"), std::string("trials --limit -1"),
-        std::string("trials --limit many")}) {
+        std::string("trials --limit many"), std::string("best --session 0"),
+        std::string("best --op bogus")}) {
     Result r = run("--db '" + db_path_ + "' " + args);
     EXPECT_EQ(r.exit_code, 2) << "args: " << args << "\n" << r.err;
     // One line, prefixed (no usage text after it).
@@ -1179,6 +1180,11 @@ TEST_F(TunedbTest, BadArgumentsExitTwo) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "args: " << args << "\n" << r.err;
   }
   EXPECT_TRUE(contains(run("--db '" + db_path_ + "'").err, "a command is required: devices, best"));
+  Result session = run("--db '" + db_path_ + "' best --session 0");
+  EXPECT_TRUE(contains(session.err, "must be a positive session id, got '0'")) << session.err;
+  EXPECT_LT(session.err.size(), 200u) << session.err;  // no 309-digit range
+  Result op = run("--db '" + db_path_ + "' best --op bogus");
+  EXPECT_TRUE(contains(op.err, "unknown op 'bogus' (this build knows gemm")) << op.err;
   Result help = run("--help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_TRUE(contains(help.out, "export")) << help.out;
