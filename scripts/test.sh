@@ -7,6 +7,11 @@ scripts/install_deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$(nproc)"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
+# The Python package's CPU tests, against the shared libtuned the install test built (or this
+# build's own, where it is the shared one).
+python_library=build/install-check/shared/prefix/lib/libtuned.so
+[ -e "$python_library" ] || python_library=build/libtuned.so
+TUNED_LIBRARY="$PWD/$python_library" python3 -m unittest discover -s python/tests -v
 # The runtime's thread-safety test once more, built with ThreadSanitizer: a data race fails here.
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS=-fsanitize=thread \
   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -Wl,--as-needed" -DTUNED_BUILD_BENCH=OFF \
