@@ -56,9 +56,26 @@ class _Matrix:
     """A 2-D FP32 CUDA array as libtuned sees it: pointer, shape and leading dimension, stored
     column-major (transposed=False) or row-major (transposed=True)."""
 
+    __slots__ = ("array", "rows", "cols", "pointer", "stream", "transposed", "ld")
+
     def __init__(self, array, name):
-        interface = _torch_interface(array, name) if _is_torch(array) else \
-            getattr(array, "__cuda_array_interface__", None)
+        self.array = array
+        if _is_torch(array):
+            # Read directly: faster than the interface, which torch refuses for a tensor that
+            # requires grad (the operator's autograd hands those in).
+            if not array.is_cuda:
+                raise TypeError(f"{name} must be a CUDA tensor, got one on {array.device}")
+            if array.dtype is not _torch().float32:
+                raise TypeError(f"{name} must hold float32, got {array.dtype}")
+            if array.dim() != 2:
+                raise ValueError(f"{name} must be 2-D, got {array.dim()}-D (shape "
+                                 f"{tuple(array.shape)})")
+            self.rows, self.cols = array.shape
+            self.pointer, self.stream = array.data_ptr(), None
+            s_row, s_col = array.stride()
+            self._layout(name, s_row, s_col, (4 * s_row, 4 * s_col))
+            return
+        interface = getattr(array, "__cuda_array_interface__", None)
         if interface is None:
             raise TypeError(f"{name} must be a CUDA array (with __cuda_array_interface__), got "
                             f"{type(array).__name__}")
@@ -67,7 +84,6 @@ class _Matrix:
             raise ValueError(f"{name} must be 2-D, got {len(shape)}-D (shape {shape})")
         if interface["typestr"] not in ("<f4", "=f4", "f4"):
             raise TypeError(f"{name} must hold float32, got typestr {interface['typestr']!r}")
-        self.array = array
         self.rows, self.cols = shape
         self.pointer = interface["data"][0] or 0
         self.stream = interface.get("stream")
@@ -76,37 +92,43 @@ class _Matrix:
             strides = (4 * self.cols, 4)
         if any(s % 4 for s in strides):
             raise ValueError(f"{name}'s strides {strides} are not whole float32 elements")
-        s_row, s_col = strides[0] // 4, strides[1] // 4
+        self._layout(name, strides[0] // 4, strides[1] // 4, strides)
+
+    def _layout(self, name, s_row, s_col, strides):
         # A unit stride along one dimension; a dimension of size 1 takes any stride.
-        if (s_row == 1 or self.rows == 1) and (s_col >= max(1, self.rows) or self.cols == 1):
-            self.transposed, self.ld = False, max(s_col, self.rows, 1)
-        elif (s_col == 1 or self.cols == 1) and (s_row >= max(1, self.cols) or self.rows == 1):
-            self.transposed, self.ld = True, max(s_row, self.cols, 1)
+        rows, cols = self.rows, self.cols
+        if (s_row == 1 or rows == 1) and (s_col >= max(1, rows) or cols == 1):
+            self.transposed, self.ld = False, max(s_col, rows, 1)
+        elif (s_col == 1 or cols == 1) and (s_row >= max(1, cols) or rows == 1):
+            self.transposed, self.ld = True, max(s_row, cols, 1)
         else:
             raise ValueError(f"{name} needs a unit stride along one dimension (strides "
-                             f"{strides} bytes, shape {shape}): pass a contiguous copy")
+                             f"{strides} bytes, shape {(rows, cols)}): pass a contiguous copy")
+
+
+_torch_module = None
+
+
+def _torch():
+    global _torch_module
+    if _torch_module is None:
+        import torch
+        _torch_module = torch
+    return _torch_module
 
 
 def _is_torch(array):
     return type(array).__module__.startswith("torch")
 
 
-def _torch_interface(tensor, name):
-    """A torch tensor's layout read directly: faster than __cuda_array_interface__, which torch
-    also refuses for a tensor that requires grad (the operator's autograd handles those)."""
-    import torch
-    if not tensor.is_cuda:
-        raise TypeError(f"{name} must be a CUDA tensor, got one on {tensor.device}")
-    typestr = "<f4" if tensor.dtype == torch.float32 else str(tensor.dtype)
-    return {"shape": tuple(tensor.shape), "typestr": typestr, "data": (tensor.data_ptr(), False),
-            "strides": tuple(4 * s for s in tensor.stride()), "version": 3}
-
-
 def _stream_of(array, matrix):
     """The producer's current stream: torch's current stream for a torch tensor, else the
     interface's stream entry (None: the legacy default stream)."""
     if _is_torch(array):
-        import torch
+        torch = _torch()
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is not None:
+            return raw(array.get_device())
         return torch.cuda.current_stream(array.device).cuda_stream
     return matrix.stream or 0
 
@@ -173,7 +195,7 @@ class _RowMajorShape:
 def _empty_like(array, rows, cols):
     module = type(array).__module__
     if module.startswith("torch"):
-        import torch
+        torch = _torch()
         return torch.empty((rows, cols), dtype=torch.float32, device=array.device)
     if module.startswith("cupy"):
         import cupy
