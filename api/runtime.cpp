@@ -180,34 +180,32 @@ struct Runtime::DatabaseSlot : public CubinStore {
   }
 
   std::optional<CubinRecord> find(const CubinKey& key) override {
-    return guarded("cubin lookup", [&]() -> std::optional<CubinRecord> {
-      if (auto d = reader()) return d->find_cubin(key);
-      return std::nullopt;
+    std::optional<CubinRecord> found;
+    guarded("cubin lookup", [&] {
+      if (auto d = reader()) found = d->find_cubin(key);
     });
+    return found;
   }
   // A cubin that cannot be stored is only a missed shortcut for the next process.
   void put(const CubinKey& key, const CubinRecord& cubin) override {
     guarded("cubin store", [&] {
       if (auto d = writer()) d->put_cubin(key, cubin);
-      return true;
     });
   }
   void drop(const CubinKey& key) override {
     guarded("cubin drop", [&] {
       if (auto d = writer()) d->drop_cubin(key);
-      return true;
     });
   }
 
-  // Runs a database step; an error is logged once per reason and gives the empty result.
+  // Runs a database step; an error is logged once per reason and the step is skipped.
   template <typename Step>
-  auto guarded(const char* what, Step&& step) -> decltype(step()) {
+  void guarded(const char* what, Step&& step) {
     try {
-      return step();
+      step();
     } catch (const Error& e) {
       log_once(LogLevel::kWarn, std::string("database step|") + what + "|" + e.what(),
                std::string(what) + " skipped: " + e.what());
-      return {};
     }
   }
 
@@ -230,8 +228,9 @@ struct Runtime::DatabaseSlot : public CubinStore {
       // One line per reason: a reader and a writer failing alike say it once. Where the reader
       // is open, its own line already said what the writer meets (an older or newer schema, a
       // lock): the writer's failure is a detail.
-      const bool reading = options.access == cache::Access::kWrite && read_db != nullptr;
-      log_once(reading ? LogLevel::kInfo : LogLevel::kWarn, "database unusable|" + last_failure,
+      const bool reader_said_why = options.access == cache::Access::kWrite && read_db != nullptr;
+      log_once(reader_said_why ? LogLevel::kInfo : LogLevel::kWarn,
+               "database unusable|" + last_failure,
                std::string("tuning database not used") +
                    (options.access == cache::Access::kWrite ? " for recording" : "") +
                    ", the shipped choices answer: " + last_failure);

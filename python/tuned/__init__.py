@@ -133,12 +133,18 @@ def _stream_of(array, matrix):
     return matrix.stream or 0
 
 
+def _operands(a, b):
+    """a and b as matrices whose product is defined."""
+    ma, mb = _Matrix(a, "a"), _Matrix(b, "b")
+    if ma.cols != mb.rows:
+        raise ValueError(f"a @ b needs a.shape[1] == b.shape[0], got {ma.rows}x{ma.cols} and "
+                         f"{mb.rows}x{mb.cols}")
+    return ma, mb
+
+
 def _gemm_arguments(a, b, c):
     """(op_a, op_b, m, n, k, A, lda, B, ldb, C, ldc) of the column-major call computing c = a @ b
-    (or c^T = b^T a^T where c is row-major)."""
-    if a.cols != b.rows:
-        raise ValueError(f"a @ b needs a.shape[1] == b.shape[0], got {a.rows}x{a.cols} and "
-                         f"{b.rows}x{b.cols}")
+    (or c^T = b^T a^T where c is row-major); a and b come from _operands."""
     if (c.rows, c.cols) != (a.rows, b.cols):
         raise ValueError(f"c must be {a.rows}x{b.cols}, got {c.rows}x{c.cols}")
     m, n, k = a.rows, b.cols, a.cols
@@ -153,10 +159,7 @@ def _gemm_arguments(a, b, c):
 def gemm(a, b, c=None, *, alpha=1.0, beta=0.0):
     """c = alpha * a @ b + beta * c for 2-D float32 CUDA arrays; returns c. Without c, a new
     row-major array of a's library (torch or CuPy) is made (beta must then be 0)."""
-    ma, mb = _Matrix(a, "a"), _Matrix(b, "b")
-    if ma.cols != mb.rows:
-        raise ValueError(f"a @ b needs a.shape[1] == b.shape[0], got {ma.rows}x{ma.cols} and "
-                         f"{mb.rows}x{mb.cols}")
+    ma, mb = _operands(a, b)
     if c is None:
         if beta != 0:
             raise ValueError("beta must be 0 when c is not given")
@@ -173,7 +176,7 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0):
 def describe(a, b, c=None):
     """"origin: config" of the kernel gemm(a, b, c) would use (origin: exact, first-use, shipped,
     model, nearest ..., default)."""
-    ma, mb = _Matrix(a, "a"), _Matrix(b, "b")
+    ma, mb = _operands(a, b)
     mc = _Matrix(c, "c") if c is not None else None
     if mc is None:  # the layout gemm() would give its new row-major result
         mc = _Matrix(_RowMajorShape(ma.rows, mb.cols), "c")
