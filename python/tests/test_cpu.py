@@ -1,22 +1,39 @@
-"""The Python package without a GPU: import, version, every argument error, and a clear
-tuned.Error where the library needs a device. Run: TUNED_LIBRARY=.../libtuned.so
-python3 -m unittest discover -s python/tests."""
+"""The Python package without a GPU: import, version, every argument error, the layout mappings
+(the native path's against the Python path's, on fake torch tensors), DLPack on hand-made
+capsules, the host entropy against a reference, and a clear tuned.Error where the library needs a
+device. Run: TUNED_LIBRARY=.../libtuned.so python3 -m unittest discover -s python/tests
+(the native path's tests need tuned/_native*.so: python3 setup.py build_ext --inplace in python/)."""
+import collections
+import contextlib
+import ctypes
+import itertools
+import math
 import os
+import random
 import re
 import subprocess
 import sys
+import types
 import unittest
+from unittest import mock
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+PACKAGE_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, PACKAGE_ROOT)
 import tuned  # noqa: E402
+from tuned import _dlpack  # noqa: E402
+
+try:
+    import numpy
+except ImportError:
+    numpy = None
 
 
 class FakeCudaArray:
-    """Only __cuda_array_interface__: what the package reads of torch, CuPy or Numba arrays."""
+    """Only __cuda_array_interface__: what the package reads of CuPy or Numba arrays."""
 
-    def __init__(self, shape, strides=None, typestr="<f4", pointer=1 << 20):
+    def __init__(self, shape, strides=None, typestr="<f4", pointer=1 << 20, readonly=False):
         self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr,
-                                         "data": (pointer, False), "strides": strides,
+                                         "data": (pointer, readonly), "strides": strides,
                                          "version": 3}
 
 
@@ -107,6 +124,629 @@ class Layouts(unittest.TestCase):
         b = FakeCudaArray((4, 5), pointer=32)
         c = FakeCudaArray((3, 5), pointer=48)
         self.assertEqual(self.arguments(a, b, c), (0, 0, 5, 3, 4, 32, 5, 16, 8, 48, 5))
+
+
+# ----- fake torch ---------------------------------------------------------------------------------
+
+class FakeDtype:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"torch.{self.name}"
+
+
+FLOAT32, UINT8, FLOAT64 = FakeDtype("float32"), FakeDtype("uint8"), FakeDtype("float64")
+
+
+class FakeDevice:
+    def __init__(self, index):
+        self.type, self.index = ("cpu", None) if index is None else ("cuda", index)
+
+    def __repr__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+
+class FakeTensor:
+    """What tuned reads of a torch tensor (its module says torch): shape, stride() in elements,
+    dtype, data_ptr(), is_cuda, get_device(), device, dim()."""
+
+    __module__ = "torch"
+
+    def __init__(self, shape, strides=None, pointer=1 << 20, dtype=FLOAT32, device=0):
+        if strides is None:  # row-major
+            strides = tuple(int(math.prod(shape[i + 1:])) for i in range(len(shape)))
+        self.shape, self._strides, self._pointer = tuple(shape), tuple(strides), pointer
+        self.dtype, self.device = dtype, FakeDevice(device)
+        self.is_cuda = device is not None
+        self.requires_grad = True  # torch refuses __cuda_array_interface__ then: not read
+
+    def data_ptr(self):
+        return self._pointer
+
+    def stride(self):
+        return self._strides
+
+    def get_device(self):
+        return -1 if self.device.index is None else self.device.index
+
+    def dim(self):
+        return len(self.shape)
+
+    def t(self):
+        rows, cols = self.shape
+        return FakeTensor((cols, rows), self._strides[::-1], self._pointer, self.dtype,
+                          self.device.index)
+
+
+def fake_torch_module():
+    """A module standing for torch: the dtypes, Tensor, empty(), the raw stream and device
+    getters of torch._C (device 0's current stream is 0x100, device 1's 0x200) and
+    torch.cuda.device (which switches torch.current)."""
+    torch = types.ModuleType("torch")
+    torch.Tensor, torch.float32, torch.uint8, torch.float64 = FakeTensor, FLOAT32, UINT8, FLOAT64
+    torch.current = 0
+    pointers = itertools.count(1 << 30, 1 << 20)
+
+    def empty(shape, dtype, device):
+        return FakeTensor(shape, None, next(pointers), dtype, device.index)
+
+    @contextlib.contextmanager
+    def device(place):
+        saved, torch.current = torch.current, place.index if isinstance(place, FakeDevice) \
+            else place
+        try:
+            yield
+        finally:
+            torch.current = saved
+
+    torch.empty = empty
+    torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda index: 0x100 * (index + 1),
+                                     _cuda_getDevice=lambda: torch.current)
+    torch.cuda = types.SimpleNamespace(current_device=lambda: torch.current, device=device)
+    return torch
+
+
+GEMM_PROTOTYPE = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+    ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
+    ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+
+
+class GemmRecorder:
+    """A C function with tuned_gemm's signature (a ctypes callback) that records its arguments,
+    the fake torch's current device, and returns status."""
+
+    def __init__(self, torch, status=0):
+        self.calls, self.status, self.torch = [], status, torch
+        self.function = GEMM_PROTOTYPE(self._record)
+        self.address = ctypes.cast(self.function, ctypes.c_void_p).value
+
+    def _record(self, op_a, op_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, stream):
+        self.calls.append((op_a, op_b, m, n, k, alpha[0], A or 0, lda, B or 0, ldb, beta[0],
+                           C or 0, ldc, stream or 0, self.torch.current))
+        return self.status
+
+
+class WithFakeTorch(unittest.TestCase):
+    """Runs with the fake torch as sys.modules["torch"] and a GemmRecorder as libtuned's
+    tuned_gemm (both paths call it); the package's torch binding is reset around each test."""
+
+    native = True
+
+    def setUp(self):
+        self.torch = fake_torch_module()
+        self.recorder = GemmRecorder(self.torch)
+        patches = [mock.patch.dict(sys.modules, {"torch": self.torch}),
+                   mock.patch.object(tuned, "_tuned_gemm", self.recorder.function)]
+        for patch in patches:
+            patch.start()
+            self.addCleanup(patch.stop)
+        self.addCleanup(tuned._use_native, os.environ.get("TUNED_NATIVE", "1") != "0")
+        tuned._use_native(self.native)
+
+
+def needs_native(test):
+    return unittest.skipIf(tuned._native is None, "tuned._native is not built (python3 setup.py "
+                           "build_ext --inplace in python/)")(test)
+
+
+def python_mapping(a, b, c):
+    """tuned._gemm_arguments of fake tensors, or None where the Python path refuses them."""
+    try:
+        ma, mb = tuned._operands(a, b)
+        return tuned._gemm_arguments(ma, mb, tuned._Matrix(c, "c"))
+    except ValueError:
+        return None
+
+
+def stride_patterns(rows, cols):
+    """Strides (in elements) of a rows x cols matrix: row-major, column-major, padded both ways,
+    no unit stride, odd strides of size-1 dimensions (0, 7, 5), unit both ways."""
+    return sorted({(cols, 1), (1, rows), (cols + 3, 1), (1, rows + 2), (2 * cols, 2), (0, 1),
+                   (1, 0), (7, 1), (1, 7), (cols, 5), (1, 1)})
+
+
+@needs_native
+class NativeMapping(WithFakeTorch):
+    """tuned._native's reading and mapping against the Python path's, on fake tensors."""
+
+    def fast_path(self, current_device=lambda: 0):
+        return tuned._native.FastPath(self.recorder.address, FakeTensor, FLOAT32,
+                                      lambda index: 0x100 * (index + 1), current_device)
+
+    def test_every_stride_pattern_maps_as_in_python(self):
+        fast, compared, refused = self.fast_path(), 0, 0
+        pa, pb, pc = 0x7F00_0000_0010, 0x7F00_1000_0020, 0x10_0000
+        for m, n, k in [(3, 5, 4), (1, 5, 4), (3, 1, 4), (3, 5, 1), (1, 1, 1), (0, 5, 4),
+                        (3, 5, 0)]:
+            for sa, sb, sc in itertools.product(stride_patterns(m, k), stride_patterns(k, n),
+                                                stride_patterns(m, n)):
+                a, b, c = FakeTensor((m, k), sa, pa), FakeTensor((k, n), sb, pb), \
+                    FakeTensor((m, n), sc, pc)
+                expected = python_mapping(a, b, c)
+                self.assertEqual(fast.gemm_arguments(a, b, c), expected,
+                                 f"{m}x{n}x{k}, strides a {sa} b {sb} c {sc}")
+                compared += 1
+                refused += expected is None
+        self.assertGreater(refused, 0)
+        self.assertGreater(compared - refused, 1000)
+
+    def test_anything_unusual_is_left_to_python(self):
+        fast = self.fast_path()
+        a, b, c = FakeTensor((3, 4)), FakeTensor((4, 5)), FakeTensor((3, 5))
+        self.assertIsNotNone(fast.gemm_arguments(a, b, c))
+        cases = {
+            "not a tensor": (FakeCudaArray((3, 4)), b, c),
+            "float64": (FakeTensor((3, 4), dtype=FLOAT64), b, c),
+            "host memory": tuple(FakeTensor(x.shape, device=None) for x in (a, b, c)),
+            "3-D": (a, b, FakeTensor((3, 5, 1))),
+            "inner dimensions": (a, FakeTensor((5, 5)), c),
+            "c's shape": (a, b, FakeTensor((5, 3))),
+            "no unit stride": (FakeTensor((3, 4), (8, 2)), b, c),
+            "two devices": (a, b, FakeTensor((3, 5), device=1)),
+            "too large": (FakeTensor((3, 2**31), (1, 3)), FakeTensor((2**31, 5), (5, 1)), c),
+            "too far apart": (FakeTensor((3, 4), (1, 2**31)), b, c),
+            "too wide": (a, FakeTensor((4, 2**31), (1, 4)), FakeTensor((3, 2**31), (1, 3))),
+        }
+        for what, (x, y, z) in cases.items():
+            self.assertIsNone(fast.gemm_arguments(x, y, z), what)
+            self.assertIsNone(fast.gemm(x, y, z, 1.0, 0.0), what)
+        self.assertEqual(self.recorder.calls, [])
+
+    def test_a_reader_that_raises_is_left_to_python(self):
+        class Broken(FakeTensor):
+            def stride(self):
+                raise RuntimeError("no strides")
+
+        fast = self.fast_path()
+        self.assertIsNone(fast.gemm(Broken((3, 4)), FakeTensor((4, 5)), FakeTensor((3, 5)), 1.0,
+                                    0.0))
+
+    def test_the_call_gets_alpha_beta_the_stream_and_returns_the_status(self):
+        fast = self.fast_path()
+        a, b = FakeTensor((3, 4), pointer=0x1000), FakeTensor((4, 5), pointer=0x2000)
+        c = FakeTensor((3, 5), pointer=0x3000)
+        self.recorder.status = 7
+        self.assertEqual(fast.gemm(a, b, c, 2.5, -1), 7)
+        # row-major: C^T = B^T A^T, n x m, with the lds of the row-major storage
+        self.assertEqual(self.recorder.calls, [(0, 0, 5, 3, 4, 2.5, 0x2000, 5, 0x1000, 4, -1.0,
+                                                0x3000, 5, 0x100, 0)])
+
+    def test_a_tensor_off_the_current_device_is_left_to_python(self):
+        fast = self.fast_path(current_device=lambda: 0)
+        a, b, c = (FakeTensor(shape, device=1) for shape in ((3, 4), (4, 5), (3, 5)))
+        self.assertIsNone(fast.gemm(a, b, c, 1.0, 0.0))
+        self.assertEqual(self.fast_path(lambda: 1).gemm(a, b, c, 1.0, 0.0), 0)
+        self.assertEqual(self.recorder.calls[0][13], 0x200)  # device 1's stream
+
+    def test_bad_alpha_is_left_to_python_and_bad_arguments_are_type_errors(self):
+        fast = self.fast_path()
+        a, b, c = FakeTensor((3, 4)), FakeTensor((4, 5)), FakeTensor((3, 5))
+        self.assertIsNone(fast.gemm(a, b, c, "two", 0.0))
+        with self.assertRaises(TypeError):
+            fast.gemm(a, b, c)
+        with self.assertRaises(TypeError):
+            tuned._native.FastPath(self.recorder.address, "not a type", FLOAT32, abs, abs)
+        with self.assertRaises(ValueError):
+            tuned._native.FastPath(0, FakeTensor, FLOAT32, abs, abs)
+
+
+class TorchPaths(WithFakeTorch):
+    """tuned.gemm on (fake) torch tensors: the same call from the native and the Python path."""
+
+    native = False
+
+    def layouts(self):
+        def view(rows, cols, layout, pointer):
+            if layout == "row":
+                return FakeTensor((rows, cols), None, pointer)
+            if layout == "col":
+                return FakeTensor((cols, rows), None, pointer).t()
+            return FakeTensor((rows, cols), (cols + 3, 1), pointer)  # padded
+
+        for la, lb, lc in itertools.product(("row", "col", "pad"), repeat=3):
+            yield view(3, 4, la, 0x1000), view(4, 5, lb, 0x2000), view(3, 5, lc, 0x3000)
+
+    def calls(self, native, device=0):
+        tuned._use_native(native)
+        self.recorder.calls.clear()
+        for a, b, c in self.layouts():
+            with mock.patch.object(tuned, "_gemm", wraps=tuned._gemm) as python_path:
+                self.assertIs(tuned.gemm(a, b, c, alpha=0.5, beta=2.0), c)
+            self.assertEqual(python_path.called, not native or device != self.torch.current)
+        return list(self.recorder.calls)
+
+    @needs_native
+    def test_native_and_python_paths_make_the_same_calls(self):
+        python = self.calls(native=False)
+        self.assertEqual(len(python), 27)
+        self.assertEqual(self.calls(native=True), python)
+        self.assertEqual({call[13:] for call in python}, {(0x100, 0)})  # stream, device
+
+    def test_a_tensor_on_another_device_runs_there_on_its_stream(self):
+        for native in (False, True):
+            self.torch.current = 0
+            tuned._use_native(native)
+            self.recorder.calls.clear()
+            a, b, c = (FakeTensor(shape, device=1) for shape in ((3, 4), (4, 5), (3, 5)))
+            tuned.gemm(a, b, c)
+            self.assertEqual(self.recorder.calls[0][13:], (0x200, 1), f"native {native}")
+            self.assertEqual(self.torch.current, 0)
+
+    def test_operands_on_two_devices_are_a_value_error(self):
+        for native in (False, True):
+            tuned._use_native(native)
+            with self.assertRaisesRegex(ValueError, "a, b and c must be on one device, got a in "
+                                                    "cuda:0, b in cuda:1, c in cuda:0"):
+                tuned.gemm(FakeTensor((3, 4)), FakeTensor((4, 5), device=1), FakeTensor((3, 5)))
+
+    def test_errors_come_from_python_on_both_paths(self):
+        for native in (False, True):
+            tuned._use_native(native)
+            with self.assertRaisesRegex(TypeError, r"a must hold float32, got torch.float64"):
+                tuned.gemm(FakeTensor((3, 4), dtype=FLOAT64), FakeTensor((4, 5)),
+                           FakeTensor((3, 5)))
+            with self.assertRaisesRegex(TypeError, "b must be a CUDA tensor, got one on cpu"):
+                tuned.gemm(FakeTensor((3, 4)), FakeTensor((4, 5), device=None))
+            with self.assertRaisesRegex(ValueError, "c must be 3x5, got 5x3"):
+                tuned.gemm(FakeTensor((3, 4)), FakeTensor((4, 5)), FakeTensor((5, 3)))
+            self.recorder.status = 1
+            with self.assertRaises(tuned.Error) as raised:
+                tuned.gemm(FakeTensor((3, 4)), FakeTensor((4, 5)), FakeTensor((3, 5)))
+            self.assertEqual(raised.exception.status, 1)
+            self.recorder.status = 0
+
+    def test_a_new_result_is_row_major_on_a_device(self):
+        for native in (False, True):
+            tuned._use_native(native)
+            self.recorder.calls.clear()
+            c = tuned.gemm(FakeTensor((3, 4), device=1), FakeTensor((4, 5), device=1))
+            self.assertEqual((c.shape, c.stride(), c.get_device()), ((3, 5), (5, 1), 1))
+            self.assertEqual(self.recorder.calls[0][11:], (c.data_ptr(), 5, 0x200, 1))
+            with self.assertRaisesRegex(ValueError, "beta must be 0"):
+                tuned.gemm(FakeTensor((3, 4)), FakeTensor((4, 5)), beta=1.0)
+
+    def test_importing_tuned_imports_no_torch(self):
+        code = "import sys; sys.path.insert(0, %r); import tuned; print('torch' in sys.modules)"
+        run = subprocess.run([sys.executable, "-c", code % PACKAGE_ROOT], capture_output=True,
+                             text=True, check=True)
+        self.assertEqual(run.stdout.strip(), "False")
+
+
+# ----- DLPack -------------------------------------------------------------------------------------
+
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_void_p,
+                                 ctypes.c_void_p)(("PyCapsule_New", ctypes.pythonapi))
+_capsule_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)(
+    ("PyCapsule_GetName", ctypes.pythonapi))
+CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class DLPackArray:
+    """Only __dlpack__ and __dlpack_device__ (as JAX arrays): a hand-made DLManagedTensor in a
+    "dltensor" capsule whose destructor records the name it dies with."""
+
+    def __init__(self, shape, strides=None, dtype=(2, 32, 1), device=(2, 0), pointer=1 << 20,
+                 byte_offset=0, name=b"dltensor"):
+        self._device, self.streams, self.destroyed = device, [], []
+        self._name = ctypes.create_string_buffer(name)
+        self._shape = (ctypes.c_int64 * len(shape))(*shape)
+        self._strides = (ctypes.c_int64 * len(strides))(*strides) if strides else None
+        self._managed = _dlpack.DLManagedTensor()
+        tensor = self._managed.dl_tensor
+        tensor.data, tensor.byte_offset, tensor.ndim = pointer, byte_offset, len(shape)
+        tensor.device = _dlpack.DLDevice(*device)
+        tensor.dtype = _dlpack.DLDataType(*dtype)
+        tensor.shape = ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64))
+        if self._strides is not None:
+            tensor.strides = ctypes.cast(self._strides, ctypes.POINTER(ctypes.c_int64))
+        self._destructor = CAPSULE_DESTRUCTOR(
+            lambda capsule: self.destroyed.append(_capsule_name(capsule)))
+
+    def __dlpack_device__(self):
+        return self._device
+
+    def __dlpack__(self, stream=None):
+        self.streams.append(stream)
+        return _capsule_new(ctypes.addressof(self._managed), ctypes.addressof(self._name),
+                            ctypes.cast(self._destructor, ctypes.c_void_p).value)
+
+
+class DLPack(WithFakeTorch):
+    native = False
+
+    def test_read_like_the_interface(self):
+        cases = [  # (shape, DLPack strides in elements, the same in bytes for the interface)
+            ((3, 4), None, None), ((3, 4), (1, 3), (4, 12)), ((3, 4), (8, 1), (32, 4)),
+            ((1, 4), (9, 1), (36, 4)), ((3, 4), (8, 2), (32, 8))]
+        for shape, strides, byte_strides in cases:
+            dl = DLPackArray(shape, strides, pointer=0x1000, byte_offset=64)
+            cai = FakeCudaArray(shape, byte_strides, pointer=0x1040)
+            try:
+                expected = tuned._Matrix(cai, "a")
+            except ValueError as e:
+                with self.assertRaisesRegex(ValueError, re.escape(str(e))):
+                    tuned._Matrix(dl, "a")
+                continue
+            got = tuned._Matrix(dl, "a")
+            self.assertEqual((got.pointer, got.rows, got.cols, got.transposed, got.ld),
+                             (expected.pointer, expected.rows, expected.cols, expected.transposed,
+                              expected.ld), f"{shape} {strides}")
+            self.assertEqual((got.device, got.stream), (0, 0))
+            self.assertEqual(dl.streams, [1])  # the legacy default stream
+
+    def test_gemm_keeps_the_capsules_until_the_call_and_does_not_consume_them(self):
+        a, b = DLPackArray((3, 4), pointer=0x1000), DLPackArray((4, 5), pointer=0x2000)
+        c = DLPackArray((3, 5), (1, 3), pointer=0x3000)
+        seen = []
+        self.recorder.function = GEMM_PROTOTYPE(
+            lambda *args: seen.append([x.destroyed[:] for x in (a, b, c)]) or 0)
+        with mock.patch.object(tuned, "_tuned_gemm", self.recorder.function):
+            tuned.gemm(a, b, c)
+        self.assertEqual(seen, [[[], [], []]])  # alive during the call
+        self.assertEqual([x.destroyed for x in (a, b, c)], [[b"dltensor"]] * 3)  # then deleted
+
+    def test_gemm_runs_on_the_legacy_stream(self):
+        tuned.gemm(DLPackArray((3, 4), pointer=0x1000), DLPackArray((4, 5), pointer=0x2000),
+                   DLPackArray((3, 5), (1, 3), pointer=0x3000))
+        self.assertEqual(self.recorder.calls, [(1, 1, 3, 5, 4, 1.0, 0x1000, 4, 0x2000, 5, 0.0,
+                                                0x3000, 3, 0, 0)])
+
+    def test_errors(self):
+        b = DLPackArray((4, 5))
+        with self.assertRaisesRegex(TypeError, r"a must be a CUDA array, got one on the host "
+                                               r"\(kDLCPU\) \(DLPack\)"):
+            tuned.gemm(DLPackArray((3, 4), device=(1, 0)), b, FakeCudaArray((3, 5)))
+        with self.assertRaisesRegex(TypeError, "a must be a CUDA array, got one on ROCm"):
+            tuned.gemm(DLPackArray((3, 4), device=(10, 0)), b, FakeCudaArray((3, 5)))
+        with self.assertRaisesRegex(TypeError, "a must hold float32, got DLPack dtype code 2, 64 "
+                                               "bits, 1 lanes"):
+            tuned.gemm(DLPackArray((3, 4), dtype=(2, 64, 1)), b, FakeCudaArray((3, 5)))
+        with self.assertRaisesRegex(ValueError, r"a must be 2-D, got 3-D \(shape \(3, 4, 1\)\)"):
+            tuned.gemm(DLPackArray((3, 4, 1)), b, FakeCudaArray((3, 5)))
+        with self.assertRaisesRegex(TypeError, "capsule named b'used_dltensor'"):
+            tuned.gemm(DLPackArray((3, 4), name=b"used_dltensor"), b, FakeCudaArray((3, 5)))
+        with self.assertRaisesRegex(TypeError, "pass c: cannot make a result array for "
+                                               "DLPackArray"):
+            tuned.gemm(DLPackArray((3, 4)), b)
+        with self.assertRaisesRegex(ValueError, r"a and b must be on one device, got a in cuda:0, "
+                                                r"b in cuda:1"):
+            tuned.describe(DLPackArray((3, 4)), DLPackArray((4, 5), device=(2, 1)))
+        with self.assertRaisesRegex(TypeError, "a must be a CUDA array .*got list"):
+            tuned.gemm([[1.0]], b, FakeCudaArray((1, 5)))
+
+
+# ----- transpose ----------------------------------------------------------------------------------
+
+class Transpose(unittest.TestCase):
+    def arguments(self, a, out):
+        return tuned._transpose_arguments(tuned._Matrix(a, "a"), out)[1]
+
+    def test_row_major_a_is_the_column_major_transpose(self):
+        a = FakeCudaArray((3, 5), pointer=0x1000)  # row-major, ld 5
+        out = FakeCudaArray((5, 3), pointer=0x2000)  # row-major, ld 3
+        self.assertEqual(self.arguments(a, out), (5, 3, 0x1000, 5, 0x2000, 3))
+        padded = FakeCudaArray((3, 5), strides=(4 * 8, 4), pointer=0x1000)
+        self.assertEqual(self.arguments(padded, out), (5, 3, 0x1000, 8, 0x2000, 3))
+
+    def test_column_major_a(self):
+        a = FakeCudaArray((3, 5), strides=(4, 12), pointer=0x1000)  # ld 3
+        out = FakeCudaArray((5, 3), strides=(4, 4 * 6), pointer=0x2000)  # ld 6
+        self.assertEqual(self.arguments(a, out), (3, 5, 0x1000, 3, 0x2000, 6))
+
+    def test_a_vector_takes_the_order_out_has(self):
+        a = FakeCudaArray((1, 5), pointer=0x1000)  # both orders
+        out = FakeCudaArray((5, 1), strides=(4 * 4, 4), pointer=0x2000)  # row-major only
+        self.assertEqual(self.arguments(a, out), (5, 1, 0x1000, 5, 0x2000, 4))
+
+    def test_a_describe_without_out_assumes_a_result_stored_like_a(self):
+        row, col = FakeCudaArray((3, 5)), FakeCudaArray((3, 5), strides=(4, 12))
+        self.assertEqual(self.arguments(row, None)[:2], (5, 3))
+        self.assertEqual(self.arguments(col, None)[:2], (3, 5))
+
+    def test_errors(self):
+        a = FakeCudaArray((3, 5), pointer=0x1000)
+        with self.assertRaisesRegex(ValueError, "a is row-major and out column-major: a.T stored "
+                                                "in the opposite order to a is a plain copy"):
+            tuned.transpose(a, FakeCudaArray((5, 3), strides=(4, 20)))
+        with self.assertRaisesRegex(ValueError, r"out must be 5x3 \(a transposed\), got 3x5"):
+            tuned.transpose(a, FakeCudaArray((3, 5)))
+        with self.assertRaisesRegex(TypeError, "out must hold float32, got typestr '<f8'"):
+            tuned.transpose(a, FakeCudaArray((5, 3), typestr="<f8"))
+        with self.assertRaisesRegex(TypeError, "a must hold float32, got typestr '|u1'"):
+            tuned.transpose(FakeCudaArray((3, 5), typestr="|u1"))
+        with self.assertRaisesRegex(ValueError, "a must be 2-D, got 1-D"):
+            tuned.transpose(FakeCudaArray((3,)))
+        with self.assertRaisesRegex(ValueError, "out is read-only"):
+            tuned.transpose(a, FakeCudaArray((5, 3), readonly=True))
+        with self.assertRaisesRegex(TypeError, "pass out: cannot make a result array for "
+                                               "FakeCudaArray"):
+            tuned.transpose(a)
+        with self.assertRaisesRegex(TypeError, "a must be a CUDA array, got one on the host"):
+            tuned.transpose(DLPackArray((3, 5), device=(1, 0)), FakeCudaArray((5, 3)))
+
+    @unittest.skipIf(has_gpu(), "a GPU is present: the no-device error cannot be seen")
+    def test_the_library_refuses_overlap_and_needs_a_device(self):
+        with self.assertRaisesRegex(tuned.Error, "overlap"):
+            tuned.transpose(FakeCudaArray((3, 5)), FakeCudaArray((5, 3)))
+        for call in (lambda: tuned.transpose(FakeCudaArray((3, 5), pointer=0x1000),
+                                             FakeCudaArray((5, 3), pointer=0x2000)),
+                     lambda: tuned.describe_transpose(FakeCudaArray((3, 5)))):
+            with self.assertRaises(tuned.Error) as raised:
+                call()
+            self.assertEqual(raised.exception.status, 2)
+
+
+# ----- entropy ------------------------------------------------------------------------------------
+
+def entropy_reference(value, rows, cols, radius):
+    """Shannon entropy (natural log) of the clipped (2 radius + 1)^2 window around each element of
+    the rows x cols matrix whose (i, j) element is value(i, j)."""
+    result = []
+    for i in range(rows):
+        row = []
+        for j in range(cols):
+            counts = collections.Counter(
+                value(y, x) for y in range(max(0, i - radius), min(rows, i + radius + 1))
+                for x in range(max(0, j - radius), min(cols, j + radius + 1)))
+            total = sum(counts.values())
+            row.append(-sum(n / total * math.log(n / total) for n in counts.values()))
+        result.append(row)
+    return result
+
+
+class HostArray:
+    """A host matrix in a ctypes buffer with __array_interface__ (what NumPy arrays have)."""
+
+    def __init__(self, rows, cols, kind=ctypes.c_float, typestr="<f4", order="C", pad=0,
+                 readonly=False):
+        self.rows, self.cols, self.order = rows, cols, order
+        self.ld = (cols if order == "C" else rows) + pad
+        self.buffer = (kind * (self.ld * (rows if order == "C" else cols)))()
+        size = ctypes.sizeof(kind)
+        strides = (self.ld * size, size) if order == "C" else (size, self.ld * size)
+        self.__array_interface__ = {"shape": (rows, cols), "typestr": typestr, "version": 3,
+                                    "data": (ctypes.addressof(self.buffer), readonly),
+                                    "strides": strides}
+
+    def _index(self, i, j):
+        return i * self.ld + j if self.order == "C" else j * self.ld + i
+
+    def __getitem__(self, ij):
+        return self.buffer[self._index(*ij)]
+
+    def __setitem__(self, ij, value):
+        self.buffer[self._index(*ij)] = value
+
+
+class Entropy(unittest.TestCase):
+    rows, cols, radius, levels = 7, 13, 2, 5
+
+    def setUp(self):
+        generator = random.Random(30)
+        self.values = [[generator.randrange(self.levels) for _ in range(self.cols)]
+                       for _ in range(self.rows)]
+        self.expected = entropy_reference(lambda i, j: self.values[i][j], self.rows, self.cols,
+                                          self.radius)
+
+    def host(self, order="C", kind=ctypes.c_float, typestr="<f4", pad=0):
+        x = HostArray(self.rows, self.cols, kind, typestr, order, pad)
+        for i, j in itertools.product(range(self.rows), range(self.cols)):
+            x[i, j] = self.values[i][j]
+        return x
+
+    def assert_close(self, got, expected, what):
+        for i, j in itertools.product(range(len(expected)), range(len(expected[0]))):
+            self.assertAlmostEqual(got(i, j), expected[i][j], delta=1e-5, msg=f"{what} ({i}, {j})")
+
+    def test_host_arrays_in_both_orders_and_types_match_the_reference(self):
+        for order, kind, typestr, pad in [("C", ctypes.c_float, "<f4", 0),
+                                          ("F", ctypes.c_float, "<f4", 3),
+                                          ("C", ctypes.c_uint8, "|u1", 5),
+                                          ("F", ctypes.c_uint8, "|u1", 0)]:
+            x = self.host(order, kind, typestr, pad)
+            out = HostArray(self.rows, self.cols, order=order, pad=1)
+            for path in ("cpu", "auto"):
+                self.assertIs(tuned.entropy(x, self.radius, self.levels, out, path=path), out)
+                self.assert_close(lambda i, j: out[i, j], self.expected,
+                                  f"{order} {typestr} pad {pad} {path}")
+
+    @unittest.skipIf(numpy is None, "numpy is not installed: the NumPy host entropy is not "
+                                    "checked (apt-get install python3-numpy, /usr/bin/python3)")
+    def test_numpy_arrays_match_the_reference(self):
+        x = numpy.array(self.values, dtype=numpy.float32)
+        expected = numpy.array(self.expected)
+        padded = numpy.zeros((self.rows, self.cols + 4), dtype=numpy.float32)
+        padded[:, :self.cols] = x
+        for name, array, reference in [
+                ("row-major", x, expected), ("column-major", numpy.asfortranarray(x), expected),
+                ("uint8", x.astype(numpy.uint8), expected),
+                ("padded view", padded[:, :self.cols], expected), ("transposed view", x.T,
+                                                                   expected.T)]:
+            out = tuned.entropy(array, self.radius, self.levels, path="cpu")
+            self.assertEqual((out.dtype, out.shape), (numpy.float32, array.shape), name)
+            self.assertEqual(out.flags.f_contiguous, array.flags.f_contiguous
+                             and not array.flags.c_contiguous, name)
+            self.assertLess(numpy.abs(out - reference).max(), 1e-5, name)
+        out = numpy.full(x.shape, numpy.nan, dtype=numpy.float32)
+        self.assertIs(tuned.entropy(x, 0, self.levels, out, path="cpu"), out)
+        self.assertEqual(numpy.abs(out).max(), 0)  # one value per window
+        with self.assertRaisesRegex(ValueError, "x is row-major and out column-major"):
+            tuned.entropy(x, self.radius, self.levels, numpy.empty_like(x, order="F"))
+        with self.assertRaisesRegex(ValueError, "out is read-only"):
+            out.flags.writeable = False
+            tuned.entropy(x, self.radius, self.levels, out)
+
+    def test_errors(self):
+        x, out = self.host(), HostArray(self.rows, self.cols)
+        entropy = tuned.entropy
+        with self.assertRaisesRegex(TypeError, "x must hold float32 or uint8, got typestr '<f8'"):
+            entropy(HostArray(7, 13, ctypes.c_double, "<f8"), 2, 5, out)
+        with self.assertRaisesRegex(TypeError, "out must hold float32, got typestr '|u1'"):
+            entropy(x, 2, 5, HostArray(7, 13, ctypes.c_uint8, "|u1"))
+        with self.assertRaisesRegex(ValueError, "x must be 2-D, got 3-D"):
+            entropy(FakeCudaArray((7, 13, 1)), 2, 5, out)
+        with self.assertRaisesRegex(ValueError, "out must be 7x13 like x, got 13x7"):
+            entropy(x, 2, 5, HostArray(13, 7))
+        with self.assertRaisesRegex(ValueError, "x is row-major and out column-major: out must be "
+                                                "stored in x's order"):
+            entropy(x, 2, 5, HostArray(7, 13, order="F"))
+        with self.assertRaisesRegex(ValueError, "needs a unit stride"):
+            entropy(FakeCudaArray((7, 13), strides=(104, 8)), 2, 5, FakeCudaArray((7, 13)))
+        with self.assertRaisesRegex(ValueError, "x and out must be on one device, got x in host "
+                                                "memory, out in cuda:1"):
+            entropy(x, 2, 5, DLPackArray((7, 13), device=(2, 1)))
+        with self.assertRaisesRegex(ValueError, "path must be one of"):
+            entropy(x, 2, 5, out, path="fast")
+        with self.assertRaisesRegex(ValueError, "path='cpu' and gpus=0 choose where a host array"):
+            entropy(FakeCudaArray((7, 13), pointer=0x1000), 2, 5,
+                    FakeCudaArray((7, 13), pointer=0x2000), path="cpu")
+        with self.assertRaisesRegex(TypeError, "radius must be an integer, got float"):
+            entropy(x, 2.0, 5, out)
+        with self.assertRaisesRegex(TypeError, "pass out: cannot make a result array for "
+                                               "HostArray"):
+            entropy(x, 2, 5)
+        with self.assertRaisesRegex(TypeError, "x must be a CUDA or host array"):
+            entropy([[1.0]], 2, 5, out)
+
+    def test_the_library_checks_values_and_ranges(self):
+        out = HostArray(self.rows, self.cols)
+        for value, levels, radius, message in [(7, 5, 2, "levels"), (1.5, 5, 2, "integer"),
+                                               (1, 5, 8, "radius"), (1, 1, 2, "levels")]:
+            x = self.host()
+            x[3, 4] = value
+            with self.assertRaisesRegex(tuned.Error, message) as raised:
+                tuned.entropy(x, radius, levels, out, path="cpu")
+            self.assertEqual(raised.exception.status, 1, str(raised.exception))
+
+    def test_a_bad_value_is_named_by_its_python_index(self):
+        for order in ("C", "F"):
+            x = self.host(order)
+            x[3, 4] = 7
+            with self.assertRaisesRegex(tuned.Error, r"^x\[3, 4\] = 7: values must be integers"):
+                tuned.entropy(x, self.radius, self.levels, HostArray(7, 13, order=order),
+                              path="cpu")
 
 
 @unittest.skipIf(has_gpu(), "a GPU is present: the no-device error cannot be seen")

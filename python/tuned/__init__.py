@@ -1,21 +1,39 @@
-"""tuned: autotuned GEMM for CUDA arrays from any producer (torch, CuPy, JAX, ...).
+"""tuned: autotuned CUDA kernels for arrays from any producer (torch, CuPy, JAX, NumPy, ...).
 
     import tuned
-    c = tuned.gemm(a, b)          # a @ b, FP32, on the producer's current stream
+    c = tuned.gemm(a, b)              # a @ b, FP32, on the producer's current stream
+    t = tuned.transpose(a)            # a.T as a new array, stored like a
+    h = tuned.entropy(x, 3, 256)      # local entropy of a CUDA or host (NumPy) image
 
-Arrays are read through __cuda_array_interface__ (torch, CuPy and Numba CUDA tensors and arrays
-have it); row-major, column-major and transposed views are used without copies (a row-major
-product is the column-major product of the transposes).
+Arrays are torch tensors (read directly), or have __cuda_array_interface__ (CuPy, Numba), or
+__dlpack__ (JAX, ...); tuned.entropy also takes host arrays (__array_interface__: NumPy).
+Row-major, column-major and transposed views are used without copies (a row-major matrix is the
+column-major matrix of its transpose). For torch CUDA tensors, tuned.gemm goes through a small C
+extension (tuned._native) when it was built; everything else is Python over libtuned.so.
 """
 import ctypes
+import operator
+import os
+import re
 import warnings
 
+from . import _dlpack
 from . import _library
 from ._library import lib
 
-__all__ = ["Error", "version", "gemm", "describe", "set_database", "set_tuning"]
+try:
+    from . import _native
+except ImportError:  # not built (no compiler when installed): the Python path does everything
+    _native = None
+
+__all__ = ["Error", "version", "gemm", "describe", "transpose", "describe_transpose", "entropy",
+           "describe_entropy", "set_database", "set_tuning"]
 
 version = lib.tuned_version().decode()
+
+# The C entry the Python path calls, and whose address the native path is given (a test may put a
+# recording function with tuned_gemm's signature here, then call _use_native).
+_tuned_gemm = lib.tuned_gemm
 
 
 class Error(RuntimeError):
@@ -27,9 +45,13 @@ class Error(RuntimeError):
         super().__init__(f"{message} ({name})" if message else name)
 
 
+def _raise(status):
+    raise Error(status, lib.tuned_last_error().decode(errors="replace"))
+
+
 def _check(status):
     if status != _library.STATUS_SUCCESS:
-        raise Error(status, lib.tuned_last_error().decode(errors="replace"))
+        _raise(status)
 
 
 def set_database(path=None):
@@ -52,58 +74,145 @@ def set_tuning(policy):
 
 # ----- arrays -------------------------------------------------------------------------------------
 
+_FLOAT32, _UINT8 = "float32", "uint8"
+_ITEMSIZE = {_FLOAT32: 4, _UINT8: 1}
+_TYPESTRS = {"<f4": _FLOAT32, "=f4": _FLOAT32, "f4": _FLOAT32,
+             "|u1": _UINT8, "<u1": _UINT8, ">u1": _UINT8, "=u1": _UINT8, "u1": _UINT8}
+_DLPACK_DTYPES = {(_dlpack.FLOAT, 32, 1): _FLOAT32, (_dlpack.UINT, 8, 1): _UINT8}
+_HOST = -1  # _Matrix.device of an array in host memory
+_INT_MAX = 2**31 - 1  # libtuned's sizes and leading dimensions are C ints
+
+
 class _Matrix:
-    """A 2-D FP32 CUDA array as libtuned sees it: pointer, shape and leading dimension, stored
-    column-major (transposed=False) or row-major (transposed=True)."""
+    """A 2-D array as libtuned sees it: pointer, shape, element type, where it is (device: a CUDA
+    device index, _HOST, or None where the producer does not say) and how it is stored:
+    column-major with leading dimension col_ld, row-major with row_ld (None where the strides do
+    not allow it; a vector may be both). transposed and ld are the storage gemm uses: column-major
+    where possible, else row-major (transposed=True)."""
 
-    __slots__ = ("array", "rows", "cols", "pointer", "stream", "transposed", "ld")
+    __slots__ = ("array", "name", "rows", "cols", "pointer", "stream", "device", "dtype",
+                 "col_ld", "row_ld", "transposed", "ld", "capsule")
 
-    def __init__(self, array, name):
-        self.array = array
+    def __init__(self, array, name, dtypes=(_FLOAT32,), host=False, writable=False):
+        """Reads array (named name in messages), which must hold one of dtypes; host: host memory
+        is accepted too; writable: an array its producer marks read-only is refused."""
+        self.array, self.name, self.stream, self.capsule = array, name, None, None
         if _is_torch(array):
-            # Read directly: faster than the interface, which torch refuses for a tensor that
-            # requires grad (the operator's autograd hands those in).
-            if not array.is_cuda:
-                raise TypeError(f"{name} must be a CUDA tensor, got one on {array.device}")
-            if array.dtype is not _torch().float32:
-                raise TypeError(f"{name} must hold float32, got {array.dtype}")
-            if array.dim() != 2:
-                raise ValueError(f"{name} must be 2-D, got {array.dim()}-D (shape "
-                                 f"{tuple(array.shape)})")
-            self.rows, self.cols = array.shape
-            self.pointer, self.stream = array.data_ptr(), None
-            s_row, s_col = array.stride()
-            self._layout(name, s_row, s_col, (4 * s_row, 4 * s_col))
+            self._read_torch(array, dtypes, host)
             return
         interface = getattr(array, "__cuda_array_interface__", None)
-        if interface is None:
-            raise TypeError(f"{name} must be a CUDA array (with __cuda_array_interface__), got "
-                            f"{type(array).__name__}")
+        if interface is not None:
+            self.device = array.device.id if _is_cupy(array) else None
+            self.stream = interface.get("stream")
+            self._read_interface(interface, dtypes, writable)
+            return
+        interface = getattr(array, "__array_interface__", None) if host else None
+        if interface is not None:
+            self.device = _HOST
+            self._read_interface(interface, dtypes, writable)
+            return
+        if hasattr(array, "__dlpack__") and hasattr(array, "__dlpack_device__"):
+            self._read_dlpack(array, dtypes, host)
+            return
+        where = "a CUDA or host array (with __cuda_array_interface__, __dlpack__ or " \
+                "__array_interface__)" if host else \
+                "a CUDA array (with __cuda_array_interface__ or __dlpack__)"
+        raise TypeError(f"{name} must be {where}, got {type(array).__name__}")
+
+    def _read_torch(self, array, dtypes, host):
+        # Read directly: faster than the interface, which torch refuses for a tensor that requires
+        # grad (the operator's autograd hands those in).
+        name, torch = self.name, _torch()
+        if array.is_cuda:
+            self.device = array.get_device()
+        elif host and array.device.type == "cpu":
+            self.device = _HOST
+        else:
+            where = "a CUDA or CPU tensor" if host else "a CUDA tensor"
+            raise TypeError(f"{name} must be {where}, got one on {array.device}")
+        dtype = _FLOAT32 if array.dtype is torch.float32 else \
+            _UINT8 if array.dtype is torch.uint8 else None
+        if dtype not in dtypes:
+            raise TypeError(f"{name} must hold {_names(dtypes)}, got {array.dtype}")
+        if array.dim() != 2:
+            raise ValueError(f"{name} must be 2-D, got {array.dim()}-D (shape "
+                             f"{tuple(array.shape)})")
+        self.dtype = dtype
+        self.rows, self.cols = array.shape
+        self.pointer = array.data_ptr()
+        s_row, s_col = array.stride()
+        self._layout(s_row, s_col, _ITEMSIZE[dtype])
+
+    def _read_interface(self, interface, dtypes, writable):
+        """__cuda_array_interface__ or __array_interface__ (the same fields)."""
+        name = self.name
         shape = tuple(interface["shape"])
         if len(shape) != 2:
             raise ValueError(f"{name} must be 2-D, got {len(shape)}-D (shape {shape})")
-        if interface["typestr"] not in ("<f4", "=f4", "f4"):
-            raise TypeError(f"{name} must hold float32, got typestr {interface['typestr']!r}")
+        dtype = _TYPESTRS.get(interface["typestr"])
+        if dtype not in dtypes:
+            raise TypeError(f"{name} must hold {_names(dtypes)}, got typestr "
+                            f"{interface['typestr']!r}")
+        pointer, readonly = interface["data"]
+        if writable and readonly:
+            raise ValueError(f"{name} is read-only")
+        self.dtype, self.pointer = dtype, pointer or 0
         self.rows, self.cols = shape
-        self.pointer = interface["data"][0] or 0
-        self.stream = interface.get("stream")
+        size = _ITEMSIZE[dtype]
         strides = interface.get("strides")
         if strides is None:  # C-contiguous
-            strides = (4 * self.cols, 4)
-        if any(s % 4 for s in strides):
-            raise ValueError(f"{name}'s strides {strides} are not whole float32 elements")
-        self._layout(name, strides[0] // 4, strides[1] // 4, strides)
+            strides = (size * self.cols, size)
+        if any(s % size for s in strides):
+            raise ValueError(f"{name}'s strides {tuple(strides)} are not whole {dtype} elements")
+        self._layout(strides[0] // size, strides[1] // size, size)
 
-    def _layout(self, name, s_row, s_col, strides):
-        # A unit stride along one dimension; a dimension of size 1 takes any stride.
-        rows, cols = self.rows, self.cols
-        if (s_row == 1 or rows == 1) and (s_col >= max(1, rows) or cols == 1):
-            self.transposed, self.ld = False, max(s_col, rows, 1)
-        elif (s_col == 1 or cols == 1) and (s_row >= max(1, cols) or rows == 1):
-            self.transposed, self.ld = True, max(s_row, cols, 1)
+    def _read_dlpack(self, array, dtypes, host):
+        name = self.name
+        device_type, device_id = _dlpack.device(array)
+        if device_type in (_dlpack.CUDA, _dlpack.CUDA_MANAGED):
+            view = _dlpack.view(array, name, stream=_dlpack.LEGACY_STREAM)
+            self.device, self.stream = device_id, 0  # the legacy default stream, as asked
+        elif host and device_type in (_dlpack.CPU, _dlpack.CUDA_HOST):
+            view = _dlpack.view(array, name)
+            self.device = _HOST
         else:
-            raise ValueError(f"{name} needs a unit stride along one dimension (strides "
-                             f"{strides} bytes, shape {(rows, cols)}): pass a contiguous copy")
+            where = "a CUDA or host array" if host else "a CUDA array"
+            raise TypeError(f"{name} must be {where}, got one on "
+                            f"{_dlpack.device_name(device_type)} (DLPack)")
+        self.capsule = view.capsule  # holds the memory while the call runs
+        if len(view.shape) != 2:
+            raise ValueError(f"{name} must be 2-D, got {len(view.shape)}-D (shape {view.shape})")
+        dtype = _DLPACK_DTYPES.get(view.dtype)
+        if dtype not in dtypes:
+            code, bits, lanes = view.dtype
+            raise TypeError(f"{name} must hold {_names(dtypes)}, got DLPack dtype code {code}, "
+                            f"{bits} bits, {lanes} lanes")
+        self.dtype, self.pointer = dtype, view.pointer
+        self.rows, self.cols = view.shape
+        self._layout(view.strides[0], view.strides[1], _ITEMSIZE[dtype])
+
+    def _layout(self, s_row, s_col, itemsize):
+        """Storage from strides in elements. A unit stride along one dimension; a dimension of
+        size 1 takes any stride. tuned._native's read_matrix mirrors this: keep them equal."""
+        rows, cols = self.rows, self.cols
+        self.col_ld = max(s_col, rows, 1) \
+            if (s_row == 1 or rows == 1) and (s_col >= max(1, rows) or cols == 1) else None
+        self.row_ld = max(s_row, cols, 1) \
+            if (s_col == 1 or cols == 1) and (s_row >= max(1, cols) or rows == 1) else None
+        if self.col_ld is None and self.row_ld is None:
+            raise ValueError(f"{self.name} needs a unit stride along one dimension (strides "
+                             f"{(s_row * itemsize, s_col * itemsize)} bytes, shape "
+                             f"{(rows, cols)}): pass a contiguous copy")
+        self.transposed = self.col_ld is None
+        self.ld = self.row_ld if self.transposed else self.col_ld
+        if max(rows, cols, self.ld) > _INT_MAX:
+            raise ValueError(f"{self.name} is too large for libtuned: shape {(rows, cols)} with "
+                             f"leading dimension {self.ld}; sizes and leading dimensions must be "
+                             f"below 2**31")
+
+
+def _names(dtypes):
+    return " or ".join(dtypes)
 
 
 _torch_module = None
@@ -121,9 +230,13 @@ def _is_torch(array):
     return type(array).__module__.startswith("torch")
 
 
+def _is_cupy(array):
+    return type(array).__module__.startswith("cupy")
+
+
 def _stream_of(array, matrix):
     """The producer's current stream: torch's current stream for a torch tensor, else the
-    interface's stream entry (None: the legacy default stream)."""
+    interface's stream entry (None: the legacy default stream; 0 for DLPack, as asked)."""
     if _is_torch(array):
         torch = _torch()
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
@@ -132,6 +245,87 @@ def _stream_of(array, matrix):
         return torch.cuda.current_stream(array.device).cuda_stream
     return matrix.stream or 0
 
+
+def _device_name(device):
+    return "host memory" if device == _HOST else f"cuda:{device}"
+
+
+def _common_device(*matrices):
+    """The one device of the operands (None where no producer says), else ValueError."""
+    known = [m for m in matrices if m.device is not None]
+    if any(m.device != known[0].device for m in known):
+        places = ", ".join(f"{m.name} in {_device_name(m.device)}" for m in known)
+        names = [m.name for m in known]
+        raise ValueError(f"{', '.join(names[:-1])} and {names[-1]} must be on one device, got "
+                         f"{places}")
+    return known[0].device if known else None
+
+
+def _on_device(device, array, function, *args):
+    """function(*args) with device current: libtuned runs on the current CUDA device, so a call
+    on arrays of another device of torch or CuPy switches there for its duration."""
+    if device is not None and device >= 0:
+        if _is_torch(array):
+            torch = _torch()
+            if torch.cuda.current_device() != device:
+                with torch.cuda.device(device):
+                    return function(*args)
+        elif _is_cupy(array):
+            with array.device:
+                return function(*args)
+    return function(*args)
+
+
+def _same_order(first, second):
+    """(column_major, first's ld, second's ld) of a storage order both arrays have, first's own
+    order tried first (a vector has both); None when they are stored in opposite orders."""
+    for column_major in (not first.transposed, first.transposed):
+        ld_first = first.col_ld if column_major else first.row_ld
+        ld_second = second.col_ld if column_major else second.row_ld
+        if ld_first is not None and ld_second is not None:
+            return column_major, ld_first, ld_second
+    return None
+
+
+def _order_name(matrix):
+    return "row-major" if matrix.transposed else "column-major"
+
+
+def _integer(value, name):
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+
+
+class _Placeholder:
+    """Stands for a result that does not exist yet (the describe functions): its layout only."""
+
+    def __init__(self, rows, cols, column_major=False):
+        strides = (4, 4 * rows) if column_major else None
+        self.__cuda_array_interface__ = {"shape": (rows, cols), "typestr": "<f4",
+                                         "data": (256, False), "strides": strides, "version": 3}
+
+
+def _empty_like(array, rows, cols, name, column_major=False, dtype=_FLOAT32):
+    """A new rows x cols float32 array of array's library (torch, CuPy or NumPy) on its device,
+    row-major or column-major."""
+    shape, order = ((cols, rows), "F") if column_major else ((rows, cols), "C")
+    if _is_torch(array):
+        torch = _torch()
+        result = torch.empty(shape, dtype=torch.float32, device=array.device)
+        return result.t() if column_major else result
+    if _is_cupy(array):
+        import cupy
+        with array.device:
+            return cupy.empty((rows, cols), dtype=cupy.float32, order=order)
+    if type(array).__module__.startswith("numpy"):
+        import numpy
+        return numpy.empty((rows, cols), dtype=numpy.float32, order=order)
+    raise TypeError(f"pass {name}: cannot make a result array for {type(array).__name__}")
+
+
+# ----- gemm ---------------------------------------------------------------------------------------
 
 def _operands(a, b):
     """a and b as matrices whose product is defined."""
@@ -144,7 +338,8 @@ def _operands(a, b):
 
 def _gemm_arguments(a, b, c):
     """(op_a, op_b, m, n, k, A, lda, B, ldb, C, ldc) of the column-major call computing c = a @ b
-    (or c^T = b^T a^T where c is row-major); a and b come from _operands."""
+    (or c^T = b^T a^T where c is row-major); a and b come from _operands. tuned._native's
+    gemm_arguments mirrors this: keep them equal."""
     if (c.rows, c.cols) != (a.rows, b.cols):
         raise ValueError(f"c must be {a.rows}x{b.cols}, got {c.rows}x{c.cols}")
     m, n, k = a.rows, b.cols, a.cols
@@ -158,49 +353,214 @@ def _gemm_arguments(a, b, c):
 
 def gemm(a, b, c=None, *, alpha=1.0, beta=0.0):
     """c = alpha * a @ b + beta * c for 2-D float32 CUDA arrays; returns c. Without c, a new
-    row-major array of a's library (torch or CuPy) is made (beta must then be 0)."""
+    row-major array of a's library (torch or CuPy) is made (beta must then be 0); arrays of other
+    producers (DLPack) need c. On a's producer's stream (DLPack: the legacy default stream)."""
+    # The hot path: torch CUDA tensors through tuned._native; None from it hands the call (and
+    # every error message) to the Python path.
+    if c is None:
+        c = _new_torch_result(a, b, beta)
+        if c is None:
+            return _gemm(a, b, None, alpha, beta)
+    status = _fast_gemm(a, b, c, alpha, beta)
+    if status is None:
+        return _gemm(a, b, c, alpha, beta)
+    if status:
+        _raise(status)
+    return c
+
+
+def _gemm(a, b, c, alpha, beta):
+    """gemm in Python: any producer, every check with its message, any device."""
     ma, mb = _operands(a, b)
     if c is None:
         if beta != 0:
             raise ValueError("beta must be 0 when c is not given")
-        c = _empty_like(a, ma.rows, mb.cols)
-    mc = _Matrix(c, "c")
-    args = _gemm_arguments(ma, mb, mc)
+        c = _empty_like(a, ma.rows, mb.cols, "c")
+    mc = _Matrix(c, "c", writable=True)
+    op_a, op_b, m, n, k, pa, lda, pb, ldb, pc, ldc = _gemm_arguments(ma, mb, mc)
+    device = _common_device(ma, mb, mc)
     al, be = ctypes.c_float(alpha), ctypes.c_float(beta)
-    op_a, op_b, m, n, k, pa, lda, pb, ldb, pc, ldc = args
-    _check(lib.tuned_gemm(op_a, op_b, m, n, k, ctypes.byref(al), pa, lda, pb, ldb, ctypes.byref(be),
-                          pc, ldc, _stream_of(a, ma)))
+    _check(_on_device(device, a, _tuned_gemm, op_a, op_b, m, n, k, ctypes.byref(al), pa, lda, pb,
+                      ldb, ctypes.byref(be), pc, ldc, _stream_of(a, ma)))
     return c
+
+
+def _no_fast_gemm(a, b, c, alpha, beta):
+    return None
+
+
+def _probe_gemm(a, b, c, alpha, beta):
+    """_fast_gemm until a torch tensor comes: binds the native path to torch then (importing
+    tuned never imports torch); other arrays go to the Python path."""
+    if _is_torch(a) and _bind_native():
+        return _fast_gemm(a, b, c, alpha, beta)
+    return None
+
+
+def _bind_native():
+    """Gives tuned._native tuned_gemm's address and torch's objects; False (and the Python path
+    from then on) for a torch without CUDA."""
+    global _fast_gemm
+    torch = _torch()
+    raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    current_device = getattr(torch._C, "_cuda_getDevice", None)
+    if raw_stream is None or current_device is None:
+        _fast_gemm = _no_fast_gemm
+        return False
+    fast = _native.FastPath(ctypes.cast(_tuned_gemm, ctypes.c_void_p).value, torch.Tensor,
+                            torch.float32, raw_stream, current_device)
+    _fast_gemm = fast.gemm
+    return True
+
+
+def _new_torch_result(a, b, beta):
+    """gemm's new c for two 2-D torch tensors on the native path (the native call checks the
+    rest); None otherwise: the Python path checks a and b before making c."""
+    if beta != 0 or _fast_gemm is _no_fast_gemm or not (_is_torch(a) and _is_torch(b)):
+        return None
+    shape_a, shape_b = a.shape, b.shape
+    if len(shape_a) != 2 or len(shape_b) != 2:
+        return None
+    torch = _torch()
+    return torch.empty((shape_a[0], shape_b[1]), dtype=torch.float32, device=a.device)
+
+
+def _use_native(enabled=True):
+    """Turns the native path on (bound again to torch at the next torch tensor) or off; for
+    benchmarks and tests. TUNED_NATIVE=0 in the environment turns it off at import."""
+    global _fast_gemm, _torch_module
+    _torch_module = None
+    _fast_gemm = _probe_gemm if enabled and _native is not None else _no_fast_gemm
+
+
+_fast_gemm = _no_fast_gemm
+_use_native(os.environ.get("TUNED_NATIVE", "1") != "0")
 
 
 def describe(a, b, c=None):
     """"origin: config" of the kernel gemm(a, b, c) would use (origin: exact, first-use, shipped,
     model, nearest ..., default)."""
     ma, mb = _operands(a, b)
-    mc = _Matrix(c, "c") if c is not None else None
-    if mc is None:  # the layout gemm() would give its new row-major result
-        mc = _Matrix(_RowMajorShape(ma.rows, mb.cols), "c")
+    mc = _Matrix(c if c is not None else _Placeholder(ma.rows, mb.cols), "c")
     op_a, op_b, m, n, k, pa, lda, pb, ldb, pc, ldc = _gemm_arguments(ma, mb, mc)
     buffer = ctypes.create_string_buffer(1024)
-    _check(lib.tuned_gemm_describe(op_a, op_b, m, n, k, pa, lda, pb, ldb, pc, ldc, buffer,
-                                   len(buffer)))
+    _check(_on_device(_common_device(ma, mb, mc), a, lib.tuned_gemm_describe, op_a, op_b, m, n, k,
+                      pa, lda, pb, ldb, pc, ldc, buffer, len(buffer)))
     return buffer.value.decode()
 
 
-class _RowMajorShape:
-    """Stands for a row-major result that does not exist yet (describe): its layout only."""
+# ----- transpose ----------------------------------------------------------------------------------
 
-    def __init__(self, rows, cols):
-        self.__cuda_array_interface__ = {"shape": (rows, cols), "typestr": "<f4",
-                                         "data": (256, False), "strides": None, "version": 3}
+def _transpose_arguments(ma, out):
+    """(rows, cols, A, lda, B, ldb) of tuned_transpose computing out = a.T (ma: a's _Matrix;
+    out None: a result stored like a): a row-major a (R x C) is the column-major C x R matrix
+    a^T, whose transpose is the row-major out."""
+    if out is None:
+        out = _Placeholder(ma.cols, ma.rows, column_major=not ma.transposed)
+    mo = _Matrix(out, "out", writable=True)
+    if (mo.rows, mo.cols) != (ma.cols, ma.rows):
+        raise ValueError(f"out must be {ma.cols}x{ma.rows} (a transposed), got "
+                         f"{mo.rows}x{mo.cols}")
+    order = _same_order(ma, mo)
+    if order is None:
+        raise ValueError(f"a is {_order_name(ma)} and out {_order_name(mo)}: a.T stored in the "
+                         f"opposite order to a is a plain copy of memory, not a transpose; give "
+                         f"out a's storage order")
+    column_major, lda, ldb = order
+    rows, cols = (ma.rows, ma.cols) if column_major else (ma.cols, ma.rows)
+    return mo, (rows, cols, ma.pointer, lda, mo.pointer, ldb)
 
 
-def _empty_like(array, rows, cols):
-    module = type(array).__module__
-    if module.startswith("torch"):
-        torch = _torch()
-        return torch.empty((rows, cols), dtype=torch.float32, device=array.device)
-    if module.startswith("cupy"):
-        import cupy
-        return cupy.empty((rows, cols), dtype=cupy.float32)
-    raise TypeError(f"pass c: cannot make a result array for {type(array).__name__}")
+def transpose(a, out=None):
+    """out = a.T for a 2-D float32 CUDA array; returns out. Without out, a new array of a's
+    library (torch or CuPy) stored in a's order is made; out, given, must be stored in a's order
+    too (row-major a, row-major out) and must not overlap a. On a's producer's stream."""
+    ma = _Matrix(a, "a")
+    if out is None:
+        out = _empty_like(a, ma.cols, ma.rows, "out", column_major=not ma.transposed)
+    mo, arguments = _transpose_arguments(ma, out)
+    _check(_on_device(_common_device(ma, mo), a, lib.tuned_transpose, *arguments,
+                      _stream_of(a, ma)))
+    return out
+
+
+def describe_transpose(a, out=None):
+    """"origin: config" of the kernel transpose(a, out) would use."""
+    ma = _Matrix(a, "a")
+    mo, arguments = _transpose_arguments(ma, out)
+    buffer = ctypes.create_string_buffer(1024)
+    _check(_on_device(_common_device(ma, mo), a, lib.tuned_transpose_describe, *arguments, buffer,
+                      len(buffer)))
+    return buffer.value.decode()
+
+
+# ----- entropy ------------------------------------------------------------------------------------
+
+def entropy(x, radius, levels, out=None, *, path="auto", gpus=0):
+    """Local entropy: out[i, j] = the Shannon entropy (natural log) of x's values in the
+    (2 radius + 1)^2 window centred on x[i, j], clipped at the borders; returns out.
+
+    x is a 2-D array of float32 holding integers, or of uint8, with values in [0, levels);
+    radius 0..7, levels 2..256. A CUDA array computes on its device, on the producer's stream; a
+    host array (NumPy, a CPU tensor) computes from host memory to host memory where path says
+    ("auto": the CPU for small problems or without a GPU, else the GPUs; "cpu"; "gpu"), over gpus
+    GPUs (0: every visible one). out is float32, x's shape, stored in x's order; without it a new
+    array of x's library (torch, CuPy or NumPy) is made."""
+    radius, levels = _integer(radius, "radius"), _integer(levels, "levels")
+    gpus = _integer(gpus, "gpus")
+    if path not in _library.ENTROPY_PATHS:
+        raise ValueError(f"path must be one of {list(_library.ENTROPY_PATHS)}, got {path!r}")
+    mx = _Matrix(x, "x", (_FLOAT32, _UINT8), host=True)
+    if out is None:
+        out = _empty_like(x, mx.rows, mx.cols, "out", column_major=not mx.transposed)
+    mo = _Matrix(out, "out", (_FLOAT32,), host=True, writable=True)
+    if (mo.rows, mo.cols) != (mx.rows, mx.cols):
+        raise ValueError(f"out must be {mx.rows}x{mx.cols} like x, got {mo.rows}x{mo.cols}")
+    device = _common_device(mx, mo)
+    column_major, rows, cols, ld_in, ld_out = _entropy_layout(mx, mo)
+    u8 = mx.dtype == _UINT8
+    if device == _HOST:
+        options = _library.EntropyOptions(_library.ENTROPY_PATHS[path], gpus)
+        function = lib.tuned_entropy_host_u8 if u8 else lib.tuned_entropy_host
+        status = function(rows, cols, radius, levels, mx.pointer, ld_in, mo.pointer, ld_out,
+                          ctypes.byref(options))
+    else:
+        if path != "auto" or gpus != 0:
+            raise ValueError(f"path={path!r} and gpus={gpus} choose where a host array is "
+                             f"computed; x is a CUDA array, computed on its own device")
+        function = lib.tuned_entropy_u8 if u8 else lib.tuned_entropy
+        status = _on_device(device, x, function, rows, cols, radius, levels, mx.pointer, ld_in,
+                            mo.pointer, ld_out, _stream_of(x, mx))
+    if status != _library.STATUS_SUCCESS:
+        # libtuned names a bad element by its (row, column) in the column-major call, which is
+        # x^T for a row-major x: say x[i, j].
+        message = re.sub(r"^input \((\d+), (\d+)\)",
+                         lambda m: f"x[{m[1]}, {m[2]}]" if column_major else f"x[{m[2]}, {m[1]}]",
+                         lib.tuned_last_error().decode(errors="replace"))
+        raise Error(status, message)
+    return out
+
+
+def _entropy_layout(mx, mo):
+    """(column_major, rows, cols, ld_in, ld_out) of the column-major call: the window is square
+    and clipped symmetrically, so a row-major R x C x is computed as the column-major C x R matrix
+    x^T."""
+    order = _same_order(mx, mo)
+    if order is None:
+        raise ValueError(f"x is {_order_name(mx)} and out {_order_name(mo)}: out must be stored "
+                         f"in x's order")
+    column_major, ld_in, ld_out = order
+    rows, cols = (mx.rows, mx.cols) if column_major else (mx.cols, mx.rows)
+    return column_major, rows, cols, ld_in, ld_out
+
+
+def describe_entropy(x, radius, levels):
+    """"origin: config" of the kernel entropy(x, radius, levels) would use on the current GPU (on
+    x's device for a CUDA tensor)."""
+    radius, levels = _integer(radius, "radius"), _integer(levels, "levels")
+    mx = _Matrix(x, "x", (_FLOAT32, _UINT8), host=True)
+    rows, cols = (mx.cols, mx.rows) if mx.transposed else (mx.rows, mx.cols)
+    buffer = ctypes.create_string_buffer(1024)
+    _check(_on_device(mx.device, x, lib.tuned_entropy_describe, rows, cols, radius, levels,
+                      int(mx.dtype == _UINT8), buffer, len(buffer)))
+    return buffer.value.decode()

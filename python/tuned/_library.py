@@ -1,7 +1,8 @@
 """libtuned.so through ctypes: found, loaded once, its C API declared.
 
-ctypes, not a compiled extension: one package works with every Python version and every array
-library, and libtuned.so (cmake -DBUILD_SHARED_LIBS=ON) is the only compiled part.
+Every call can go through ctypes, so the package works on any Python version and without a
+compiler; the optional extension tuned._native only shortens tuned.gemm's path for torch tensors,
+calling tuned_gemm through the address it is given from here (it does not link libtuned).
 """
 import ctypes
 import ctypes.util
@@ -36,7 +37,17 @@ def _load():
 
 lib = _load()
 
+
+class EntropyOptions(ctypes.Structure):
+    """tuned_entropy_options_t."""
+    _fields_ = [("path", ctypes.c_int), ("gpus", ctypes.c_int)]
+
+
+ENTROPY_PATHS = {"auto": 0, "cpu": 1, "gpu": 2}  # tuned_entropy_path_t
+
 _int, _float_p, _void_p = ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_void_p
+_char_p, _ulong = ctypes.c_char_p, ctypes.c_ulong
+_entropy = [_int, _int, _int, _int, _void_p, _int, _void_p, _int]  # rows .. ld_out
 _signatures = {
     "tuned_version": (ctypes.c_char_p, []),
     "tuned_status_string": (ctypes.c_char_p, [_int]),
@@ -46,7 +57,15 @@ _signatures = {
     "tuned_gemm": (_int, [_int, _int, _int, _int, _int, _float_p, _void_p, _int, _void_p, _int,
                           _float_p, _void_p, _int, _void_p]),
     "tuned_gemm_describe": (_int, [_int, _int, _int, _int, _int, _void_p, _int, _void_p, _int,
-                                   _void_p, _int, ctypes.c_char_p, ctypes.c_ulong]),
+                                   _void_p, _int, _char_p, _ulong]),
+    "tuned_transpose": (_int, [_int, _int, _void_p, _int, _void_p, _int, _void_p]),
+    "tuned_transpose_describe": (_int, [_int, _int, _void_p, _int, _void_p, _int, _char_p,
+                                        _ulong]),
+    "tuned_entropy": (_int, _entropy + [_void_p]),
+    "tuned_entropy_u8": (_int, _entropy + [_void_p]),
+    "tuned_entropy_host": (_int, _entropy + [ctypes.POINTER(EntropyOptions)]),
+    "tuned_entropy_host_u8": (_int, _entropy + [ctypes.POINTER(EntropyOptions)]),
+    "tuned_entropy_describe": (_int, [_int, _int, _int, _int, _int, _char_p, _ulong]),
 }
 for _name, (_restype, _argtypes) in _signatures.items():
     _function = getattr(lib, _name)
