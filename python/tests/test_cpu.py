@@ -2,7 +2,8 @@
 (the native path's against the Python path's, on fake torch tensors), DLPack on hand-made
 capsules, the host entropy against a reference, and a clear tuned.Error where the library needs a
 device. Run: TUNED_LIBRARY=.../libtuned.so python3 -m unittest discover -s python/tests
-(the native path's tests need tuned/_native*.so: python3 setup.py build_ext --inplace in python/)."""
+(the native path's tests need tuned/_native*.so: in python/, python3 setup.py build_ext
+--inplace)."""
 import collections
 import contextlib
 import ctypes

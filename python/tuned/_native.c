@@ -7,10 +7,10 @@
  * message lives in Python.
  *
  * It links neither libtuned nor torch: a FastPath object is given the address of tuned_gemm and
- * the torch objects it needs (the tensor type, the float32 dtype, torch._C._cuda_getCurrentRawStream
- * and torch._C._cuda_getDevice), so one abi3 build serves every Python from 3.11 on. The reader is
- * duck-typed beyond the type check, so a test can hand it fake tensors, its own dtype sentinel and
- * a recording function in place of tuned_gemm.
+ * the torch objects it needs (the tensor type, the float32 dtype,
+ * torch._C._cuda_getCurrentRawStream and torch._C._cuda_getDevice), so one abi3 build serves
+ * every Python from 3.11 on. The reader is duck-typed beyond the type check, so a test can hand
+ * it fake tensors, its own dtype sentinel and a recording function in place of tuned_gemm.
  */
 #ifndef Py_LIMITED_API
 #define Py_LIMITED_API 0x030B0000
