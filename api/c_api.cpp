@@ -168,6 +168,10 @@ tuned_status_t tuned_set_database(const char* path) {
   return TUNED_STATUS_DATABASE_NOT_USED;
 }
 
+tuned_status_t tuned_set_record(const char* path) {
+  return guarded([&] { tuned::Runtime::instance().set_record(path ? path : ""); });
+}
+
 tuned_status_t tuned_gemm_describe(tuned_operation_t op_a, tuned_operation_t op_b, int m, int n,
                                    int k, const float* A, int lda, const float* B, int ldb,
                                    const float* C, int ldc, char* buf, unsigned long size) {
@@ -243,6 +247,8 @@ std::string describe_entropy(int rows, int cols, int radius, int levels, bool in
 }
 
 std::string set_database(const std::string& path) { return Runtime::instance().set_database(path); }
+
+void set_record(const std::string& path) { Runtime::instance().set_record(path); }
 
 void set_tuning(Tuning policy) {
   Runtime::instance().set_tuning(policy == Tuning::kFirstUse ? TuningPolicy::kFirstUse

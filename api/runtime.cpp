@@ -252,6 +252,13 @@ Runtime& Runtime::instance() {
 Runtime::Runtime(std::optional<DeviceInfo> fixed_device) : fixed_device_(std::move(fixed_device)) {
   db_ = std::make_shared<DatabaseSlot>(cache::default_database_path());
   kernels_.set_store(db_);
+  if (const char* record = std::getenv("TUNED_RECORD"); record != nullptr && *record != '\0') {
+    try {
+      recorder_.set_path(record);
+    } catch (const Error& e) {  // an environment variable cannot fail a call: said once
+      log_once(LogLevel::kWarn, "TUNED_RECORD", std::string("TUNED_RECORD ignored: ") + e.what());
+    }
+  }
 }
 
 Runtime::~Runtime() = default;
@@ -272,6 +279,13 @@ std::string Runtime::set_database(const std::string& path) {
   memo_.clear();
   ++generation_;
   return warning;
+}
+
+void Runtime::set_record(const std::string& path) {
+  recorder_.set_path(path);
+  // Problems this process already met are recorded at their next call too.
+  std::lock_guard<std::mutex> lock(mutex_);
+  memo_.clear();
 }
 
 void Runtime::set_tuning(TuningPolicy policy) {
@@ -431,6 +445,10 @@ std::shared_ptr<const Runtime::Choice> Runtime::resolve(const OpRegistration& op
                                                         const DeviceInfo& device,
                                                         const ProblemId& problem,
                                                         cudaStream_t stream, bool with_kernel) {
+  // A call (not a describe) met a problem new to this process: the recorder notes it.
+  if (with_kernel) {
+    recorder_.record(op.name, op.variants[problem.variant], problem.shape(), problem.alignment);
+  }
   const bool capturing = with_kernel && is_capturing(stream);
   RelaxedCaptureMode relaxed(capturing);
   std::shared_ptr<DatabaseSlot> slot;

@@ -29,6 +29,7 @@
 #include <string>
 
 #include "api/bounded_memo.hpp"
+#include "api/shape_recorder.hpp"
 #include "api/workspaces.hpp"
 #include "cache/database.hpp"
 #include "generator/device.hpp"
@@ -55,6 +56,10 @@ class Runtime {
   /// the shipped choices and use it once it can be (retried every kRetrySeconds). Safe while
   /// other threads call run(): they finish with the database they started with.
   std::string set_database(const std::string& path);
+  /// Appends each problem called from now on, once, to the file at path ("" stops; see
+  /// api/shape_recorder.hpp). TUNED_RECORD sets it at start. Throws Error naming the path when
+  /// the file cannot be appended to.
+  void set_record(const std::string& path);
   /// Off unless TUNED_TUNING=first-use or set here.
   void set_tuning(TuningPolicy policy);
   TuningPolicy tuning();
@@ -117,6 +122,7 @@ class Runtime {
   BoundedMemo<MemoKey, std::shared_ptr<const Choice>, MemoKeyHash> memo_{kMemoCapacity};
   Workspaces workspaces_;
   std::mutex tune_mutex_;  // one first-use tuning at a time: timings must not overlap
+  ShapeRecorder recorder_;
 };
 
 }  // namespace tuned

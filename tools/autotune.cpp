@@ -1,13 +1,16 @@
-// autotune: tunes one op on one device for a set of shapes, shows its progress, records every
-// trial and the best configs in the tuning database, and ends with a table against the baseline.
+// autotune: tunes an op's shapes (or the problems a shapes file lists) on one device, shows its
+// progress, records every trial and the best configs in the tuning database, and ends with a
+// table against the baseline.
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -17,6 +20,7 @@
 #include "templates/check/device_check.hpp"
 #include "templates/registry.hpp"
 #include "tools/autotune_options.hpp"
+#include "tools/terminal_text.hpp"
 #include "tuned/error.hpp"
 #include "tuner/device_lock.hpp"
 #include "tuner/session.hpp"
@@ -82,10 +86,44 @@ class ProgressPrinter {
 };
 
 struct Row {
-  std::string shape, layout, config, note;
+  std::string op, shape, layout, config, note, unit, baseline_name;
   double ms = 0, rate = 0, baseline_ms = 0, baseline_rate = 0;
   int trials = 0, ok = 0;
 };
+
+// The results table as JSON (--json), for programs such as the Python package's tuned.autotune.
+// Written to a temporary file and renamed: a reader never sees half a table.
+void write_json(const std::string& path, const std::vector<Row>& rows, const std::string& device) {
+  using tuned::tools::json_string;
+  auto number = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6g", std::isfinite(v) ? v : 0.0);
+    return std::string(text);
+  };
+  std::string json = "{\"device\": " + json_string(device) + ", \"rows\": [";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    json += std::string(i ? ",\n  " : "\n  ") + "{\"op\": " + json_string(r.op) +
+            ", \"layout\": " + json_string(r.layout) + ", \"shape\": " + json_string(r.shape) +
+            ", \"ms\": " + number(r.ms) + ", \"rate\": " + number(r.rate) +
+            ", \"unit\": " + json_string(r.unit) +
+            ", \"baseline\": " + json_string(r.baseline_name) +
+            ", \"baseline_ms\": " + number(r.baseline_ms) +
+            ", \"ratio\": " + number(r.ms > 0 ? r.baseline_ms / r.ms : 0.0) +
+            ", \"trials\": " + std::to_string(r.trials) + ", \"ok\": " + std::to_string(r.ok) +
+            ", \"config\": " + json_string(r.config) + ", \"note\": " + json_string(r.note) + "}";
+  }
+  json += "\n]}\n";
+  const std::string temporary = path + ".tmp";
+  FILE* f = std::fopen(temporary.c_str(), "w");
+  bool written = f != nullptr && std::fwrite(json.data(), 1, json.size(), f) == json.size();
+  if (f != nullptr && std::fclose(f) != 0) written = false;
+  if (!written || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    throw tuned::Error(TUNED_STATUS_INVALID_ARGUMENT,
+                       "--json " + path + ": cannot write it: " + std::strerror(errno));
+  }
+}
 
 int run(const AutotuneOptions& options) {
   tuned::DeviceInfo device;
@@ -94,13 +132,12 @@ int run(const AutotuneOptions& options) {
   } catch (const tuned::Error& e) {
     throw tuned::Error(e.status(), "--device " + std::to_string(options.device) + ": " + e.what());
   }
-  const auto shapes =
-      options.shapes.empty() ? tuned::default_shapes(options.op) : options.shapes;
+  const std::vector<tuned::tools::ShapeRequest> problems = tuned::tools::shape_requests(options);
   // The device's own rules on each restricted space, before the database is opened or written:
   // an input error like those found while parsing (exit 2).
-  for (const auto& shape : shapes) {
+  for (const auto& problem : problems) {
     try {
-      tuned::request_space({options.op, shape, options.layout, options.space}, device);
+      tuned::request_space(tuned::tools::task_request(options, problem), device);
     } catch (const tuned::Error& e) {
       std::fprintf(stderr, "autotune: %s\n", e.what());
       return 2;
@@ -115,30 +152,45 @@ int run(const AutotuneOptions& options) {
   });
   db.upsert_device(tuned::cache::device_record(device));
 
-  const double budget = options.budget_s > 0 ? options.budget_s : 60.0 * shapes.size();
-  std::printf("autotune: %s on device %d: %s (%s, %d SMs), %zu shape(s), budget %.0f s, "
-              "strategy %s, database %s\n",
-              options.op.c_str(), options.device, device.name.c_str(), device.arch().c_str(),
-              device.sm_count, shapes.size(), budget, options.strategy.c_str(), db_path.c_str());
+  const double budget = options.budget_s > 0 ? options.budget_s : 60.0 * problems.size();
+  std::string ops;  // the ops tuned, in order of appearance
+  for (const auto& problem : problems) {
+    if (ops.find(problem.op) == std::string::npos) ops += (ops.empty() ? "" : ", ") + problem.op;
+  }
+  std::printf(
+      "autotune: %s on device %d: %s (%s, %d SMs), %zu shape(s)%s, budget %.0f s, "
+      "strategy %s, database %s\n",
+      ops.c_str(), options.device, device.name.c_str(), device.arch().c_str(), device.sm_count,
+      problems.size(), options.shapes_from.empty() ? "" : (" from " + options.shapes_from).c_str(),
+      budget, options.strategy.c_str(), db_path.c_str());
   std::fflush(stdout);
 
+  // An unwritable --json is said before any tuning, not after the first problem.
+  if (!options.json_path.empty()) write_json(options.json_path, {}, device.name);
   tuned::KernelCache kernels;  // candidates are not stored; only each shape's best cubin is
   tuned::DeviceCheck check(kernels, device);
   const auto started = std::chrono::steady_clock::now();
   std::vector<Row> rows;
-  std::string unit = "TFLOP/s", baseline_name = "baseline";
-  for (size_t i = 0; i < shapes.size(); ++i) {
+  for (size_t i = 0; i < problems.size(); ++i) {
     const double used =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    tuned::TaskRequest request{options.op, shapes[i], options.layout, options.space};
-    auto task = tuned::make_task(request, device, check);
-    unit = task->rate_unit();
-    baseline_name = task->baseline_name();
+    auto task = tuned::make_task(tuned::tools::task_request(options, problems[i]), device, check);
+    const std::string unit = task->rate_unit();
+    const std::string baseline_name = task->baseline_name();
     const tuned::cache::ProblemKey key = task->key();
+    if (problems[i].alignment != 0 && problems[i].alignment != key.alignment) {
+      // The task's buffers give this alignment; calls of the recorded one find no exact entry.
+      std::fprintf(stderr,
+                   "autotune: %s %s %s was recorded with alignment %d; tuned with alignment %d, "
+                   "the result serves calls of that alignment\n",
+                   problems[i].op.c_str(), key.layout.c_str(), key.shape_string().c_str(),
+                   problems[i].alignment, key.alignment);
+    }
 
     tuned::SessionOptions session_options;
     session_options.strategy = options.strategy;
-    session_options.budget_s = std::max(1.0, (budget - used) / static_cast<double>(shapes.size() - i));
+    session_options.budget_s =
+        std::max(1.0, (budget - used) / static_cast<double>(problems.size() - i));
     session_options.max_trials = options.max_trials;
     session_options.seed = options.seed ? options.seed + i : static_cast<uint64_t>(
         std::chrono::system_clock::now().time_since_epoch().count());
@@ -154,9 +206,11 @@ int run(const AutotuneOptions& options) {
       }
     }
     tuned::cache::SessionRecord session =
-        db.begin_session({0, device.uuid, options.op, options.strategy, session_options.budget_s, ""});
+        db.begin_session({0, device.uuid, key.op, options.strategy, session_options.budget_s, ""});
 
-    const std::string label = tuned::shape_string(shapes[i]) + " " + key.layout;
+    const std::string label =
+        (problems.size() > 1 && ops.find(',') != std::string::npos ? key.op + " " : "") +
+        key.shape_string() + " " + key.layout;
     if (!session_options.measured.empty()) {
       std::fprintf(stderr,
                    "[%s] resuming: %zu config(s) measured before on this template are not "
@@ -194,8 +248,11 @@ int run(const AutotuneOptions& options) {
     if (printer) printer->finish();
 
     Row row;
-    row.shape = tuned::shape_string(shapes[i]);
+    row.op = key.op;
+    row.shape = key.shape_string();
     row.layout = key.layout;
+    row.unit = unit;
+    row.baseline_name = baseline_name;
     row.trials = static_cast<int>(result.trials.size());
     for (const auto& t : result.trials) row.ok += t.disposition == tuned::cache::Disposition::kOk;
     row.baseline_ms = result.final_baseline.runs ? result.final_baseline.ms_median
@@ -216,25 +273,34 @@ int run(const AutotuneOptions& options) {
     } else {
       row.note = "no valid config";
     }
+    rows.push_back(row);
+    if (!options.json_path.empty()) write_json(options.json_path, rows, device.name);
     if (result.stop_reason.rfind("device error", 0) == 0) {
-      rows.push_back(row);
       throw tuned::Error(TUNED_STATUS_LAUNCH_ERROR, result.stop_reason);
     }
-    rows.push_back(row);
     if (result.stop_reason == "interrupted") break;
   }
 
-  std::printf("\n%-16s %-6s %10s %10s %12s %10s %7s %9s  %s\n", "shape", "layout", "ms",
-              unit.c_str(), (baseline_name + " ms").c_str(), unit.c_str(), "ratio", "trials",
-              "best config");
-  for (const auto& r : rows) {
-    std::printf("%-16s %-6s %10.4f %10.2f %12.4f %10.2f %7.3f %4d/%-4d  %s%s%s\n",
-                r.shape.c_str(), r.layout.c_str(), r.ms, r.rate, r.baseline_ms, r.baseline_rate,
-                r.ms > 0 ? r.baseline_ms / r.ms : 0.0, r.ok, r.trials, r.config.c_str(),
-                r.note.empty() ? "" : "  # ", r.note.c_str());
+  // One table per op: each has its own rate unit and baseline.
+  for (size_t first = 0; first < rows.size();) {
+    size_t end = first;
+    while (end < rows.size() && rows[end].op == rows[first].op) ++end;
+    const Row& head = rows[first];
+    std::printf("\n%-16s %-6s %10s %10s %12s %10s %7s %9s  %s\n",
+                (ops.find(',') != std::string::npos ? head.op + " shape" : "shape").c_str(),
+                "layout", "ms", head.unit.c_str(), (head.baseline_name + " ms").c_str(),
+                head.unit.c_str(), "ratio", "trials", "best config");
+    for (size_t j = first; j < end; ++j) {
+      const Row& r = rows[j];
+      std::printf("%-16s %-6s %10.4f %10.2f %12.4f %10.2f %7.3f %4d/%-4d  %s%s%s\n",
+                  r.shape.c_str(), r.layout.c_str(), r.ms, r.rate, r.baseline_ms, r.baseline_rate,
+                  r.ms > 0 ? r.baseline_ms / r.ms : 0.0, r.ok, r.trials, r.config.c_str(),
+                  r.note.empty() ? "" : "  # ", r.note.c_str());
+    }
+    std::printf("(ratio = %s time / tuned time, both re-timed side by side at the end; %s)\n",
+                head.baseline_name.c_str(), device.name.c_str());
+    first = end;
   }
-  std::printf("(ratio = %s time / tuned time, both re-timed side by side at the end; %s)\n",
-              baseline_name.c_str(), device.name.c_str());
   if (g_interrupted) {
     std::printf("interrupted: every trial and each shape's best so far are in %s\n",
                 db_path.c_str());

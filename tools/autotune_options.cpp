@@ -428,12 +428,13 @@ std::vector<int64_t> parse_shape(const std::string& text) {
   return dims;
 }
 
-// A config file's text: a regular file of at most kMaxConfigBytes. Opened without blocking (a
-// named pipe would wait for a writer) and examined before it is read, so a device (/dev/zero), a
-// pipe or a huge file is one clear error, not a hang or an allocation that grows without bound.
-std::string read_config_file(const std::string& path) {
+// A file's text (what: "config file", "shapes file"): a regular file of at most limit bytes.
+// Opened without blocking (a named pipe would wait for a writer) and examined before it is read,
+// so a device (/dev/zero), a pipe or a huge file is one clear error, not a hang or an allocation
+// that grows without bound.
+std::string read_small_file(const std::string& path, uint64_t limit, const std::string& what) {
   auto unreadable = [&](const std::string& why) {
-    return Error(TUNED_STATUS_CONFIG_ERROR, "cannot read config file '" + path + "': " + why);
+    return Error(TUNED_STATUS_CONFIG_ERROR, "cannot read " + what + " '" + path + "': " + why);
   };
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) throw unreadable(errno == ENOENT ? "no such file" : std::strerror(errno));
@@ -447,10 +448,9 @@ std::string read_config_file(const std::string& path) {
   if (!S_ISREG(st.st_mode)) {
     throw unreadable("it is not a regular file (a named pipe, device or socket)");
   }
-  const std::string limit =
-      "a config file is at most " + std::to_string(kMaxConfigBytes) + " bytes";
-  if (static_cast<uint64_t>(st.st_size) > kMaxConfigBytes) {
-    throw unreadable("it is " + std::to_string(st.st_size) + " bytes; " + limit);
+  const std::string rule = "a " + what + " is at most " + std::to_string(limit) + " bytes";
+  if (static_cast<uint64_t>(st.st_size) > limit) {
+    throw unreadable("it is " + std::to_string(st.st_size) + " bytes; " + rule);
   }
   std::string text;
   char buffer[65536];
@@ -460,13 +460,13 @@ std::string read_config_file(const std::string& path) {
     if (n < 0) throw unreadable(std::strerror(errno));
     if (n == 0) break;
     text.append(buffer, static_cast<size_t>(n));
-    if (text.size() > kMaxConfigBytes) throw unreadable("it grew past the limit; " + limit);
+    if (text.size() > limit) throw unreadable("it grew past the limit; " + rule);
   }
   return text;
 }
 
 void apply_toml_file(const std::string& path, AutotuneOptions& options) {
-  const std::string content = read_config_file(path);
+  const std::string content = read_small_file(path, kMaxConfigBytes, "config file");
   toml::table root;
   try {
     root = toml::parse(content, path);
@@ -477,6 +477,84 @@ void apply_toml_file(const std::string& path, AutotuneOptions& options) {
   AutotuneOptions updated = options;
   TomlReader(path, updated).apply(root);
   options = std::move(updated);
+}
+
+std::vector<ShapeRequest> read_shapes_file(const std::string& path, const std::string& default_op,
+                                           const std::string& default_layout) {
+  const std::string text = read_small_file(path, kMaxShapesBytes, "shapes file");
+  std::vector<ShapeRequest> requests;
+  std::istringstream lines(text);
+  int number = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++number;
+    auto bad = [&](const std::string& why) {
+      return Error(TUNED_STATUS_CONFIG_ERROR,
+                   path + ":" + std::to_string(number) + ": " + why +
+                       " (a line is [OP] [LAYOUT] SHAPE [align N], like 'gemm NN 4096x1024x512 "
+                       "align 4'; '#' starts a comment)");
+    };
+    if (size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream fields(line);
+    std::vector<std::string> tokens;
+    for (std::string t; fields >> t;) tokens.push_back(t);
+    if (tokens.empty()) continue;
+    ShapeRequest r{default_op, default_layout, {}, 0};
+    size_t i = 0;
+    const auto& ops = op_choices();
+    if (std::find(ops.begin(), ops.end(), tokens[i]) != ops.end()) r.op = tokens[i++];
+    // A layout is a word; a shape starts with a digit.
+    if (i < tokens.size() && !std::isdigit(static_cast<unsigned char>(tokens[i][0]))) {
+      try {
+        r.layout = check_layout(tokens[i++], "layout");
+      } catch (const Error& e) {
+        throw bad(std::string(e.what()) + (i == 1 ? " (or an op: " + join(ops) + ")" : ""));
+      }
+    }
+    if (i == tokens.size()) throw bad("no shape");
+    try {
+      r.shape = parse_shape(tokens[i++]);
+    } catch (const Error& e) {
+      throw bad(e.what());
+    }
+    if (i < tokens.size() && tokens[i] == "align") {
+      const std::string value = i + 1 < tokens.size() ? tokens[i + 1] : "";
+      int alignment = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), alignment);
+      if (ec != std::errc() || end != value.data() + value.size() || alignment < 1 ||
+          alignment > 16 || (alignment & (alignment - 1)) != 0) {
+        throw bad("align must be followed by a power of two from 1 to 16, got '" + value + "'");
+      }
+      r.alignment = alignment;
+      i += 2;
+    }
+    if (i < tokens.size()) throw bad("unexpected '" + tokens[i] + "' after the shape");
+    try {
+      validate_request({r.op, r.shape, r.layout, {}});
+    } catch (const Error& e) {
+      throw bad(e.what());
+    }
+    if (std::find(requests.begin(), requests.end(), r) == requests.end()) requests.push_back(r);
+  }
+  if (requests.empty()) {
+    throw Error(TUNED_STATUS_CONFIG_ERROR, path + ": no problem to tune (the file lists none)");
+  }
+  return requests;
+}
+
+std::vector<ShapeRequest> shape_requests(const AutotuneOptions& options) {
+  if (!options.recorded.empty()) return options.recorded;
+  std::vector<ShapeRequest> requests;
+  for (const std::vector<int64_t>& shape :
+       options.shapes.empty() ? default_shapes(options.op) : options.shapes) {
+    requests.push_back({options.op, options.layout, shape, 0});
+  }
+  return requests;
+}
+
+TaskRequest task_request(const AutotuneOptions& options, const ShapeRequest& problem) {
+  TaskRequest request{problem.op, problem.shape, problem.layout, {}};
+  if (problem.op == options.op) request.space = options.space;
+  return request;
 }
 
 ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
@@ -499,7 +577,8 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
 
   // Values are taken as text and checked here, so that every error names the flag and the rule
   // in the same words as the TOML file's errors.
-  std::string device, op, layout, budget, max_trials, strategy, db, config, seed;
+  std::string device, op, layout, budget, max_trials, strategy, db, config, seed, shapes_from,
+      json_path;
   std::vector<std::string> shapes;
   bool verbose = false;
   bool no_wait = false;
@@ -518,6 +597,15 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
                      "problem shape, repeatable or ','-separated (default: the op's set)")
           ->type_name("MxNxK")
           ->delimiter(',');
+  CLI::Option* shapes_from_opt = scalar(
+      "--shapes-from", shapes_from, "FILE",
+      "tune the problems listed in FILE, one per line: [OP] [LAYOUT] SHAPE [align N] (what "
+      "TUNED_RECORD=FILE records from a program's calls); --op and --layout fill in what a line "
+      "omits");
+  shapes_from_opt->excludes(shape_opt);
+  CLI::Option* json_opt = scalar("--json", json_path, "FILE",
+                                 "also write the results table as JSON to FILE (rewritten after "
+                                 "each problem)");
   CLI::Option* layout_opt =
       scalar("--layout", layout, "LAYOUT", "gemm operand layout: NN|NT|TN|TT (default NN)");
   CLI::Option* budget_opt = scalar("--budget", budget, "SECONDS",
@@ -606,14 +694,17 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
       options.strategy = check_choice(strategy, kStrategies, "--strategy");
     if (db_opt->count() > 0) options.db_path = check_db_path(db, "--db");
     if (seed_opt->count() > 0) options.seed = cli_seed(seed);
+    if (json_opt->count() > 0) options.json_path = check_path(json_path, "--json");
+    if (shapes_from_opt->count() > 0) {
+      options.shapes_from = check_path(shapes_from, "--shapes-from");
+      options.recorded = read_shapes_file(options.shapes_from, options.op, options.layout);
+    }
     options.verbose = verbose;
     options.no_wait = no_wait;
     options.remeasure = remeasure;
     // Every task the run would tune, checked now: no input error waits for the device.
-    const std::vector<std::vector<int64_t>> tuned_shapes =
-        options.shapes.empty() ? default_shapes(options.op) : options.shapes;
-    for (const std::vector<int64_t>& shape : tuned_shapes) {
-      validate_request({options.op, shape, options.layout, options.space});
+    for (const ShapeRequest& problem : shape_requests(options)) {
+      validate_request(task_request(options, problem));
     }
   } catch (const Error& e) {
     result = ParseResult{};

@@ -7,7 +7,19 @@
 #include <string>
 #include <vector>
 
+#include "templates/registry.hpp"
+
 namespace tuned::tools {
+
+/// One problem to tune: an op, its variant ("": the op's first) and a shape. alignment is the one
+/// a recorded call had (0: none recorded); the run says where its tuning task's differs.
+struct ShapeRequest {
+  std::string op;
+  std::string layout;
+  std::vector<int64_t> shape;
+  int alignment = 0;
+  bool operator==(const ShapeRequest&) const = default;
+};
 
 struct AutotuneOptions {
   int device = 0;
@@ -23,9 +35,32 @@ struct AutotuneOptions {
   bool verbose = false;
   bool no_wait = false;  // another tuner holds the GPU: refuse instead of waiting
   bool remeasure = false;  // measure configs again that earlier runs measured (no resume)
-  /// Restrictions of the space: parameter name -> allowed values (TOML [space] table).
+  /// Restrictions of the space: parameter name -> allowed values (TOML [space] table); they
+  /// apply to the problems of `op`.
   std::map<std::string, std::vector<int>> space;
+  std::string shapes_from;             // --shapes-from: the file `recorded` was read from
+  std::vector<ShapeRequest> recorded;  // its problems (replacing op x shapes x layout)
+  std::string json_path;               // --json: the results table as JSON, rewritten per shape
 };
+
+/// The problems a run tunes, in order: the --shapes-from file's, else each shape (the op's
+/// default set when none is given) of the op in the layout.
+std::vector<ShapeRequest> shape_requests(const AutotuneOptions& options);
+
+/// The tuning request of a problem under the options ([space] applies to the options' op).
+TaskRequest task_request(const AutotuneOptions& options, const ShapeRequest& problem);
+
+/// Reads a shapes file: one problem per line, "[OP] [LAYOUT] SHAPE [align N]" (what the recorder
+/// of TUNED_RECORD writes, e.g. "gemm NN 4096x1024x512 align 4", or plain "NT 512x512x512");
+/// OP defaults to default_op and LAYOUT to default_layout ("": the op's first); '#' starts a
+/// comment; repeated problems are read once. Throws Error(TUNED_STATUS_CONFIG_ERROR) naming the
+/// file, the line and the rule; the file is refused unread like a config file that is no regular
+/// file or larger than kMaxShapesBytes.
+std::vector<ShapeRequest> read_shapes_file(const std::string& path, const std::string& default_op,
+                                           const std::string& default_layout);
+
+/// The largest shapes file read (100k recorded problems take about 4 MB).
+inline constexpr uint64_t kMaxShapesBytes = uint64_t{64} << 20;
 
 /// Parses "MxNxK" (or "RxC" for two-dimensional ops): positive integers separated by 'x'. Throws
 /// Error(TUNED_STATUS_INVALID_ARGUMENT) naming the text and the rule.

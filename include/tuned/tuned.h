@@ -142,6 +142,14 @@ typedef enum tuned_tuning_t {
 /// Sets the tuning policy for problems nobody tuned (see tuned_tuning_t).
 tuned_status_t tuned_set_tuning(tuned_tuning_t policy);
 
+/// Records, from now on, each problem this process calls (any op; one line per new (op, layout,
+/// shape, alignment), e.g. "gemm NN 4096x1024x512 align 4"), appended to the file at path as it
+/// is first met; lines the file holds already are not written again. `autotune --shapes-from
+/// path` then tunes exactly those problems, and the calls that follow pick the results ("exact").
+/// NULL stops recording. The environment variable TUNED_RECORD=path starts it at load. A path that
+/// is no regular file that can be appended to is TUNED_STATUS_INVALID_ARGUMENT (recording is off).
+tuned_status_t tuned_set_record(const char* path);
+
 /// Describes the configuration tuned_gemm would use for this problem, and where it came from
 /// ("exact", "first-use", "twin <uuid>" (tuned on another GPU of this model), "shipped", "model",
 /// "nearest MxNxK", "default"), into buf (NUL-terminated, truncated to size).

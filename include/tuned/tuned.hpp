@@ -68,6 +68,10 @@ std::string describe_entropy(int rows, int cols, int radius, int levels, bool in
 /// tuned_set_database).
 std::string set_database(const std::string& path);
 
+/// Records each new problem called into the file at path ("" stops; see tuned_set_record).
+/// Throws tuned::Error naming the path when it cannot be appended to.
+void set_record(const std::string& path);
+
 enum class Tuning { kOff = TUNED_TUNING_OFF, kFirstUse = TUNED_TUNING_FIRST_USE };
 /// Sets the tuning policy for problems nobody tuned (see tuned_tuning_t).
 void set_tuning(Tuning policy);

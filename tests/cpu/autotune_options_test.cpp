@@ -518,5 +518,39 @@ TEST_F(TomlConfigTest, TaskErrorsAreFoundBeforeTheDevice) {
   EXPECT_FALSE(ok.exit_now) << ok.message;
 }
 
+// --shapes-from FILE replaces --op x --shape x --layout with the file's problems, --op and --layout
+// filling in what a line omits; it cannot be combined with --shape, and its errors are usage
+// errors.
+TEST_F(TomlConfigTest, ShapesFromReplacesTheShapesAndItsErrorsAreUsageErrors) {
+  const std::string file = write("shapes.txt", "gemm NN 4096x1024x512 align 4\n64x64x64\n");
+  ParseResult ok = parse({"--shapes-from", file, "--layout", "tn", "--json", "out.json"});
+  ASSERT_FALSE(ok.exit_now) << ok.message;
+  EXPECT_EQ(ok.options.json_path, "out.json");
+  const std::vector<ShapeRequest> expected = {{"gemm", "NN", {4096, 1024, 512}, 4},
+                                              {"gemm", "TN", {64, 64, 64}, 0}};
+  EXPECT_EQ(shape_requests(ok.options), expected);
+  // Without a file, the op's shapes in the layout.
+  ParseResult plain = parse({"--shape", "8x8x8,16x16x16", "--layout", "NT"});
+  EXPECT_EQ(
+      shape_requests(plain.options),
+      (std::vector<ShapeRequest>{{"gemm", "NT", {8, 8, 8}, 0}, {"gemm", "NT", {16, 16, 16}, 0}}));
+  expect_usage_error({"--shapes-from", file, "--shape", "8x8x8"}, {"--shapes-from", "--shape"});
+  expect_usage_error({"--shapes-from", ""}, {"--shapes-from", "must not be empty"});
+  expect_usage_error({"--json", ""}, {"--json", "must not be empty"});
+  const std::string bad = write("bad.txt", "gemm NN 8x8x8\ngemm NN 8x8\n");
+  expect_usage_error({"--shapes-from", bad}, {bad + ":2:", "gemm shape"});
+  expect_usage_error({"--shapes-from", "/nonexistent/shapes.txt"},
+                     {"cannot read shapes file", "no such file"});
+  // [space] restricts the problems of --op only: a transpose line is not refused for BM.
+  const std::string space = write("space.toml", "[space]\nBM = [64]\n");
+  const std::string mixed = write("mixed.txt", "gemm NN 64x64x64\ntranspose 33x4097\n");
+  ParseResult restricted = parse({"--config", space, "--shapes-from", mixed});
+  ASSERT_FALSE(restricted.exit_now) << restricted.message;
+  const auto problems = shape_requests(restricted.options);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(task_request(restricted.options, problems[0]).space.size(), 1u);
+  EXPECT_TRUE(task_request(restricted.options, problems[1]).space.empty());
+}
+
 }  // namespace
 }  // namespace tuned::tools
