@@ -3,7 +3,8 @@
 # nvcc, NVRTC and cuBLAS under /usr/local/cuda or on the PATH).
 set -euo pipefail
 need=()
-for pkg in cmake g++ make pkg-config python3 libsqlite3-dev libtomlplusplus-dev libcli11-dev libgtest-dev; do
+for pkg in cmake g++ make pkg-config python3 python3-dev python3-venv python3-setuptools python3-wheel \
+    libsqlite3-dev libtomlplusplus-dev libcli11-dev libgtest-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

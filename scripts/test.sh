@@ -7,11 +7,19 @@ scripts/install_deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$(nproc)"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
-# The Python package's CPU tests, against the shared libtuned the install test built (or this
-# build's own, where it is the shared one).
+# The Python package: installed with pip (the README's command, offline: the build backend from
+# Debian's packages) into a fresh environment with the shared libtuned the install test built (or
+# this build's own, where it is the shared one) bundled and its C extension compiled; imported
+# outside the repository; its CPU tests run against the installed package.
 python_library=build/install-check/shared/prefix/lib/libtuned.so
 [ -e "$python_library" ] || python_library=build/libtuned.so
-TUNED_LIBRARY="$PWD/$python_library" python3 -m unittest discover -s python/tests -v
+rm -rf build/python-env
+/usr/bin/python3 -m venv --system-site-packages build/python-env
+TUNED_LIBRARY="$PWD/$python_library" build/python-env/bin/pip install --no-build-isolation \
+  --no-index --quiet ./python
+(cd /tmp && "$OLDPWD/build/python-env/bin/python" -c \
+  "import tuned; print('tuned', tuned.version, 'native', tuned._native is not None)")
+TUNED_TEST_INSTALLED=1 build/python-env/bin/python -m unittest discover -s python/tests -v
 # The runtime's thread-safety test once more, built with ThreadSanitizer: a data race fails here.
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS=-fsanitize=thread \
   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -Wl,--as-needed" -DTUNED_BUILD_BENCH=OFF \

@@ -1,6 +1,8 @@
 """tuned.gemm against torch.matmul (FP32, TF32 off) on the layers of bench/gemm_networks, as a
-Python user calls them: a @ b of float32 CUDA tensors whose storage follows each layer's BLAS
-layout (N: column-major, T: row-major operand), a new result each call. Both timed side by side,
+network calls torch.matmul on row-major tensors: forward x @ W.t(), input gradient dy @ W, weight
+gradient dy.t() @ x, a new row-major result each call. A layer's column-major BLAS problem
+(layout, m, n, k) is that row-major product transposed: result (n x m) = op(B)^T @ op(A)^T, each
+factor row-major where its BLAS letter is N and a transposed view where it is T. Both timed side by side,
 interleaved, with CUDA events; each result checked against an FP64 product (normwise error within
 2x torch.matmul's, the accuracy contract).
 
@@ -17,11 +19,11 @@ import tuned
 
 
 def operand(rows, cols, letter):
-    """A rows x cols float32 tensor stored as BLAS sees an operand of this letter: N column-major
-    (a transposed view of a contiguous tensor), T row-major."""
+    """A rows x cols float32 factor of the row-major product for a BLAS letter: N row-major (the
+    transpose of a column-major operand), T a transposed view of a row-major tensor."""
     if letter == "N":
-        return torch.randn((cols, rows), device="cuda").t()
-    return torch.randn((rows, cols), device="cuda")
+        return torch.randn((rows, cols), device="cuda")
+    return torch.randn((cols, rows), device="cuda").t()
 
 
 def timed(fn, rounds):
@@ -51,7 +53,7 @@ def main():
         name = " ".join(fields[:-4])
         layout, (m, n, k) = fields[-3], map(int, fields[-2].split("x"))
         gflop = 2.0 * m * n * k / 1e9
-        a, b = operand(m, k, layout[0]), operand(k, n, layout[1])
+        a, b = operand(n, k, layout[1]), operand(k, m, layout[0])  # a @ b is n x m
         ours, theirs = tuned.gemm(a, b), torch.matmul(a, b)  # first calls: choices, warm-up
         exact = a.double() @ b.double()
         norm = max(exact.norm().item(), 1e-30)

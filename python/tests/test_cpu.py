@@ -11,17 +11,21 @@ import itertools
 import math
 import os
 import random
+import json
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import types
 import unittest
 from unittest import mock
 
 PACKAGE_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, PACKAGE_ROOT)
+if os.environ.get("TUNED_TEST_INSTALLED") != "1":  # else the installed package is tested
+    sys.path.insert(0, PACKAGE_ROOT)
 import tuned  # noqa: E402
-from tuned import _dlpack  # noqa: E402
+from tuned import _dlpack, tuning  # noqa: E402
 
 try:
     import numpy
@@ -179,6 +183,16 @@ class FakeTensor:
         return FakeTensor((cols, rows), self._strides[::-1], self._pointer, self.dtype,
                           self.device.index)
 
+    def contiguous(self):
+        """A row-major copy at a new address (its source noted), as torch's contiguous()."""
+        copy = FakeTensor(self.shape, None, self._pointer + (1 << 40), self.dtype,
+                          self.device.index)
+        copy.copied_from = self
+        return copy
+
+    def __setitem__(self, index, value):  # c[...] = result: noted, as a copy back
+        self.assigned = (index, value)
+
 
 def fake_torch_module():
     """A module standing for torch: the dtypes, Tensor, empty(), the raw stream and device
@@ -253,10 +267,13 @@ def needs_native(test):
 
 
 def python_mapping(a, b, c):
-    """tuned._gemm_arguments of fake tensors, or None where the Python path refuses them."""
+    """tuned._gemm_arguments of fake tensors, or None where the Python path cannot map them as
+    they are (it copies strided torch tensors; the native path leaves those to it)."""
     try:
-        ma, mb = tuned._operands(a, b)
-        return tuned._gemm_arguments(ma, mb, tuned._Matrix(c, "c"))
+        ma, mb, mc = tuned._Matrix(a, "a"), tuned._Matrix(b, "b"), tuned._Matrix(c, "c")
+        if ma.cols != mb.rows:
+            return None
+        return tuned._gemm_arguments(ma, mb, mc)
     except ValueError:
         return None
 
@@ -428,9 +445,25 @@ class TorchPaths(WithFakeTorch):
             with self.assertRaisesRegex(ValueError, "beta must be 0"):
                 tuned.gemm(FakeTensor((3, 4)), FakeTensor((4, 5)), beta=1.0)
 
+    def test_strided_operands_are_copied_and_a_strided_c_computed_in_a_copy(self):
+        for native in (False, True):
+            tuned._use_native(native)
+            self.recorder.calls.clear()
+            a = FakeTensor((3, 4), (8, 2))  # every second element: no unit stride
+            b, c = FakeTensor((4, 5)), FakeTensor((3, 5), (10, 2))
+            self.assertIs(tuned.gemm(a, b, c, beta=1.0), c)
+            call = self.recorder.calls[0]
+            # c^T = b^T a^T: B of the call is a's row-major copy, C is c's (which holds c's
+            # values for beta) and is assigned back to c.
+            self.assertEqual((call[8], call[9]), (a.data_ptr() + (1 << 40), 4))
+            self.assertEqual((call[11], call[12]), (c.data_ptr() + (1 << 40), 5))
+            index, result = c.assigned
+            self.assertEqual((index, result.copied_from), (Ellipsis, c))
+
     def test_importing_tuned_imports_no_torch(self):
-        code = "import sys; sys.path.insert(0, %r); import tuned; print('torch' in sys.modules)"
-        run = subprocess.run([sys.executable, "-c", code % PACKAGE_ROOT], capture_output=True,
+        code = "import sys; sys.path[:0] = %r; import tuned; print('torch' in sys.modules)"
+        path = [p for p in sys.path[:1] if p == PACKAGE_ROOT]  # the package tested
+        run = subprocess.run([sys.executable, "-c", code % path], capture_output=True,
                              text=True, check=True)
         self.assertEqual(run.stdout.strip(), "False")
 
@@ -761,3 +794,69 @@ class WithoutGpu(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class OfflineTuning(unittest.TestCase):
+    """The recorder's Python face and tuned.autotune's handling of the autotune program (a stand-in
+    script here: the real one needs a GPU)."""
+
+    def setUp(self):
+        self.folder = tempfile.mkdtemp(prefix="tuned-test-")
+        self.addCleanup(shutil.rmtree, self.folder, True)
+
+    def program(self, body):
+        """An executable autotune stand-in running the shell body ($@: its arguments)."""
+        path = os.path.join(self.folder, "autotune")
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\n" + body + "\n")
+        os.chmod(path, 0o755)
+        return path
+
+    def test_set_record_refuses_a_folder_naming_it_and_recording_restores(self):
+        with self.assertRaises(tuned.Error) as raised:
+            tuned.set_record(self.folder)
+        self.assertIn(f"cannot record problems into '{self.folder}'", str(raised.exception))
+        self.assertEqual(raised.exception.status, 1)  # invalid argument
+        path = os.path.join(self.folder, "shapes.txt")
+        with tuned.recording(path) as recorded:
+            self.assertEqual((recorded, tuning._record_path), (path, path))
+            self.assertTrue(os.path.exists(path))  # created at once, empty
+        self.assertIsNone(tuning._record_path)
+
+    def test_autotune_passes_its_arguments_and_returns_the_rows(self):
+        arguments = os.path.join(self.folder, "arguments")
+        rows = [{"op": "gemm", "layout": "NN", "shape": "8x8x8", "config": "BM=16"}]
+        body = ('printf "%s\\n" "$@" > ' + arguments +
+                '; json=""; while [ $# -gt 0 ]; do [ "$1" = --json ] && json=$2; shift; done; '
+                "printf '%s' '" + json.dumps({"device": "fake", "rows": rows}) + "' > \"$json\"")
+        with mock.patch.dict(os.environ, {"TUNED_AUTOTUNE": self.program(body)}):
+            got = tuned.autotune(shapes=["8x8x8", (16, 16, 16)], layout="NN", budget=2,
+                                 db=os.path.join(self.folder, "t.db"), quiet=True)
+        self.assertEqual(got, rows)
+        with open(arguments) as f:
+            passed = f.read().split("\n")
+        for expected in (["--op", "gemm"], ["--shape", "8x8x8"], ["--shape", "16x16x16"],
+                         ["--layout", "NN"], ["--budget", "2"],
+                         ["--db", os.path.join(self.folder, "t.db")]):
+            self.assertIn(expected, [passed[i:i + 2] for i in range(len(passed) - 1)], passed)
+
+    def test_autotune_errors(self):
+        with mock.patch.dict(os.environ, {"TUNED_AUTOTUNE": self.program(
+                "echo 'autotune: --shape: bad shape' >&2; exit 2")}):
+            with self.assertRaisesRegex(ValueError, "autotune: --shape: bad shape"):
+                tuned.autotune(shapes=["1x1x1"], quiet=True)
+        with mock.patch.dict(os.environ, {"TUNED_AUTOTUNE": self.program(
+                "echo 'autotune: no CUDA device' >&2; exit 1")}):
+            with self.assertRaisesRegex(RuntimeError, "exit 1.*no CUDA device"):
+                tuned.autotune(shapes=["1x1x1"], quiet=True)
+        with self.assertRaisesRegex(ValueError, "shapes or shapes_from"):
+            tuned.autotune(shapes=["1x1x1"], shapes_from="x.txt")
+        bundled = os.path.join(os.path.dirname(tuning.__file__), "bin", "autotune")
+        if os.path.exists(bundled):
+            self.skipTest(f"{bundled} is bundled")  # (after the checks above)
+        empty = os.path.join(self.folder, "empty")
+        os.mkdir(empty)
+        with mock.patch.dict(os.environ, {"TUNED_AUTOTUNE": os.path.join(empty, "autotune"),
+                                          "PATH": empty}):
+            with self.assertRaisesRegex(FileNotFoundError, "TUNED_AUTOTUNE"):
+                tuned.autotune(shapes=["1x1x1"])

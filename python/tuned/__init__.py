@@ -27,7 +27,7 @@ except ImportError:  # not built (no compiler when installed): the Python path d
     _native = None
 
 __all__ = ["Error", "version", "gemm", "describe", "transpose", "describe_transpose", "entropy",
-           "describe_entropy", "set_database", "set_tuning"]
+           "describe_entropy", "set_database", "set_tuning", "set_record", "recording", "autotune"]
 
 version = lib.tuned_version().decode()
 
@@ -54,10 +54,20 @@ def _check(status):
         _raise(status)
 
 
+_database = None  # the path set_database gave the library (None: its default)
+
+
+def _database_path():
+    return _database
+
+
 def set_database(path=None):
     """Uses the tuning database at path (None: $TUNED_DB, else the default). A database that
     cannot be used now is set with a warning (RuntimeWarning): calls use the shipped choices."""
-    status = lib.tuned_set_database(None if path is None else str(path).encode())
+    global _database
+    status = lib.tuned_set_database(None if path is None else os.fsencode(path))
+    if status in (_library.STATUS_SUCCESS, _library.STATUS_DATABASE_NOT_USED):
+        _database = None if path is None else os.fspath(path)
     if status == _library.STATUS_DATABASE_NOT_USED:
         warnings.warn(lib.tuned_last_error().decode(errors="replace"), RuntimeWarning, stacklevel=2)
         return
@@ -200,7 +210,7 @@ class _Matrix:
         self.row_ld = max(s_row, cols, 1) \
             if (s_col == 1 or cols == 1) and (s_row >= max(1, cols) or rows == 1) else None
         if self.col_ld is None and self.row_ld is None:
-            raise ValueError(f"{self.name} needs a unit stride along one dimension (strides "
+            raise _NoUnitStride(f"{self.name} needs a unit stride along one dimension (strides "
                              f"{(s_row * itemsize, s_col * itemsize)} bytes, shape "
                              f"{(rows, cols)}): pass a contiguous copy")
         self.transposed = self.col_ld is None
@@ -209,6 +219,26 @@ class _Matrix:
             raise ValueError(f"{self.name} is too large for libtuned: shape {(rows, cols)} with "
                              f"leading dimension {self.ld}; sizes and leading dimensions must be "
                              f"below 2**31")
+
+
+class _NoUnitStride(ValueError):
+    """An array with no unit stride: torch and CuPy arrays are then copied (_strided_copy)."""
+
+
+def _matrix_or_copy(array, name, **options):
+    """(_Matrix, array) of array, or of a contiguous copy where array has no unit stride and its
+    producer (torch, CuPy) can make one: a strided view is computed on, not refused."""
+    try:
+        return _Matrix(array, name, **options), array
+    except _NoUnitStride:
+        if _is_torch(array):
+            array = array.contiguous()
+        elif _is_cupy(array):
+            import cupy
+            array = cupy.ascontiguousarray(array)
+        else:
+            raise
+    return _Matrix(array, name, **options), array
 
 
 def _names(dtypes):
@@ -328,8 +358,8 @@ def _empty_like(array, rows, cols, name, column_major=False, dtype=_FLOAT32):
 # ----- gemm ---------------------------------------------------------------------------------------
 
 def _operands(a, b):
-    """a and b as matrices whose product is defined."""
-    ma, mb = _Matrix(a, "a"), _Matrix(b, "b")
+    """a and b as matrices whose product is defined (contiguous copies of strided views)."""
+    (ma, a), (mb, b) = _matrix_or_copy(a, "a"), _matrix_or_copy(b, "b")
     if ma.cols != mb.rows:
         raise ValueError(f"a @ b needs a.shape[1] == b.shape[0], got {ma.rows}x{ma.cols} and "
                          f"{mb.rows}x{mb.cols}")
@@ -376,12 +406,14 @@ def _gemm(a, b, c, alpha, beta):
         if beta != 0:
             raise ValueError("beta must be 0 when c is not given")
         c = _empty_like(a, ma.rows, mb.cols, "c")
-    mc = _Matrix(c, "c", writable=True)
+    mc, result = _matrix_or_copy(c, "c", writable=True)
     op_a, op_b, m, n, k, pa, lda, pb, ldb, pc, ldc = _gemm_arguments(ma, mb, mc)
     device = _common_device(ma, mb, mc)
     al, be = ctypes.c_float(alpha), ctypes.c_float(beta)
     _check(_on_device(device, a, _tuned_gemm, op_a, op_b, m, n, k, ctypes.byref(al), pa, lda, pb,
                       ldb, ctypes.byref(be), pc, ldc, _stream_of(a, ma)))
+    if result is not c:  # a strided c was computed in a contiguous copy (beta read it)
+        c[...] = result
     return c
 
 
@@ -475,7 +507,7 @@ def transpose(a, out=None):
     """out = a.T for a 2-D float32 CUDA array; returns out. Without out, a new array of a's
     library (torch or CuPy) stored in a's order is made; out, given, must be stored in a's order
     too (row-major a, row-major out) and must not overlap a. On a's producer's stream."""
-    ma = _Matrix(a, "a")
+    ma, a = _matrix_or_copy(a, "a")
     if out is None:
         out = _empty_like(a, ma.cols, ma.rows, "out", column_major=not ma.transposed)
     mo, arguments = _transpose_arguments(ma, out)
@@ -510,7 +542,7 @@ def entropy(x, radius, levels, out=None, *, path="auto", gpus=0):
     gpus = _integer(gpus, "gpus")
     if path not in _library.ENTROPY_PATHS:
         raise ValueError(f"path must be one of {list(_library.ENTROPY_PATHS)}, got {path!r}")
-    mx = _Matrix(x, "x", (_FLOAT32, _UINT8), host=True)
+    mx, x = _matrix_or_copy(x, "x", dtypes=(_FLOAT32, _UINT8), host=True)
     if out is None:
         out = _empty_like(x, mx.rows, mx.cols, "out", column_major=not mx.transposed)
     mo = _Matrix(out, "out", (_FLOAT32,), host=True, writable=True)
@@ -564,3 +596,6 @@ def describe_entropy(x, radius, levels):
     _check(_on_device(mx.device, x, lib.tuned_entropy_describe, rows, cols, radius, levels,
                       int(mx.dtype == _UINT8), buffer, len(buffer)))
     return buffer.value.decode()
+
+
+from .tuning import autotune, recording, set_record  # noqa: E402  (they use what is above)

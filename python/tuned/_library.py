@@ -54,6 +54,7 @@ _signatures = {
     "tuned_last_error": (ctypes.c_char_p, []),
     "tuned_set_database": (_int, [ctypes.c_char_p]),
     "tuned_set_tuning": (_int, [_int]),
+    "tuned_set_record": (_int, [ctypes.c_char_p]),
     "tuned_gemm": (_int, [_int, _int, _int, _int, _int, _float_p, _void_p, _int, _void_p, _int,
                           _float_p, _void_p, _int, _void_p]),
     "tuned_gemm_describe": (_int, [_int, _int, _int, _int, _int, _void_p, _int, _void_p, _int,

@@ -1,0 +1,336 @@
+"""The Python package on a GPU (torch): every call against a higher-precision reference on fresh
+random inputs with the output poisoned first, odd shapes, every stride pattern, non-contiguous
+inputs, DLPack and __cuda_array_interface__ producers, the torch op eager / compiled / captured,
+and the offline tuning workflow (record, autotune --shapes-from, rerun picks "exact").
+
+Run: TUNED_LIBRARY=.../libtuned.so TUNED_AUTOTUNE=.../autotune python3 -m unittest discover -s
+python/gpu_tests -v. Without torch or a CUDA device every test reports itself skipped."""
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import tuned  # noqa: E402
+
+try:
+    import torch
+    _SKIP = None if torch.cuda.is_available() else "no CUDA device visible to torch"
+except ImportError:
+    torch = None
+    _SKIP = "torch is not installed"
+
+ODD_SHAPES = [(1, 1, 1), (7, 127, 1000), (1000, 7, 127), (127, 1000, 7), (4097, 33, 65),
+              (1, 4097, 127)]
+
+
+def storage(x, layout):
+    """x's values stored row-major, column-major, row-major with a padded leading dimension, or
+    as a strided (non-contiguous) slice of a larger array."""
+    if layout == "row":
+        return x.contiguous()
+    if layout == "col":
+        return x.t().contiguous().t()
+    if layout == "pad":
+        padded = torch.empty((x.shape[0], x.shape[1] + 3), device=x.device, dtype=x.dtype)
+        padded[:, : x.shape[1]] = x
+        return padded[:, : x.shape[1]]
+    assert layout == "strided"  # every second element of each row: no unit stride anywhere
+    wide = torch.empty((x.shape[0], 2 * x.shape[1]), device=x.device, dtype=x.dtype)
+    wide[:, ::2] = x
+    return wide[:, ::2]
+
+
+def normwise_error(y, exact):
+    return ((y.double() - exact).norm() / max(exact.norm().item(), 1e-300)).item()
+
+
+def poisoned(rows, cols, layout):
+    return storage(torch.full((rows, cols), float("nan"), device="cuda"), layout)
+
+
+class CudaArrayOnly:
+    """Only __cuda_array_interface__ (what CuPy and Numba arrays offer)."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+        self.__cuda_array_interface__ = tensor.__cuda_array_interface__
+
+
+class DLPackOnly:
+    """Only the DLPack protocol (what JAX arrays offer)."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __dlpack__(self, stream=None):
+        return self.tensor.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return self.tensor.__dlpack_device__()
+
+
+@unittest.skipIf(_SKIP, _SKIP)
+class Gemm(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.manual_seed(30)
+
+    def check(self, a64, b64, c, alpha=1.0, beta=0.0, c64=None, **layouts):
+        exact = alpha * (a64 @ b64) + (beta * c64 if beta else 0)
+        a, b = storage(a64.float(), layouts["a"]), storage(b64.float(), layouts["b"])
+        with torch.cuda.stream(self.stream):  # the producer's current stream
+            tuned.gemm(a, b, c, alpha=alpha, beta=beta)
+        self.stream.synchronize()
+        ours = normwise_error(c, exact)
+        theirs = normwise_error(alpha * (a @ b) + (beta * c64.float() if beta else 0), exact)
+        self.assertTrue(torch.isfinite(c).all().item(), layouts)
+        self.assertLessEqual(ours, 2 * theirs + 1e-7, f"{layouts}: {ours:.2e} vs {theirs:.2e}")
+
+    def setUp(self):
+        self.stream = torch.cuda.Stream()
+
+    def test_every_stride_pattern_on_odd_shapes(self):
+        for m, n, k in ODD_SHAPES:
+            a64 = torch.rand((m, k), device="cuda", dtype=torch.float64) * 2 - 1
+            b64 = torch.rand((k, n), device="cuda", dtype=torch.float64) * 2 - 1
+            for la in ("row", "col", "pad", "strided"):
+                for lb in ("row", "col", "pad", "strided"):
+                    for lc in ("row", "col", "strided"):
+                        with self.subTest(shape=(m, n, k), a=la, b=lb, c=lc):
+                            self.check(a64, b64, poisoned(m, n, lc), a=la, b=lb, c=lc)
+
+    def test_alpha_and_beta_read_c(self):
+        m, n, k = 127, 1000, 7
+        a64 = torch.rand((m, k), device="cuda", dtype=torch.float64)
+        b64 = torch.rand((k, n), device="cuda", dtype=torch.float64)
+        c64 = torch.rand((m, n), device="cuda", dtype=torch.float64)
+        for lc in ("row", "col", "strided"):
+            with self.subTest(c=lc):
+                self.check(a64, b64, storage(c64.float(), lc), alpha=-0.5, beta=2.0, c64=c64,
+                           a="row", b="col", c=lc)
+
+    def test_a_new_result_and_other_producers(self):
+        a = torch.randn((127, 1000), device="cuda")
+        b = torch.randn((1000, 33), device="cuda")
+        exact = a.double() @ b.double()
+        c = tuned.gemm(a, b)
+        self.assertEqual((c.shape, c.dtype, c.device), ((127, 33), torch.float32, a.device))
+        self.assertLess(normwise_error(c, exact), 1e-6)
+        for wrap in (CudaArrayOnly, DLPackOnly):
+            with self.subTest(producer=wrap.__name__):
+                out = torch.full((127, 33), float("nan"), device="cuda")
+                tuned.gemm(wrap(a), wrap(b), wrap(out))
+                torch.cuda.synchronize()
+                self.assertLess(normwise_error(out, exact), 1e-6)
+
+    def test_describe_names_origin_and_config(self):
+        a, b = torch.randn((1000, 127), device="cuda"), torch.randn((127, 7), device="cuda")
+        text = tuned.describe(a, b)
+        self.assertRegex(text, r"^(exact|first-use|twin \S+|shipped|model|nearest \S+|default): "
+                               r"\S+=\d+")
+
+    def test_argument_errors(self):
+        a = torch.randn((8, 8), device="cuda")
+        with self.assertRaisesRegex(TypeError, "float32"):
+            tuned.gemm(a.double(), a)
+        with self.assertRaisesRegex(TypeError, "CUDA"):
+            tuned.gemm(a.cpu(), a)
+        with self.assertRaisesRegex(ValueError, "2-D"):
+            tuned.gemm(a[None], a)
+        with self.assertRaisesRegex(ValueError, r"a\.shape\[1\] == b\.shape\[0\]"):
+            tuned.gemm(a, torch.randn((7, 8), device="cuda"))
+        with self.assertRaisesRegex(ValueError, "c must be 8x8"):
+            tuned.gemm(a, a, torch.empty((8, 7), device="cuda"))
+
+
+@unittest.skipIf(_SKIP, _SKIP)
+class Transpose(unittest.TestCase):
+    def test_odd_shapes_both_storage_orders_exactly(self):
+        for rows, cols in [(1, 1), (7, 4097), (4097, 7), (127, 1000), (1000, 127)]:
+            x = torch.randn((rows, cols), device="cuda")
+            for layout in ("row", "col", "pad"):
+                with self.subTest(shape=(rows, cols), layout=layout):
+                    a = storage(x, layout)
+                    out = tuned.transpose(a)
+                    torch.cuda.synchronize()
+                    self.assertTrue(torch.equal(out, x.t()))
+                    given = poisoned(cols, rows, "col" if layout == "col" else "row")
+                    tuned.transpose(a, given)
+                    torch.cuda.synchronize()
+                    self.assertTrue(torch.equal(given, x.t()))
+
+
+def entropy_reference(x, radius, levels):
+    """The local entropy in FP64: per level, the count in the clipped window is a box filter of
+    the indicator with zero padding; the window's size is the box filter of ones."""
+    x = x.double()[None, None]
+    box = torch.ones((1, 1, 2 * radius + 1, 2 * radius + 1), dtype=torch.float64,
+                     device=x.device)
+    conv = torch.nn.functional.conv2d
+    size = conv(torch.ones_like(x), box, padding=radius)
+    h = torch.zeros_like(x)
+    for level in range(levels):
+        p = conv((x == level).double(), box, padding=radius) / size
+        h -= torch.where(p > 0, p * torch.log(p.clamp_min(1e-300)), torch.zeros_like(p))
+    return h[0, 0]
+
+
+@unittest.skipIf(_SKIP, _SKIP)
+class Entropy(unittest.TestCase):
+    def test_device_and_host_arrays_against_fp64(self):
+        torch.manual_seed(31)
+        for rows, cols, radius, levels in [(1, 1, 0, 2), (7, 127, 3, 16), (1000, 127, 2, 5),
+                                           (127, 1000, 7, 256)]:
+            values = torch.randint(0, levels, (rows, cols), device="cuda")
+            exact = entropy_reference(values, radius, levels)
+            inputs = {"float32 row": values.float(), "float32 col": storage(values.float(), "col"),
+                      "uint8 row": values.to(torch.uint8)}
+            for name, x in inputs.items():
+                with self.subTest(shape=(rows, cols, radius, levels), input=name):
+                    out = tuned.entropy(x, radius, levels)
+                    torch.cuda.synchronize()
+                    self.assertLess((out.double() - exact).abs().max().item(), 1e-5)
+            try:
+                import numpy  # noqa: F401
+            except ImportError:
+                continue
+            host = values.cpu().numpy().astype("float32")
+            for path in ("cpu", "gpu", "auto"):
+                with self.subTest(shape=(rows, cols, radius, levels), host_path=path):
+                    out = tuned.entropy(host, radius, levels, path=path)
+                    error = abs(torch.from_numpy(out).double() - exact.cpu()).max().item()
+                    self.assertLess(error, 1e-5)
+
+    def test_a_value_out_of_range_is_a_tuned_error(self):
+        x = torch.zeros((7, 7), device="cuda")
+        x[3, 4] = 16
+        with self.assertRaisesRegex(tuned.Error, "16"):
+            tuned.entropy(x, 1, 16)
+
+
+@unittest.skipIf(_SKIP, _SKIP)
+class TorchOp(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        import tuned.torch_op  # noqa: F401  registers torch.ops.tuned.mm
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+    def block(self):
+        torch.manual_seed(32)
+        layers = torch.nn.Sequential(torch.nn.Linear(127, 1000), torch.nn.GELU(),
+                                     torch.nn.Linear(1000, 33)).cuda()
+        exact = torch.nn.Sequential(torch.nn.Linear(127, 1000), torch.nn.GELU(),
+                                    torch.nn.Linear(1000, 33)).cuda().double()
+        exact.load_state_dict(layers.state_dict())
+        swapped = torch.nn.Sequential(torch.nn.Linear(127, 1000), torch.nn.GELU(),
+                                      torch.nn.Linear(1000, 33)).cuda()
+        swapped.load_state_dict(layers.state_dict())
+        return layers, exact, tuned.torch_op.swap_linear(swapped)
+
+    def assert_within_contract(self, y, reference, exact):
+        ours, theirs = normwise_error(y, exact), normwise_error(reference, exact)
+        self.assertLessEqual(ours, 2 * theirs + 1e-7, f"{ours:.2e} vs torch {theirs:.2e}")
+
+    def test_eager_compiled_and_graph_replay(self):
+        layers, exact, swapped = self.block()
+        x = torch.randn((4, 509, 127), device="cuda")
+        with torch.no_grad():
+            reference, expected = layers(x), exact(x.double())
+            self.assert_within_contract(swapped(x), reference, expected)
+            compiled = torch.compile(swapped, fullgraph=True)  # a graph break fails
+            self.assert_within_contract(compiled(x), reference, expected)
+            static_x = x.clone()
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                swapped(static_x)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                static_y = swapped(static_x)
+            static_x.copy_(torch.randn_like(x))
+            graph.replay()
+            torch.cuda.synchronize()
+            self.assert_within_contract(static_y, layers(static_x), exact(static_x.double()))
+
+    def test_routing_sends_fp32_products_to_tuned_and_leaves_the_rest(self):
+        layers, exact, _ = self.block()
+        x = torch.randn((3, 333, 127), device="cuda")
+        calls = []
+        original = tuned.gemm
+
+        def counting(*args, **kwargs):
+            calls.append(1)
+            return original(*args, **kwargs)
+        tuned.gemm = counting
+        try:
+            with torch.no_grad(), tuned.torch_op.routing():
+                y = layers(x)  # F.linear twice
+                a, b = torch.randn((7, 127), device="cuda"), torch.randn((127, 1000), device="cuda")
+                z = a @ b
+                torch.mm(a.double(), b.double())  # not float32: torch's own
+        finally:
+            tuned.gemm = original
+        self.assertEqual(len(calls), 3)
+        with torch.no_grad():
+            self.assert_within_contract(y, layers(x), exact(x.double()))
+        self.assertLess(normwise_error(z, a.double() @ b.double()), 1e-6)
+
+    def test_a_new_shape_first_met_inside_a_capture(self):
+        a, b = torch.randn((333, 77), device="cuda"), torch.randn((77, 555), device="cuda")
+        c = torch.full((333, 555), float("nan"), device="cuda")
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            tuned.gemm(a, b, c)
+        graph.replay()
+        torch.cuda.synchronize()
+        self.assertLess(normwise_error(c, a.double() @ b.double()), 1e-6)
+
+    def test_gradients_match_torch(self):
+        a = torch.randn((127, 33), device="cuda", requires_grad=True)
+        b = torch.randn((33, 1000), device="cuda", requires_grad=True)
+        torch.ops.tuned.mm(a, b).square().sum().backward()
+        grad_a, grad_b = a.grad.clone(), b.grad.clone()
+        a.grad = b.grad = None
+        (a @ b).square().sum().backward()
+        self.assertTrue(torch.allclose(grad_a, a.grad, rtol=1e-4, atol=1e-3))
+        self.assertTrue(torch.allclose(grad_b, b.grad, rtol=1e-4, atol=1e-3))
+
+
+@unittest.skipIf(_SKIP, _SKIP)
+class OfflineTuning(unittest.TestCase):
+    """TUNED_RECORD's workflow: record a run's problems, tune exactly those, rerun: exact."""
+
+    def test_record_autotune_rerun_picks_the_tuned_configs(self):
+        folder = tempfile.mkdtemp(prefix="tuned-offline-")
+        database, record = os.path.join(folder, "tuned.db"), os.path.join(folder, "shapes.txt")
+        tuned.set_database(database)
+        a = torch.randn((509, 1000), device="cuda")
+        w = torch.randn((1000, 333), device="cuda")
+        with tuned.recording(record):
+            tuned.gemm(a, w)  # row-major operands: recorded as the library's problem
+            tuned.gemm(a.t(), torch.randn((509, 7), device="cuda"))
+            tuned.gemm(a, w)  # seen: not again
+        tuned.gemm(a, a.t())  # after the block: not recorded
+        with open(record) as f:
+            lines = [line.split() for line in f.read().splitlines()]
+        self.assertEqual(len(lines), 2, lines)
+        self.assertTrue(all(line[0] == "gemm" and line[3] == "align" for line in lines), lines)
+        before = tuned.describe(a, w)
+        self.assertFalse(before.startswith("exact"), before)
+        rows = tuned.autotune(shapes_from=record, budget=2 * 6, quiet=True)
+        self.assertEqual(len(rows), 2, rows)
+        self.assertTrue(all(row["config"] for row in rows), rows)
+        for x, y in [(a, w), (a.t(), torch.randn((509, 7), device="cuda"))]:
+            text = tuned.describe(x, y)
+            self.assertTrue(text.startswith("exact: "), text)
+            out = tuned.gemm(x, y)
+            torch.cuda.synchronize()
+            self.assertLess(normwise_error(out, x.double() @ y.double()), 1e-6)
+        tuned.set_database(None)
+
+
+if __name__ == "__main__":
+    unittest.main()
