@@ -2,7 +2,8 @@
 # Issue 30's GPU checks of the Python package, with the library and the autotune program built
 # here and carried: carry/libtuned.so.zst (zstd of build-shared/libtuned.so), carry/autotune.zst,
 # carry/zstd (+ its libzstd), carry/network_shapes.txt (build/bench/gemm_networks --print-shapes),
-# and python/tuned/_native.abi3.so (the package's extension, stable ABI). Each argument one step;
+# carry/libc_call_floor.so (python/bench/c_call_floor.c) and python/tuned/_native.abi3.so
+# (the package's extension, stable ABI). Each argument one step;
 # logs under $OUT; a short table last.
 #   tests      python/gpu_tests (unittest): every call against FP64, strides, producers, the torch
 #              op eager / compiled / captured, record -> autotune --shapes-from -> rerun "exact"
@@ -37,7 +38,8 @@ for step in "$@"; do
       python3 python/gpu_tests/torch_op_check.py > "$OUT/python_torch_op_nvidia-${tag}.log" 2>&1
       summary+=("block rc=$?: $(grep -E 'block time|failures' "$OUT/python_torch_op_nvidia-${tag}.log" | tr '\n' ' ')") ;;
     overhead)
-      python3 python/bench/call_overhead.py > "$OUT/python_call_overhead_nvidia-${tag}.txt" 2>&1
+      python3 python/bench/call_overhead.py --c-floor carry/libc_call_floor.so \
+        > "$OUT/python_call_overhead_nvidia-${tag}.txt" 2>&1
       summary+=("overhead rc=$?: $(tail -4 "$OUT/python_call_overhead_nvidia-${tag}.txt" | tr '\n' ' ')") ;;
     networks)
       python3 python/bench/mm_vs_torch.py carry/network_shapes.txt \

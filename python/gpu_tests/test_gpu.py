@@ -77,9 +77,9 @@ class Gemm(unittest.TestCase):
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.manual_seed(30)
 
-    def check(self, a64, b64, c, alpha=1.0, beta=0.0, c64=None, **layouts):
+    def check(self, a64, b64, c, layouts, alpha=1.0, beta=0.0, c64=None):
         exact = alpha * (a64 @ b64) + (beta * c64 if beta else 0)
-        a, b = storage(a64.float(), layouts["a"]), storage(b64.float(), layouts["b"])
+        a, b = storage(a64.float(), layouts[0]), storage(b64.float(), layouts[1])
         with torch.cuda.stream(self.stream):  # the producer's current stream
             tuned.gemm(a, b, c, alpha=alpha, beta=beta)
         self.stream.synchronize()
@@ -99,7 +99,7 @@ class Gemm(unittest.TestCase):
                 for lb in ("row", "col", "pad", "strided"):
                     for lc in ("row", "col", "strided"):
                         with self.subTest(shape=(m, n, k), a=la, b=lb, c=lc):
-                            self.check(a64, b64, poisoned(m, n, lc), a=la, b=lb, c=lc)
+                            self.check(a64, b64, poisoned(m, n, lc), (la, lb, lc))
 
     def test_alpha_and_beta_read_c(self):
         m, n, k = 127, 1000, 7
@@ -108,8 +108,8 @@ class Gemm(unittest.TestCase):
         c64 = torch.rand((m, n), device="cuda", dtype=torch.float64)
         for lc in ("row", "col", "strided"):
             with self.subTest(c=lc):
-                self.check(a64, b64, storage(c64.float(), lc), alpha=-0.5, beta=2.0, c64=c64,
-                           a="row", b="col", c=lc)
+                self.check(a64, b64, storage(c64.float(), lc), ("row", "col", lc), alpha=-0.5,
+                           beta=2.0, c64=c64)
 
     def test_a_new_result_and_other_producers(self):
         a = torch.randn((127, 1000), device="cuda")
