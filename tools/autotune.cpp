@@ -143,6 +143,8 @@ int run(const AutotuneOptions& options) {
       return 2;
     }
   }
+  // An unwritable --json is said before the database is opened, not after the first problem.
+  if (!options.json_path.empty()) write_json(options.json_path, {}, device.name);
   const std::string db_path =
       options.db_path.empty() ? tuned::cache::default_database_path() : options.db_path;
   tuned::cache::Database db(db_path);
@@ -165,8 +167,6 @@ int run(const AutotuneOptions& options) {
       budget, options.strategy.c_str(), db_path.c_str());
   std::fflush(stdout);
 
-  // An unwritable --json is said before any tuning, not after the first problem.
-  if (!options.json_path.empty()) write_json(options.json_path, {}, device.name);
   tuned::KernelCache kernels;  // candidates are not stored; only each shape's best cubin is
   tuned::DeviceCheck check(kernels, device);
   const auto started = std::chrono::steady_clock::now();
