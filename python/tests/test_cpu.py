@@ -445,6 +445,29 @@ class TorchPaths(WithFakeTorch):
             with self.assertRaisesRegex(ValueError, "beta must be 0"):
                 tuned.gemm(FakeTensor((3, 4)), FakeTensor((4, 5)), beta=1.0)
 
+    @needs_native
+    def test_calls_with_c_run_from_the_extension_without_a_python_frame(self):
+        tuned._use_native(True)
+        a, b, c = FakeTensor((3, 4)), FakeTensor((4, 5)), FakeTensor((3, 5))
+        self.assertIsInstance(tuned.gemm, tuned._native.Gemm)
+        tuned.gemm(a, b, c)  # binds the fast path (through the Python frame, once)
+        with mock.patch.object(tuned, "_fast_gemm", side_effect=AssertionError("Python frame")):
+            self.assertIs(tuned.gemm(a, b, c, alpha=0.5, beta=2.0), c)
+            self.assertIs(tuned.gemm(a, b, c, beta=1), c)
+        self.assertEqual([call[5] for call in self.recorder.calls], [1.0, 0.5, 1.0])
+        self.assertEqual([call[10] for call in self.recorder.calls], [0.0, 2.0, 1.0])
+        self.recorder.status = 1
+        with self.assertRaises(tuned.Error) as raised:
+            tuned.gemm(a, b, c)
+        self.assertEqual(raised.exception.status, 1)
+        self.recorder.status = 0
+        with self.assertRaisesRegex(TypeError, "gamma"):
+            tuned.gemm(a, b, c, gamma=1.0)  # the Python function's own error
+        tuned._use_native(False)
+        with mock.patch.object(tuned, "_gemm", wraps=tuned._gemm) as python_path:
+            tuned.gemm(a, b, c)
+        self.assertTrue(python_path.called)
+
     def test_strided_operands_are_copied_and_a_strided_c_computed_in_a_copy(self):
         for native in (False, True):
             tuned._use_native(native)

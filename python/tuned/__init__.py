@@ -381,12 +381,14 @@ def _gemm_arguments(a, b, c):
             a.ld, c.pointer, c.ld)
 
 
-def gemm(a, b, c=None, *, alpha=1.0, beta=0.0):
+def _gemm_entry(a, b, c=None, *, alpha=1.0, beta=0.0):
     """c = alpha * a @ b + beta * c for 2-D float32 CUDA arrays; returns c. Without c, a new
     row-major array of a's library (torch or CuPy) is made (beta must then be 0); arrays of other
     producers (DLPack) need c. On a's producer's stream (DLPack: the legacy default stream)."""
     # The hot path: torch CUDA tensors through tuned._native; None from it hands the call (and
-    # every error message) to the Python path.
+    # every error message) to the Python path. (tuned.gemm is tuned._native.Gemm where the
+    # extension is built: its calls with c run the fast path without this frame, the others come
+    # here.)
     if c is None:
         c = _new_torch_result(a, b, beta)
         if c is None:
@@ -442,6 +444,8 @@ def _bind_native():
     fast = _native.FastPath(ctypes.cast(_tuned_gemm, ctypes.c_void_p).value, torch.Tensor,
                             torch.float32, raw_stream, current_device)
     _fast_gemm = fast.gemm
+    if gemm is not _gemm_entry:
+        gemm.set_fast(fast)
     return True
 
 
@@ -463,8 +467,11 @@ def _use_native(enabled=True):
     global _fast_gemm, _torch_module
     _torch_module = None
     _fast_gemm = _probe_gemm if enabled and _native is not None else _no_fast_gemm
+    if gemm is not _gemm_entry:
+        gemm.set_fast(None)  # bound again by _probe_gemm at the next torch tensor
 
 
+gemm = _gemm_entry if _native is None else _native.Gemm(_gemm_entry, _raise)
 _fast_gemm = _no_fast_gemm
 _use_native(os.environ.get("TUNED_NATIVE", "1") != "0")
 

@@ -164,24 +164,20 @@ static int gemm_arguments(FastPath* self, PyObject* a, PyObject* b, PyObject* c,
   return 1;
 }
 
-/* FastPath.gemm(a, b, c, alpha, beta): tuned_gemm's status (int), or None where the Python path
- * must handle the call. */
-static PyObject* FastPath_gemm(PyObject* op, PyObject* const* args, Py_ssize_t nargs) {
-  FastPath* self = (FastPath*)op;
+/* tuned_gemm's status computing c = alpha a @ b + beta c on the fast path, or -1 (no exception
+ * set) where the Python path must handle the call. */
+static int fast_gemm(FastPath* self, PyObject* a, PyObject* b, PyObject* c, PyObject* alpha_obj,
+                     PyObject* beta_obj) {
   GemmArguments g;
   long device, current;
   float alpha, beta;
   void* stream;
   int status;
   PyObject* value;
-  if (nargs != 5) {
-    PyErr_SetString(PyExc_TypeError, "gemm(a, b, c, alpha, beta) takes 5 arguments");
-    return NULL;
-  }
-  if (!gemm_arguments(self, args[0], args[1], args[2], &g, &device)) Py_RETURN_NONE;
-  alpha = (float)PyFloat_AsDouble(args[3]);
+  if (!gemm_arguments(self, a, b, c, &g, &device)) return -1;
+  alpha = alpha_obj == NULL ? 1.0f : (float)PyFloat_AsDouble(alpha_obj);
   if (alpha == -1.0f && PyErr_Occurred()) goto python_path;
-  beta = (float)PyFloat_AsDouble(args[4]);
+  beta = beta_obj == NULL ? 0.0f : (float)PyFloat_AsDouble(beta_obj);
   if (beta == -1.0f && PyErr_Occurred()) goto python_path;
 
   /* libtuned runs on the current device: a tensor elsewhere takes the Python path, which switches
@@ -193,7 +189,7 @@ static PyObject* FastPath_gemm(PyObject* op, PyObject* const* args, Py_ssize_t n
   if (PyErr_Occurred() || current != device) goto python_path;
   {
     PyObject* index = PyLong_FromLong(device);
-    if (index == NULL) return NULL;
+    if (index == NULL) goto python_path;
     value = PyObject_CallFunctionObjArgs(self->current_stream, index, NULL);
     Py_DECREF(index);
   }
@@ -207,11 +203,24 @@ static PyObject* FastPath_gemm(PyObject* op, PyObject* const* args, Py_ssize_t n
   status = self->gemm(g.op_a, g.op_b, g.m, g.n, g.k, &alpha, (const void*)g.A, g.lda,
                       (const void*)g.B, g.ldb, &beta, (void*)g.C, g.ldc, stream);
   Py_END_ALLOW_THREADS
-  return PyLong_FromLong(status);
+  return status;
 
 python_path:
   PyErr_Clear();
-  Py_RETURN_NONE;
+  return -1;
+}
+
+/* FastPath.gemm(a, b, c, alpha, beta): tuned_gemm's status (int), or None where the Python path
+ * must handle the call. */
+static PyObject* FastPath_gemm(PyObject* op, PyObject* const* args, Py_ssize_t nargs) {
+  int status;
+  if (nargs != 5) {
+    PyErr_SetString(PyExc_TypeError, "gemm(a, b, c, alpha, beta) takes 5 arguments");
+    return NULL;
+  }
+  status = fast_gemm((FastPath*)op, args[0], args[1], args[2], args[3], args[4]);
+  if (status < 0) Py_RETURN_NONE;
+  return PyLong_FromLong(status);
 }
 
 /* FastPath.gemm_arguments(a, b, c): (op_a, op_b, m, n, k, A, lda, B, ldb, C, ldc) as
@@ -327,6 +336,144 @@ static PyType_Spec FastPath_spec = {
     .slots = FastPath_slots,
 };
 
+/* tuned.gemm itself where the extension is built: a call with c given, on a bound FastPath,
+ * runs from here without a Python frame in between (the host time of a tiny product is what
+ * this saves); every other call, and every call the fast path declines, goes to the Python
+ * function it was made with, and a failed status to the Python function that raises
+ * tuned.Error. */
+typedef struct {
+  PyObject_HEAD
+  PyObject* fast;         /* a FastPath, or NULL: the Python function does everything */
+  PyObject* python;       /* gemm(a, b, c=None, *, alpha=1.0, beta=0.0) in Python */
+  PyObject* raise_status; /* raise_status(status) raises tuned.Error */
+} Gemm;
+
+static PyTypeObject* fast_path_type;
+
+/* alpha and beta of the keywords (borrowed; NULL where absent); 0 where kwargs holds others. */
+static int gemm_keywords(PyObject* kwargs, PyObject** alpha, PyObject** beta) {
+  Py_ssize_t found;
+  *alpha = *beta = NULL;
+  if (kwargs == NULL) return 1;
+  *alpha = PyDict_GetItemString(kwargs, "alpha");
+  *beta = PyDict_GetItemString(kwargs, "beta");
+  found = (*alpha != NULL) + (*beta != NULL);
+  return PyDict_Size(kwargs) == found;
+}
+
+static PyObject* Gemm_call(PyObject* op, PyObject* args, PyObject* kwargs) {
+  Gemm* self = (Gemm*)op;
+  PyObject *alpha, *beta, *c;
+  if (self->fast != NULL && PyTuple_Size(args) == 3 && gemm_keywords(kwargs, &alpha, &beta) &&
+      (c = PyTuple_GetItem(args, 2)) != Py_None) {
+    const int status = fast_gemm((FastPath*)self->fast, PyTuple_GetItem(args, 0),
+                                 PyTuple_GetItem(args, 1), c, alpha, beta);
+    if (status == 0) {
+      Py_INCREF(c);
+      return c;
+    }
+    if (status > 0) {
+      PyObject* result = PyObject_CallFunction(self->raise_status, "i", status);
+      if (result != NULL) {
+        Py_DECREF(result);
+        PyErr_Format(PyExc_RuntimeError, "tuned_gemm failed with status %d", status);
+      }
+      return NULL;
+    }
+  }
+  return PyObject_Call(self->python, args, kwargs);
+}
+
+/* Gemm.set_fast(fast_path or None). */
+static PyObject* Gemm_set_fast(PyObject* op, PyObject* fast) {
+  Gemm* self = (Gemm*)op;
+  if (fast != Py_None && !PyObject_TypeCheck(fast, fast_path_type)) {
+    PyErr_SetString(PyExc_TypeError, "set_fast takes a FastPath or None");
+    return NULL;
+  }
+  Py_CLEAR(self->fast);
+  if (fast != Py_None) {
+    Py_INCREF(fast);
+    self->fast = fast;
+  }
+  Py_RETURN_NONE;
+}
+
+static PyObject* Gemm_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  PyObject *python, *raise_status;
+  Gemm* self;
+  static char* keywords[] = {"python", "raise_status", NULL};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:Gemm", keywords, &python, &raise_status)) {
+    return NULL;
+  }
+  if (!PyCallable_Check(python) || !PyCallable_Check(raise_status)) {
+    PyErr_SetString(PyExc_TypeError, "python and raise_status must be callable");
+    return NULL;
+  }
+  self = (Gemm*)((allocfunc)PyType_GetSlot(type, Py_tp_alloc))(type, 0);
+  if (self == NULL) return NULL;
+  Py_INCREF(python);
+  self->python = python;
+  Py_INCREF(raise_status);
+  self->raise_status = raise_status;
+  self->fast = NULL;
+  return (PyObject*)self;
+}
+
+static int Gemm_traverse(PyObject* op, visitproc visit, void* arg) {
+  Gemm* self = (Gemm*)op;
+  Py_VISIT(Py_TYPE(op));
+  Py_VISIT(self->fast);
+  Py_VISIT(self->python);
+  Py_VISIT(self->raise_status);
+  return 0;
+}
+
+static int Gemm_clear(PyObject* op) {
+  Gemm* self = (Gemm*)op;
+  Py_CLEAR(self->fast);
+  Py_CLEAR(self->python);
+  Py_CLEAR(self->raise_status);
+  return 0;
+}
+
+static void Gemm_dealloc(PyObject* op) {
+  PyTypeObject* type = Py_TYPE(op);
+  PyObject_GC_UnTrack(op);
+  Gemm_clear(op);
+  ((freefunc)PyType_GetSlot(type, Py_tp_free))(op);
+  Py_DECREF(type);
+}
+
+static PyMethodDef Gemm_methods[] = {
+    {"set_fast", Gemm_set_fast, METH_O,
+     "set_fast(fast_path): calls with c given run through this FastPath (None: none do)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot Gemm_slots[] = {
+    {Py_tp_doc,
+     "gemm(a, b, c=None, *, alpha=1.0, beta=0.0)\n"
+     "c = alpha * a @ b + beta * c for 2-D float32 CUDA arrays; returns c. Without c, a new "
+     "row-major array of a's library (torch or CuPy) is made (beta must then be 0); arrays of "
+     "other producers (DLPack) need c. On a's producer's stream (DLPack: the legacy default "
+     "stream)."},
+    {Py_tp_new, Gemm_new},
+    {Py_tp_call, Gemm_call},
+    {Py_tp_dealloc, Gemm_dealloc},
+    {Py_tp_traverse, Gemm_traverse},
+    {Py_tp_clear, Gemm_clear},
+    {Py_tp_methods, Gemm_methods},
+    {0, NULL},
+};
+
+static PyType_Spec Gemm_spec = {
+    .name = "tuned._native.Gemm",
+    .basicsize = sizeof(Gemm),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .slots = Gemm_slots,
+};
+
 static struct PyModuleDef native_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_native",
@@ -347,6 +494,13 @@ PyMODINIT_FUNC PyInit__native(void) {
   if (module == NULL) return NULL;
   type = PyType_FromSpec(&FastPath_spec);
   if (type == NULL || PyModule_AddObject(module, "FastPath", type) < 0) {
+    Py_XDECREF(type);
+    Py_DECREF(module);
+    return NULL;
+  }
+  fast_path_type = (PyTypeObject*)type; /* the module holds it */
+  type = PyType_FromSpec(&Gemm_spec);
+  if (type == NULL || PyModule_AddObject(module, "Gemm", type) < 0) {
     Py_XDECREF(type);
     Py_DECREF(module);
     return NULL;
