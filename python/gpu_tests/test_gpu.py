@@ -332,5 +332,26 @@ class OfflineTuning(unittest.TestCase):
         tuned.set_database(None)
 
 
+class RecordingFromTheEnvironment(unittest.TestCase):
+    """TUNED_RECORD=FILE records a program's problems with no change to the program."""
+
+    @unittest.skipIf(_SKIP, _SKIP)
+    def test_a_fresh_process_records_its_calls_once(self):
+        import subprocess
+        record = os.path.join(tempfile.mkdtemp(prefix="tuned-record-"), "shapes.txt")
+        program = ("import sys, torch; sys.path.insert(0, %r); import tuned; "
+                   "a = torch.randn((333, 77), device='cuda'); "
+                   "[tuned.gemm(a, a.t()) for _ in range(3)]; tuned.transpose(a); "
+                   "torch.cuda.synchronize()" % os.path.join(os.path.dirname(__file__), ".."))
+        for _ in range(2):  # the second process adds nothing
+            subprocess.run([sys.executable, "-c", program], check=True,
+                           env=dict(os.environ, TUNED_RECORD=record))
+        with open(record) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(len(lines), 2, lines)
+        self.assertTrue(lines[0].startswith("gemm "), lines)
+        self.assertTrue(lines[1].startswith("transpose T "), lines)
+
+
 if __name__ == "__main__":
     unittest.main()
