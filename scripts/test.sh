@@ -20,6 +20,10 @@ TUNED_LIBRARY="$PWD/$python_library" build/python-env/bin/pip install --no-build
 (cd /tmp && "$OLDPWD/build/python-env/bin/python" -c \
   "import tuned; print('tuned', tuned.version, 'native', tuned._native is not None)")
 TUNED_TEST_INSTALLED=1 build/python-env/bin/python -m unittest discover -s python/tests -v
+# Its GPU tests report themselves skipped, with the reason, where torch or a GPU is missing.
+TUNED_TEST_INSTALLED=1 build/python-env/bin/python -m unittest discover -s python/gpu_tests -v 2>&1 |
+  grep -m1 -E "skipped '" || true
+TUNED_TEST_INSTALLED=1 build/python-env/bin/python -m unittest discover -s python/gpu_tests
 # The runtime's thread-safety test once more, built with ThreadSanitizer: a data race fails here.
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS=-fsanitize=thread \
   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -Wl,--as-needed" -DTUNED_BUILD_BENCH=OFF \

@@ -10,7 +10,8 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+if os.environ.get("TUNED_TEST_INSTALLED") != "1":  # else the installed package is tested
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import tuned  # noqa: E402
 
 try:
