@@ -203,8 +203,9 @@ def fake_torch_module():
     torch.current = 0
     pointers = itertools.count(1 << 30, 1 << 20)
 
-    def empty(shape, dtype, device):
-        return FakeTensor(shape, None, next(pointers), dtype, device.index)
+    def empty(shape, dtype, device):  # device: a FakeDevice or an index, as torch takes
+        index = device.index if isinstance(device, FakeDevice) else device
+        return FakeTensor(shape, None, next(pointers), dtype, index)
 
     @contextlib.contextmanager
     def device(place):
@@ -446,7 +447,7 @@ class TorchPaths(WithFakeTorch):
                 tuned.gemm(FakeTensor((3, 4)), FakeTensor((4, 5)), beta=1.0)
 
     @needs_native
-    def test_calls_with_c_run_from_the_extension_without_a_python_frame(self):
+    def test_calls_run_from_the_extension_without_a_python_frame(self):
         tuned._use_native(True)
         a, b, c = FakeTensor((3, 4)), FakeTensor((4, 5)), FakeTensor((3, 5))
         self.assertIsInstance(tuned.gemm, tuned._native.Gemm)
@@ -454,8 +455,13 @@ class TorchPaths(WithFakeTorch):
         with mock.patch.object(tuned, "_fast_gemm", side_effect=AssertionError("Python frame")):
             self.assertIs(tuned.gemm(a, b, c, alpha=0.5, beta=2.0), c)
             self.assertIs(tuned.gemm(a, b, c, beta=1), c)
-        self.assertEqual([call[5] for call in self.recorder.calls], [1.0, 0.5, 1.0])
-        self.assertEqual([call[10] for call in self.recorder.calls], [0.0, 2.0, 1.0])
+            made = tuned.gemm(a, b, alpha=3.0)  # a new c, made by the extension
+        self.assertEqual((made.shape, made.stride(), made.get_device()), ((3, 5), (5, 1), 0))
+        self.assertEqual([call[5] for call in self.recorder.calls], [1.0, 0.5, 1.0, 3.0])
+        self.assertEqual([call[10] for call in self.recorder.calls], [0.0, 2.0, 1.0, 0.0])
+        self.assertEqual(self.recorder.calls[-1][11:13], (made.data_ptr(), 5))
+        with self.assertRaisesRegex(ValueError, "beta must be 0"):
+            tuned.gemm(a, b, beta=1.0)  # declined by the extension: Python's error
         self.recorder.status = 1
         with self.assertRaises(tuned.Error) as raised:
             tuned.gemm(a, b, c)

@@ -387,8 +387,8 @@ def _gemm_entry(a, b, c=None, *, alpha=1.0, beta=0.0):
     producers (DLPack) need c. On a's producer's stream (DLPack: the legacy default stream)."""
     # The hot path: torch CUDA tensors through tuned._native; None from it hands the call (and
     # every error message) to the Python path. (tuned.gemm is tuned._native.Gemm where the
-    # extension is built: its calls with c run the fast path without this frame, the others come
-    # here.)
+    # extension is built: its calls run the fast path without this frame, with a new c made
+    # there; those it declines come here.)
     if c is None:
         c = _new_torch_result(a, b, beta)
         if c is None:
@@ -442,7 +442,7 @@ def _bind_native():
         _fast_gemm = _no_fast_gemm
         return False
     fast = _native.FastPath(ctypes.cast(_tuned_gemm, ctypes.c_void_p).value, torch.Tensor,
-                            torch.float32, raw_stream, current_device)
+                            torch.float32, raw_stream, current_device, torch.empty)
     _fast_gemm = fast.gemm
     if gemm is not _gemm_entry:
         gemm.set_fast(fast)

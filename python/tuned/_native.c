@@ -39,6 +39,7 @@ typedef struct {
   PyObject* float32;
   PyObject* current_stream; /* device index -> raw stream (int) */
   PyObject* current_device; /* () -> device index */
+  PyObject* empty;          /* torch.empty, or NULL: a new result is made in Python */
 } FastPath;
 
 /* A matrix as libtuned sees it (tuned._Matrix): column-major, or row-major (transposed). */
@@ -129,6 +130,36 @@ typedef struct {
   uintptr_t A, B, C;
 } GemmArguments;
 
+/* The arguments of c = a @ b (tuned._gemm_arguments); 0 where the shapes do not match or the
+ * matrices are on different devices (the Python path words the error). */
+static int map_gemm(const Matrix* ma, const Matrix* mb, const Matrix* mc, GemmArguments* g) {
+  if (ma->cols != mb->rows || mc->rows != ma->rows || mc->cols != mb->cols) return 0;
+  if (ma->device != mb->device || ma->device != mc->device) return 0;
+  g->k = (int)ma->cols;
+  g->ldc = (int)mc->ld;
+  g->C = mc->pointer;
+  if (!mc->transposed) { /* C column-major: C = op(A) op(B) */
+    g->op_a = ma->transposed;
+    g->op_b = mb->transposed;
+    g->m = (int)ma->rows;
+    g->n = (int)mb->cols;
+    g->A = ma->pointer;
+    g->lda = (int)ma->ld;
+    g->B = mb->pointer;
+    g->ldb = (int)mb->ld;
+  } else { /* C row-major: C^T (n x m, column-major) = B^T A^T */
+    g->op_a = !mb->transposed;
+    g->op_b = !ma->transposed;
+    g->m = (int)mb->cols;
+    g->n = (int)ma->rows;
+    g->A = mb->pointer;
+    g->lda = (int)mb->ld;
+    g->B = ma->pointer;
+    g->ldb = (int)ma->ld;
+  }
+  return 1;
+}
+
 /* 1: a, b and c are fast-path matrices with a defined product; 0: not (the Python path). */
 static int gemm_arguments(FastPath* self, PyObject* a, PyObject* b, PyObject* c,
                           GemmArguments* g, long* device) {
@@ -136,45 +167,59 @@ static int gemm_arguments(FastPath* self, PyObject* a, PyObject* b, PyObject* c,
   if (!read_matrix(self, a, &ma) || !read_matrix(self, b, &mb) || !read_matrix(self, c, &mc)) {
     return 0;
   }
-  if (ma.cols != mb.rows || mc.rows != ma.rows || mc.cols != mb.cols) return 0;
-  if (ma.device != mb.device || ma.device != mc.device) return 0;
   *device = ma.device;
-  g->k = (int)ma.cols;
-  g->ldc = (int)mc.ld;
-  g->C = mc.pointer;
-  if (!mc.transposed) { /* C column-major: C = op(A) op(B) */
-    g->op_a = ma.transposed;
-    g->op_b = mb.transposed;
-    g->m = (int)ma.rows;
-    g->n = (int)mb.cols;
-    g->A = ma.pointer;
-    g->lda = (int)ma.ld;
-    g->B = mb.pointer;
-    g->ldb = (int)mb.ld;
-  } else { /* C row-major: C^T (n x m, column-major) = B^T A^T */
-    g->op_a = !mb.transposed;
-    g->op_b = !ma.transposed;
-    g->m = (int)mb.cols;
-    g->n = (int)ma.rows;
-    g->A = mb.pointer;
-    g->lda = (int)mb.ld;
-    g->B = ma.pointer;
-    g->ldb = (int)ma.ld;
-  }
-  return 1;
+  return map_gemm(&ma, &mb, &mc, g);
 }
 
-/* tuned_gemm's status computing c = alpha a @ b + beta c on the fast path, or -1 (no exception
- * set) where the Python path must handle the call. */
-static int fast_gemm(FastPath* self, PyObject* a, PyObject* b, PyObject* c, PyObject* alpha_obj,
+/* c for a @ b made here (torch.empty, row-major, on a's device) where a and b are fast-path
+ * matrices with a defined product and neither size is 0; NULL (no exception set) otherwise. */
+static PyObject* new_result(FastPath* self, PyObject* a, PyObject* b, GemmArguments* g,
+                            long* device) {
+  Matrix ma, mb, mc;
+  PyObject *shape = NULL, *kwargs = NULL, *args = NULL, *c = NULL, *pointer = NULL;
+  if (self->empty == NULL || !read_matrix(self, a, &ma) || !read_matrix(self, b, &mb) ||
+      ma.cols != mb.rows || ma.device != mb.device || ma.rows == 0 || mb.cols == 0) {
+    return NULL;
+  }
+  shape = Py_BuildValue("(LL)", ma.rows, mb.cols);
+  kwargs = Py_BuildValue("{sOsl}", "dtype", self->float32, "device", ma.device);
+  args = shape == NULL ? NULL : PyTuple_Pack(1, shape);
+  if (args != NULL && kwargs != NULL) c = PyObject_Call(self->empty, args, kwargs);
+  if (c != NULL) pointer = PyObject_CallMethodObjArgs(c, name_data_ptr, NULL);
+  Py_XDECREF(shape);
+  Py_XDECREF(kwargs);
+  Py_XDECREF(args);
+  if (pointer == NULL) goto fail;
+  /* Row-major and contiguous, as made: no need to read it back. */
+  mc.rows = ma.rows;
+  mc.cols = mb.cols;
+  mc.ld = mb.cols;
+  mc.transposed = 1;
+  mc.device = ma.device;
+  mc.pointer = (uintptr_t)PyLong_AsUnsignedLongLong(pointer);
+  Py_DECREF(pointer);
+  if (PyErr_Occurred()) goto fail;
+  *device = ma.device;
+  if (!map_gemm(&ma, &mb, &mc, g)) goto fail;
+  return c;
+
+fail:
+  Py_XDECREF(c);
+  PyErr_Clear();
+  return NULL;
+}
+
+/* tuned_gemm's status for the mapped call on the current stream of the tensors' device, or -1
+ * (no exception set) where the Python path must handle the call (another device is current, an
+ * alpha or beta that is no number). */
+static int call_gemm(FastPath* self, const GemmArguments* gp, long device, PyObject* alpha_obj,
                      PyObject* beta_obj) {
-  GemmArguments g;
-  long device, current;
+  const GemmArguments g = *gp;
+  long current;
   float alpha, beta;
   void* stream;
   int status;
   PyObject* value;
-  if (!gemm_arguments(self, a, b, c, &g, &device)) return -1;
   alpha = alpha_obj == NULL ? 1.0f : (float)PyFloat_AsDouble(alpha_obj);
   if (alpha == -1.0f && PyErr_Occurred()) goto python_path;
   beta = beta_obj == NULL ? 0.0f : (float)PyFloat_AsDouble(beta_obj);
@@ -210,6 +255,14 @@ python_path:
   return -1;
 }
 
+static int fast_gemm(FastPath* self, PyObject* a, PyObject* b, PyObject* c, PyObject* alpha_obj,
+                     PyObject* beta_obj) {
+  GemmArguments g;
+  long device;
+  if (!gemm_arguments(self, a, b, c, &g, &device)) return -1;
+  return call_gemm(self, &g, device, alpha_obj, beta_obj);
+}
+
 /* FastPath.gemm(a, b, c, alpha, beta): tuned_gemm's status (int), or None where the Python path
  * must handle the call. */
 static PyObject* FastPath_gemm(PyObject* op, PyObject* const* args, Py_ssize_t nargs) {
@@ -239,14 +292,19 @@ static PyObject* FastPath_gemm_arguments(PyObject* op, PyObject* const* args, Py
 }
 
 static PyObject* FastPath_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
-  PyObject *address, *tensor_type, *float32, *current_stream, *current_device;
+  PyObject *address, *tensor_type, *float32, *current_stream, *current_device, *empty = Py_None;
   void* gemm;
   FastPath* self;
   allocfunc alloc;
   static char* keywords[] = {"gemm_address", "tensor_type", "float32", "current_stream",
-                             "current_device", NULL};
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOO:FastPath", keywords, &address,
-                                   &tensor_type, &float32, &current_stream, &current_device)) {
+                             "current_device", "empty", NULL};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOO|O:FastPath", keywords, &address,
+                                   &tensor_type, &float32, &current_stream, &current_device,
+                                   &empty)) {
+    return NULL;
+  }
+  if (empty != Py_None && !PyCallable_Check(empty)) {
+    PyErr_SetString(PyExc_TypeError, "empty must be callable (torch.empty) or None");
     return NULL;
   }
   gemm = PyLong_AsVoidPtr(address);
@@ -276,6 +334,12 @@ static PyObject* FastPath_new(PyTypeObject* type, PyObject* args, PyObject* kwar
   self->current_stream = current_stream;
   Py_INCREF(current_device);
   self->current_device = current_device;
+  if (empty != Py_None) {
+    Py_INCREF(empty);
+    self->empty = empty;
+  } else {
+    self->empty = NULL;
+  }
   return (PyObject*)self;
 }
 
@@ -286,6 +350,7 @@ static int FastPath_traverse(PyObject* op, visitproc visit, void* arg) {
   Py_VISIT(self->float32);
   Py_VISIT(self->current_stream);
   Py_VISIT(self->current_device);
+  Py_VISIT(self->empty);
   return 0;
 }
 
@@ -295,6 +360,7 @@ static int FastPath_clear(PyObject* op) {
   Py_CLEAR(self->float32);
   Py_CLEAR(self->current_stream);
   Py_CLEAR(self->current_device);
+  Py_CLEAR(self->empty);
   return 0;
 }
 
@@ -319,8 +385,9 @@ static PyMethodDef FastPath_methods[] = {
 
 static PyType_Slot FastPath_slots[] = {
     {Py_tp_doc,
-     "FastPath(gemm_address, tensor_type, float32, current_stream, current_device): "
-     "tuned.gemm's fast path for CUDA float32 tensors of tensor_type."},
+     "FastPath(gemm_address, tensor_type, float32, current_stream, current_device, empty=None): "
+     "tuned.gemm's fast path for CUDA float32 tensors of tensor_type (empty: torch.empty, to "
+     "make a new result)."},
     {Py_tp_new, FastPath_new},
     {Py_tp_dealloc, FastPath_dealloc},
     {Py_tp_traverse, FastPath_traverse},
@@ -361,24 +428,51 @@ static int gemm_keywords(PyObject* kwargs, PyObject** alpha, PyObject** beta) {
   return PyDict_Size(kwargs) == found;
 }
 
+/* NULL, with tuned.Error raised for a failed status. */
+static PyObject* raise_status(Gemm* self, int status) {
+  PyObject* result = PyObject_CallFunction(self->raise_status, "i", status);
+  if (result != NULL) {
+    Py_DECREF(result);
+    PyErr_Format(PyExc_RuntimeError, "tuned_gemm failed with status %d", status);
+  }
+  return NULL;
+}
+
+static int is_zero(PyObject* number) {
+  const double value = PyFloat_AsDouble(number);
+  if (value == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return 0;
+  }
+  return value == 0.0;
+}
+
 static PyObject* Gemm_call(PyObject* op, PyObject* args, PyObject* kwargs) {
   Gemm* self = (Gemm*)op;
-  PyObject *alpha, *beta, *c;
-  if (self->fast != NULL && PyTuple_Size(args) == 3 && gemm_keywords(kwargs, &alpha, &beta) &&
-      (c = PyTuple_GetItem(args, 2)) != Py_None) {
-    const int status = fast_gemm((FastPath*)self->fast, PyTuple_GetItem(args, 0),
-                                 PyTuple_GetItem(args, 1), c, alpha, beta);
-    if (status == 0) {
-      Py_INCREF(c);
-      return c;
-    }
-    if (status > 0) {
-      PyObject* result = PyObject_CallFunction(self->raise_status, "i", status);
-      if (result != NULL) {
-        Py_DECREF(result);
-        PyErr_Format(PyExc_RuntimeError, "tuned_gemm failed with status %d", status);
+  const Py_ssize_t nargs = PyTuple_Size(args);
+  PyObject *alpha, *beta, *c = Py_None;
+  if (self->fast != NULL && (nargs == 2 || nargs == 3) && gemm_keywords(kwargs, &alpha, &beta)) {
+    FastPath* fast = (FastPath*)self->fast;
+    PyObject *a = PyTuple_GetItem(args, 0), *b = PyTuple_GetItem(args, 1);
+    int status;
+    if (nargs == 3) c = PyTuple_GetItem(args, 2);
+    if (c != Py_None) {
+      status = fast_gemm(fast, a, b, c, alpha, beta);
+      if (status == 0) {
+        Py_INCREF(c);
+        return c;
       }
-      return NULL;
+      if (status > 0) return raise_status(self, status);
+    } else if (beta == NULL || is_zero(beta)) { /* a new c (beta != 0: Python's error) */
+      GemmArguments g;
+      long device;
+      PyObject* made = new_result(fast, a, b, &g, &device);
+      if (made != NULL) {
+        status = call_gemm(fast, &g, device, alpha, NULL);
+        if (status == 0) return made;
+        Py_DECREF(made);
+        if (status > 0) return raise_status(self, status);
+      }
     }
   }
   return PyObject_Call(self->python, args, kwargs);
