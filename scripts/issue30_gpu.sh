@@ -5,6 +5,8 @@
 # carry/libc_call_floor.so (python/bench/c_call_floor.c) and python/tuned/_native.abi3.so
 # (the package's extension, stable ABI). Each argument one step;
 # logs under $OUT; a short table last.
+#   reader     tuned.build_torch_reader(): the torch reader compiled against this torch (the
+#              steps after it use it)
 #   tests      python/gpu_tests (unittest): every call against FP64, strides, producers, the torch
 #              op eager / compiled / captured, record -> autotune --shapes-from -> rerun "exact"
 #   block      python/gpu_tests/torch_op_check.py: a transformer block through the torch op,
@@ -20,7 +22,7 @@ mkdir -p "$work"
 carry/zstd -q -d --long=30 -f carry/libtuned.so.zst -o "$work/libtuned.so"
 carry/zstd -q -d --long=30 -f carry/autotune.zst -o "$work/autotune" && chmod +x "$work/autotune"
 export TUNED_LIBRARY="$work/libtuned.so" TUNED_AUTOTUNE="$work/autotune" \
-  TUNED_DB="$work/tuned.db" PYTHONPATH="$PWD/python"
+  TUNED_DB="$work/tuned.db" PYTHONPATH="$PWD/python" TORCH_EXTENSIONS_DIR="$work/torch-extensions"
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 tag=$(echo "$gpu" | tr 'A-Z' 'a-z' | grep -oE 'h100|h200' | head -1)
 echo "device: $gpu" | tee "$OUT/device.txt"
@@ -31,6 +33,10 @@ summary=()
 for step in "$@"; do
   start=$(date +%s)
   case "$step" in
+    reader)
+      python3 -c "import tuned; tuned.build_torch_reader(verbose=False); \
+print('torch reader:', tuned._torch_reader() is not None)" > "$OUT/torch_reader_${tag}.log" 2>&1
+      summary+=("reader rc=$?: $(tail -1 "$OUT/torch_reader_${tag}.log")") ;;
     tests)
       python3 -m unittest discover -s python/gpu_tests -v > "$OUT/python_gpu_tests_${tag}.log" 2>&1
       summary+=("tests rc=$?: $(tail -3 "$OUT/python_gpu_tests_${tag}.log" | tr '\n' ' ')") ;;

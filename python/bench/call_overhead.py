@@ -119,7 +119,8 @@ def main():
 
     print(f"host time per call, median of {args.rounds} rounds x {args.bursts} bursts of {BURST} "
           f"calls, GPU drained before each burst ({torch.cuda.get_device_name()}, torch "
-          f"{torch.__version__})")
+          f"{torch.__version__}); the native path reads tensors through torch's "
+          f"{'C++ API (torch reader)' if tuned._torch_reader() else 'Python API'}")
     for name, us in results.items():
         print(f"{name:45s} {us:7.2f} us per call")
     for floor_name in ("tuned_gemm from C (this process)",

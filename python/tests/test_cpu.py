@@ -286,6 +286,46 @@ def stride_patterns(rows, cols):
                    (1, 0), (7, 1), (1, 7), (cols, 5), (1, 1)})
 
 
+_LL = ctypes.POINTER(ctypes.c_longlong)
+
+
+class FakeTorchReader:
+    """A torch reader (tuned/torch_reader.h) made with ctypes: it reads FakeTensors, says device
+    0 is current and that its stream is 0x777, and makes no new results; its capsule is what
+    build_torch_reader()'s module hands over."""
+
+    READ = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.py_object, _LL, _LL, _LL, _LL,
+                            ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_long))
+    DEVICE = ctypes.CFUNCTYPE(ctypes.c_long)
+    STREAM = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_long)
+    EMPTY = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_longlong, ctypes.c_longlong,
+                             ctypes.c_long)
+
+    class Table(ctypes.Structure):
+        _fields_ = [("read", ctypes.c_void_p), ("current_device", ctypes.c_void_p),
+                    ("current_stream", ctypes.c_void_p), ("empty", ctypes.c_void_p)]
+
+    def __init__(self):
+        self.reads = 0
+        self.functions = [self.READ(self._read), self.DEVICE(lambda: 0),
+                          self.STREAM(lambda device: 0x777), self.EMPTY(lambda r, c, d: None)]
+        self.table = self.Table(*(ctypes.cast(f, ctypes.c_void_p) for f in self.functions))
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p,
+                                                       ctypes.c_void_p]
+        self.capsule = new(ctypes.addressof(self.table), b"tuned.torch_reader", None)
+
+    def _read(self, obj, rows, cols, s_row, s_col, pointer, device):
+        self.reads += 1
+        if not isinstance(obj, FakeTensor) or obj.dtype is not FLOAT32 or not obj.is_cuda \
+                or len(obj.shape) != 2:
+            return 0
+        rows[0], cols[0] = obj.shape
+        s_row[0], s_col[0] = obj.stride()
+        pointer[0], device[0] = obj.data_ptr(), obj.get_device()
+        return 1
+
+
 @needs_native
 class NativeMapping(WithFakeTorch):
     """tuned._native's reading and mapping against the Python path's, on fake tensors."""
@@ -310,6 +350,26 @@ class NativeMapping(WithFakeTorch):
                 refused += expected is None
         self.assertGreater(refused, 0)
         self.assertGreater(compared - refused, 1000)
+
+    def test_a_torch_reader_replaces_the_python_reads(self):
+        reader = FakeTorchReader()
+        fast = tuned._native.FastPath(self.recorder.address, FakeTensor, FLOAT32,
+                                      lambda index: 0x100, lambda: 0, None, reader.capsule)
+        pa, pb, pc = 0x7F00_0000_0010, 0x7F00_1000_0020, 0x10_0000
+        for sa, sb, sc in itertools.product(stride_patterns(3, 4), stride_patterns(4, 5),
+                                            stride_patterns(3, 5)):
+            a, b, c = FakeTensor((3, 4), sa, pa), FakeTensor((4, 5), sb, pb), \
+                FakeTensor((3, 5), sc, pc)
+            self.assertEqual(fast.gemm_arguments(a, b, c), python_mapping(a, b, c), (sa, sb, sc))
+        self.assertGreater(reader.reads, 1000)
+        a, b, c = FakeTensor((3, 4)), FakeTensor((4, 5)), FakeTensor((3, 5))
+        self.assertEqual(fast.gemm(a, b, c, 1.0, 0.0), 0)
+        self.assertEqual(self.recorder.calls[-1][13], 0x777)  # the reader's stream
+        self.assertIsNone(fast.gemm(a, b, FakeTensor((3, 5), dtype=FLOAT64), 1.0, 0.0))
+        with self.assertRaises(ValueError):  # another capsule is refused by name
+            tuned._native.FastPath(self.recorder.address, FakeTensor, FLOAT32, lambda i: 0,
+                                   lambda: 0, None, ctypes.pythonapi.PyCapsule_New(
+                                       ctypes.addressof(reader.table), b"other", None))
 
     def test_anything_unusual_is_left_to_python(self):
         fast = self.fast_path()

@@ -20,6 +20,8 @@
 #include <limits.h>
 #include <stdint.h>
 
+#include "torch_reader.h"
+
 /* tuned_gemm of include/tuned/tuned.h (its enums are ints; cudaStream_t is a pointer). */
 typedef int (*GemmFunction)(int op_a, int op_b, int m, int n, int k, const float* alpha,
                             const void* A, int lda, const void* B, int ldb, const float* beta,
@@ -40,6 +42,10 @@ typedef struct {
   PyObject* current_stream; /* device index -> raw stream (int) */
   PyObject* current_device; /* () -> device index */
   PyObject* empty;          /* torch.empty, or NULL: a new result is made in Python */
+  /* torch's C++ API where the torch reader is built (torch_reader.h), else NULL: the Python API
+   * above is used. */
+  const TunedTorchReader* reader;
+  PyObject* reader_capsule; /* keeps the reader's module alive */
 } FastPath;
 
 /* A matrix as libtuned sees it (tuned._Matrix): column-major, or row-major (transposed). */
@@ -69,12 +75,34 @@ static long long max3(long long a, long long b, long long c) {
   return m > c ? m : c;
 }
 
+/* m's storage from its sizes and strides (elements), as tuned._Matrix._layout: a unit stride
+ * along one dimension; a dimension of size 1 takes any stride; column-major first. 0 where
+ * neither order applies or a size is out of libtuned's range. */
+static int layout(long long s_row, long long s_col, Matrix* m) {
+  const long long rows = m->rows, cols = m->cols;
+  if ((s_row == 1 || rows == 1) && (s_col >= (rows > 1 ? rows : 1) || cols == 1)) {
+    m->transposed = 0;
+    m->ld = max3(s_col, rows, 1);
+  } else if ((s_col == 1 || cols == 1) && (s_row >= (cols > 1 ? cols : 1) || rows == 1)) {
+    m->transposed = 1;
+    m->ld = max3(s_row, cols, 1);
+  } else {
+    return 0;
+  }
+  return rows >= 0 && cols >= 0 && rows <= INT_MAX && cols <= INT_MAX && m->ld <= INT_MAX;
+}
+
 /* 1: obj is a CUDA float32 2-D tensor with a unit stride along one dimension, read into m;
  * 0: anything else (the Python path decides). Exceptions raised by the reads are cleared. */
 static int read_matrix(FastPath* self, PyObject* obj, Matrix* m) {
   PyObject *value = NULL, *shape = NULL, *strides = NULL;
   long long s_row, s_col;
   int ok = 0;
+  if (self->reader != NULL) {
+    return self->reader->read(obj, &m->rows, &m->cols, &s_row, &s_col, &m->pointer,
+                              &m->device) &&
+           layout(s_row, s_col, m);
+  }
   if (!PyObject_TypeCheck(obj, (PyTypeObject*)self->tensor_type)) return 0;
 
   /* Not is_cuda: get_device() below is -1 for a CPU tensor, and every read costs (torch's
@@ -87,23 +115,7 @@ static int read_matrix(FastPath* self, PyObject* obj, Matrix* m) {
   shape = PyObject_GetAttr(obj, name_shape); /* torch.Size is a tuple */
   if (!read_pair(shape, &m->rows, &m->cols)) goto done;
   strides = PyObject_CallMethodObjArgs(obj, name_stride, NULL);
-  if (!read_pair(strides, &s_row, &s_col)) goto done;
-
-  /* tuned._Matrix._layout: a unit stride along one dimension; a dimension of size 1 takes any
-   * stride. Column-major first, as there. */
-  {
-    const long long rows = m->rows, cols = m->cols;
-    if ((s_row == 1 || rows == 1) && (s_col >= (rows > 1 ? rows : 1) || cols == 1)) {
-      m->transposed = 0;
-      m->ld = max3(s_col, rows, 1);
-    } else if ((s_col == 1 || cols == 1) && (s_row >= (cols > 1 ? cols : 1) || rows == 1)) {
-      m->transposed = 1;
-      m->ld = max3(s_row, cols, 1);
-    } else {
-      goto done;
-    }
-    if (rows < 0 || cols < 0 || rows > INT_MAX || cols > INT_MAX || m->ld > INT_MAX) goto done;
-  }
+  if (!read_pair(strides, &s_row, &s_col) || !layout(s_row, s_col, m)) goto done;
 
   value = PyObject_CallMethodObjArgs(obj, name_data_ptr, NULL);
   if (value == NULL) goto done;
@@ -177,9 +189,16 @@ static PyObject* new_result(FastPath* self, PyObject* a, PyObject* b, GemmArgume
                             long* device) {
   Matrix ma, mb, mc;
   PyObject *shape = NULL, *kwargs = NULL, *args = NULL, *c = NULL, *pointer = NULL;
-  if (self->empty == NULL || !read_matrix(self, a, &ma) || !read_matrix(self, b, &mb) ||
-      ma.cols != mb.rows || ma.device != mb.device || ma.rows == 0 || mb.cols == 0) {
+  if ((self->empty == NULL && self->reader == NULL) || !read_matrix(self, a, &ma) ||
+      !read_matrix(self, b, &mb) || ma.cols != mb.rows || ma.device != mb.device ||
+      ma.rows == 0 || mb.cols == 0) {
     return NULL;
+  }
+  if (self->reader != NULL) {
+    c = self->reader->empty(ma.rows, mb.cols, ma.device);
+    if (c == NULL || !read_matrix(self, c, &mc) || !map_gemm(&ma, &mb, &mc, g)) goto fail;
+    *device = ma.device;
+    return c;
   }
   shape = Py_BuildValue("(LL)", ma.rows, mb.cols);
   kwargs = Py_BuildValue("{sOsl}", "dtype", self->float32, "device", ma.device);
@@ -227,6 +246,11 @@ static int call_gemm(FastPath* self, const GemmArguments* gp, long device, PyObj
 
   /* libtuned runs on the current device: a tensor elsewhere takes the Python path, which switches
    * devices for the call. */
+  if (self->reader != NULL) {
+    if (self->reader->current_device() != device) return -1;
+    stream = self->reader->current_stream(device);
+    goto call;
+  }
   value = PyObject_CallNoArgs(self->current_device);
   if (value == NULL) goto python_path;
   current = PyLong_AsLong(value);
@@ -243,6 +267,7 @@ static int call_gemm(FastPath* self, const GemmArguments* gp, long device, PyObj
   Py_DECREF(value);
   if (PyErr_Occurred()) goto python_path;
 
+call:
   /* ctypes releases the GIL around a foreign call too: a first-use tuning may take a while. */
   Py_BEGIN_ALLOW_THREADS
   status = self->gemm(g.op_a, g.op_b, g.m, g.n, g.k, &alpha, (const void*)g.A, g.lda,
@@ -292,16 +317,22 @@ static PyObject* FastPath_gemm_arguments(PyObject* op, PyObject* const* args, Py
 }
 
 static PyObject* FastPath_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
-  PyObject *address, *tensor_type, *float32, *current_stream, *current_device, *empty = Py_None;
+  PyObject *address, *tensor_type, *float32, *current_stream, *current_device, *empty = Py_None,
+           *reader = Py_None;
+  const TunedTorchReader* table = NULL;
   void* gemm;
   FastPath* self;
   allocfunc alloc;
   static char* keywords[] = {"gemm_address", "tensor_type", "float32", "current_stream",
-                             "current_device", "empty", NULL};
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOO|O:FastPath", keywords, &address,
+                             "current_device", "empty", "reader", NULL};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOO|OO:FastPath", keywords, &address,
                                    &tensor_type, &float32, &current_stream, &current_device,
-                                   &empty)) {
+                                   &empty, &reader)) {
     return NULL;
+  }
+  if (reader != Py_None) {
+    table = (const TunedTorchReader*)PyCapsule_GetPointer(reader, TUNED_TORCH_READER);
+    if (table == NULL) return NULL; /* not the torch reader's capsule: its error */
   }
   if (empty != Py_None && !PyCallable_Check(empty)) {
     PyErr_SetString(PyExc_TypeError, "empty must be callable (torch.empty) or None");
@@ -340,6 +371,13 @@ static PyObject* FastPath_new(PyTypeObject* type, PyObject* args, PyObject* kwar
   } else {
     self->empty = NULL;
   }
+  self->reader = table;
+  if (reader != Py_None) {
+    Py_INCREF(reader);
+    self->reader_capsule = reader;
+  } else {
+    self->reader_capsule = NULL;
+  }
   return (PyObject*)self;
 }
 
@@ -351,6 +389,7 @@ static int FastPath_traverse(PyObject* op, visitproc visit, void* arg) {
   Py_VISIT(self->current_stream);
   Py_VISIT(self->current_device);
   Py_VISIT(self->empty);
+  Py_VISIT(self->reader_capsule);
   return 0;
 }
 
@@ -361,6 +400,8 @@ static int FastPath_clear(PyObject* op) {
   Py_CLEAR(self->current_stream);
   Py_CLEAR(self->current_device);
   Py_CLEAR(self->empty);
+  self->reader = NULL;
+  Py_CLEAR(self->reader_capsule);
   return 0;
 }
 
@@ -385,9 +426,10 @@ static PyMethodDef FastPath_methods[] = {
 
 static PyType_Slot FastPath_slots[] = {
     {Py_tp_doc,
-     "FastPath(gemm_address, tensor_type, float32, current_stream, current_device, empty=None): "
-     "tuned.gemm's fast path for CUDA float32 tensors of tensor_type (empty: torch.empty, to "
-     "make a new result)."},
+     "FastPath(gemm_address, tensor_type, float32, current_stream, current_device, empty=None, "
+     "reader=None): tuned.gemm's fast path for CUDA float32 tensors of tensor_type (empty: "
+     "torch.empty, to make a new result; reader: the torch reader's capsule, which replaces "
+     "the Python reads)."},
     {Py_tp_new, FastPath_new},
     {Py_tp_dealloc, FastPath_dealloc},
     {Py_tp_traverse, FastPath_traverse},
