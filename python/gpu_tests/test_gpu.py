@@ -146,6 +146,51 @@ class Gemm(unittest.TestCase):
             tuned.gemm(a, a, torch.empty((8, 7), device="cuda"))
 
 
+def _module(name):
+    try:
+        return __import__(name)
+    except ImportError:
+        return None
+
+
+@unittest.skipIf(_SKIP, _SKIP)
+class OtherProducers(unittest.TestCase):
+    """CuPy arrays (__cuda_array_interface__, results made as CuPy arrays) and JAX arrays
+    (DLPack), where those libraries are installed."""
+
+    def test_cupy_arrays_in_and_out(self):
+        cupy = _module("cupy")
+        if cupy is None:
+            self.skipTest("CuPy is not installed")
+        a = cupy.random.rand(127, 1000, dtype=cupy.float64)
+        b = cupy.asfortranarray(cupy.random.rand(1000, 33, dtype=cupy.float64))
+        c = tuned.gemm(a.astype(cupy.float32), b.astype(cupy.float32))
+        self.assertIsInstance(c, cupy.ndarray)
+        cupy.cuda.Stream.null.synchronize()
+        exact = a @ b
+        self.assertLess(float(cupy.linalg.norm(c - exact) / cupy.linalg.norm(exact)), 1e-6)
+        t = tuned.transpose(a.astype(cupy.float32))
+        cupy.cuda.Stream.null.synchronize()
+        self.assertTrue(bool((t == a.astype(cupy.float32).T).all()))
+
+    def test_jax_arrays_in_through_dlpack(self):
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # share the GPU
+        jax = _module("jax")
+        if jax is None or not any(d.platform == "gpu" for d in jax.devices()):
+            self.skipTest("JAX with a GPU is not installed")
+        import jax.numpy as jnp
+        a = jnp.asarray(torch.randn((509, 127)).numpy())
+        b = jnp.asarray(torch.randn((127, 77)).numpy()).T.T  # a JAX array on the GPU
+        c = torch.full((509, 77), float("nan"), device="cuda")
+        tuned.gemm(a, b, c)  # inputs read through DLPack, on the legacy default stream
+        torch.cuda.synchronize()
+        exact = torch.tensor(jax.device_get(a)).double() @ \
+            torch.tensor(jax.device_get(b)).double()
+        self.assertLess(normwise_error(c.cpu(), exact), 1e-6)
+        with self.assertRaisesRegex(TypeError, "pass c"):
+            tuned.gemm(a, b)  # JAX arrays are immutable: no result is made for them
+
+
 @unittest.skipIf(_SKIP, _SKIP)
 class Transpose(unittest.TestCase):
     def test_odd_shapes_both_storage_orders_exactly(self):
