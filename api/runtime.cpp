@@ -134,14 +134,14 @@ std::string describe_problem(const OpRegistration& op, const ProblemId& p) {
   return text + " align " + std::to_string(p.alignment);
 }
 
-}  // namespace
-
 // Nothing at path (a symlink loop or a folder that cannot be searched is something: the database
 // says what is wrong with it).
 bool missing(const std::string& path) {
   std::error_code ec;
   return std::filesystem::status(path, ec).type() == std::filesystem::file_type::not_found;
 }
+
+}  // namespace
 
 // The user's database. Lookups open it for reading (no byte of it changes and no file appears
 // beside it, a read-only file is fine, a missing file means nothing is tuned yet, and a new

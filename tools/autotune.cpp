@@ -155,10 +155,14 @@ int run(const AutotuneOptions& options) {
   db.upsert_device(tuned::cache::device_record(device));
 
   const double budget = options.budget_s > 0 ? options.budget_s : 60.0 * problems.size();
-  std::string ops;  // the ops tuned, in order of appearance
+  std::vector<std::string> op_names;  // the ops tuned, in order of appearance
+  std::string ops;
   for (const auto& problem : problems) {
-    if (ops.find(problem.op) == std::string::npos) ops += (ops.empty() ? "" : ", ") + problem.op;
+    if (std::find(op_names.begin(), op_names.end(), problem.op) != op_names.end()) continue;
+    ops += (op_names.empty() ? "" : ", ") + problem.op;
+    op_names.push_back(problem.op);
   }
+  const bool several_ops = op_names.size() > 1;  // then rows and progress name their op
   std::printf(
       "autotune: %s on device %d: %s (%s, %d SMs), %zu shape(s)%s, budget %.0f s, "
       "strategy %s, database %s\n",
@@ -209,8 +213,7 @@ int run(const AutotuneOptions& options) {
         db.begin_session({0, device.uuid, key.op, options.strategy, session_options.budget_s, ""});
 
     const std::string label =
-        (problems.size() > 1 && ops.find(',') != std::string::npos ? key.op + " " : "") +
-        key.shape_string() + " " + key.layout;
+        (several_ops ? key.op + " " : "") + key.shape_string() + " " + key.layout;
     if (!session_options.measured.empty()) {
       std::fprintf(stderr,
                    "[%s] resuming: %zu config(s) measured before on this template are not "
@@ -287,9 +290,9 @@ int run(const AutotuneOptions& options) {
     while (end < rows.size() && rows[end].op == rows[first].op) ++end;
     const Row& head = rows[first];
     std::printf("\n%-16s %-6s %10s %10s %12s %10s %7s %9s  %s\n",
-                (ops.find(',') != std::string::npos ? head.op + " shape" : "shape").c_str(),
-                "layout", "ms", head.unit.c_str(), (head.baseline_name + " ms").c_str(),
-                head.unit.c_str(), "ratio", "trials", "best config");
+                (several_ops ? head.op + " shape" : "shape").c_str(), "layout", "ms",
+                head.unit.c_str(), (head.baseline_name + " ms").c_str(), head.unit.c_str(), "ratio",
+                "trials", "best config");
     for (size_t j = first; j < end; ++j) {
       const Row& r = rows[j];
       std::printf("%-16s %-6s %10.4f %10.2f %12.4f %10.2f %7.3f %4d/%-4d  %s%s%s\n",

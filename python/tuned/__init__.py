@@ -463,9 +463,18 @@ def _torch_reader():
         folder = cpp_extension._get_build_directory(_TORCH_READER, False)
         if not os.path.exists(os.path.join(folder, _TORCH_READER + ".so")):
             return None
-        return build_torch_reader(verbose=False).reader
+        return _load_torch_reader(verbose=False).reader
     except Exception:  # noqa: BLE001  (an unusable build only costs speed)
         return None
+
+
+def _load_torch_reader(verbose):
+    """The torch reader's module: torch's cached build, or compiled now."""
+    from torch.utils import cpp_extension
+    here = os.path.dirname(os.path.abspath(__file__))
+    return cpp_extension.load(_TORCH_READER, [os.path.join(here, "torch_reader.cpp")],
+                              extra_cflags=["-O2"], extra_include_paths=[here], with_cuda=True,
+                              verbose=verbose)
 
 
 def build_torch_reader(verbose=True):
@@ -473,11 +482,7 @@ def build_torch_reader(verbose=True):
     toolkit are needed; about a minute, once: torch caches it under TORCH_EXTENSIONS_DIR), so
     tuned.gemm reads torch tensors through torch's C++ API: about 2 us less per call. Returns
     its module; the next torch call binds it."""
-    from torch.utils import cpp_extension
-    here = os.path.dirname(os.path.abspath(__file__))
-    module = cpp_extension.load(_TORCH_READER, [os.path.join(here, "torch_reader.cpp")],
-                                extra_cflags=["-O2"], extra_include_paths=[here],
-                                with_cuda=True, verbose=verbose)
+    module = _load_torch_reader(verbose)
     if _fast_gemm is not _no_fast_gemm:
         _use_native(True)  # bound again, with the reader, at the next torch tensor
     return module
