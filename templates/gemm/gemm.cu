@@ -179,8 +179,8 @@ namespace {
 constexpr int kWarpsM = BM / WM;
 constexpr int kWarpsN = BN / WN;
 constexpr int kThreads = 32 * kWarpsM * kWarpsN;  // the threads that hold C's fragments
-// MMA = 3 adds a producer warpgroup that fills the shared stages (the others only multiply).
-constexpr int kProducerGroups = MMA == 3 ? 1 : 0;
+// MMA = 3, 4 add a producer warpgroup that fills the shared stages (the others only multiply).
+constexpr int kProducerGroups = MMA >= 3 ? 1 : 0;
 constexpr int kProducers = 128 * kProducerGroups;
 constexpr int kBlockThreads = kThreads + kProducers;
 constexpr int kLN = 32 / LM;                // lanes of a warp along n
@@ -233,8 +233,8 @@ static_assert(TRANS_A == 0 || TRANS_A == 1, "TRANS_A is 0 or 1");
 static_assert(TRANS_B == 0 || TRANS_B == 1, "TRANS_B is 0 or 1");
 static_assert(A_STRIDE >= (AKM ? BM : BK) && A_STRIDE % 4 == 0, "A_STRIDE: whole, aligned rows");
 static_assert(B_STRIDE >= (BKM ? BN : BK) && B_STRIDE % 4 == 0, "B_STRIDE: whole, aligned rows");
-static_assert(MMA >= 0 && MMA <= 3,
-              "MMA is 0 (FFMA), 1 (FP64 tensor cores), 2 (split TF32) or 3 (split TF32 on wgmma)");
+static_assert(MMA >= 0 && MMA <= 4,
+              "MMA is 0 (FFMA), 1 (FP64 tensor cores), 2 (split TF32), 3 or 4 (split TF32 on wgmma)");
 static_assert(CSTAGE == 0 || CSTAGE == 1, "CSTAGE is 0 (C from the fragments) or 1 (via shared)");
 static_assert(KSUM == 0 || (KSUM == 1 && MMA != 1), "KSUM is 0, or 1 where sums are float");
 static_assert(CSTAGE == 0 || (C_STRIDE >= BM && C_STRIDE % 4 == 0),
@@ -479,7 +479,7 @@ __device__ __forceinline__ void mma_tile(MmaSum (&d)[4], const MmaFragment<4>& a
 #endif
 }
 
-#if MMA == 3
+#if MMA >= 3
 // MMA = 3: split TF32 on wgmma (sm_90a). Each warpgroup (4 consecutive warps) owns 64 rows of the
 // block tile and WN columns; both operands reach shared memory through registers, split into big
 // and small TF32 parts on the way, each part a K-major tile in the 128-byte swizzled layout wgmma
@@ -488,7 +488,8 @@ __device__ __forceinline__ void mma_tile(MmaSum (&d)[4], const MmaFragment<4>& a
 constexpr int kWgAtomK = 32;                             // floats of k in one swizzled row
 constexpr int kWgPartA = BM * BK * 4;                    // bytes of one part of A's slice
 constexpr int kWgPartB = BN * BK * 4;
-constexpr int kWgStageBytes = 2 * (kWgPartA + kWgPartB);  // big and small of both
+// MMA = 3: big and small parts of both; MMA = 4: A and B as stored, and B's small parts.
+constexpr int kWgStageBytes = MMA == 3 ? 2 * (kWgPartA + kWgPartB) : kWgPartA + 2 * kWgPartB;
 // Registers per thread at launch (the register file over the block's threads, in steps of 8),
 // and those moved to each producer thread (setmaxnreg) where the consumers, two per producer,
 // have more than they need: their sums and their slice's (WN each) and some 32 more.
@@ -501,7 +502,7 @@ static_assert(BK % kWgAtomK == 0, "MMA = 3 takes k in whole 32-float swizzle row
 static_assert(BM % 64 == 0 && WM == 16, "MMA = 3: warpgroups of 4 warps own 64 rows each");
 static_assert(WN == 32 || WN == 64 || WN == 128 || WN == 256, "MMA = 3: WN is 32, 64, 128 or 256");
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#error "gemm.cu: MMA = 3 uses wgmma, which needs the sm_90a target"
+#error "gemm.cu: MMA = 3 and 4 use wgmma, which needs the sm_90a target"
 #endif
 
 // The big part of x: x rounded to the nearest TF32 value (ties away from zero, as cvt.rna), in two
@@ -663,8 +664,63 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[128], unsigned long long a
       : "memory");
 #endif
 }
+
+#if MMA == 4
+// The same with A's fragment from registers (4 TF32 values a thread: rows g and g + 8 of its
+// warp's 16, k = t and t + 4; g = lane / 4, t = lane % 4).
+__device__ __forceinline__ void wgmma_tf32(float (&d)[16], const unsigned (&a)[4],
+                                           unsigned long long b, int accumulate) {
+#ifdef __CUDA_ARCH_FEAT_SM90_ALL
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+      "}, {%16, %17, %18, %19}, %20, p, 1, 1;\n}\n"
+      : TUNED_WG_D8(0), TUNED_WG_D8(8)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate)
+      : "memory");
+#endif
+}
+
+__device__ __forceinline__ void wgmma_tf32(float (&d)[32], const unsigned (&a)[4],
+                                           unsigned long long b, int accumulate) {
+#ifdef __CUDA_ARCH_FEAT_SM90_ALL
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+      "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
+      "%24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+      : TUNED_WG_D8(0), TUNED_WG_D8(8), TUNED_WG_D8(16), TUNED_WG_D8(24)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate)
+      : "memory");
+#endif
+}
+
+__device__ __forceinline__ void wgmma_tf32(float (&d)[64], const unsigned (&a)[4],
+                                           unsigned long long b, int accumulate) {
+#ifdef __CUDA_ARCH_FEAT_SM90_ALL
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+      "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, "
+      "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "
+      "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, "
+      "%60, %61, %62, %63"
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+      : TUNED_WG_D8(0), TUNED_WG_D8(8), TUNED_WG_D8(16), TUNED_WG_D8(24), TUNED_WG_D8(32),
+        TUNED_WG_D8(40), TUNED_WG_D8(48), TUNED_WG_D8(56)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate)
+      : "memory");
+#endif
+}
+#endif  // MMA == 4
 #undef TUNED_WG_D8
 
+#if MMA == 3
 // One operand's ROWS x BK slice (A: rows m; B: rows n), global -> registers -> split shared
 // tiles. KCONTIG: element (r, k) at base[r * ld + k], moved as 1 x 4 units (4 floats of k); else
 // at base[k * ld + r], moved as 4 x 4 units (four rows' runs at 4 steps of k, transposed in
@@ -800,6 +856,85 @@ struct SplitLoader {
 };
 #endif  // MMA == 3
 
+#if MMA == 4
+// MMA = 4: split TF32 on wgmma fed by cp.async (sm_90a). The producer warpgroup's first two warps
+// copy each slice of A and B as stored (raw floats, no staging registers) into a free stage with
+// cp.async, whose completion arrives on the stage's `loaded` barrier, stages ahead of the product;
+// its other two warps then write B's small parts beside B (B minus B truncated to TF32, rounded:
+// the tensor cores read B's raw floats as its big part, truncated) and mark the stage full. The
+// consumer warpgroups read A's fragments into registers, split them there (big: rounded to TF32;
+// small: the rest, rounded) and take three wgmma per 8 steps of k with A from registers:
+// small * B, big * B_small, big * B. So each element is split once, and A's parts never go back to
+// shared memory: per slice the stages move (BM + 2 BN) x BK floats in and the consumers read A
+// once, where MMA = 3 wrote and read both parts of both operands (its producer, loading through
+// registers, bounded 128 x 128 tiles at ~80 TFLOP/s on an H100).
+static_assert(TRANS_B == 0, "MMA = 4 reads B k-contiguous (a transposed B is copied first: PRETB)");
+static_assert(WN == 32 || WN == 64 || WN == 128, "MMA = 4: WN is 32, 64 or 128");
+constexpr int kSplitters = kProducers - 32;  // the producer's last 3 warps write B's small parts
+// Registers a thread: the producers give theirs to the consumers (sums, the slice's partial sums
+// and A's 32 fragment registers).
+constexpr int kProducerRegs = 56;
+constexpr int kConsumerRegs =
+    (65536 - kProducers * kProducerRegs) / kThreads / 8 * 8 > 232
+        ? 232
+        : (65536 - kProducers * kProducerRegs) / kThreads / 8 * 8;
+
+// Byte offset of element (m, k) of A's slice as the TMA stores it in the 128-byte swizzle:
+// k-contiguous (TRANS_A = 1), rows of 32 floats of k (wg_offset); m-contiguous, boxes of 32 rows
+// m by 32 steps of k, each k a 128-byte line of 32 m with 16-byte chunk c at c ^ (k % 8). Either
+// way a fragment read (8 rows g by 4 steps t of k) hits 32 distinct banks.
+constexpr int kABox = TRANS_A == 1 ? BM : 32;  // rows m per TMA box
+__device__ __forceinline__ int a_raw_offset(int m, int k) {
+  if constexpr (TRANS_A == 1) return wg_offset<BM>(m, k) + (k % 4) * 4;
+  return (m / 32) * 4096 + k * 128 + ((((m % 32) / 4) ^ (k % 8)) * 16) + (m % 4) * 4;
+}
+
+// A tensor map (CUtensorMap, 128 bytes) as the host encodes it: the kernel takes A's and B's as
+// __grid_constant__ parameters and the TMA unit reads them there.
+struct alignas(64) TensorMap {
+  unsigned long long bits[16];
+};
+
+// Copies one box of a 2D tensor (coordinates: contiguous dimension first) into shared memory; the
+// copy's bytes complete on bar's transaction count. Elements past the tensor's edges are zeros.
+__device__ __forceinline__ void tma_load(void* dst, const TensorMap& map, int c0, int c1,
+                                         unsigned long long* bar) {
+#ifdef __CUDA_ARCH_FEAT_SM90_ALL
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+      "%3}], [%4];\n" ::"r"(shared_address(dst)),
+      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(shared_address(bar))
+      : "memory");
+#endif
+}
+// Arrives on bar, which then also waits for `bytes` of copies.
+__device__ __forceinline__ void barrier_expect_bytes(unsigned long long* bar, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(
+                   shared_address(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+// B's small parts: x - trunc_tf32(x), rounded to TF32, at the same offsets as B's raw floats.
+__device__ __forceinline__ void write_small(char* __restrict__ small, const char* __restrict__ raw,
+                                            int sid) {
+  constexpr int kChunks = BN * BK / 4;
+#pragma unroll
+  for (int i = 0; i < (kChunks + kSplitters - 1) / kSplitters; ++i) {
+    const int q = sid + i * kSplitters;
+    if (kChunks % kSplitters != 0 && q >= kChunks) break;
+    const uint4 x = *reinterpret_cast<const uint4*>(raw + q * 16);
+    uint4 y;
+    y.x = to_tf32(__uint_as_float(x.x) - __uint_as_float(x.x & 0xFFFFE000u));
+    y.y = to_tf32(__uint_as_float(x.y) - __uint_as_float(x.y & 0xFFFFE000u));
+    y.z = to_tf32(__uint_as_float(x.z) - __uint_as_float(x.z & 0xFFFFE000u));
+    y.w = to_tf32(__uint_as_float(x.w) - __uint_as_float(x.w & 0xFFFFE000u));
+    *reinterpret_cast<uint4*>(small + q * 16) = y;
+  }
+}
+#endif  // MMA == 4
+#endif  // MMA >= 3
+
 // How a launch treats split-K partials (gemm_op.cpp's SplitMode): the last block of each tile sums
 // them; every block only writes its partial; or this launch is the summing pass.
 constexpr int kSplitLastBlockSums = 0;
@@ -819,13 +954,20 @@ __device__ __forceinline__ void tile_origin(int tile, int M, int N, int& m0, int
   n0 = (in_group / group_rows) * BN;
 }
 
+// Row i (of TM) of a lane's sub-tile: runs of TM rows, or MMA = 4's wgmma rows g and g + 8 (its
+// A fragments are read as stored, so the rows stay the tensor cores').
+constexpr bool kRowsEightApart = MMA == 4;
+__device__ __forceinline__ int lane_row(int lane_m, int i) {
+  return kRowsEightApart ? lane_m + 8 * i : lane_m * TM + i;
+}
+
 // Where element `e` (row-major in the kFragM x kFragN fragment) of thread tid's fragment lies in
 // the block tile: the inverse of the lane and warp layout the product uses.
 __device__ __forceinline__ void fragment_position(int tid, int e, int& m, int& n) {
   const int lane = tid % 32, warp = tid / 32;
   const int i = e / kFragN, j = e % kFragN;
   const int lane_m = kMma ? lane / 4 : lane % LM, lane_n = kMma ? lane % 4 : lane / LM;
-  m = (warp % kWarpsM) * WM + (i / TM) * LM * TM + lane_m * TM + i % TM;
+  m = (warp % kWarpsM) * WM + (i / TM) * LM * TM + lane_row(lane_m, i % TM);
   n = (warp / kWarpsM) * WN + (j / TN) * kLN * TN + lane_n * TN + j % TN;
 }
 
@@ -864,7 +1006,13 @@ __device__ __forceinline__ void wait_for_previous_grid() {
 extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
     KERNEL_NAME(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
-                float* __restrict__ workspace, int split_mode, int tail_first, int split_count) {
+                float* __restrict__ workspace, int split_mode, int tail_first, int split_count
+#if MMA == 4
+                // MMA = 4's operands as the TMA reads them: A (m, k) or (k, m), B (k, n)
+                ,
+                const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b
+#endif
+    ) {
   wait_for_previous_grid();
   constexpr int kTileFloats = BM * BN;  // == kThreads * kFragM * kFragN
   const int tid = threadIdx.x;
@@ -1039,6 +1187,125 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
   }
   // The fragment layout of the other MMA kernels: element e of n tile jn is
   // acc[e / 2][2 jn + e % 2].
+  float acc[kFragM][kFragN];
+#pragma unroll
+  for (int jn = 0; jn < WN / 8; ++jn)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[e / 2][2 * jn + e % 2] = sums[4 * jn + e];
+#elif MMA == 4
+  // Split TF32 on wgmma fed by cp.async (see copy_slice). Stages (PIPE: 3 or 4) of A and B as
+  // stored and B's small parts, 1024-byte aligned for the swizzle.
+  char* wg_smem = reinterpret_cast<char*>(
+      (reinterpret_cast<unsigned long long>(smem) + 1023) & ~1023ull);
+  auto stage_a = [&](int stage) { return wg_smem + stage * kWgStageBytes; };
+  auto stage_b = [&](int stage, int part) {  // part 0: as stored, 1: small parts
+    return wg_smem + stage * kWgStageBytes + kWgPartA + part * kWgPartB;
+  };
+  const int wg_m0 = warp_m0 - 16 * (warp % 4);  // this warpgroup's 64 rows
+  const int wg_n0 = warp_n0;
+
+  // A stage is loaded when every loader's copies have landed, full when the splitters have
+  // written B's small parts, empty when every consumer thread is done with it.
+  __shared__ unsigned long long loaded[kStages], full[kStages], empty[kStages];
+  if (tid == 0) {
+    for (int st = 0; st < kStages; ++st) {
+      barrier_init(&loaded[st], 1);  // the copying thread's arrival, and the copies' bytes
+      barrier_init(&full[st], kSplitters);
+      barrier_init(&empty[st], kThreads);
+    }
+  }
+  __syncthreads();
+  if (tid >= kThreads) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    const int ptid = tid - kThreads;
+#ifdef LAB_NO_PRODUCER
+    return;
+#endif
+    if (ptid < 32) {
+      // One thread copies each slice into its stage once the consumers are done with the slice
+      // kStages before (split-K ranges end on whole slices, or at K where the TMA fills zeros).
+      if (ptid == 0) {
+        for (int u = 0; u < slices; ++u) {
+          const int st = u % kStages;
+          if (u >= kStages) barrier_wait(&empty[st], (u / kStages + 1) & 1);
+          const int k0 = k_begin + u * BK;
+          barrier_expect_bytes(&loaded[st], kWgPartA + kWgPartB);
+#pragma unroll
+          for (int box = 0; box < BM / kABox; ++box) {
+            if constexpr (TRANS_A == 1) {
+              tma_load(stage_a(st), map_a, k0, m0, &loaded[st]);
+            } else {
+              tma_load(stage_a(st) + box * 4096, map_a, m0 + 32 * box, k0, &loaded[st]);
+            }
+          }
+          tma_load(stage_b(st, 0), map_b, k0, n0, &loaded[st]);
+        }
+      }
+    } else {
+      for (int t = 0; t < slices; ++t) {
+        const int st = t % kStages;
+        barrier_wait(&loaded[st], (t / kStages) & 1);
+#ifndef LAB_PRODUCER_IDLE
+        write_small(stage_b(st, 1), stage_b(st, 0), ptid - 32);
+#endif
+        fence_proxy_async();  // the small parts, to the tensor cores' reads
+        barrier_arrive(&full[st]);
+      }
+    }
+    return;  // the epilogue is the consumers' (its barriers count kThreads)
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+#ifdef LAB_NO_CONSUMER
+  return;
+#endif
+  // Each slice's products from zero in `part`, then added to the sums in float (see MMA = 3).
+  static_assert(KSUM == 1, "MMA = 4 sums each slice from zero (KSUM = 1)");
+  float sums[kWgSums], part[kWgSums];
+#pragma unroll
+  for (int i = 0; i < kWgSums; ++i) sums[i] = 0.0f;
+  // This thread's fragment rows of A (g and g + 8 of its warp's 16) and first step of k.
+  const int frag_row = wg_m0 + 16 * (warp % 4) + lane / 4;
+  const int frag_k = lane % 4;
+  for (int t = 0; t < slices; ++t) {
+    const int st = t % kStages;
+    barrier_wait(&full[st], (t / kStages) & 1);
+#pragma unroll
+    for (int i = 0; i < kWgSums; ++i) wg_pin(part[i]);
+    // A's fragments of two steps of 8 at a time: the wgmma read them after issue, so a step's
+    // registers are refilled only once its group (two steps before) is done.
+    unsigned a_big[2][4], a_small[2][4];
+#pragma unroll
+    for (int kk = 0; kk < BK / 8; ++kk) {
+      unsigned(&big)[4] = a_big[kk % 2];
+      unsigned(&small)[4] = a_small[kk % 2];
+      if (kk >= 2) wg_wait<1>();
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float x = *reinterpret_cast<const float*>(
+            stage_a(st) + a_raw_offset(frag_row + 8 * (e & 1), 8 * kk + frag_k + 4 * (e >> 1)));
+        big[e] = tf32_big(x);
+        small[e] = to_tf32(x - __uint_as_float(big[e]));
+      }
+      wg_fence();
+      const int b_at = wg_offset<BN>(wg_n0, 8 * kk);
+      const unsigned long long b_raw = wg_descriptor(stage_b(st, 0) + b_at);
+      const unsigned long long b_small = wg_descriptor(stage_b(st, 1) + b_at);
+#ifndef LAB_CONSUMER_IDLE
+      wgmma_tf32(part, small, b_raw, kk == 0 ? 0 : 1);
+      wgmma_tf32(part, big, b_small, 1);
+      wgmma_tf32(part, big, b_raw, 1);
+#endif
+      wg_commit();
+    }
+    wg_wait<0>();
+    barrier_arrive(&empty[st]);
+#pragma unroll
+    for (int i = 0; i < kWgSums; ++i) {
+      wg_pin(part[i]);
+      sums[i] += part[i];
+    }
+  }
+  // The fragment layout of the other MMA kernels, rows g and g + 8 (fragment_row).
   float acc[kFragM][kFragN];
 #pragma unroll
   for (int jn = 0; jn < WN / 8; ++jn)
@@ -1329,7 +1596,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
           acc[2 * im + e / 2][2 * jn + e % 2] = static_cast<float>(dacc[im][jn][e]);
         }
   }
-#endif  // MMA == 3
+#endif  // MMA
 
   if (SPLITK > 1 || (TAIL == 1 && splits > 1)) {
     // Partial tiles live in the workspace thread-major (coalesced, no edge cases): split s of
@@ -1375,7 +1642,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
   if constexpr (CSTAGE == 1) {
     // Staged epilogue. The fragments go to the C tile in shared memory, runs of TM rows as wide
     // as they allow (C_STRIDE = BM + 4 keeps the mma's 64-bit pairs free of bank conflicts).
-    constexpr int kRun = TM % 4 == 0 ? 4 : TM % 2 == 0 ? 2 : 1;
+    constexpr int kRun = kRowsEightApart ? 1 : TM % 4 == 0 ? 4 : TM % 2 == 0 ? 2 : 1;
     float* c_smem = smem;
     // Every warp is done with the last slice: its stages may be overwritten.
     fragment_threads_sync();
@@ -1387,7 +1654,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
         for (int j = 0; j < TN; ++j)
 #pragma unroll
           for (int i = 0; i < TM; i += kRun) {
-            const int m = warp_m0 + wm * LM * TM + lane_m * TM + i;
+            const int m = warp_m0 + wm * LM * TM + lane_row(lane_m, i);
             const int n = warp_n0 + wn * kLN * TN + lane_n * TN + j;
             Vec<kRun> run;
 #pragma unroll
@@ -1429,7 +1696,11 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
   // Epilogue: C = alpha * acc + beta * C, never reading C when beta == 0 (NaNs there must not
   // leak). Runs of TM rows are contiguous in C; they are written C_VEC wide where whole.
   // (MMA = 1: runs of TM = 2 rows, at even offsets, written 2 wide where C allows.)
-  constexpr int kCVec = kMma ? (C_VEC >= 2 ? 2 : 1) : (TM % C_VEC == 0) ? C_VEC : 1;
+  // (MMA = 4: rows 8 apart, written one at a time.)
+  constexpr int kCVec = kRowsEightApart ? 1
+                        : kMma          ? (C_VEC >= 2 ? 2 : 1)
+                        : (TM % C_VEC == 0) ? C_VEC
+                                            : 1;
 #pragma unroll
   for (int wm = 0; wm < kWMIter; ++wm) {
 #pragma unroll
@@ -1441,7 +1712,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
         float* c_col = C + (long long)(n0 + n) * ldc + m0;
 #pragma unroll
         for (int i = 0; i < TM; i += kCVec) {
-          const int m = warp_m0 + wm * LM * TM + lane_m * TM + i;
+          const int m = warp_m0 + wm * LM * TM + lane_row(lane_m, i);
           Vec<kCVec> out;
 #pragma unroll
           for (int e = 0; e < kCVec; ++e) out.v[e] = alpha * acc[wm * TM + i + e][wn * TN + j];
