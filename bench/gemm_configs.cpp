@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "api/transpose_api.hpp"
 #include "bench/bench_util.hpp"
 #include "generator/cuda_check.hpp"
 #include "templates/gemm/gemm_op.hpp"
@@ -69,12 +70,14 @@ int main(int argc, char** argv) {
         spread_exponents(ops, p, setup.stream.get());
       }
       for (const std::string& text : configs) {
-        const Config config = with_absent_params(Config::parse(text), gemm_op::parameters());
+        // Fitted to the problem as the library fits a stored config (MMA = 4: B turned over where
+        // it is given transposed; packing where the operands are not 16-byte aligned).
+        const Config config = gemm_op::fit_config(Config::parse(text), setup.device, p);
         const auto kernel = setup.kernels.get(gemm_op::kernel_spec(config, p), setup.device);
         DeviceBuffer workspace(gemm_op::workspace_bytes(config, p));
         auto tuned_call = [&](cudaStream_t stream) {
           gemm_op::launch(*kernel, config, p, 1.0f, ops.a(), ops.b(), 0.0f, ops.c(),
-                          workspace.get(), stream);
+                          workspace.get(), stream, api::transpose);
         };
         auto cublas_call = [&](cudaStream_t stream) {
           gemm_op::cublas_sgemm(setup.cublas.get(), p, 1.0f, ops.a(), ops.b(), 0.0f, ops.c_ref());

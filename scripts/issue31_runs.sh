@@ -4,8 +4,10 @@
 #   wgprobe[:LAYOUTS[:SHAPE]]  autotune the split TF32 wgmma family alone (scripts/issue31/
 #                wgmma_probe.toml) on SHAPE (default 4096x4096x4096) in each layout (default all
 #                four), every trial printed: correctness, accuracy and speed beside cuBLAS
-#   configs:SHAPES  bench/gemm_configs: the split TF32 wgmma seeds beside cuBLAS on SHAPES
-#                (LAYOUT:MxNxK, ','-separated)
+#   configs:SHAPES[/INPUTS]  bench/gemm_configs: the split TF32 wgmma seeds (MMA = 3 and the
+#                TMA-fed MMA = 4) beside cuBLAS on SHAPES (LAYOUT:MxNxK, ','-separated), inputs
+#                uniform (default) or wide
+#   tests[:FILTER]  the GPU tests (gtest filter, default the GEMM families)
 # (The GPU tests, also on a template with a planted bug: scripts/issue28_runs.sh tests:F broken:F.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -32,11 +34,18 @@ for step in "$@"; do
         echo "$layout $shape rc=$?"; tail -n 25 "$OUT/wgprobe_${layout}_${shape}.log"
       done ;;
     configs)
+      shapes=${arg%%/*}; inputs=${arg#*/}; [ "$inputs" = "$arg" ] && inputs=uniform
       C=GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8
       C=$C,PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,CSTAGE=0,KSUM=1,GCOLS=1
-      args=(); for s in ${arg//,/ }; do args+=(--shape "$s"); done
-      timeout 120 build/bench/gemm_configs "${args[@]}" --config "$C" --config "${C/PIPE=2/PIPE=3}" \
-        2>&1 | tee "$OUT/gemm_configs.log" | cut -c1-110 ;;
+      T=${C/PIPE=2,SWZ=0/PIPE=4,SWZ=8}; T=${T/MMA=3/MMA=4}
+      args=(); for s in ${shapes//,/ }; do args+=(--shape "$s"); done
+      timeout 300 build/bench/gemm_configs "${args[@]}" --config "$C" --config "$T" \
+        --inputs "$inputs" 2>&1 | tee -a "$OUT/gemm_configs_$inputs.log" | cut -c1-110 ;;
+    tests)
+      timeout 540 build/tests/tuned_gpu_tests --gtest_filter="${arg:-GemmFamilies.*}" \
+        > "$OUT/tests.log" 2>&1
+      echo "tests rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[ +(OK|FAILED) " "$OUT/tests.log" \
+        | tail -30 ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 mkdir -p carry/lab
 base="-DGEMV=0 -DGCOLS=1 -DKERNEL_NAME=lab_kernel -DKSUM_CHAIN=96 -DTM=2 -DTN=2 -DLM=8
- -DPAD=0 -DAKM=1 -DBKM=0 -DUNROLL=8 -DSWZ=0 -DPRETB=0 -DSPLITK=1 -DTAIL=0 -DCSTAGE=0 -DKSUM=1
+ -DPAD=0 -DAKM=1 -DBKM=0 -DUNROLL=8 -DPRETB=0 -DSPLITK=1 -DTAIL=0 -DCSTAGE=0 -DKSUM=1
  -DA_STRIDE=136 -DB_STRIDE=36 -DC_STRIDE=132"
 while read -r name defs; do
   [[ -z "$name" || "$name" == \#* ]] && continue

@@ -7,6 +7,7 @@
 
 #include "generator/cuda_check.hpp"
 #include "templates/extent.hpp"
+#include "templates/gemm/gemm_tma.hpp"
 #include "templates/template_source.hpp"
 #include "tuned/error.hpp"
 
@@ -46,12 +47,14 @@ const std::vector<Param>& parameters() {
        0},
       {"TAIL", {0, 1}, "tiles of a partial last wave split along k (sized at launch)", 0},
       // Came with issue 10: configs recorded before it are FFMA kernels.
-      // 2 came with issue 28: split TF32 on the tensor cores; 3 with issue 31: the same on wgmma.
+      // 2 came with issue 28: split TF32 on the tensor cores; 3 with issue 31: the same on wgmma;
+      // 4 with issue 31's second kernel: the same fed by the TMA.
       {"MMA",
-       {0, 1, 2, 3},
+       {0, 1, 2, 3, 4},
        "0: FFMA; 1: products and sums in FP64 on the tensor cores (sm_90+); 2: split TF32 "
        "(big + small parts, three products) on the tensor cores, float sums (sm_80+); 3: split "
-       "TF32 on wgmma, warpgroups of 64 x WN (sm_90a)",
+       "TF32 on wgmma, warpgroups of 64 x WN, operands split through registers (sm_90a); 4: split "
+       "TF32 on wgmma, operands copied by the TMA, A split in registers (sm_90a)",
        0},
       // Came with issue 10's small-k products: configs recorded before it store C directly.
       {"CSTAGE", {0, 1}, "C written through shared memory, whole column runs per warp", 0},
@@ -101,8 +104,10 @@ const std::vector<std::pair<const char*, int>>& mma_placeholders() {
 // Tensor-core configs (the mma's fragment layout), and those of them that sum in double.
 bool is_mma(const Config& c) { return c.has("MMA") && c.get("MMA") != 0; }
 bool sums_in_double(const Config& c) { return c.has("MMA") && c.get("MMA") == 1; }
-// MMA = 3: warpgroup mma (wgmma), whose tiles and stages follow their own rules.
-bool is_wgmma(const Config& c) { return c.has("MMA") && c.get("MMA") == 3; }
+// MMA = 3, 4: warpgroup mma (wgmma), whose tiles and stages follow their own rules; 4 is fed by
+// the TMA (tensor maps at launch, 16-byte rows, B read k-contiguous).
+bool is_wgmma(const Config& c) { return c.has("MMA") && c.get("MMA") >= 3; }
+bool is_tma(const Config& c) { return c.has("MMA") && c.get("MMA") == 4; }
 // KSUM = 1: k summed in partial chains, a second set of sums beside the running ones.
 bool sums_in_chains(const Config& c) { return c.has("KSUM") && c.get("KSUM") == 1; }
 
@@ -286,7 +291,7 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                  }});
   // wgmma exists on sm_90a only (the architecture-specific target: not on later GPUs).
   space.require({"wgmma_needs_sm90", {"MMA"}, [=](const Config& c) {
-                   return c.get("MMA") != 3 || cc == 90;
+                   return !is_wgmma(c) || cc == 90;
                  }});
   // A warpgroup (4 warps of 16 rows) owns 64 rows and one wgmma's WN columns; k comes in slices of
   // one 32-float row of the 128-byte swizzle (each slice's sum from zero: slices of 64 were beyond
@@ -299,10 +304,30 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                           (wn == 32 || wn == 64 || wn == 128 || wn == 256) &&
                           (c.get("PIPE") == 2 || c.get("PIPE") == 3);
                  }});
+  // MMA = 4: the same warpgroups with WN up to 128 (a consumer holds its sums, its slice's and
+  // A's fragments of two steps), TMA boxes of at most 256 rows, 3 or 4 stages (each BM + 2 BN
+  // rows of 128 bytes).
+  space.require({"tma_wgmma_tiles", {"BM", "BN", "BK", "WM", "WN", "PIPE", "MMA"},
+                 [](const Config& c) {
+                   if (!is_tma(c)) return true;
+                   const int wn = c.get("WN");
+                   return c.get("BM") % 64 == 0 && c.get("BM") <= 256 && c.get("BN") <= 256 &&
+                          c.get("BK") == 32 && c.get("WM") == 16 &&
+                          (wn == 32 || wn == 64 || wn == 128) &&
+                          (c.get("PIPE") == 3 || c.get("PIPE") == 4);
+                 }});
+  // The TMA reads whole 16-byte runs (VEC = 4: aligned operands, or packed ones) and B
+  // k-contiguous (a transposed B is copied first: PRETB = 1).
+  space.require({"tma_reads_16_byte_runs", {"MMA", "VEC"}, [](const Config& c) {
+                   return !is_tma(c) || c.get("VEC") == 4;
+                 }});
+  space.require({"tma_reads_b_k_contiguous", {"MMA", "PRETB"}, [=](const Config& c) {
+                   return !is_tma(c) || !reads_b_transposed(c, problem);
+                 }});
   // Sums straight in the tensor cores truncate: 2.9e-5 normwise at k = 4096 on an H200, growing
   // with k. Each slice's products are summed from zero and added in float (KSUM = 1).
   space.require({"wgmma_sums_slices_in_float", {"MMA", "KSUM"}, [](const Config& c) {
-                   return c.get("MMA") != 3 || c.get("KSUM") == 1;
+                   return !is_wgmma(c) || c.get("KSUM") == 1;
                  }});
   // Only the wgmma kernels have a producer that loads through registers.
   space.require({"ahead_for_wgmma", {"MMA", "AHEAD"}, [](const Config& c) {
@@ -356,8 +381,11 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                           shared_bytes(c) * b <= smem_per_sm;
                  }});
   space.require({"split_grid", {"SPLITK"}, [](const Config& c) { return c.get("SPLITK") <= 65535; }});
-  space.require({"pretranspose_needs_k_contiguous_b", {"PRETB"},
-                 [=](const Config& c) { return c.get("PRETB") == 0 || !problem.trans_b; }});
+  // PRETB turns B's layout over: k-contiguous to n-contiguous for the FFMA kernels, the other
+  // way for the TMA-fed ones.
+  space.require({"pretranspose_needs_k_contiguous_b", {"PRETB", "MMA"}, [=](const Config& c) {
+                   return c.get("PRETB") == 0 || problem.trans_b == is_tma(c);
+                 }});
 
   // Pruning: valid configs that cannot be worth measuring on this problem.
   space.require({"bm_fits_m", {"BM"}, [=](const Config& c) { return c.get("BM") <= m_cap; }, true});
@@ -384,8 +412,13 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                  },
                  true});
   // Transposing B costs a pass over it: worth it only when many block rows reuse it.
-  space.require({"pretranspose_when_m_large", {"PRETB"},
-                 [=](const Config& c) { return c.get("PRETB") == 0 || problem.m >= 2048; }, true});
+  // (MMA = 4 needs it for a transposed B; its product costs ~3x an FFMA one's per flop less, so
+  // from m = 256.)
+  space.require({"pretranspose_when_m_large", {"PRETB", "MMA"},
+                 [=](const Config& c) {
+                   return c.get("PRETB") == 0 || problem.m >= (is_tma(c) ? 256 : 2048);
+                 },
+                 true});
   // Grouping needs more block rows than one group to change the order.
   space.require({"swizzle_groups_rows", {"BM", "SWZ"},
                  [=](const Config& c) {
@@ -431,7 +464,7 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   // H100 sweeps of issue 31: median 2.3x cuBLAS's error below k = 32, 7.5 % of rows past 2x below
   // k = 128, 1-2 % above it).
   space.require({"wgmma_split_tf32_from_k_128", {"MMA"}, [=](const Config& c) {
-                   return c.get("MMA") != 3 || problem.k >= 128;
+                   return !is_wgmma(c) || problem.k >= 128;
                  }});
   // The accuracy contract: no float sum (FFMA, split TF32, the matrix-vector kernel) longer than
   // kMaxFfmaSum (KSUM = 1 or split-K past it). Last, so a config that breaks another rule too is
@@ -448,6 +481,11 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
 }
 
 int estimated_registers(const Config& c) {
+  if (is_tma(c)) {
+    // A consumer's sums and its slice's (WN / 2 each), A's fragments of two steps (16),
+    // addresses; the producers copy without registers (measured: 168 at WN = 128, no spills).
+    return c.get("WN") + 40;
+  }
   if (is_wgmma(c)) {
     // One kernel for both roles: a consumer's sums and its slice's (WN / 2 each per thread), or
     // a producer's staging registers (a whole slice over its 128 threads); addresses and loop
@@ -624,6 +662,21 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
       "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=3,KSUM=1",
       "GEMV=0,BM=64,BN=64,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
       "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=3,KSUM=1",
+      // Split TF32 on wgmma fed by the TMA (MMA = 4; sm_90a; PRETB set by the layout), the best of
+      // the lab runs on an H100 (scripts/issue31/wglab.sh: 128 x 128, 4 stages, 8-row groups:
+      // 4096^3 NN 103 TFLOP/s, 2.0x cuBLAS), and smaller tiles and splits for fewer tiles.
+      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=4,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,KSUM=1",
+      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,KSUM=1",
+      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=3,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,KSUM=1",
+      "GEMV=0,BM=64,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,KSUM=1",
+      "GEMV=0,BM=128,BN=64,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,KSUM=1",
+      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=4,KSUM=1",
   };
   const Space space = make_space(device, problem);
   std::vector<Config> seeds = {default_config(device, problem)};
@@ -689,6 +742,8 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
 }
 
 Config with_operands_as_stored(Config config, const Problem& problem) {
+  // MMA = 4 reads B k-contiguous: a transposed B is turned over first.
+  if (is_tma(config)) config.set("PRETB", problem.trans_b ? 1 : 0);
   if (is_mma(config)) {
     config.set("AKM", problem.trans_a ? 0 : 1);
     config.set("BKM", reads_b_transposed(config, problem) ? 1 : 0);
@@ -781,13 +836,15 @@ Config fit_config(const Config& config, const DeviceInfo& device, const Problem&
       !(fitted.has("PACK") && fitted.get("PACK") == 1) && !is_gemv(fitted)) {
     // A vector wider than the operands allow: pack them where that pays (the same kernel runs),
     // else narrow the vector (any narrower one is valid wherever a wider one was). The
-    // matrix-vector kernel keeps its width: it checks the operands at launch.
-    if (fitted.has("PACK") && packing_pays(problem)) {
+    // matrix-vector kernel keeps its width: it checks the operands at launch. (The TMA reads
+    // 16-byte runs only: MMA = 4 always packs.)
+    if (fitted.has("PACK") && (packing_pays(problem) || is_tma(fitted))) {
       fitted.set("PACK", 1);
     } else {
       fitted.set("VEC", problem.alignment);
     }
   }
+  if (is_tma(fitted)) fitted.set("PRETB", problem.trans_b ? 1 : 0);  // B read k-contiguous
   const Space& space = space_for_fitting(device, problem);
   if (auto broken = space.violation(fitted, /*include_pruning=*/false)) {
     throw Error(TUNED_STATUS_CONFIG_ERROR,
@@ -883,9 +940,11 @@ SharedStrides shared_strides(const Config& c) {
 size_t shared_bytes(const Config& c) {
   if (is_gemv(c)) return 0;  // static shared memory only
   if (is_wgmma(c)) {
-    // PIPE stages of big and small parts of both slices, and 1024 bytes to align them for the
-    // swizzle.
-    const size_t stage = 2 * static_cast<size_t>(c.get("BM") + c.get("BN")) * c.get("BK");
+    // PIPE stages of big and small parts of both slices (MMA = 4: both as stored and B's small
+    // parts), and 1024 bytes to align them for the swizzle.
+    const size_t stage =
+        is_tma(c) ? static_cast<size_t>(c.get("BM") + 2 * c.get("BN")) * c.get("BK")
+                  : 2 * static_cast<size_t>(c.get("BM") + c.get("BN")) * c.get("BK");
     const size_t c_tile =
         c.get("CSTAGE") == 1 ? static_cast<size_t>(c.get("BN")) * (c.get("BM") + 4) : 0;
     return std::max(stages(c) * stage, c_tile) * sizeof(float) + 1024;
@@ -916,7 +975,7 @@ int64_t tile_count(const Config& config, const Problem& problem) {
 }
 
 bool reads_b_transposed(const Config& config, const Problem& problem) {
-  return problem.trans_b || config.get("PRETB") == 1;
+  return problem.trans_b != (config.get("PRETB") == 1);
 }
 
 namespace {
@@ -938,7 +997,8 @@ size_t round_up_bytes(size_t bytes) { return (bytes + kWorkspaceAlign - 1) / kWo
 // Workspace layout: [B transposed (PRETB)] [A packed] [B packed (PACK; B only without PRETB)]
 // [partial tiles and tickets (SPLITK > 1)]. Copies have leading dimensions a multiple of 4.
 int64_t aligned_ld(int64_t rows) { return (std::max<int64_t>(rows, 1) + 3) / 4 * 4; }
-int64_t transposed_b_ld(const Problem& p) { return aligned_ld(p.n); }
+// (B's copy turned over: n x k, or k x n where B is given transposed.)
+int64_t transposed_b_ld(const Problem& p) { return aligned_ld(p.trans_b ? p.k : p.n); }
 
 size_t aligned_bytes(int64_t rows, int64_t cols) {
   return round_up_bytes(static_cast<size_t>(aligned_ld(rows) * std::max<int64_t>(cols, 1)) *
@@ -946,7 +1006,8 @@ size_t aligned_bytes(int64_t rows, int64_t cols) {
 }
 
 size_t transposed_b_bytes(const Config& config, const Problem& p) {
-  return config.get("PRETB") ? aligned_bytes(p.n, p.k) : 0;
+  if (!config.get("PRETB")) return 0;
+  return p.trans_b ? aligned_bytes(p.k, p.n) : aligned_bytes(p.n, p.k);
 }
 
 // The operands as stored: A is rows x cols = (k x m if transposed, else m x k), B likewise.
@@ -1197,9 +1258,11 @@ void launch_pass(const LoadedKernel& kernel, const Config& config, const Problem
     throw Error(TUNED_STATUS_CONFIG_ERROR, "gemm config " + config.canonical() +
                                                ": GEMV > 0 needs m or n to be at most GCOLS");
   }
-  if (config.get("PRETB") && problem.trans_b) {
+  if (config.get("PRETB") && problem.trans_b != is_tma(config)) {
     throw Error(TUNED_STATUS_CONFIG_ERROR,
-                "gemm config " + config.canonical() + ": PRETB = 1 needs B not transposed");
+                "gemm config " + config.canonical() +
+                    (is_tma(config) ? ": PRETB = 1 with MMA = 4 needs B transposed"
+                                    : ": PRETB = 1 needs B not transposed"));
   }
   char* ws = static_cast<char*>(workspace);
   if (config.get("PRETB") && k > 0) {
@@ -1207,10 +1270,15 @@ void launch_pass(const LoadedKernel& kernel, const Config& config, const Problem
       throw Error(TUNED_STATUS_CONFIG_ERROR, "gemm config " + config.canonical() +
                                                  ": PRETB = 1 needs the transpose op (none given)");
     }
-    // B (k x n) transposed by the transpose op into the workspace (n x k, ld a multiple of 4).
+    // B as stored (k x n, or n x k where transposed) turned over by the transpose op into the
+    // workspace (ld a multiple of 4).
     const int ldt = static_cast<int>(transposed_b_ld(problem));
     float* bt = reinterpret_cast<float*>(ws);
-    transpose_b(k, n, b, ldb, bt, ldt, stream);
+    if (problem.trans_b) {
+      transpose_b(n, k, b, ldb, bt, ldt, stream);
+    } else {
+      transpose_b(k, n, b, ldb, bt, ldt, stream);
+    }
     b = bt;
     ldb = ldt;
   }
@@ -1256,8 +1324,18 @@ void launch_pass(const LoadedKernel& kernel, const Config& config, const Problem
     zero_tickets(kernel, reinterpret_cast<int*>(reinterpret_cast<char*>(split_ws) + partial_bytes),
                  tail_tiles, stream);
   }
+  // MMA = 4 reads A and B through tensor maps (the kernel's last parameters; other kernels have
+  // none and ignore them): A (m, k) or (k, m) in boxes of 32 x 32 or 32 x BM, B (k, n) in boxes
+  // of 32 x BN.
+  TensorMapBytes map_a{}, map_b{};
+  if (is_tma(config)) {
+    map_a = problem.trans_a ? encode_tensor_map("A", a, k, m, lda, 32, config.get("BM"))
+                            : encode_tensor_map("A", a, m, k, lda, 32, 32);
+    map_b = encode_tensor_map("B", b, k, n, ldb, 32, config.get("BN"));
+  }
   void* args[] = {&m,    &n, &k,   &alpha,    &a,          &lda,        &b,          &ldb,
-                  &beta, &c, &ldc, &split_ws, &split_mode, &tail_first, &split_count};
+                  &beta, &c, &ldc, &split_ws, &split_mode, &tail_first, &split_count,
+                  &map_a, &map_b};
   kernel.launch(product, args, stream);
   if (sum_pass) {
     // The same kernel again as the summing pass: a block per (tile, fragment element).

@@ -97,14 +97,14 @@ void pad_leading_dims(Problem& p) {
 // sequence and can be beyond it where cuBLAS splits k (the tuner then calls it 'inaccurate';
 // SelectionPortfolio and GemmAccuracy test the picks). The FP64 tensor-core families sum in double
 // and must meet it everywhere, the split TF32 ones where they sum in partial chains (k up to
-// 96 x 112; on wgmma, MMA = 3, each slice's products from zero) of at least one mma step (k >= 8:
-// rule split_tf32_from_k_8).
+// 96 x 112; on wgmma, MMA = 3 and 4, each slice's products from zero) of at least one mma step
+// (k >= 8: rule split_tf32_from_k_8; wgmma from k = 128).
 void expect_right(const MatrixCheck& result, const Config& c, const Problem& p, double tolerance) {
   EXPECT_TRUE(result.computes(tolerance))
       << "rel error " << result.rel_error << ", unwritten " << result.unwritten << ", non-finite "
       << result.nonfinite;
   if (c.get("MMA") == 1 || (c.get("MMA") == 2 && c.get("KSUM") == 1 && p.k >= 8) ||
-      (c.get("MMA") == 3 && p.k >= 128)) {
+      (c.get("MMA") >= 3 && p.k >= 128)) {
     EXPECT_FALSE(result.breaks_contract())
         << "error " << result.exact_error << ", limit " << result.exact_limit;
   }
@@ -323,6 +323,47 @@ TEST(GemmFamilies, SplitTf32WgmmaFamiliesAreRightOnOddShapesInEveryLayout) {
           "KSUM=1,GCOLS=1,AHEAD=1",
       }),
       kOddShapes, 7000);
+}
+
+// MMA = 4 (split TF32 on wgmma, A and B copied by the TMA, A split in registers): tiles of one and
+// two consumer warpgroups, WN 32 to 128, 3 and 4 stages, split-K summed by the last block and by
+// the summing pass, a tail split, C staged, on odd shapes in every layout with odd leading dims
+// (packed: the TMA reads 16-byte runs) and padded ones; a transposed B turned over first (PRETB).
+TEST(GemmFamilies, SplitTf32TmaFamiliesAreRightOnOddShapesInEveryLayout) {
+  TUNED_REQUIRE_GPU();
+  const DeviceInfo device = query_device(0);
+  if (device.compute_capability() != 90) {
+    GTEST_SKIP() << "GPU test skipped: MMA = 4 (wgmma, TMA) needs sm_90a, this GPU is sm_"
+                 << device.compute_capability();
+  }
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  const std::vector<Config> configs = parsed({
+      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,"
+      "UNROLL=8,PIPE=4,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,"
+      "KSUM=1,GCOLS=1,AHEAD=0",
+      "GEMV=0,BM=64,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,"
+      "UNROLL=8,PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=1,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,"
+      "KSUM=1,GCOLS=1,AHEAD=0",
+      "GEMV=0,BM=128,BN=64,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,"
+      "UNROLL=8,PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=1,MMA=4,CSTAGE=1,"
+      "KSUM=1,GCOLS=1,AHEAD=0",
+      "GEMV=0,BM=64,BN=64,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,"
+      "UNROLL=8,PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=3,PACK=1,REDUCE=1,TAIL=0,MMA=4,CSTAGE=0,"
+      "KSUM=1,GCOLS=1,AHEAD=0",
+      "GEMV=0,BM=128,BN=32,BK=32,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,"
+      "UNROLL=8,PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,"
+      "KSUM=1,GCOLS=1,AHEAD=0",
+  });
+  int checked = 0;
+  for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+    std::vector<Config> in_layout;
+    for (const Config& c : configs) {
+      in_layout.push_back(with_operands_as_stored(c, packed_problem(layout, 8, 8, 8)));
+      EXPECT_EQ(in_layout.back().get("PRETB"), layout[1] == 'T' ? 1 : 0);
+    }
+    checked += check_on_shapes(device, layout, in_layout, kOddShapes, 7500 + checked);
+  }
+  EXPECT_EQ(checked, static_cast<int>(4 * configs.size() * kOddShapes.size() * 2));
 }
 
 // CSTAGE = 1 (C through shared memory): FFMA tiles with every run length of rows (TM 1 to 8),
@@ -548,10 +589,13 @@ TEST(GemmFamilies, RaisedSplitKIsRightAndRepeatable) {
            "GEMV=0,BM=64,BN=64,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=1,BKM=0,UNROLL=8,"
            "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=16,PACK=0,REDUCE=0,TAIL=0,MMA=3,CSTAGE=0,KSUM=1,"
            "GCOLS=1,AHEAD=0",
+           "GEMV=0,BM=64,BN=64,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+           "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=1,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,KSUM=1,"
+           "GCOLS=1,AHEAD=0",
        }) {
     const Config config = Config::parse(text);
     if (config.get("MMA") == 1 && device.compute_capability() < 90) continue;
-    if (config.get("MMA") == 3 && device.compute_capability() != 90) continue;
+    if (config.get("MMA") >= 3 && device.compute_capability() != 90) continue;
     for (const char* layout : {"NN", "NT", "TN", "TT"}) {
       // The config as fitted to odd leading dims (alignment class 1).
       const Problem probe = packed_problem(layout, 1001, 35, 1001);
@@ -579,6 +623,50 @@ TEST(GemmFamilies, RaisedSplitKIsRightAndRepeatable) {
   }
   EXPECT_EQ(raised, runs);
   EXPECT_GE(runs, 4);
+}
+
+// The tuner's check refuses a split that loses the small parts' information: the TMA-fed split
+// TF32 kernel built with A_big * B_small dropped (SPLIT_TERMS = 2, a test-only switch) fails it in
+// every layout (on an H100 its error was 3.7e-4 against cuBLAS's, beyond even the tolerance for
+// 'wrong'), while the same config built whole passes on the same inputs.
+TEST(GemmFamilies, AccuracyCheckRefusesASplitThatDropsATerm) {
+  TUNED_REQUIRE_GPU();
+  const DeviceInfo device = query_device(0);
+  if (device.compute_capability() != 90) {
+    GTEST_SKIP() << "GPU test skipped: MMA = 4 (wgmma, TMA) needs sm_90a, this GPU is sm_"
+                 << device.compute_capability();
+  }
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  KernelCache kernels;
+  DeviceCheck check(kernels, device);
+  Stream stream = Stream::create();
+  const Config config = Config::parse(
+      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,"
+      "UNROLL=8,PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,"
+      "KSUM=1,GCOLS=1,AHEAD=0");
+  for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+    const Problem p = packed_problem(layout, 257, 129, 4097);
+    const Config c = fit_config(config, device, p);
+    SCOPED_TRACE(std::string(layout) + " 257x129x4097 " + c.canonical());
+    KernelSpec broken = kernel_spec(c, p);
+    const std::string name = broken.kernel_name;
+    broken.kernel_name += "_drops_big_small";
+    for (auto& option : broken.options) {
+      if (option == "-DKERNEL_NAME=" + name) option = "-DKERNEL_NAME=" + broken.kernel_name;
+    }
+    broken.options.push_back("-DSPLIT_TERMS=2");
+    GemmTask task(device, p, check);
+    task.allocate();
+    task.fresh_inputs(4242, stream.get());
+    const MatrixCheck whole = task.check(*kernels.get(kernel_spec(c, p), device), c, stream.get());
+    const MatrixCheck dropped = task.check(*kernels.get(broken, device), c, stream.get());
+    EXPECT_TRUE(whole.passed(task.tolerance()))
+        << "error " << whole.exact_error << ", limit " << whole.exact_limit;
+    EXPECT_FALSE(dropped.passed(task.tolerance()))
+        << "rel error " << dropped.rel_error << ", error " << dropped.exact_error << ", limit "
+        << dropped.exact_limit;
+    EXPECT_GT(dropped.rel_error, 10 * whole.rel_error);
+  }
 }
 
 // KSUM = 1 keeps FFMA kernels within the accuracy contract where one chain per output is not:
