@@ -3,12 +3,16 @@
 // of C), whatever the outcome: a wrong or inaccurate config is reported, not refused (the tuner
 // refuses such configs; this is for looking at kernels while they are written).
 //   gemm_configs --shape NN:4096x4096x4096 [--shape ...] --config GEMV=0,BM=...[;--config ...]
-//                [--inputs uniform|wide] [--device N]
+//                [--inputs uniform|wide|both] [--json FILE] [--device N]
+// --json writes the rows (device; rows: shape, layout, inputs, tuned_tflops, cublas_tflops, ratio,
+// err_tuned, err_cublas, config): issue 31's bench/results/gemm_tf32x3_<device>.json. A config a
+// problem's rules refuse is named on its row and left out of the file.
 // Inputs: uniform in [-1, 1); wide: each element times 2^u, u uniform in [-20, 20] (issue 31's
 // wide-range inputs: a split that drops the small parts' information shows there).
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -48,50 +52,85 @@ void spread_exponents(const GemmOperands& ops, const gemm_op::Problem& p, cudaSt
 int main(int argc, char** argv) {
   CLI::App app{"Times named GEMM configs beside cuBLAS FP32, with their errors.", "gemm_configs"};
   std::vector<std::string> shapes, configs;
-  std::string inputs = "uniform";
+  std::string inputs = "uniform", json;
   int device_index = 0;
   app.add_option("--shape", shapes, "LAYOUT:MxNxK, repeatable")->required();
   app.add_option("--config", configs, "a config (every parameter), repeatable")->required();
-  app.add_option("--inputs", inputs, "uniform or wide")->check(CLI::IsMember({"uniform", "wide"}));
+  app.add_option("--inputs", inputs, "uniform, wide or both")
+      ->check(CLI::IsMember({"uniform", "wide", "both"}));
+  app.add_option("--json", json, "write the rows to this file");
   app.add_option("--device", device_index, "CUDA device index");
   CLI11_PARSE(app, argc, argv);
   try {
     std::vector<Shape> parsed;  // before the device: bad input is named without a GPU
     for (const std::string& text : shapes) parsed.push_back(parse_layout_shape(text));
     GemmBenchSetup setup(device_index, "", false, false, "gemm_configs");
-    std::printf("device %s, inputs %s\n", setup.device.name.c_str(), inputs.c_str());
-    std::printf("%-6s %-18s %9s %8s %9s %8s %6s %9s %9s %9s  %s\n", "layout", "shape", "ms",
-                "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio", "vs cuBLAS", "err", "err cuBLAS",
-                "config");
+    std::printf("device %s\n", setup.device.name.c_str());
+    std::printf("%-6s %-18s %-7s %9s %8s %9s %8s %6s %9s %9s %9s  %s\n", "layout", "shape",
+                "inputs", "ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio", "vs cuBLAS", "err",
+                "err cuBLAS", "config");
+    std::vector<std::string> rows;  // JSON objects
+    const std::vector<std::string> kinds =
+        inputs == "both" ? std::vector<std::string>{"uniform", "wide"}
+                         : std::vector<std::string>{inputs};
     for (const Shape& shape : parsed) {
       const gemm_op::Problem p = gemm_op::packed_problem(shape.layout, shape.m, shape.n, shape.k);
-      GemmOperands ops(p, setup.check, setup.stream.get());
-      if (inputs == "wide") {
-        spread_exponents(ops, p, setup.stream.get());
+      for (const std::string& kind : kinds) {
+        GemmOperands ops(p, setup.check, setup.stream.get());
+        if (kind == "wide") spread_exponents(ops, p, setup.stream.get());
+        for (const std::string& text : configs) {
+          // Fitted to the problem as the library fits a stored config (MMA = 4: B turned over
+          // where it is given transposed; packing where the operands are not 16-byte aligned).
+          Config config;
+          try {
+            config = gemm_op::fit_config(Config::parse(text), setup.device, p);
+          } catch (const Error& e) {
+            std::printf("%-6s %-18s %-7s refused: %s\n", shape.layout.c_str(),
+                        shape.text().c_str(), kind.c_str(), e.what());
+            continue;
+          }
+          const auto kernel = setup.kernels.get(gemm_op::kernel_spec(config, p), setup.device);
+          DeviceBuffer workspace(gemm_op::workspace_bytes(config, p));
+          auto tuned_call = [&](cudaStream_t stream) {
+            gemm_op::launch(*kernel, config, p, 1.0f, ops.a(), ops.b(), 0.0f, ops.c(),
+                            workspace.get(), stream, api::transpose);
+          };
+          auto cublas_call = [&](cudaStream_t stream) {
+            gemm_op::cublas_sgemm(setup.cublas.get(), p, 1.0f, ops.a(), ops.b(), 0.0f,
+                                  ops.c_ref());
+          };
+          const Comparison r = compare_with_cublas(tuned_call, cublas_call, p, ops, setup.check,
+                                                   setup.exact, setup.stream.get());
+          std::printf("%-6s %-18s %-7s %9.4f %8.2f %9.4f %8.2f %6.3f %9.2e %9.2e %9.2e  %s%s\n",
+                      shape.layout.c_str(), shape.text().c_str(), kind.c_str(), r.tuned_ms,
+                      tflops(p, r.tuned_ms), r.cublas_ms, tflops(p, r.cublas_ms),
+                      r.cublas_ms / r.tuned_ms, r.rel_error, r.err_tuned, r.err_cublas,
+                      config.canonical().c_str(),
+                      r.correct ? (r.within_contract ? "" : "  [outside the contract]")
+                                : "  [WRONG]");
+          std::fflush(stdout);
+          rows.push_back("{\"shape\": " + json_escape(shape.text()) +
+                         ", \"layout\": " + json_escape(shape.layout) +
+                         ", \"inputs\": " + json_escape(kind) +
+                         ", \"tuned_tflops\": " + json_number(tflops(p, r.tuned_ms)) +
+                         ", \"cublas_tflops\": " + json_number(tflops(p, r.cublas_ms)) +
+                         ", \"ratio\": " + json_number(r.cublas_ms / r.tuned_ms) +
+                         ", \"err_tuned\": " + json_number(r.err_tuned) +
+                         ", \"err_cublas\": " + json_number(r.err_cublas) +
+                         ", \"correct\": " + (r.correct ? "true" : "false") +
+                         ", \"within_contract\": " + (r.within_contract ? "true" : "false") +
+                         ", \"config\": " + json_escape(config.canonical()) + "}");
+        }
       }
-      for (const std::string& text : configs) {
-        // Fitted to the problem as the library fits a stored config (MMA = 4: B turned over where
-        // it is given transposed; packing where the operands are not 16-byte aligned).
-        const Config config = gemm_op::fit_config(Config::parse(text), setup.device, p);
-        const auto kernel = setup.kernels.get(gemm_op::kernel_spec(config, p), setup.device);
-        DeviceBuffer workspace(gemm_op::workspace_bytes(config, p));
-        auto tuned_call = [&](cudaStream_t stream) {
-          gemm_op::launch(*kernel, config, p, 1.0f, ops.a(), ops.b(), 0.0f, ops.c(),
-                          workspace.get(), stream, api::transpose);
-        };
-        auto cublas_call = [&](cudaStream_t stream) {
-          gemm_op::cublas_sgemm(setup.cublas.get(), p, 1.0f, ops.a(), ops.b(), 0.0f, ops.c_ref());
-        };
-        const Comparison r = compare_with_cublas(tuned_call, cublas_call, p, ops, setup.check,
-                                                 setup.exact, setup.stream.get());
-        std::printf(
-            "%-6s %-18s %9.4f %8.2f %9.4f %8.2f %6.3f %9.2e %9.2e %9.2e  %s%s\n",
-            shape.layout.c_str(), shape.text().c_str(), r.tuned_ms, tflops(p, r.tuned_ms),
-            r.cublas_ms, tflops(p, r.cublas_ms), r.cublas_ms / r.tuned_ms, r.rel_error, r.err_tuned,
-            r.err_cublas, text.c_str(),
-            r.correct ? (r.within_contract ? "" : "  [outside the contract]") : "  [WRONG]");
-        std::fflush(stdout);
+    }
+    if (!json.empty()) {
+      std::ofstream out(json);
+      out << "{\n  \"device\": " << json_escape(setup.device.name) << ",\n  \"rows\": [\n";
+      for (size_t i = 0; i < rows.size(); ++i) {
+        out << "    " << rows[i] << (i + 1 < rows.size() ? ",\n" : "\n");
       }
+      out << "  ]\n}\n";
+      if (!out) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--json: cannot write " + json);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gemm_configs: %s\n", e.what());

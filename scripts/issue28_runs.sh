@@ -37,6 +37,9 @@
 #                candidates_wgmma.txt) on the networks set, the large stratum, the second fitting
 #                set and the middle stratum, for at most S seconds (default 300;
 #                gemm_sweep_<gpu>_issue28-wgmma-<set>.tsv.gz)
+#   tma[:S]      the split TF32 wgmma configs fed by the TMA (MMA=4, issue 31: bench/results/
+#                gemm_sweep_candidates_tma.txt) on the wgmma step's sets, for at most S seconds
+#                (default 240; gemm_sweep_<gpu>_issue28-tma-<set>.tsv.gz)
 #   wgmma-waves[:S]  the split TF32 wgmma configs with 3, 6 and 12 splits and packed splits
 #                (bench/results/gemm_sweep_candidates_wgmma_waves.txt) on the wgmma step's sets,
 #                for at most S seconds (default 420; gemm_sweep_<gpu>_issue28-wgmma-waves-<set>
@@ -171,6 +174,7 @@ wgmma_sets() {
 }
 wgmma_sets WGMMA_SETS wgmma
 wgmma_sets WGMMA_WAVES_SETS wgmma-waves
+wgmma_sets TMA_SETS tma
 # The narrow products (n up to 48) of the same sets, for the 64 x 32 warpgroup tiles.
 wgmma_sets WGMMA_N32_SETS wgmma-n32 --max-n 48
 # Mid-size models' linear layers (gemm_sweep --layer-grid).
@@ -271,6 +275,8 @@ for step in "$@"; do
         --candidates "bench/results/gemm_sweep_candidates_tf32_${tag}.txt" ;;
     wgmma|wgmma:*)
       sweep_step wgmma 300 WGMMA_SETS "" --candidates bench/results/gemm_sweep_candidates_wgmma.txt ;;
+    tma|tma:*)
+      sweep_step tma 240 TMA_SETS "" --candidates bench/results/gemm_sweep_candidates_tma.txt ;;
     wgmma-waves|wgmma-waves:*)
       sweep_step wgmma-waves 420 WGMMA_WAVES_SETS "" \
         --candidates bench/results/gemm_sweep_candidates_wgmma_waves.txt ;;

@@ -8,6 +8,11 @@
 #                TMA-fed MMA = 4) beside cuBLAS on SHAPES (LAYOUT:MxNxK, ','-separated), inputs
 #                uniform (default) or wide
 #   tests[:FILTER]  the GPU tests (gtest filter, default the GEMM families)
+#   sanitize     GemmUnderSanitizer (every GEMM family, one small odd problem per layout) under
+#                compute-sanitizer racecheck and synccheck
+#   tf32x3:SECONDS  bench/results/gemm_tf32x3_<device>.json: the TMA-fed split TF32 seed beside
+#                cuBLAS on 4096^3, 8192^3 and 16384x16384x4096 in every layout (uniform and wide
+#                inputs) and the gemm_networks shapes of 100 GFLOP or more (uniform)
 # (The GPU tests, also on a template with a planted bug: scripts/issue28_runs.sh tests:F broken:F.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +46,27 @@ for step in "$@"; do
       args=(); for s in ${shapes//,/ }; do args+=(--shape "$s"); done
       timeout 300 build/bench/gemm_configs "${args[@]}" --config "$C" --config "$T" \
         --inputs "$inputs" 2>&1 | tee -a "$OUT/gemm_configs_$inputs.log" | cut -c1-110 ;;
+    sanitize)
+      for tool in racecheck synccheck; do
+        timeout 540 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+          build/tests/tuned_gpu_tests --gtest_filter='GemmUnderSanitizer.*' \
+          > "$OUT/sanitize_$tool.log" 2>&1
+        echo "$tool rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED)" \
+          "$OUT/sanitize_$tool.log" | tail -4
+      done ;;
+    tf32x3)
+      T=GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8
+      T=$T,PIPE=4,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,KSUM=1,GCOLS=1
+      main=(); for l in NN NT TN TT; do
+        for s in 4096x4096x4096 8192x8192x8192 16384x16384x4096; do main+=(--shape "$l:$s"); done
+      done
+      net=(); for s in $(awk '$NF + 0 >= 100 {print $(NF-2) ":" $(NF-1)}' carry/network_shapes.txt \
+        | sort -u); do net+=(--shape "$s"); done
+      timeout 280 build/bench/gemm_configs "${main[@]}" --config "$T" --inputs both \
+        --json "$OUT/tf32x3_main.json" > "$OUT/tf32x3_main.log" 2>&1; echo "main rc=$?"
+      timeout 280 build/bench/gemm_configs "${net[@]}" --config "$T" --inputs uniform \
+        --json "$OUT/tf32x3_networks.json" > "$OUT/tf32x3_networks.log" 2>&1
+      echo "networks rc=$?"; cut -c1-100 "$OUT/tf32x3_main.log" | head -30 ;;
     tests)
       timeout 540 build/tests/tuned_gpu_tests --gtest_filter="${arg:-GemmFamilies.*}" \
         > "$OUT/tests.log" 2>&1

@@ -120,8 +120,10 @@ int check_on_shapes(const DeviceInfo& device, const char* layout,
   KernelCache kernels;
   DeviceCheck check(kernels, device);
   Stream stream = Stream::create();
-  // (What fit_config does: packed configs and the matrix-vector kernel keep their VEC.)
+  // (What fit_config does: packed configs and the matrix-vector kernel keep their VEC; the
+  // TMA-fed ones, MMA = 4, read 16-byte runs only and always pack.)
   auto with_vec = [](Config c, int vec) {
+    if (c.get("MMA") == 4 && vec < 4) c.set("PACK", 1);
     if (c.get("PACK") == 0 && c.get("GEMV") == 0) c.set("VEC", std::min(c.get("VEC"), vec));
     return c;
   };
@@ -173,15 +175,24 @@ const Shapes kOddShapes = {
 void check_in_every_layout(const DeviceInfo& device, const std::vector<Config>& configs,
                            const Shapes& shapes, int seed) {
   int checked = 0;
+  // PRETB: the FFMA and FP64 kernels' only where B is not transposed (it turns a k-contiguous B
+  // over); MMA = 4 turns a transposed B over, so it runs in every layout, PRETB set by it.
+  auto turns_b_over_for_ffma = [](const Config& c) {
+    return c.get("PRETB") == 1 && c.get("MMA") != 4;
+  };
   for (const char* layout : {"NN", "NT", "TN", "TT"}) {
-    std::vector<Config> in_layout = configs;
-    if (layout[1] == 'T') {  // PRETB: B not transposed only (a transposed B is n-contiguous)
-      std::erase_if(in_layout, [](const Config& c) { return c.get("PRETB") == 1; });
+    std::vector<Config> in_layout;
+    for (const Config& c : configs) {
+      if (c.get("MMA") == 4) {
+        in_layout.push_back(with_operands_as_stored(c, packed_problem(layout, 8, 8, 8)));
+      } else if (layout[1] == 'N' || !turns_b_over_for_ffma(c)) {
+        in_layout.push_back(c);
+      }
     }
     checked += check_on_shapes(device, layout, in_layout, shapes, seed + checked);
   }
-  int runs_per_shape = 0;  // PRETB configs run in the two layouts with B not transposed
-  for (const auto& c : configs) runs_per_shape += c.get("PRETB") ? 2 : 4;
+  int runs_per_shape = 0;
+  for (const auto& c : configs) runs_per_shape += turns_b_over_for_ffma(c) ? 2 : 4;
   EXPECT_EQ(checked, static_cast<int>(runs_per_shape * shapes.size() * 2));
 }
 
