@@ -520,7 +520,8 @@ std::string Runtime::describe(const OpRegistration& op, const ProblemId& problem
     if (auto found = memo_.find(MemoKey{device->index, &op, problem})) choice = *found;
   }
   if (!choice) choice = resolve(op, *device, problem, nullptr, /*with_kernel=*/false);
-  return choice->origin + ": " + choice->config.canonical();
+  const std::string words = op.face->describe_config(choice->config);
+  return choice->origin + ": " + choice->config.canonical() + (words.empty() ? "" : " (" + words + ")");
 }
 
 size_t Runtime::memo_entries() {

@@ -169,7 +169,20 @@ std::string TunedGemmCalls::describe() const {
 std::pair<std::string, std::string> TunedGemmCalls::origin_and_config() const {
   const std::string text = describe();
   const size_t colon = text.find(": ");
-  return {text.substr(0, colon), colon == std::string::npos ? "" : text.substr(colon + 2)};
+  if (colon == std::string::npos) return {text, ""};
+  // "origin: config (math: ...)": the config without the words after it.
+  const size_t words = text.find(" (", colon + 2);
+  return {text.substr(0, colon), text.substr(colon + 2, words == std::string::npos
+                                                            ? std::string::npos
+                                                            : words - colon - 2)};
+}
+
+std::string TunedGemmCalls::math() const {
+  const std::string text = describe();
+  const size_t at = text.find("(math: ");
+  if (at == std::string::npos) return "";
+  const size_t end = text.find(')', at);
+  return text.substr(at + 7, end == std::string::npos ? std::string::npos : end - at - 7);
 }
 
 double TunedGemmCalls::time_one_call(cudaStream_t stream) const {

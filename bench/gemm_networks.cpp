@@ -80,6 +80,7 @@ std::string describe_row(const NetworkGemm& g) {
 // One distinct layout and shape, measured.
 struct Measurement {
   std::string origin, config;  // tuned_gemm_describe's text before and after ": "
+  std::string math;            // the arithmetic of the pick (FFMA, split TF32 on wgmma, ...)
   Comparison c;
   double ratio = 0;  // cublas_ms / tuned_ms
   std::optional<double> first_use_ms;
@@ -94,6 +95,7 @@ Measurement measure(const Shape& s, bool first_use, DeviceCheck& check, gemm_op:
   const TunedGemmCalls calls(p, ops, cublas);
   if (first_use) m.first_use_ms = calls.time_one_call(stream);
   std::tie(m.origin, m.config) = calls.origin_and_config();
+  m.math = calls.math();
   m.c = calls.compare(check, exact, stream);
   m.ratio = m.c.cublas_ms / m.c.tuned_ms;
   return m;
@@ -184,6 +186,7 @@ void write_json(const Options& o, const std::string& device_name, const std::str
         << ", \"shape\": " << json_escape(r.gemm.shape.text())
         << ", \"gflop\": " << json_number(r.gemm.shape.gflop())
         << ", \"origin\": " << json_escape(m.origin) << ", \"config\": " << json_escape(m.config)
+        << ", \"math\": " << json_escape(m.math)
         << ", \"tuned_ms\": " << json_number(m.c.tuned_ms)
         << ", \"cublas_ms\": " << json_number(m.c.cublas_ms)
         << ", \"ratio\": " << json_number(m.ratio)
@@ -256,7 +259,7 @@ int run(const Options& o) {
                 g.shape.gflop(), m.c.tuned_ms, m.c.cublas_ms, m.ratio, m.c.err_tuned,
                 m.c.err_cublas);
     if (o.first_use) std::printf(" %12s", optional_ms(m.first_use_ms).c_str());
-    std::printf("  %s: %s%s%s%s\n", m.origin.c_str(), m.config.c_str(),
+    std::printf("  [%s] %s: %s%s%s%s\n", m.math.c_str(), m.origin.c_str(), m.config.c_str(),
                 r.reused ? "  (measured above)" : "", m.c.correct ? "" : "  WRONG RESULT",
                 m.c.within_contract ? "" : "  CONTRACT VIOLATION");
     std::fflush(stdout);

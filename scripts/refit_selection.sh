@@ -52,7 +52,8 @@
 #     ${H}_issue28-hard-large.tsv.gz ${H}_issue28-hard-large-nt.tsv.gz ${H}_issue28-decode.tsv.gz \
 #     ${H}_issue28-hard-large-minb3.tsv.gz ${H}_issue28-decode-minb3.tsv.gz \
 #     ${H}_issue28-hard-large-ahead.tsv.gz ${H}_issue28-decode-ahead.tsv.gz \
-#     ${H}_issue28-lanes-large-ahead.tsv.gz
+#     ${H}_issue28-lanes-large-ahead.tsv.gz ${H}_issue28-tma-{networks,large,more,middle}.tsv.gz
+# (the last four: the TMA-fed split TF32 candidates, `issue28_runs.sh tma`, issue 31)
 # and the H200's the command above, with ENTRIES=112 (at 96 the hard families displaced the FP64
 # 128-split entry of a 118 GFLOP convolution weight gradient), followed by its
 # _issue28-rows-first-networks and -more sweeps, its _issue28-lanes-large, -middle, -networks and
@@ -117,6 +118,8 @@ done
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# fit_selection's recursion at 1.5M rows outgrows an 8 MB stack (it crashed with the TMA sweeps).
+ulimit -s unlimited 2>/dev/null || ulimit -s 1048576 2>/dev/null || true
 for out in "${order[@]}"; do
   base=$(basename "$out")
   op=${base%%_selection_*}

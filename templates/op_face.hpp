@@ -63,6 +63,10 @@ class OpFace {
     return true;
   }
 
+  /// What a config computes with, in words, for describe (e.g. the arithmetic of a GEMM kernel:
+  /// "split TF32 on wgmma"); empty by default.
+  virtual std::string describe_config(const Config& /*config*/) const { return {}; }
+
   /// Analytic features of a config on a shape, each a log-time inefficiency the selection model
   /// weighs against its measured neighbours (cache::SelectionModel::Features): e.g. work wasted
   /// on partial tiles, SMs idle in the last wave. Names in a fixed order; none by default.

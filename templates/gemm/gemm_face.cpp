@@ -34,6 +34,9 @@ class GemmFace : public OpFace {
     return std::make_unique<GemmTask>(device, problem_of(problem), check);
   }
   std::vector<KernelSpec> support_kernels() const override { return Fp64Sample::kernel_specs(); }
+  std::string describe_config(const Config& config) const override {
+    return "math: " + math_family(config);
+  }
   // A packing config copies this problem's unaligned operands: predicted only where the copies
   // take at most half the product's time (its neighbours may have copied a small A and nothing
   // else: a first layer's TN forward with k = 27 copies all of B, 1.15 of the product, and ran at

@@ -741,6 +741,17 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
   return seeds;
 }
 
+std::string math_family(const Config& c) {
+  if (is_gemv(c)) return "FFMA, matrix-vector";
+  switch (c.has("MMA") ? c.get("MMA") : 0) {
+    case 1: return "FP64 tensor cores";
+    case 2: return "split TF32 on mma.sync";
+    case 3: return "split TF32 on wgmma";
+    case 4: return "split TF32 on wgmma, TMA-fed";
+    default: return "FFMA";
+  }
+}
+
 Config with_operands_as_stored(Config config, const Problem& problem) {
   // MMA = 4 reads B k-contiguous: a transposed B is turned over first.
   if (is_tma(config)) config.set("PRETB", problem.trans_b ? 1 : 0);

@@ -67,6 +67,10 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
 /// n-contiguous); other configs unchanged. How a config found for one layout serves another.
 Config with_operands_as_stored(Config config, const Problem& problem);
 
+/// The arithmetic a config computes with: "FFMA", "FFMA, matrix-vector", "FP64 tensor cores",
+/// "split TF32 on mma.sync", "split TF32 on wgmma" or "split TF32 on wgmma, TMA-fed".
+std::string math_family(const Config& config);
+
 /// The matrix-vector config (m or n up to cols): rows of Y per block, vector width, splits of k,
 /// columns taken at once; the tile parameters at their placeholder values, in the space's
 /// parameter order.

@@ -685,6 +685,54 @@ TEST(GemmSpace, FfmaSumsLongerThanTheContractAllowsAreRefused) {
   }
 }
 
+// MMA = 4 (split TF32 on wgmma fed by the TMA): the warpgroup tiles up to WN = 128 with 3 or 4
+// stages, 16-byte runs (VEC = 4; fit_config packs unaligned operands), B read k-contiguous (a
+// transposed B turned over first: fit_config sets PRETB by the layout), slice sums from k = 128,
+// the sm_90a target; describe names its arithmetic.
+TEST(GemmSpace, TmaWgmmaConfigsReadSixteenByteRunsAndTurnATransposedBOver) {
+  const Config tma = Config::parse(
+      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=4,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,KSUM=1,GCOLS=1,"
+      "AHEAD=0");
+  const DeviceInfo h100 = reference_device(90);
+  const Problem nn = packed_problem("NN", 4096, 4096, 4096);
+  const Space space = make_space(h100, nn);
+  EXPECT_FALSE(space.violation(tma).has_value()) << space.violation(tma).value_or("");
+  EXPECT_EQ(threads_per_block(tma), 384);
+  EXPECT_EQ(shared_bytes(tma), 4u * (128 + 2 * 128) * 32 * 4 + 1024);
+  EXPECT_TRUE(kernel_spec(tma, nn).arch_specific);
+  EXPECT_EQ(math_family(tma), "split TF32 on wgmma, TMA-fed");
+  auto broken = [&](const Space& in, const char* name, int value) {
+    Config b = tma;
+    b.set(name, value);
+    return in.violation(b, /*include_pruning=*/false).value_or("");
+  };
+  EXPECT_EQ(broken(space, "VEC", 1), "tma_reads_16_byte_runs");
+  EXPECT_EQ(broken(space, "PIPE", 2), "tma_wgmma_tiles");
+  EXPECT_EQ(broken(space, "KSUM", 0), "wgmma_sums_slices_in_float");
+  EXPECT_EQ(broken(space, "AHEAD", 1), "ahead_for_wgmma");
+  EXPECT_EQ(make_space(reference_device(80), nn).violation(tma).value_or(""), "wgmma_needs_sm90");
+  // A transposed B: PRETB = 1 turns it over (the FFMA kernels' PRETB needs it not transposed).
+  const Problem nt = packed_problem("NT", 4096, 4096, 4096);
+  EXPECT_EQ(make_space(h100, nt).violation(tma, false).value_or(""), "tma_reads_b_k_contiguous");
+  Config turned = tma;
+  turned.set("PRETB", 1);
+  EXPECT_FALSE(make_space(h100, nt).violation(turned, false).has_value());
+  EXPECT_EQ(make_space(h100, nn).violation(turned, false).value_or(""),
+            "tma_reads_b_k_contiguous");  // it would read B transposed there
+  EXPECT_GT(workspace_bytes(turned, nt), 4096u * 4096 * 4 - 1);
+  // fit_config: B turned over by the layout, unaligned operands packed (never narrowed).
+  const Problem odd_nt = packed_problem("NT", 1001, 999, 1003);
+  const Config fitted = fit_config(tma, h100, odd_nt);
+  EXPECT_EQ(fitted.get("PRETB"), 1);
+  EXPECT_EQ(fitted.get("PACK"), 1);
+  EXPECT_EQ(fitted.get("VEC"), 4);
+  EXPECT_EQ(fit_config(tma, h100, nn).get("PRETB"), 0);
+  EXPECT_EQ(
+      make_space(h100, packed_problem("NN", 4096, 4096, 124)).violation(tma, false).value_or(""),
+      "wgmma_split_tf32_from_k_128");
+}
+
 // MMA = 3 (split TF32 on wgmma): sm_90 only (the sm_90a target), warpgroup tiles of 64 rows and
 // one wgmma's columns, slices of 32 of k each summed from zero (KSUM = 1), from k = 128.
 TEST(GemmSpace, WgmmaConfigsNeedSm90WarpgroupTilesAndSliceSumsFromK128) {

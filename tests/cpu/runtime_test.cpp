@@ -124,9 +124,13 @@ TEST(RuntimeChoice, TwinGpusEntryAnswersAfterTheOwnOne) {
   store("GPU-other-model", "NVIDIA H200", twin_config);
   EXPECT_EQ(describe(), untuned);
   store("GPU-twin", device.name, twin_config);
-  EXPECT_EQ(describe(), "twin GPU-twin: " + twin_config);
+  // (describe names the config's arithmetic after it.)
+  auto math = [](const std::string& config) {
+    return " (math: " + gemm_op::math_family(Config::parse(config)) + ")";
+  };
+  EXPECT_EQ(describe(), "twin GPU-twin: " + twin_config + math(twin_config));
   store(device.uuid, device.name, own_config);
-  EXPECT_EQ(describe(), "exact: " + own_config);
+  EXPECT_EQ(describe(), "exact: " + own_config + math(own_config));
   std::remove(path.c_str());
 }
 
@@ -151,7 +155,11 @@ TEST(RuntimeLog, NamesEachChoiceWhenEnabled) {
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text.find("300x7x5000"), std::string::npos) << text;  // silent while off
   EXPECT_NE(text.find("gemm NT 1000x33x77 align 1: model "), std::string::npos) << text;
-  EXPECT_NE(text.find(choice.substr(choice.find(": ") + 2)), std::string::npos) << text;
+  // (The config: describe's text between "origin: " and the words on its arithmetic.)
+  const size_t config_at = choice.find(": ") + 2;
+  const std::string config = choice.substr(config_at, choice.find(" (math: ") - config_at);
+  EXPECT_NE(text.find(config), std::string::npos) << text;
+  EXPECT_NE(choice.find(" (math: FFMA"), std::string::npos) << choice;
   std::remove(log_path.c_str());
   std::remove((log_path + ".db").c_str());
 }

@@ -282,7 +282,8 @@ TEST_F(TunedGemm, TwinGpusEntryIsUsedAndCorrectHere) {
             TUNED_STATUS_SUCCESS)
       << tuned_last_error();
   cudaFree(d);
-  EXPECT_EQ(std::string(buf), "twin " + twin_uuid + ": " + twin_config);
+  EXPECT_EQ(std::string(buf), "twin " + twin_uuid + ": " + twin_config + " (math: " +
+                                  tuned::gemm_op::math_family(tuned::Config::parse(twin_config)) + ")");
   std::mt19937_64 rng(201);
   run_case({TUNED_OP_N, TUNED_OP_N, m, n, k, m, k, m, 1.0f, 0.0f}, rng);
   run_case({TUNED_OP_N, TUNED_OP_N, m, n, k, m, k, m, -0.5f, 0.75f}, rng);

@@ -82,7 +82,9 @@ TEST(Workspaces, ConcurrentCallsOnManyStreamsGetRightResults) {
                                   ldb, o.ref, s.m, text, sizeof(text)),
               TUNED_STATUS_SUCCESS);
     const std::string described(text);
-    const Config config = Config::parse(described.substr(described.find(": ") + 2));
+    // "origin: config (math: ...)"
+    const size_t at = described.find(": ") + 2;
+    const Config config = Config::parse(described.substr(at, described.find(" (math: ") - at));
     const gemm_op::Problem p = gemm_op::packed_problem(
         std::string(s.trans_a ? "T" : "N") + (s.trans_b ? "T" : "N"), s.m, s.n, s.k);
     with_workspace += gemm_op::workspace_bytes(config, p) > 0;
