@@ -580,6 +580,30 @@ __device__ __forceinline__ void barrier_wait(unsigned long long* bar, int parity
   } while (!done);
 }
 
+// The end of a slice's products: wait for them, release the stage they read, add the slice's sums
+// (from zero in the tensor cores) to the float sums.
+template <int N>
+__device__ __forceinline__ void add_slice(float (&sums)[N], float (&part)[N],
+                                          unsigned long long* empty) {
+  wg_wait<0>();
+  barrier_arrive(empty);
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    wg_pin(part[i]);
+    sums[i] += part[i];
+  }
+}
+
+// A warpgroup's sums (the wgmma's accumulator layout) in the fragment layout the epilogue reads:
+// element e of n tile jn is acc[e / 2][2 jn + e % 2] (its rows: fragment_position, lane_row).
+template <int N, int FM, int FN>
+__device__ __forceinline__ void wgmma_fragments(const float (&sums)[N], float (&acc)[FM][FN]) {
+#pragma unroll
+  for (int jn = 0; jn < N / 4; ++jn)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[e / 2][2 * jn + e % 2] = sums[4 * jn + e];
+}
+
 // d (+)= a * b for one warpgroup's 64 x WN x 8 tile, one overload per WN (32, 64, 128, 256:
 // inline PTX names every accumulator register, so each operand list is written out): a and b are
 // shared-memory descriptors of TF32 (K-major) tiles; accumulate = 0 ignores d's old values.
@@ -857,29 +881,30 @@ struct SplitLoader {
 #endif  // MMA == 3
 
 #if MMA == 4
-// MMA = 4: split TF32 on wgmma fed by cp.async (sm_90a). The producer warpgroup's first two warps
-// copy each slice of A and B as stored (raw floats, no staging registers) into a free stage with
-// cp.async, whose completion arrives on the stage's `loaded` barrier, stages ahead of the product;
-// its other two warps then write B's small parts beside B (B minus B truncated to TF32, rounded:
-// the tensor cores read B's raw floats as its big part, truncated) and mark the stage full. The
+// MMA = 4: split TF32 on wgmma fed by the TMA (sm_90a). One thread of the producer warpgroup copies
+// each slice of A and B as stored (raw floats, no staging registers) into a free stage with the
+// TMA, whose bytes complete the stage's `loaded` barrier, stages ahead of the product; its other
+// three warps then write B's small parts beside B (B minus B truncated to TF32, rounded: the
+// tensor cores read B's raw floats as its big part, truncated) and mark the stage full. The
 // consumer warpgroups read A's fragments into registers, split them there (big: rounded to TF32;
 // small: the rest, rounded) and take three wgmma per 8 steps of k with A from registers:
 // small * B, big * B_small, big * B. So each element is split once, and A's parts never go back to
 // shared memory: per slice the stages move (BM + 2 BN) x BK floats in and the consumers read A
-// once, where MMA = 3 wrote and read both parts of both operands (its producer, loading through
-// registers, bounded 128 x 128 tiles at ~80 TFLOP/s on an H100).
+// once, where MMA = 3 wrote and read both parts of both operands. (On an H100 MMA = 3's producer,
+// loading through registers, bounded 128 x 128 tiles at ~80 TFLOP/s, and a cp.async producer as
+// well, both limited by the loads an SM keeps in flight; the TMA alone ran at 177.)
 static_assert(TRANS_B == 0, "MMA = 4 reads B k-contiguous (a transposed B is copied first: PRETB)");
 static_assert(WN == 32 || WN == 64 || WN == 128, "MMA = 4: WN is 32, 64 or 128");
-constexpr int kSplitters = kProducers - 32;
+constexpr int kSplitters = kProducers - 32;  // the producer's last 3 warps write B's small parts
 // A test's broken split: SPLIT_TERMS = 2 drops A_big * B_small, which the accuracy check must
 // refuse (tests/gpu/gemm_families_test.cpp). No config sets it.
 #ifndef SPLIT_TERMS
 #define SPLIT_TERMS 3
 #endif
 constexpr int kSplitTerms = SPLIT_TERMS;
-static_assert(kSplitTerms == 2 || kSplitTerms == 3, "SPLIT_TERMS is 3, or 2 in a test");  // the producer's last 3 warps write B's small parts
-// Registers a thread: the producers give theirs to the consumers (sums, the slice's partial sums
-// and A's 32 fragment registers).
+static_assert(kSplitTerms == 2 || kSplitTerms == 3, "SPLIT_TERMS is 3, or 2 in a test");
+// Registers a thread at run time: the producers (which copy without staging registers) give theirs
+// to the consumers (sums, the slice's sums, A's fragments of two steps: 168 as compiled).
 constexpr int kProducerRegs = 56;
 constexpr int kConsumerRegs =
     (65536 - kProducers * kProducerRegs) / kThreads / 8 * 8 > 232
@@ -1184,24 +1209,13 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
       wgmma_tf32(part, a_big, b_big, 1);
     }
     wg_commit();
-    wg_wait<0>();
-    barrier_arrive(&empty[st]);
-#pragma unroll
-    for (int i = 0; i < kWgSums; ++i) {
-      wg_pin(part[i]);
-      sums[i] += part[i];
-    }
+    add_slice(sums, part, &empty[st]);
   }
-  // The fragment layout of the other MMA kernels: element e of n tile jn is
-  // acc[e / 2][2 jn + e % 2].
   float acc[kFragM][kFragN];
-#pragma unroll
-  for (int jn = 0; jn < WN / 8; ++jn)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc[e / 2][2 * jn + e % 2] = sums[4 * jn + e];
+  wgmma_fragments(sums, acc);
 #elif MMA == 4
-  // Split TF32 on wgmma fed by cp.async (see copy_slice). Stages (PIPE: 3 or 4) of A and B as
-  // stored and B's small parts, 1024-byte aligned for the swizzle.
+  // Split TF32 on wgmma fed by the TMA (see tma_load). Stages (PIPE: 3 or 4) of A and B as stored
+  // and B's small parts, 1024-byte aligned for the swizzle.
   char* wg_smem = reinterpret_cast<char*>(
       (reinterpret_cast<unsigned long long>(smem) + 1023) & ~1023ull);
   auto stage_a = [&](int stage) { return wg_smem + stage * kWgStageBytes; };
@@ -1294,20 +1308,10 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
       wgmma_tf32(part, big, b_raw, 1);
       wg_commit();
     }
-    wg_wait<0>();
-    barrier_arrive(&empty[st]);
-#pragma unroll
-    for (int i = 0; i < kWgSums; ++i) {
-      wg_pin(part[i]);
-      sums[i] += part[i];
-    }
+    add_slice(sums, part, &empty[st]);
   }
-  // The fragment layout of the other MMA kernels, rows g and g + 8 (fragment_row).
-  float acc[kFragM][kFragN];
-#pragma unroll
-  for (int jn = 0; jn < WN / 8; ++jn)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc[e / 2][2 * jn + e % 2] = sums[4 * jn + e];
+  float acc[kFragM][kFragN];  // rows g and g + 8 (lane_row)
+  wgmma_fragments(sums, acc);
 #else
   float* a_smem = smem;                           // kStages x kATileFloats
   float* b_smem = smem + kStages * kATileFloats;  // kStages x kBTileFloats
