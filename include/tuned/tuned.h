@@ -150,9 +150,11 @@ tuned_status_t tuned_set_tuning(tuned_tuning_t policy);
 /// is no regular file that can be appended to is TUNED_STATUS_INVALID_ARGUMENT (recording is off).
 tuned_status_t tuned_set_record(const char* path);
 
-/// Describes the configuration tuned_gemm would use for this problem, and where it came from
+/// Describes the configuration tuned_gemm would use for this problem, where it came from
 /// ("exact", "first-use", "twin <uuid>" (tuned on another GPU of this model), "shipped", "model",
-/// "nearest MxNxK", "default"), into buf (NUL-terminated, truncated to size).
+/// "nearest MxNxK", "default") and its arithmetic ("origin: config (math: FFMA)"; the others:
+/// "FFMA, matrix-vector", "FP64 tensor cores", "split TF32 on mma.sync", "split TF32 on wgmma",
+/// "split TF32 on wgmma, TMA-fed"), into buf (NUL-terminated, truncated to size).
 tuned_status_t tuned_gemm_describe(tuned_operation_t op_a, tuned_operation_t op_b, int m, int n,
                                    int k, const float* A, int lda, const float* B, int ldb,
                                    const float* C, int ldc, char* buf, unsigned long size);

@@ -22,7 +22,8 @@ void gemm(Op op_a, Op op_b, int m, int n, int k, float alpha, const float* a, in
 
 /// The configuration gemm() would use for these arguments and where it came from:
 /// "exact: BM=...", "first-use: ...", "twin GPU-...: ...", "shipped: ...", "model: ...",
-/// "nearest 4096x4096x4096: ...", "default: ..." (see tuned_gemm_describe).
+/// "nearest 4096x4096x4096: ...", "default: ...", each followed by " (math: ...)" (see
+/// tuned_gemm_describe).
 std::string describe_gemm(Op op_a, Op op_b, int m, int n, int k, const float* a, int lda,
                           const float* b, int ldb, const float* c, int ldc);
 
