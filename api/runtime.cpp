@@ -521,7 +521,8 @@ std::string Runtime::describe(const OpRegistration& op, const ProblemId& problem
   }
   if (!choice) choice = resolve(op, *device, problem, nullptr, /*with_kernel=*/false);
   const std::string words = op.face->describe_config(choice->config);
-  return choice->origin + ": " + choice->config.canonical() + (words.empty() ? "" : " (" + words + ")");
+  return choice->origin + ": " + choice->config.canonical() +
+         (words.empty() ? "" : " (" + words + ")");
 }
 
 size_t Runtime::memo_entries() {

@@ -177,13 +177,6 @@ std::pair<std::string, std::string> TunedGemmCalls::origin_and_config() const {
                                                             : words - colon - 2)};
 }
 
-std::string TunedGemmCalls::math() const {
-  const std::string text = describe();
-  const size_t at = text.find("(math: ");
-  if (at == std::string::npos) return "";
-  const size_t end = text.find(')', at);
-  return text.substr(at + 7, end == std::string::npos ? std::string::npos : end - at - 7);
-}
 
 double TunedGemmCalls::time_one_call(cudaStream_t stream) const {
   TUNED_CUDA_CHECK(cudaDeviceSynchronize());

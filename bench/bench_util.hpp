@@ -109,8 +109,6 @@ class TunedGemmCalls {
   std::string describe() const;            // tuned_gemm_describe's text for the call
   /// describe()'s "origin: config" split in two (config empty where there is no ": ").
   std::pair<std::string, std::string> origin_and_config() const;
-  /// The arithmetic of the pick as describe names it ("FFMA", "split TF32 on wgmma", ...).
-  std::string math() const;
   /// Wall ms of one tuned call from an idle device to its end: with first-use tuning on, the
   /// first call of a shape, which tunes (timed before describe, so describe reports its record).
   double time_one_call(cudaStream_t stream) const;

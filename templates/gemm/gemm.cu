@@ -580,30 +580,6 @@ __device__ __forceinline__ void barrier_wait(unsigned long long* bar, int parity
   } while (!done);
 }
 
-// The end of a slice's products: wait for them, release the stage they read, add the slice's sums
-// (from zero in the tensor cores) to the float sums.
-template <int N>
-__device__ __forceinline__ void add_slice(float (&sums)[N], float (&part)[N],
-                                          unsigned long long* empty) {
-  wg_wait<0>();
-  barrier_arrive(empty);
-#pragma unroll
-  for (int i = 0; i < N; ++i) {
-    wg_pin(part[i]);
-    sums[i] += part[i];
-  }
-}
-
-// A warpgroup's sums (the wgmma's accumulator layout) in the fragment layout the epilogue reads:
-// element e of n tile jn is acc[e / 2][2 jn + e % 2] (its rows: fragment_position, lane_row).
-template <int N, int FM, int FN>
-__device__ __forceinline__ void wgmma_fragments(const float (&sums)[N], float (&acc)[FM][FN]) {
-#pragma unroll
-  for (int jn = 0; jn < N / 4; ++jn)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc[e / 2][2 * jn + e % 2] = sums[4 * jn + e];
-}
-
 // d (+)= a * b for one warpgroup's 64 x WN x 8 tile, one overload per WN (32, 64, 128, 256:
 // inline PTX names every accumulator register, so each operand list is written out): a and b are
 // shared-memory descriptors of TF32 (K-major) tiles; accumulate = 0 ignores d's old values.
@@ -1209,10 +1185,21 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
       wgmma_tf32(part, a_big, b_big, 1);
     }
     wg_commit();
-    add_slice(sums, part, &empty[st]);
+    wg_wait<0>();
+    barrier_arrive(&empty[st]);
+#pragma unroll
+    for (int i = 0; i < kWgSums; ++i) {
+      wg_pin(part[i]);
+      sums[i] += part[i];
+    }
   }
+  // The fragment layout of the other MMA kernels: element e of n tile jn is
+  // acc[e / 2][2 jn + e % 2].
   float acc[kFragM][kFragN];
-  wgmma_fragments(sums, acc);
+#pragma unroll
+  for (int jn = 0; jn < WN / 8; ++jn)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[e / 2][2 * jn + e % 2] = sums[4 * jn + e];
 #elif MMA == 4
   // Split TF32 on wgmma fed by the TMA (see tma_load). Stages (PIPE: 3 or 4) of A and B as stored
   // and B's small parts, 1024-byte aligned for the swizzle.
@@ -1308,10 +1295,20 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
       wgmma_tf32(part, big, b_raw, 1);
       wg_commit();
     }
-    add_slice(sums, part, &empty[st]);
+    wg_wait<0>();
+    barrier_arrive(&empty[st]);
+#pragma unroll
+    for (int i = 0; i < kWgSums; ++i) {
+      wg_pin(part[i]);
+      sums[i] += part[i];
+    }
   }
-  float acc[kFragM][kFragN];  // rows g and g + 8 (lane_row)
-  wgmma_fragments(sums, acc);
+  // The fragment layout of the other MMA kernels, rows g and g + 8 (fragment_row).
+  float acc[kFragM][kFragN];
+#pragma unroll
+  for (int jn = 0; jn < WN / 8; ++jn)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[e / 2][2 * jn + e % 2] = sums[4 * jn + e];
 #else
   float* a_smem = smem;                           // kStages x kATileFloats
   float* b_smem = smem + kStages * kATileFloats;  // kStages x kBTileFloats
