@@ -94,7 +94,17 @@ tuned_status_t tuned_gemm(tuned_operation_t op_a, tuned_operation_t op_b, int m,
                           const float* alpha, const float* A, int lda, const float* B, int ldb,
                           const float* beta, float* C, int ldc, cudaStream_t stream) {
   return guarded([&] {
-    tuned::api::gemm(op_a, op_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, stream);
+    tuned::api::gemm(op_a, op_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc,
+                     TUNED_COMPUTE_DEFAULT, stream);
+  });
+}
+
+tuned_status_t tuned_gemm_ex(tuned_operation_t op_a, tuned_operation_t op_b, int m, int n, int k,
+                             const float* alpha, const float* A, int lda, const float* B, int ldb,
+                             const float* beta, float* C, int ldc, tuned_compute_t compute,
+                             cudaStream_t stream) {
+  return guarded([&] {
+    tuned::api::gemm(op_a, op_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, compute, stream);
   });
 }
 
@@ -177,7 +187,20 @@ tuned_status_t tuned_gemm_describe(tuned_operation_t op_a, tuned_operation_t op_
                                    const float* C, int ldc, char* buf, unsigned long size) {
   return guarded([&] {
     tuned::require_argument(buf != nullptr && size > 0, "buf", "must hold at least one byte");
-    copy_text(tuned::api::describe_gemm(op_a, op_b, m, n, k, A, lda, B, ldb, C, ldc), buf, size);
+    copy_text(tuned::api::describe_gemm(op_a, op_b, m, n, k, A, lda, B, ldb, C, ldc,
+                                        TUNED_COMPUTE_DEFAULT),
+              buf, size);
+  });
+}
+
+tuned_status_t tuned_gemm_describe_ex(tuned_operation_t op_a, tuned_operation_t op_b, int m, int n,
+                                      int k, const float* A, int lda, const float* B, int ldb,
+                                      const float* C, int ldc, tuned_compute_t compute, char* buf,
+                                      unsigned long size) {
+  return guarded([&] {
+    tuned::require_argument(buf != nullptr && size > 0, "buf", "must hold at least one byte");
+    copy_text(tuned::api::describe_gemm(op_a, op_b, m, n, k, A, lda, B, ldb, C, ldc, compute),
+              buf, size);
   });
 }
 
@@ -196,15 +219,16 @@ tuned_status_t tuned_set_tuning(tuned_tuning_t policy) {
 namespace tuned {
 
 void gemm(Op op_a, Op op_b, int m, int n, int k, float alpha, const float* a, int lda,
-          const float* b, int ldb, float beta, float* c, int ldc, cudaStream_t stream) {
+          const float* b, int ldb, float beta, float* c, int ldc, cudaStream_t stream,
+          Compute compute) {
   api::gemm(static_cast<int>(op_a), static_cast<int>(op_b), m, n, k, &alpha, a, lda, b, ldb, &beta,
-            c, ldc, stream);
+            c, ldc, static_cast<int>(compute), stream);
 }
 
 std::string describe_gemm(Op op_a, Op op_b, int m, int n, int k, const float* a, int lda,
-                          const float* b, int ldb, const float* c, int ldc) {
+                          const float* b, int ldb, const float* c, int ldc, Compute compute) {
   return api::describe_gemm(static_cast<int>(op_a), static_cast<int>(op_b), m, n, k, a, lda, b,
-                            ldb, c, ldc);
+                            ldb, c, ldc, static_cast<int>(compute));
 }
 
 void transpose(int rows, int cols, const float* a, int lda, float* b, int ldb,

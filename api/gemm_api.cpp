@@ -13,10 +13,20 @@ const OpRegistration& gemm_registration() {
   return op;
 }
 
+gemm_op::Compute compute_of(int compute) {
+  require_argument(compute == TUNED_COMPUTE_DEFAULT || compute == TUNED_COMPUTE_32F_FAST_TF32 ||
+                       compute == TUNED_COMPUTE_32F_PEDANTIC,
+                   "compute",
+                   "must be TUNED_COMPUTE_DEFAULT, TUNED_COMPUTE_32F_FAST_TF32 or "
+                   "TUNED_COMPUTE_32F_PEDANTIC");
+  return static_cast<gemm_op::Compute>(compute);
+}
+
 gemm_op::Problem make_problem(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const void* a,
-                              int64_t lda, const void* b, int64_t ldb, const void* c,
-                              int64_t ldc) {
+                              int64_t lda, const void* b, int64_t ldb, const void* c, int64_t ldc,
+                              int compute) {
   gemm_op::Problem p;
+  p.compute = compute_of(compute);
   p.trans_a = op_a == TUNED_OP_T;
   p.trans_b = op_b == TUNED_OP_T;
   p.m = m;
@@ -33,10 +43,10 @@ gemm_op::Problem make_problem(int op_a, int op_b, int64_t m, int64_t n, int64_t 
 
 void gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const float* alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, const float* beta, float* c, int64_t ldc,
-          cudaStream_t stream) {
+          int compute, cudaStream_t stream) {
   gemm_op::validate_arguments(op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  gemm_op::Problem problem = make_problem(op_a, op_b, m, n, k, a, lda, b, ldb, c, ldc, compute);
   if (m == 0 || n == 0) return;
-  gemm_op::Problem problem = make_problem(op_a, op_b, m, n, k, a, lda, b, ldb, c, ldc);
   // BLAS semantics: alpha == 0 reads neither A nor B (they may be NULL); with k = 0 the kernel
   // writes beta * C without touching them.
   if (*alpha == 0.0f) problem.k = 0;
@@ -57,10 +67,12 @@ void gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const float* alph
 }
 
 std::string describe_gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const float* a,
-                          int64_t lda, const float* b, int64_t ldb, const float* c, int64_t ldc) {
+                          int64_t lda, const float* b, int64_t ldb, const float* c, int64_t ldc,
+                          int compute) {
   const float one = 1.0f;
   gemm_op::validate_arguments(op_a, op_b, m, n, k, &one, a, lda, b, ldb, &one, c, ldc);
-  const gemm_op::Problem problem = make_problem(op_a, op_b, m, n, k, a, lda, b, ldb, c, ldc);
+  const gemm_op::Problem problem =
+      make_problem(op_a, op_b, m, n, k, a, lda, b, ldb, c, ldc, compute);
   return Runtime::instance().describe(gemm_registration(), gemm_op::problem_id(problem));
 }
 

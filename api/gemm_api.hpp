@@ -9,10 +9,12 @@
 
 namespace tuned::api {
 
+/// compute: a tuned_compute_t (checked: INVALID_ARGUMENT naming it otherwise).
 void gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const float* alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, const float* beta, float* c, int64_t ldc,
-          cudaStream_t stream);
+          int compute, cudaStream_t stream);
 std::string describe_gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const float* a,
-                          int64_t lda, const float* b, int64_t ldb, const float* c, int64_t ldc);
+                          int64_t lda, const float* b, int64_t ldb, const float* c, int64_t ldc,
+                          int compute);
 
 }  // namespace tuned::api

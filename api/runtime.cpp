@@ -84,17 +84,18 @@ std::shared_ptr<const Config> entry_config(const OpRegistration& op, const std::
   return parsed.emplace(key, std::move(config)).first->second;
 }
 
-// Whether a portfolio entry can serve the problem as it is: its kernel is then precompiled (a
-// config the face would have to change, e.g. to a narrower vector, would need NVRTC), and its
-// workspace is worth having (at most 32 MB or the operands' size, and below kMaxWorkspaceBytes).
-// An entry recorded before a parameter existed means that parameter's old value (as fit says).
+// Whether a portfolio entry (as the problem's variant runs it: OpFace::serve) can serve the
+// problem as it is: its kernel is then precompiled (a config the face would have to change, e.g.
+// to a narrower vector, would need NVRTC), and its workspace is worth having (at most 32 MB or the
+// operands' size, and below kMaxWorkspaceBytes). An entry recorded before a parameter existed
+// means that parameter's old value (as fit says).
 bool runs_as_is(const OpRegistration& op, const std::string& text, const DeviceInfo& device,
                 const ProblemId& problem) {
   const OpFace& face = *op.face;
   const auto entry = entry_config(op, text);
   if (!entry) return false;
-  const Config& config = *entry;
   try {
+    const Config config = face.serve(*entry, problem);
     const size_t workspace = face.workspace_bytes(config, problem);
     return face.fit(config, device, problem) == config && face.transfers_to(config, problem) &&
            workspace <= kMaxWorkspaceBytes &&
@@ -322,11 +323,15 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
   const OpFace& face = *op.face;
   ProblemKey key{device.uuid, op.name, op.variants[problem.variant], problem.shape(),
                  problem.alignment};
+  // The shipped data answering for this variant (OpFace::data_variant), served as it runs here.
+  ProblemKey data_key = key;
+  data_key.layout = op.variants[face.data_variant(problem.variant)];
   Choice choice;
   // A stored config that no longer fits (older template, other alignment) is skipped.
-  auto take = [&](const std::string& text, const std::string& origin) {
+  auto take = [&](const std::string& text, const std::string& origin, bool shipped_data = false) {
     try {
-      choice.config = face.fit(Config::parse(text), device, problem);
+      const Config config = Config::parse(text);
+      choice.config = face.fit(shipped_data ? face.serve(config, problem) : config, device, problem);
       choice.origin = origin;
       return true;
     } catch (const Error&) {
@@ -357,13 +362,13 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
     }
   }
   const int cc = device.compute_capability();
-  if (auto shipped = cache::ShippedDefaults::builtin().find_best(key, device.name, cc)) {
-    if (take(shipped->config, "shipped")) return choice;
+  if (auto shipped = cache::ShippedDefaults::builtin().find_best(data_key, device.name, cc)) {
+    if (take(shipped->config, "shipped", true)) return choice;
   }
   const auto& model = cache::SelectionModel::builtin();
   const auto features = selection_features(op, device);
   const auto ranked = model.rank(
-      op.name, device.name, cc, key.layout, key.shape, key.alignment,
+      op.name, device.name, cc, data_key.layout, key.shape, key.alignment,
       [&](const std::string& text) { return runs_as_is(op, text, device, problem); }, 1,
       &features);
   if (nearest && nearest->key.shape != key.shape) {
@@ -376,7 +381,7 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
       return choice;
     }
   }
-  if (!ranked.empty() && take(ranked.front().config, "model")) return choice;
+  if (!ranked.empty() && take(ranked.front().config, "model", true)) return choice;
   choice.config = face.fallback_config(device, problem);
   choice.origin = "default";
   return choice;
@@ -392,12 +397,12 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
   std::vector<Config> candidates = {fallback.config};
   const auto features = selection_features(op, device);
   for (const auto& r : cache::SelectionModel::builtin().rank(
-           op.name, device.name, cc, op.variants[problem.variant], problem.shape(),
-           problem.alignment,
+           op.name, device.name, cc, op.variants[face.data_variant(problem.variant)],
+           problem.shape(), problem.alignment,
            [&](const std::string& text) { return runs_as_is(op, text, device, problem); },
            kFirstUseBudget.long_candidates, &features)) {
     // Completed like the fallback (fit's), so an entry older than a parameter is not timed twice.
-    const Config c = with_absent_params(Config::parse(r.config), op.params);
+    const Config c = face.serve(with_absent_params(Config::parse(r.config), op.params), problem);
     if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) {
       candidates.push_back(c);
     }

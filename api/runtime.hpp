@@ -13,6 +13,8 @@
 //      ranked by the nearest measured shapes), unless the user's nearest tuned shape is predicted
 //      to do better (transfer regret x distance below the pick's predicted regret);
 //   5. the op's built-in fallback.
+// Steps 2 and 4 read the shipped data of the op's data variant (OpFace::data_variant: a GEMM
+// compute type reads its layout's), each config as the problem's variant runs it (OpFace::serve).
 // The user's database can only help: whatever its state (missing, older or newer schema, another
 // application's file, damaged, locked, a folder, a named pipe), lookups that cannot use it are
 // skipped with one log line and the shipped choices answer; no call waits long for another

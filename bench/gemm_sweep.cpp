@@ -408,9 +408,10 @@ std::vector<Config> candidates_from_database(const std::string& path, const Devi
 struct Selection {
   bool grid = false, hard_families = false, skinny = false, gemv = false, portfolio = false,
        networks = false, more_networks = false, decode_networks = false, long_products = false,
-       layer_grid = false;
+       layer_grid = false, only_candidates = false;
   double min_gflop = 0, max_gflop = 0;  // random draws of at least; any problem of at most (0: any)
   int64_t max_n = 0;                    // problems with n up to this only (0: any)
+  int64_t min_k = 0, max_k = 0;         // problems with k in [min_k, max_k] only (max 0: any)
   std::string candidates_path, candidates_db, cubin_db;
   int top = 4;
 };
@@ -422,6 +423,7 @@ std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& 
   auto add = [&](const Shape& s) {
     if (sel.max_gflop > 0 && s.gflop() > sel.max_gflop) return;
     if (sel.max_n > 0 && s.n > sel.max_n) return;
+    if (s.k < sel.min_k || (sel.max_k > 0 && s.k > sel.max_k)) return;
     if (sel.gemv && !is_vector_shape(s)) return;
     if (is_held_out_shape(s.layout, s.m, s.n, s.k)) return;
     if (seen.emplace(s.layout, s.m, s.n, s.k).second) shapes.push_back(s);
@@ -483,7 +485,7 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
     const auto bases = sel.gemv ? gemv_candidates() : base_candidates(device);
     for (const char* layout : {"NN", "NT", "TN", "TT"}) bases_by_layout[layout] = bases;
   }
-  if (sel.long_products) {
+  if (sel.long_products && !sel.only_candidates) {
     const auto bases = long_candidates(device);
     for (const char* layout : {"NN", "NT", "TN", "TT"}) {
       auto& to = bases_by_layout[layout];
@@ -696,6 +698,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-gflop", sel.max_gflop, "leave out problems above X GFLOP");
   app.add_option("--max-n", sel.max_n,
                  "leave out problems with n above N (candidates for narrow products only)");
+  app.add_option("--min-k", sel.min_k,
+                 "leave out problems with k below K (candidates for long sums only)");
+  app.add_option("--max-k", sel.max_k, "leave out problems with k above K");
   app.add_flag("--grid", sel.grid, "add the grid of squares, skinny, tall and large-k shapes");
   app.add_flag("--networks", sel.networks,
                "add the layers of public networks no benchmark measures (bench/network_shapes.hpp "
@@ -710,6 +715,9 @@ int main(int argc, char** argv) {
                "add products with one very long dimension under small others (convolutions' "
                "weight gradients, k up to 1.5M; first layers, n up to 1.2M) and time the "
                "long-k configs (small tiles, 32-256 splits) on every problem besides the others");
+  app.add_flag("--only-candidates", sel.only_candidates,
+               "with --long: its problems, but only the configs given (--candidates, --portfolio, "
+               "--candidates-from-db), not its long-k configs");
   app.add_flag("--layer-grid", sel.layer_grid,
                "add the linear layers of mid-size models: hidden sizes 768-2048, 256-1536 tokens, "
                "forward (TN), input (NN) and weight (NT) gradients");

@@ -40,6 +40,13 @@
 #   tma[:S]      the split TF32 wgmma configs fed by the TMA (MMA=4, issue 31: bench/results/
 #                gemm_sweep_candidates_tma.txt) on the wgmma step's sets, for at most S seconds
 #                (default 240; gemm_sweep_<gpu>_issue28-tma-<set>.tsv.gz)
+#   tma-splits[:S]  the TMA-fed split TF32 configs with 8-32 splits summed by a second pass
+#                (bench/results/gemm_sweep_candidates_tma_splits.txt) on the problems of k >= 16384
+#                of the second fitting set, the networks set and the long products, for at most S
+#                seconds (default 200; gemm_sweep_<gpu>_issue28-tma-splits-<set>.tsv.gz)
+#   thin-c[:S]   staged-C FP64 tiles of 32 rows (bench/results/gemm_sweep_candidates_thin_c.txt)
+#                on the long products, for at most S seconds (default 60;
+#                gemm_sweep_<gpu>_issue28-thin-c-long.tsv.gz)
 #   wgmma-waves[:S]  the split TF32 wgmma configs with 3, 6 and 12 splits and packed splits
 #                (bench/results/gemm_sweep_candidates_wgmma_waves.txt) on the wgmma step's sets,
 #                for at most S seconds (default 420; gemm_sweep_<gpu>_issue28-wgmma-waves-<set>
@@ -175,6 +182,13 @@ wgmma_sets() {
 wgmma_sets WGMMA_SETS wgmma
 wgmma_sets WGMMA_WAVES_SETS wgmma-waves
 wgmma_sets TMA_SETS tma
+# The long sums (k of 16384 or more) of the fitting sets and the long products, for the TMA-fed
+# split TF32 configs with many splits; the long products' few rows under a million columns, for
+# the staged-C FP64 tiles of 32 rows.
+TMA_SPLITS_SETS=("tma-splits-more --more-networks --max-gflop 200 --min-k 16384"
+                 "tma-splits-networks --networks --max-gflop 600 --min-k 16384"
+                 "tma-splits-long --long --only-candidates --min-k 16384")
+THIN_C_SETS=("thin-c-long --long --only-candidates --max-k 128")
 # The narrow products (n up to 48) of the same sets, for the 64 x 32 warpgroup tiles.
 wgmma_sets WGMMA_N32_SETS wgmma-n32 --max-n 48
 # Mid-size models' linear layers (gemm_sweep --layer-grid).
@@ -275,6 +289,11 @@ for step in "$@"; do
         --candidates "bench/results/gemm_sweep_candidates_tf32_${tag}.txt" ;;
     wgmma|wgmma:*)
       sweep_step wgmma 300 WGMMA_SETS "" --candidates bench/results/gemm_sweep_candidates_wgmma.txt ;;
+    tma-splits|tma-splits:*)
+      sweep_step tma-splits 200 TMA_SPLITS_SETS "" \
+        --candidates bench/results/gemm_sweep_candidates_tma_splits.txt ;;
+    thin-c|thin-c:*)
+      sweep_step thin-c 60 THIN_C_SETS "" --candidates bench/results/gemm_sweep_candidates_thin_c.txt ;;
     tma|tma:*)
       sweep_step tma 240 TMA_SETS "" --candidates bench/results/gemm_sweep_candidates_tma.txt ;;
     wgmma-waves|wgmma-waves:*)

@@ -13,6 +13,11 @@
 #   tf32x3:SECONDS  bench/results/gemm_tf32x3_<device>.json: the TMA-fed split TF32 seed beside
 #                cuBLAS on 4096^3, 8192^3 and 16384x16384x4096 in every layout (uniform and wide
 #                inputs) and the gemm_networks shapes of 100 GFLOP or more (uniform)
+#   tune:VARIANTS[:SECONDS[:SHAPES]]  autotune each variant (e.g. NN,NN-tf32: a layout, or one with
+#                a compute type) on SHAPES (default 4096x4096x4096,8192x8192x8192) for SECONDS each
+#                (default 30), beside cuBLAS (in TF32 for the TF32 type); bests in $OUT/tune.db
+#   tuned-configs  bench/gemm_configs on each best the tune steps recorded ($OUT/tune.db), on its
+#                own shape and layout, inputs uniform and wide: $OUT/tf32x3_tuned.json
 # (The GPU tests, also on a template with a planted bug: scripts/issue28_runs.sh tests:F broken:F.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -67,6 +72,46 @@ for step in "$@"; do
       timeout 280 build/bench/gemm_configs "${net[@]}" --config "$T" --inputs uniform \
         --json "$OUT/tf32x3_networks.json" > "$OUT/tf32x3_networks.log" 2>&1
       echo "networks rc=$?"; cut -c1-100 "$OUT/tf32x3_main.log" | head -30 ;;
+    tune)
+      IFS=: read -r variants seconds shapes <<< "$arg"
+      for variant in ${variants//,/ }; do
+        for shape in ${shapes:-4096x4096x4096,8192x8192x8192}; do
+          for s in ${shape//,/ }; do
+            timeout 300 build/tools/autotune --device 0 --op gemm --layout "$variant" --shape "$s" \
+              --budget "${seconds:-30}" --db "$WORK/tune.db" > "$OUT/tune_${variant}_$s.log" 2>&1
+            echo "$variant $s rc=$?"; tail -n 4 "$OUT/tune_${variant}_$s.log"
+          done
+        done
+      done
+      cp "$WORK/tune.db" "$OUT/tune.db" ;;
+    tuned-configs)
+      build/tools/tunedb --db "$WORK/tune.db" --format csv best > "$OUT/tune_bests.csv"
+      python3 - "$OUT/tune_bests.csv" > "$WORK/tuned_configs.txt" <<'PY'
+import csv, sys
+for row in csv.DictReader(open(sys.argv[1])):
+    if row["op"] == "gemm" and "-" not in row["layout"]:  # the default compute type's
+        print(row["layout"], row["shape"], row["config"])
+PY
+      i=0
+      while read -r layout shape config; do
+        i=$((i + 1))
+        timeout 120 build/bench/gemm_configs --shape "$layout:$shape" --config "$config" \
+          --inputs both --json "$WORK/tuned_$i.json" >> "$OUT/tf32x3_tuned.log" 2>&1
+        echo "$layout $shape rc=$?"
+      done < "$WORK/tuned_configs.txt"
+      python3 - "$OUT/tf32x3_tuned.json" "$WORK"/tuned_*.json <<'PY'
+import json, sys
+rows, device = [], None
+for path in sys.argv[2:]:
+    d = json.load(open(path))
+    device = d.get("device", device)
+    rows += d["rows"]
+json.dump({"device": device, "rows": rows}, open(sys.argv[1], "w"), indent=1)
+for r in rows:
+    print(r["layout"], r["shape"], r["inputs"], round(r["ratio"], 3), r["tuned_tflops"],
+          "err", r["err_tuned"], r["err_cublas"])
+PY
+      ;;
     tests)
       timeout 540 build/tests/tuned_gpu_tests --gtest_filter="${arg:-GemmFamilies.*}" \
         > "$OUT/tests.log" 2>&1

@@ -63,6 +63,14 @@ class OpFace {
     return true;
   }
 
+  /// Variants served by another's data: the variant whose shipped bests and selection model answer
+  /// for this one (e.g. a GEMM compute type takes its layout's), and a config of that data as
+  /// this problem's variant runs it (e.g. GEMM's TF32 type takes split TF32 in its one-product
+  /// form); fit then refuses what the variant does not allow. A variant's own records (tuned for
+  /// it) are served as they are. Itself and unchanged by default.
+  virtual int data_variant(int variant) const { return variant; }
+  virtual Config serve(const Config& config, const ProblemId& /*problem*/) const { return config; }
+
   /// What a config computes with, in words, for describe (e.g. the arithmetic of a GEMM kernel:
   /// "split TF32 on wgmma"); empty by default.
   virtual std::string describe_config(const Config& /*config*/) const { return {}; }

@@ -55,6 +55,16 @@ const std::vector<std::string>& variant_choices() {
   }();
   return variants;
 }
+// "gemm NN|NT|..., transpose T, ...": each op's variants, for --layout's help.
+std::string variant_help() {
+  std::string text;
+  for (const OpRegistration& op : op_registrations()) {
+    std::string names;
+    for (const std::string& v : op.variants) names += (names.empty() ? "" : "|") + v;
+    text += (text.empty() ? "" : "; ") + op.name + " " + names;
+  }
+  return text;
+}
 const std::vector<std::string> kStrategies = {"exhaustive", "random", "guided"};
 // Sorted, as they are listed in errors.
 const std::vector<std::string> kTomlKeys = {"budget", "db",   "device", "layout", "max_trials",
@@ -607,7 +617,7 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
                                  "also write the results table as JSON to FILE (rewritten after "
                                  "each problem)");
   CLI::Option* layout_opt =
-      scalar("--layout", layout, "LAYOUT", "gemm operand layout: NN|NT|TN|TT (default NN)");
+      scalar("--layout", layout, "LAYOUT", "the op's variant (default its first): " + variant_help());
   CLI::Option* budget_opt = scalar("--budget", budget, "SECONDS",
                                    "wall-clock budget of the whole run (default 60 per shape)");
   CLI::Option* max_trials_opt = scalar("--max-trials", max_trials, "N",

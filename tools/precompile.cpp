@@ -65,6 +65,15 @@ int run(const std::string& out_dir, int jobs_wanted, size_t max_kernels) {
     const Config config = with_absent_params(Config::parse(e.config), op.params);
     add(op.face->kernel_spec(config, id), e.cc);
     archs.insert(e.cc);
+    // The variants this entry's data serves (OpFace::data_variant), as they run it (GEMM's TF32
+    // compute type: split TF32 in its one-product form).
+    for (int v = 0; v < static_cast<int>(op.variants.size()); ++v) {
+      if (v == id.variant || op.face->data_variant(v) != id.variant) continue;
+      ProblemId served_id = id;
+      served_id.variant = v;
+      const Config served = op.face->serve(config, served_id);
+      if (!(served == config)) add(op.face->kernel_spec(served, served_id), e.cc);
+    }
     // An entry that runs as it is on problems of narrower alignment too (GEMM: one that packs
     // its operands) may need another kernel there (GEMM: C stored narrower): built as well, or a
     // fresh process's first call of such a problem would wait for NVRTC (60-80 ms on an H100).

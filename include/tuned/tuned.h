@@ -58,10 +58,34 @@ const char* tuned_last_error(void);
 /// TUNED_LOG_FILE) log each choice. Inputs and output are FP32; the products and sums run in FP32
 /// (FFMA kernels) or, on sm_90 and later where tuning picked one (MMA=1 in the config), in FP64 on
 /// the tensor cores with one rounding to FP32 at the end: closer to the exact result than FP32
-/// sums, so the last bits may differ from an FFMA kernel's or cuBLAS's.
+/// sums, so the last bits may differ from an FFMA kernel's or cuBLAS's; or in split TF32 on the
+/// tensor cores (three TF32 products summed in FP32), within the same accuracy contract: every
+/// kernel it may pick has a normwise error against an FP64 product within 2x cuBLAS SGEMM's.
+/// tuned_gemm_ex takes a compute type (plain TF32, or FFMA only).
 tuned_status_t tuned_gemm(tuned_operation_t op_a, tuned_operation_t op_b, int m, int n, int k,
                           const float* alpha, const float* A, int lda, const float* B, int ldb,
                           const float* beta, float* C, int ldc, cudaStream_t stream);
+
+/// The arithmetic a GEMM may use, as cuBLAS users know compute types.
+typedef enum tuned_compute_t {
+  /// FP32-accurate (tuned_gemm's): FFMA, FP64 tensor cores or split TF32 (three TF32 products),
+  /// whichever is fastest, every one with a normwise error against an FP64 product within 2x
+  /// cuBLAS SGEMM's.
+  TUNED_COMPUTE_DEFAULT = 0,
+  /// TF32 rounding accepted, like CUBLAS_COMPUTE_32F_FAST_TF32: plain TF32 on the tensor cores
+  /// (one product, 10 mantissa bits of each operand; sm_90) where it is fastest, else any of the
+  /// default's kernels. Never chosen unless asked. Errors within 2x cuBLAS's in TF32.
+  TUNED_COMPUTE_32F_FAST_TF32 = 1,
+  /// FFMA only: FP32 products and sums on the CUDA cores, like CUBLAS_COMPUTE_32F_PEDANTIC.
+  TUNED_COMPUTE_32F_PEDANTIC = 2
+} tuned_compute_t;
+
+/// tuned_gemm with a compute type (see tuned_compute_t). Each compute type is tuned and chosen on
+/// its own (autotune --layout NN-tf32, NN-pedantic, ...); tuned_gemm is compute TUNED_COMPUTE_DEFAULT.
+tuned_status_t tuned_gemm_ex(tuned_operation_t op_a, tuned_operation_t op_b, int m, int n, int k,
+                             const float* alpha, const float* A, int lda, const float* B, int ldb,
+                             const float* beta, float* C, int ldc, tuned_compute_t compute,
+                             cudaStream_t stream);
 
 /// B = A^T, out of place, in FP32, column-major: A is rows x cols (lda >= max(1, rows)), B is
 /// cols x rows (ldb >= max(1, cols)); A and B must not overlap. Exact (bits are moved, not
@@ -158,6 +182,12 @@ tuned_status_t tuned_set_record(const char* path);
 tuned_status_t tuned_gemm_describe(tuned_operation_t op_a, tuned_operation_t op_b, int m, int n,
                                    int k, const float* A, int lda, const float* B, int ldb,
                                    const float* C, int ldc, char* buf, unsigned long size);
+/// The same for tuned_gemm_ex with a compute type (plain TF32 picks: "... (math: TF32 on wgmma,
+/// TMA-fed (plain TF32))").
+tuned_status_t tuned_gemm_describe_ex(tuned_operation_t op_a, tuned_operation_t op_b, int m, int n,
+                                      int k, const float* A, int lda, const float* B, int ldb,
+                                      const float* C, int ldc, tuned_compute_t compute, char* buf,
+                                      unsigned long size);
 
 #ifdef __cplusplus
 }  // extern "C"

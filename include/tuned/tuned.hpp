@@ -15,17 +15,27 @@ namespace tuned {
 
 enum class Op { kN = TUNED_OP_N, kT = TUNED_OP_T };
 
+/// The arithmetic a GEMM may use (see tuned_compute_t).
+enum class Compute {
+  kDefault = TUNED_COMPUTE_DEFAULT,  // FP32-accurate: FFMA, FP64 tensor cores or split TF32
+  kFastTf32 = TUNED_COMPUTE_32F_FAST_TF32,  // plain TF32 accepted (opt-in)
+  kPedantic = TUNED_COMPUTE_32F_PEDANTIC    // FFMA only
+};
+
 /// C = alpha op(A) op(B) + beta C in FP32, column-major, cuBLAS conventions (see tuned_gemm).
-/// Throws Error on bad arguments or failures. Asynchronous on the stream.
+/// Throws Error on bad arguments or failures. Asynchronous on the stream. compute: the arithmetic
+/// it may use (see tuned_gemm_ex).
 void gemm(Op op_a, Op op_b, int m, int n, int k, float alpha, const float* a, int lda,
-          const float* b, int ldb, float beta, float* c, int ldc, cudaStream_t stream = nullptr);
+          const float* b, int ldb, float beta, float* c, int ldc, cudaStream_t stream = nullptr,
+          Compute compute = Compute::kDefault);
 
 /// The configuration gemm() would use for these arguments and where it came from:
 /// "exact: BM=...", "first-use: ...", "twin GPU-...: ...", "shipped: ...", "model: ...",
 /// "nearest 4096x4096x4096: ...", "default: ...", each followed by " (math: ...)" (see
 /// tuned_gemm_describe).
 std::string describe_gemm(Op op_a, Op op_b, int m, int n, int k, const float* a, int lda,
-                          const float* b, int ldb, const float* c, int ldc);
+                          const float* b, int ldb, const float* c, int ldc,
+                          Compute compute = Compute::kDefault);
 
 /// B = A^T out of place in FP32, column-major (see tuned_transpose). Throws Error on bad
 /// arguments or failures. Asynchronous on the stream.

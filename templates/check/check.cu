@@ -22,6 +22,21 @@ extern "C" __global__ void tuned_fill_uniform(float* p, unsigned long long n,
   }
 }
 
+// Wide-range values: uniform in [-1, 1) times 2^(r + e), r drawn per row (element i of a
+// column-major matrix of leading dimension ld is in row i % ld) and e per element, each an integer
+// in [-spread / 2, spread / 2]: exponents spread over 2^+-spread within the matrix and between its
+// rows, where an arithmetic that loses a small part's bits shows.
+extern "C" __global__ void tuned_fill_wide(float* p, unsigned long long n, unsigned long long ld,
+                                           unsigned long long seed, int spread) {
+  const int half = spread / 2;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    const int r = min((int)uniform_at(seed + 1, i % ld, 0.0f, 2.0f * half + 1.0f), 2 * half);
+    const int e = min((int)uniform_at(seed + 2, i, 0.0f, 2.0f * half + 1.0f), 2 * half);
+    p[i] = ldexpf(uniform_at(seed, i, -1.0f, 1.0f), r + e - 2 * half);
+  }
+}
+
 // n integer levels uniform in [0, levels), as FP32 or as bytes (the entropy op's inputs).
 extern "C" __global__ void tuned_fill_levels_f32(float* p, unsigned long long n,
                                                  unsigned long long seed, int levels) {

@@ -64,6 +64,10 @@ CublasHandle::CublasHandle() {
   check_cublas(cublas().set_math_mode(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
 }
 
+void CublasHandle::allow_tf32() {
+  check_cublas(cublas().set_math_mode(handle_, CUBLAS_TF32_TENSOR_OP_MATH), "cublasSetMathMode");
+}
+
 CublasHandle::~CublasHandle() {
   if (handle_) (void)cublas().destroy(handle_);
 }

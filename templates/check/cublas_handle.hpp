@@ -31,7 +31,7 @@ const CublasApi& cublas();
 /// Throws Error(TUNED_STATUS_CUDA_ERROR) naming the call and the cuBLAS status unless it succeeded.
 void check_cublas(cublasStatus_t status, const char* call);
 
-/// A cuBLAS handle in FP32 (no TF32) math mode.
+/// A cuBLAS handle in FP32 (no TF32) math mode, unless TF32 is allowed.
 class CublasHandle {
  public:
   CublasHandle();
@@ -40,6 +40,9 @@ class CublasHandle {
   CublasHandle& operator=(const CublasHandle&) = delete;
   cublasHandle_t get() const { return handle_; }
   void set_stream(cudaStream_t stream);
+  /// Lets its FP32 routines round to TF32 on the tensor cores (CUBLAS_TF32_TENSOR_OP_MATH): the
+  /// reference of GEMM's TF32 compute type.
+  void allow_tf32();
 
  private:
   cublasHandle_t handle_ = nullptr;

@@ -32,34 +32,51 @@ std::string MatrixCheck::describe() const {
                   ", error against the exact product %.3g beyond the accuracy contract's %.3g",
                   exact_error, exact_limit);
     out += text;
+    if (!exact_inputs.empty()) out += " (" + exact_inputs + ")";
   }
   return out;
 }
 
 std::vector<KernelSpec> DeviceCheck::kernel_specs() {
-  return {check_spec("tuned_fill_uniform"), check_spec("tuned_compare"),
-          check_spec("tuned_fill_levels_f32"), check_spec("tuned_fill_levels_u8")};
+  return {check_spec("tuned_fill_uniform"), check_spec("tuned_fill_wide"),
+          check_spec("tuned_compare"), check_spec("tuned_fill_levels_f32"),
+          check_spec("tuned_fill_levels_u8")};
 }
 
 DeviceCheck::DeviceCheck(KernelCache& kernels, const DeviceInfo& device)
     : kernels_(kernels),
       fill_(kernels.get(check_spec("tuned_fill_uniform"), device)),
-      compare_(kernels.get(check_spec("tuned_compare"), device)),
+      fill_wide_(kernels.get(check_spec("tuned_fill_wide"), device)),
       fill_levels_f32_(kernels.get(check_spec("tuned_fill_levels_f32"), device)),
       fill_levels_u8_(kernels.get(check_spec("tuned_fill_levels_u8"), device)),
+      compare_(kernels.get(check_spec("tuned_compare"), device)),
       sm_count_(std::max(1, device.sm_count)),
       scratch_(2 * sizeof(double) + 4 * sizeof(unsigned long long)) {}
+
+LaunchGeometry DeviceCheck::fill_geometry(size_t n) const {
+  // Grid-stride loops: enough blocks to fill the GPU, no more than the elements need.
+  LaunchGeometry g;
+  g.block = dim3(kThreads);
+  g.grid = dim3(static_cast<unsigned>(
+      std::min<size_t>((n + kThreads - 1) / kThreads, static_cast<size_t>(sm_count_) * 8)));
+  return g;
+}
 
 void DeviceCheck::fill_uniform(float* p, size_t n, uint64_t seed, float lo, float hi,
                                cudaStream_t stream) {
   if (n == 0) return;
   unsigned long long count = n, s = seed;
   void* args[] = {&p, &count, &s, &lo, &hi};
-  LaunchGeometry g;
-  g.block = dim3(kThreads);
-  g.grid = dim3(static_cast<unsigned>(
-      std::min<size_t>((n + kThreads - 1) / kThreads, static_cast<size_t>(sm_count_) * 8)));
-  fill_->launch(g, args, stream);
+  fill_->launch(fill_geometry(n), args, stream);
+}
+
+void DeviceCheck::fill_wide(float* p, size_t n, int64_t ld, uint64_t seed, int spread,
+                            cudaStream_t stream) {
+  if (n == 0) return;
+  unsigned long long count = n, rows = static_cast<unsigned long long>(std::max<int64_t>(ld, 1)),
+                     s = seed;
+  void* args[] = {&p, &count, &rows, &s, &spread};
+  fill_wide_->launch(fill_geometry(n), args, stream);
 }
 
 void DeviceCheck::fill_levels(void* p, size_t n, bool bytes, uint64_t seed, int levels,
@@ -67,11 +84,7 @@ void DeviceCheck::fill_levels(void* p, size_t n, bool bytes, uint64_t seed, int 
   if (n == 0) return;
   unsigned long long count = n, s = seed;
   void* args[] = {&p, &count, &s, &levels};
-  LaunchGeometry g;
-  g.block = dim3(kThreads);
-  g.grid = dim3(static_cast<unsigned>(
-      std::min<size_t>((n + kThreads - 1) / kThreads, static_cast<size_t>(sm_count_) * 8)));
-  (bytes ? fill_levels_u8_ : fill_levels_f32_)->launch(g, args, stream);
+  (bytes ? fill_levels_u8_ : fill_levels_f32_)->launch(fill_geometry(n), args, stream);
 }
 
 void DeviceCheck::poison(float* p, size_t n, cudaStream_t stream) {

@@ -23,9 +23,11 @@ struct MatrixCheck {
   double max_abs_error = 0;  // over written, finite elements
   uint64_t beyond = 0;     // elements further from the reference than the absolute tolerance
   // An op's accuracy contract, where it has one: the error against an exact (higher-precision)
-  // reference and the most the contract allows on these inputs (NaN: not checked).
+  // reference and the most the contract allows on these inputs (NaN: not checked), and which
+  // inputs those were (e.g. "wide-range inputs, k = 65536"; empty: the tuned problem's).
   double exact_error = NAN;
   double exact_limit = NAN;
+  std::string exact_inputs;
 
   /// Written everywhere, finite, and within the tolerances of the comparison.
   bool computes(double tolerance) const {
@@ -50,6 +52,7 @@ struct MatrixCheck {
     if (std::isnan(exact_limit) || (other.breaks_contract() && !breaks_contract())) {
       exact_error = other.exact_error;
       exact_limit = other.exact_limit;
+      exact_inputs = other.exact_inputs;
     }
   }
 };
@@ -65,6 +68,9 @@ class DeviceCheck {
 
   /// n floats uniform in [lo, hi) from a counter-based generator: the same seed gives the same data.
   void fill_uniform(float* p, size_t n, uint64_t seed, float lo, float hi, cudaStream_t stream);
+  /// n floats of a column-major matrix (leading dimension ld) uniform in [-1, 1) times 2^x, x an
+  /// integer spread over [-spread, spread] by row and by element (check.cu's tuned_fill_wide).
+  void fill_wide(float* p, size_t n, int64_t ld, uint64_t seed, int spread, cudaStream_t stream);
   /// n integer levels uniform in [0, levels), as FP32 values (bytes == false) or as bytes.
   void fill_levels(void* p, size_t n, bool bytes, uint64_t seed, int levels, cudaStream_t stream);
   static void poison(float* p, size_t n, cudaStream_t stream);
@@ -78,8 +84,10 @@ class DeviceCheck {
   KernelCache& kernels() { return kernels_; }
 
  private:
+  LaunchGeometry fill_geometry(size_t n) const;  // the fill kernels' launch for n elements
+
   KernelCache& kernels_;
-  std::shared_ptr<const LoadedKernel> fill_;
+  std::shared_ptr<const LoadedKernel> fill_, fill_wide_;
   std::shared_ptr<const LoadedKernel> fill_levels_f32_, fill_levels_u8_;
   std::shared_ptr<const LoadedKernel> compare_;
   int sm_count_ = 1;

@@ -179,7 +179,7 @@ namespace {
 constexpr int kWarpsM = BM / WM;
 constexpr int kWarpsN = BN / WN;
 constexpr int kThreads = 32 * kWarpsM * kWarpsN;  // the threads that hold C's fragments
-// MMA = 3, 4 add a producer warpgroup that fills the shared stages (the others only multiply).
+// MMA = 3, 4, 5 add a producer warpgroup that fills the shared stages (the others only multiply).
 constexpr int kProducerGroups = MMA >= 3 ? 1 : 0;
 constexpr int kProducers = 128 * kProducerGroups;
 constexpr int kBlockThreads = kThreads + kProducers;
@@ -233,8 +233,9 @@ static_assert(TRANS_A == 0 || TRANS_A == 1, "TRANS_A is 0 or 1");
 static_assert(TRANS_B == 0 || TRANS_B == 1, "TRANS_B is 0 or 1");
 static_assert(A_STRIDE >= (AKM ? BM : BK) && A_STRIDE % 4 == 0, "A_STRIDE: whole, aligned rows");
 static_assert(B_STRIDE >= (BKM ? BN : BK) && B_STRIDE % 4 == 0, "B_STRIDE: whole, aligned rows");
-static_assert(MMA >= 0 && MMA <= 4,
-              "MMA is 0 (FFMA), 1 (FP64 tensor cores), 2 (split TF32), 3 or 4 (split TF32 on wgmma)");
+static_assert(MMA >= 0 && MMA <= 5,
+              "MMA is 0 (FFMA), 1 (FP64 tensor cores), 2 (split TF32), 3 or 4 (split TF32 on wgmma), "
+              "5 (plain TF32 on wgmma)");
 static_assert(CSTAGE == 0 || CSTAGE == 1, "CSTAGE is 0 (C from the fragments) or 1 (via shared)");
 static_assert(KSUM == 0 || (KSUM == 1 && MMA != 1), "KSUM is 0, or 1 where sums are float");
 static_assert(CSTAGE == 0 || (C_STRIDE >= BM && C_STRIDE % 4 == 0),
@@ -488,8 +489,11 @@ __device__ __forceinline__ void mma_tile(MmaSum (&d)[4], const MmaFragment<4>& a
 constexpr int kWgAtomK = 32;                             // floats of k in one swizzled row
 constexpr int kWgPartA = BM * BK * 4;                    // bytes of one part of A's slice
 constexpr int kWgPartB = BN * BK * 4;
-// MMA = 3: big and small parts of both; MMA = 4: A and B as stored, and B's small parts.
-constexpr int kWgStageBytes = MMA == 3 ? 2 * (kWgPartA + kWgPartB) : kWgPartA + 2 * kWgPartB;
+// MMA = 3: big and small parts of both; MMA = 4: A and B as stored, and B's small parts; MMA = 5:
+// A and B as stored.
+constexpr int kWgStageBytes = MMA == 3   ? 2 * (kWgPartA + kWgPartB)
+                              : MMA == 4 ? kWgPartA + 2 * kWgPartB
+                                         : kWgPartA + kWgPartB;
 // Registers per thread at launch (the register file over the block's threads, in steps of 8),
 // and those moved to each producer thread (setmaxnreg) where the consumers, two per producer,
 // have more than they need: their sums and their slice's (WN each) and some 32 more.
@@ -665,7 +669,7 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[128], unsigned long long a
 #endif
 }
 
-#if MMA == 4
+#if MMA >= 4
 // The same with A's fragment from registers (4 TF32 values a thread: rows g and g + 8 of its
 // warp's 16, k = t and t + 4; g = lane / 4, t = lane % 4).
 __device__ __forceinline__ void wgmma_tf32(float (&d)[16], const unsigned (&a)[4],
@@ -717,7 +721,7 @@ __device__ __forceinline__ void wgmma_tf32(float (&d)[64], const unsigned (&a)[4
       : "memory");
 #endif
 }
-#endif  // MMA == 4
+#endif  // MMA >= 4
 #undef TUNED_WG_D8
 
 #if MMA == 3
@@ -856,12 +860,15 @@ struct SplitLoader {
 };
 #endif  // MMA == 3
 
-#if MMA == 4
+#if MMA >= 4
 // MMA = 4: split TF32 on wgmma fed by the TMA (sm_90a). One thread of the producer warpgroup copies
 // each slice of A and B as stored (raw floats, no staging registers) into a free stage with the
 // TMA, whose bytes complete the stage's `loaded` barrier, stages ahead of the product; its other
-// three warps then write B's small parts beside B (B minus B truncated to TF32, rounded: the
-// tensor cores read B's raw floats as its big part, truncated) and mark the stage full. The
+// three warps then split B in place (its big part, rounded to TF32, over the raw floats, and its
+// small part, the rest rounded, beside them) and mark the stage full. (Left to the tensor cores,
+// which truncate, B's big part would leave up to 2^-21 |a b| in the dropped small * small product:
+// on wide-range inputs whose rows of B differ by 2^20, 2.2-2.6x cuBLAS SGEMM's error at k = 65536
+// on an H100.) The
 // consumer warpgroups read A's fragments into registers, split them there (big: rounded to TF32;
 // small: the rest, rounded) and take three wgmma per 8 steps of k with A from registers:
 // small * B, big * B_small, big * B. So each element is split once, and A's parts never go back to
@@ -871,14 +878,17 @@ struct SplitLoader {
 // well, both limited by the loads an SM keeps in flight; the TMA alone ran at 177.)
 static_assert(TRANS_B == 0, "MMA = 4 reads B k-contiguous (a transposed B is copied first: PRETB)");
 static_assert(WN == 32 || WN == 64 || WN == 128, "MMA = 4: WN is 32, 64 or 128");
-constexpr int kSplitters = kProducers - 32;  // the producer's last 3 warps write B's small parts
+constexpr int kSplitters = kProducers - 32;  // the producer's last 3 warps split B
+// MMA = 5 is the same kernel with one product, big * B (A rounded to TF32, B truncated by the
+// tensor cores): plain TF32, which only the TF32 compute type may pick; its splitters rest.
 // A test's broken split: SPLIT_TERMS = 2 drops A_big * B_small, which the accuracy check must
 // refuse (tests/gpu/gemm_families_test.cpp). No config sets it.
 #ifndef SPLIT_TERMS
-#define SPLIT_TERMS 3
+#define SPLIT_TERMS (MMA == 5 ? 1 : 3)
 #endif
 constexpr int kSplitTerms = SPLIT_TERMS;
-static_assert(kSplitTerms == 2 || kSplitTerms == 3, "SPLIT_TERMS is 3, or 2 in a test");
+static_assert(kSplitTerms == (MMA == 5 ? 1 : 3) || (MMA == 4 && kSplitTerms == 2),
+              "SPLIT_TERMS is 3 (MMA = 4) or 1 (MMA = 5), or 2 with MMA = 4 in a test");
 // Registers a thread at run time: the producers (which copy without staging registers) give theirs
 // to the consumers (sums, the slice's sums, A's fragments of two steps: 168 as compiled).
 constexpr int kProducerRegs = 56;
@@ -923,24 +933,27 @@ __device__ __forceinline__ void barrier_expect_bytes(unsigned long long* bar, in
                : "memory");
 }
 
-// B's small parts: x - trunc_tf32(x), rounded to TF32, at the same offsets as B's raw floats.
-__device__ __forceinline__ void write_small(char* __restrict__ small, const char* __restrict__ raw,
-                                            int sid) {
+// Splits B's slice in place: each raw float x becomes its big part (rounded to TF32, what the
+// tensor cores then read exactly), and its small part, x - big rounded, goes to the same offset in
+// `small`.
+__device__ __forceinline__ void split_b(char* __restrict__ raw, char* __restrict__ small, int sid) {
   constexpr int kChunks = BN * BK / 4;
 #pragma unroll
   for (int i = 0; i < (kChunks + kSplitters - 1) / kSplitters; ++i) {
     const int q = sid + i * kSplitters;
     if (kChunks % kSplitters != 0 && q >= kChunks) break;
     const uint4 x = *reinterpret_cast<const uint4*>(raw + q * 16);
-    uint4 y;
-    y.x = to_tf32(__uint_as_float(x.x) - __uint_as_float(x.x & 0xFFFFE000u));
-    y.y = to_tf32(__uint_as_float(x.y) - __uint_as_float(x.y & 0xFFFFE000u));
-    y.z = to_tf32(__uint_as_float(x.z) - __uint_as_float(x.z & 0xFFFFE000u));
-    y.w = to_tf32(__uint_as_float(x.w) - __uint_as_float(x.w & 0xFFFFE000u));
-    *reinterpret_cast<uint4*>(small + q * 16) = y;
+    const uint4 big = make_uint4(tf32_big(__uint_as_float(x.x)), tf32_big(__uint_as_float(x.y)),
+                                 tf32_big(__uint_as_float(x.z)), tf32_big(__uint_as_float(x.w)));
+    const uint4 rest = make_uint4(to_tf32(__uint_as_float(x.x) - __uint_as_float(big.x)),
+                                  to_tf32(__uint_as_float(x.y) - __uint_as_float(big.y)),
+                                  to_tf32(__uint_as_float(x.z) - __uint_as_float(big.z)),
+                                  to_tf32(__uint_as_float(x.w) - __uint_as_float(big.w)));
+    *reinterpret_cast<uint4*>(raw + q * 16) = big;
+    *reinterpret_cast<uint4*>(small + q * 16) = rest;
   }
 }
-#endif  // MMA == 4
+#endif  // MMA >= 4
 #endif  // MMA >= 3
 
 // How a launch treats split-K partials (gemm_op.cpp's SplitMode): the last block of each tile sums
@@ -964,7 +977,7 @@ __device__ __forceinline__ void tile_origin(int tile, int M, int N, int& m0, int
 
 // Row i (of TM) of a lane's sub-tile: runs of TM rows, or MMA = 4's wgmma rows g and g + 8 (its
 // A fragments are read as stored, so the rows stay the tensor cores').
-constexpr bool kRowsEightApart = MMA == 4;
+constexpr bool kRowsEightApart = MMA >= 4;
 __device__ __forceinline__ int lane_row(int lane_m, int i) {
   return kRowsEightApart ? lane_m + 8 * i : lane_m * TM + i;
 }
@@ -1015,7 +1028,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
     KERNEL_NAME(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
                 float* __restrict__ workspace, int split_mode, int tail_first, int split_count
-#if MMA == 4
+#if MMA >= 4
                 // MMA = 4's operands as the TMA reads them: A (m, k) or (k, m), B (k, n)
                 ,
                 const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b
@@ -1200,7 +1213,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
   for (int jn = 0; jn < WN / 8; ++jn)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[e / 2][2 * jn + e % 2] = sums[4 * jn + e];
-#elif MMA == 4
+#elif MMA >= 4
   // Split TF32 on wgmma fed by the TMA (see tma_load). Stages (PIPE: 3 or 4) of A and B as stored
   // and B's small parts, 1024-byte aligned for the swizzle.
   char* wg_smem = reinterpret_cast<char*>(
@@ -1213,8 +1226,10 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
   const int wg_n0 = warp_n0;
 
   // A stage is loaded when every loader's copies have landed, full when the splitters have
-  // written B's small parts, empty when every consumer thread is done with it.
+  // written B's small parts (MMA = 5: when loaded), empty when every consumer thread is done with
+  // it.
   __shared__ unsigned long long loaded[kStages], full[kStages], empty[kStages];
+  unsigned long long* const ready = kSplitTerms == 1 ? loaded : full;
   if (tid == 0) {
     for (int st = 0; st < kStages; ++st) {
       barrier_init(&loaded[st], 1);  // the copying thread's arrival, and the copies' bytes
@@ -1246,12 +1261,12 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
           tma_load(stage_b(st, 0), map_b, k0, n0, &loaded[st]);
         }
       }
-    } else {
+    } else if constexpr (kSplitTerms > 1) {
       for (int t = 0; t < slices; ++t) {
         const int st = t % kStages;
         barrier_wait(&loaded[st], (t / kStages) & 1);
-        write_small(stage_b(st, 1), stage_b(st, 0), ptid - 32);
-        fence_proxy_async();  // the small parts, to the tensor cores' reads
+        split_b(stage_b(st, 0), stage_b(st, 1), ptid - 32);
+        fence_proxy_async();  // B's parts, to the tensor cores' reads
         barrier_arrive(&full[st]);
       }
     }
@@ -1268,7 +1283,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
   const int frag_k = lane % 4;
   for (int t = 0; t < slices; ++t) {
     const int st = t % kStages;
-    barrier_wait(&full[st], (t / kStages) & 1);
+    barrier_wait(&ready[st], (t / kStages) & 1);
 #pragma unroll
     for (int i = 0; i < kWgSums; ++i) wg_pin(part[i]);
     // A's fragments of two steps of 8 at a time: the wgmma read them after issue, so a step's
@@ -1283,16 +1298,20 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
       for (int e = 0; e < 4; ++e) {
         const float x = *reinterpret_cast<const float*>(
             stage_a(st) + a_raw_offset(frag_row + 8 * (e & 1), 8 * kk + frag_k + 4 * (e >> 1)));
-        big[e] = tf32_big(x);
-        small[e] = to_tf32(x - __uint_as_float(big[e]));
+        big[e] = tf32_big(x);  // (plain TF32, MMA = 5: rounded, nothing kept of the rest)
+        if constexpr (kSplitTerms > 1) small[e] = to_tf32(x - __uint_as_float(big[e]));
       }
       wg_fence();
       const int b_at = wg_offset<BN>(wg_n0, 8 * kk);
       const unsigned long long b_raw = wg_descriptor(stage_b(st, 0) + b_at);
-      const unsigned long long b_small = wg_descriptor(stage_b(st, 1) + b_at);
-      wgmma_tf32(part, small, b_raw, kk == 0 ? 0 : 1);
-      if constexpr (kSplitTerms == 3) wgmma_tf32(part, big, b_small, 1);
-      wgmma_tf32(part, big, b_raw, 1);
+      if constexpr (kSplitTerms > 1) {
+        const unsigned long long b_small = wg_descriptor(stage_b(st, 1) + b_at);
+        wgmma_tf32(part, small, b_raw, kk == 0 ? 0 : 1);
+        if constexpr (kSplitTerms == 3) wgmma_tf32(part, big, b_small, 1);
+        wgmma_tf32(part, big, b_raw, 1);
+      } else {
+        wgmma_tf32(part, big, b_raw, kk == 0 ? 0 : 1);
+      }
       wg_commit();
     }
     wg_wait<0>();

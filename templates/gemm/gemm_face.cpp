@@ -9,6 +9,8 @@
 namespace tuned::gemm_op {
 namespace {
 
+constexpr int kLayouts = 4;  // NN, NT, TN, TT
+
 class GemmFace : public OpFace {
  public:
   Config fit(const Config& config, const DeviceInfo& device,
@@ -36,6 +38,13 @@ class GemmFace : public OpFace {
   std::vector<KernelSpec> support_kernels() const override { return Fp64Sample::kernel_specs(); }
   std::string describe_config(const Config& config) const override {
     return "math: " + math_family(config);
+  }
+  // A compute type's calls are served by its layout's data: fitting refuses what the type does
+  // not allow (the pedantic type: all but FFMA), for_compute turns split TF32 into plain TF32 for
+  // the TF32 type.
+  int data_variant(int variant) const override { return variant % kLayouts; }
+  Config serve(const Config& config, const ProblemId& problem) const override {
+    return for_compute(config, problem_of(problem));
   }
   // A packing config copies this problem's unaligned operands: predicted only where the copies
   // take at most half the product's time (its neighbours may have copied a small A and nothing
@@ -77,7 +86,8 @@ class GemmFace : public OpFace {
 
 ProblemId problem_id(const Problem& p) {
   ProblemId id;
-  id.variant = (p.trans_a ? 2 : 0) + (p.trans_b ? 1 : 0);
+  // info().variants: the four layouts, then the four again with each compute type.
+  id.variant = static_cast<int>(p.compute) * kLayouts + (p.trans_a ? 2 : 0) + (p.trans_b ? 1 : 0);
   id.rank = 3;
   id.dims = {p.m, p.n, p.k, 0};
   id.alignment = p.alignment;

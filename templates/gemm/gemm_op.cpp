@@ -48,13 +48,14 @@ const std::vector<Param>& parameters() {
       {"TAIL", {0, 1}, "tiles of a partial last wave split along k (sized at launch)", 0},
       // Came with issue 10: configs recorded before it are FFMA kernels.
       // 2 came with issue 28: split TF32 on the tensor cores; 3 with issue 31: the same on wgmma;
-      // 4 with issue 31's second kernel: the same fed by the TMA.
+      // 4 with issue 31's second kernel: the same fed by the TMA; 5 with its compute types.
       {"MMA",
-       {0, 1, 2, 3, 4},
+       {0, 1, 2, 3, 4, 5},
        "0: FFMA; 1: products and sums in FP64 on the tensor cores (sm_90+); 2: split TF32 "
        "(big + small parts, three products) on the tensor cores, float sums (sm_80+); 3: split "
        "TF32 on wgmma, warpgroups of 64 x WN, operands split through registers (sm_90a); 4: split "
-       "TF32 on wgmma, operands copied by the TMA, A split in registers (sm_90a)",
+       "TF32 on wgmma, operands copied by the TMA, A split in registers (sm_90a); 5: plain TF32 "
+       "(one product) in MMA = 4's kernel, for the TF32 compute type only",
        0},
       // Came with issue 10's small-k products: configs recorded before it store C directly.
       {"CSTAGE", {0, 1}, "C written through shared memory, whole column runs per warp", 0},
@@ -104,10 +105,12 @@ const std::vector<std::pair<const char*, int>>& mma_placeholders() {
 // Tensor-core configs (the mma's fragment layout), and those of them that sum in double.
 bool is_mma(const Config& c) { return c.has("MMA") && c.get("MMA") != 0; }
 bool sums_in_double(const Config& c) { return c.has("MMA") && c.get("MMA") == 1; }
-// MMA = 3, 4: warpgroup mma (wgmma), whose tiles and stages follow their own rules; 4 is fed by
-// the TMA (tensor maps at launch, 16-byte rows, B read k-contiguous).
+// MMA = 3, 4, 5: warpgroup mma (wgmma), whose tiles and stages follow their own rules; 4 and 5
+// are fed by the TMA (tensor maps at launch, 16-byte rows, B read k-contiguous); 5 takes one
+// TF32 product, not three.
 bool is_wgmma(const Config& c) { return c.has("MMA") && c.get("MMA") >= 3; }
-bool is_tma(const Config& c) { return c.has("MMA") && c.get("MMA") == 4; }
+bool is_tma(const Config& c) { return c.has("MMA") && c.get("MMA") >= 4; }
+bool is_plain_tf32(const Config& c) { return c.has("MMA") && c.get("MMA") == 5; }
 // KSUM = 1: k summed in partial chains, a second set of sums beside the running ones.
 bool sums_in_chains(const Config& c) { return c.has("KSUM") && c.get("KSUM") == 1; }
 
@@ -154,17 +157,47 @@ int64_t longest_ffma_sum(const Config& c, const Problem& p) {
   return chain;
 }
 
+int64_t wgmma_slice_chain(const Config& c, const Problem& p) {
+  const int64_t splits = c.get("SPLITK");
+  return (k_slices(c, p) + splits - 1) / splits;
+}
+
+bool sums_within_contract(const Config& c, const Problem& p) {
+  if (sums_in_double(c)) return true;
+  if (is_wgmma(c)) return wgmma_slice_chain(c, p) <= kMaxWgmmaSlices;
+  return longest_ffma_sum(c, p) <= kMaxFfmaSum;
+}
+
 std::string Problem::layout() const {
   return std::string(trans_a ? "T" : "N") + (trans_b ? "T" : "N");
 }
 
-Problem packed_problem(const std::string& layout, int64_t m, int64_t n, int64_t k) {
+std::string Problem::variant() const { return layout() + compute_suffix(compute); }
+
+std::string compute_suffix(Compute compute) {
+  switch (compute) {
+    case Compute::kTf32: return "-tf32";
+    case Compute::kPedantic: return "-pedantic";
+    default: return "";
+  }
+}
+
+Problem packed_problem(const std::string& variant, int64_t m, int64_t n, int64_t k) {
+  const std::string layout = variant.substr(0, 2);
+  const std::string suffix = variant.size() > 2 ? variant.substr(2) : "";
+  Compute compute = Compute::kDefault;
+  for (Compute c : {Compute::kDefault, Compute::kTf32, Compute::kPedantic}) {
+    if (suffix == compute_suffix(c)) compute = c;
+  }
   if (layout.size() != 2 || (layout[0] != 'N' && layout[0] != 'T') ||
-      (layout[1] != 'N' && layout[1] != 'T')) {
+      (layout[1] != 'N' && layout[1] != 'T') || suffix != compute_suffix(compute)) {
     throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                "layout '" + layout + "': must be one of NN, NT, TN, TT");
+                "layout '" + variant +
+                    "': must be one of NN, NT, TN, TT, optionally with a compute type (-tf32, "
+                    "-pedantic)");
   }
   Problem p;
+  p.compute = compute;
   p.trans_a = layout[0] == 'T';
   p.trans_b = layout[1] == 'T';
   p.m = m;
@@ -293,6 +326,15 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"wgmma_needs_sm90", {"MMA"}, [=](const Config& c) {
                    return !is_wgmma(c) || cc == 90;
                  }});
+  // Compute types (tuned_gemm_ex): plain TF32 only where the caller accepts TF32 rounding; the
+  // pedantic type computes in FFMA alone. (The default and the TF32 type may pick any FP32-accurate
+  // arithmetic by speed: the accuracy contract holds for them.)
+  space.require({"plain_tf32_only_for_the_tf32_type", {"MMA"}, [=](const Config& c) {
+                   return !is_plain_tf32(c) || problem.compute == Compute::kTf32;
+                 }});
+  space.require({"pedantic_type_computes_in_ffma", {"MMA"}, [=](const Config& c) {
+                   return problem.compute != Compute::kPedantic || c.get("MMA") == 0;
+                 }});
   // A warpgroup (4 warps of 16 rows) owns 64 rows and one wgmma's WN columns; k comes in slices of
   // one 32-float row of the 128-byte swizzle (each slice's sum from zero: slices of 64 were beyond
   // the accuracy contract on an H200, 2.2x cuBLAS's error at k = 127 with 3 splits); stages filled
@@ -304,7 +346,7 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                           (wn == 32 || wn == 64 || wn == 128 || wn == 256) &&
                           (c.get("PIPE") == 2 || c.get("PIPE") == 3);
                  }});
-  // MMA = 4: the same warpgroups with WN up to 128 (a consumer holds its sums, its slice's and
+  // MMA = 4, 5: the same warpgroups with WN up to 128 (a consumer holds its sums, its slice's and
   // A's fragments of two steps), TMA boxes of at most 256 rows, 3 or 4 stages (each BM + 2 BN
   // rows of 128 bytes).
   space.require({"tma_wgmma_tiles", {"BM", "BN", "BK", "WM", "WN", "PIPE", "MMA"},
@@ -472,10 +514,11 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"ffma_sums_within_contract",
                  {"GEMV", "BK", "VEC", "SPLITK", "MMA", "KSUM", "GCOLS"},
                  [=](const Config& c) {
-                   // (wgmma: one float add per slice of 32, after the tensor cores' sum of it;
-                   // its bound is wgmma_split_tf32_from_k_128, measured up to k = 1.6M.)
                    return sums_in_double(c) || is_wgmma(c) ||
                           longest_ffma_sum(c, problem) <= kMaxFfmaSum;
+                 }});
+  space.require({"wgmma_slice_sums_within_contract", {"BK", "SPLITK", "MMA"}, [=](const Config& c) {
+                   return !is_wgmma(c) || wgmma_slice_chain(c, problem) <= kMaxWgmmaSlices;
                  }});
   return space;
 }
@@ -710,6 +753,8 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
       slices.set("KSUM", 1);
       add(slices);
     }
+    // TMA-fed split TF32 families also in plain TF32 (the TF32 compute type's).
+    if (is_tma(c)) add(for_compute(c, problem));
     // FP64 tensor-core families also in split TF32, in one chain and in partial chains.
     if (sums_in_double(c)) {
       Config tf32 = c;
@@ -748,8 +793,27 @@ std::string math_family(const Config& c) {
     case 2: return "split TF32 on mma.sync";
     case 3: return "split TF32 on wgmma";
     case 4: return "split TF32 on wgmma, TMA-fed";
+    case 5: return "TF32 on wgmma, TMA-fed (plain TF32)";
     default: return "FFMA";
   }
+}
+
+Config for_compute(Config config, const Problem& problem) {
+  if (problem.compute != Compute::kTf32 || !is_wgmma(config) || is_plain_tf32(config)) {
+    return config;
+  }
+  // Split TF32 on wgmma becomes the TMA-fed kernel's one-product form with the same tiles: what
+  // MMA = 3 has that it lacks (warpgroups of 256 columns, 2 stages, loads ahead, narrow vectors)
+  // becomes the nearest it has (128 columns, 3 stages, operands packed to 16-byte runs).
+  config.set("MMA", 5);
+  config.set("AHEAD", 0);
+  config.set("PIPE", std::max(config.get("PIPE"), 3));
+  config.set("WN", std::min(config.get("WN"), 128));
+  if (config.get("VEC") < 4) {
+    config.set("VEC", 4);
+    if (problem.alignment < 4) config.set("PACK", 1);
+  }
+  return with_operands_as_stored(config, problem);
 }
 
 Config with_operands_as_stored(Config config, const Problem& problem) {
@@ -801,7 +865,7 @@ const Space& space_for_fitting(const DeviceInfo& device, const Problem& problem)
   auto same_problem = [](const Problem& a, const Problem& b) {
     return a.trans_a == b.trans_a && a.trans_b == b.trans_b && a.m == b.m && a.n == b.n &&
            a.k == b.k && a.lda == b.lda && a.ldb == b.ldb && a.ldc == b.ldc &&
-           a.alignment == b.alignment;
+           a.alignment == b.alignment && a.compute == b.compute;
   };
   if (!last.space || !same_device(last.device, device) || !same_problem(last.problem, problem)) {
     last.space.emplace(make_space(device, problem));
@@ -952,9 +1016,10 @@ size_t shared_bytes(const Config& c) {
   if (is_gemv(c)) return 0;  // static shared memory only
   if (is_wgmma(c)) {
     // PIPE stages of big and small parts of both slices (MMA = 4: both as stored and B's small
-    // parts), and 1024 bytes to align them for the swizzle.
+    // parts; 5: both as stored), and 1024 bytes to align them for the swizzle.
+    const int b_parts = is_plain_tf32(c) ? 1 : 2;
     const size_t stage =
-        is_tma(c) ? static_cast<size_t>(c.get("BM") + 2 * c.get("BN")) * c.get("BK")
+        is_tma(c) ? static_cast<size_t>(c.get("BM") + b_parts * c.get("BN")) * c.get("BK")
                   : 2 * static_cast<size_t>(c.get("BM") + c.get("BN")) * c.get("BK");
     const size_t c_tile =
         c.get("CSTAGE") == 1 ? static_cast<size_t>(c.get("BN")) * (c.get("BM") + 4) : 0;
@@ -1125,7 +1190,7 @@ ProblemKey problem_key(const DeviceInfo& device, const Problem& problem) {
   ProblemKey key;
   key.device_uuid = device.uuid;
   key.op = "gemm";
-  key.layout = problem.layout();
+  key.layout = problem.variant();
   key.shape = {problem.m, problem.n, problem.k};
   key.alignment = problem.alignment;
   return key;
@@ -1384,7 +1449,12 @@ OpInfo info() {
   OpInfo op;
   op.name = "gemm";
   op.dims = {"M", "N", "K"};
-  op.variants = {"NN", "NT", "TN", "TT"};  // the problem id's variant indexes these
+  // The problem id's variant indexes these: the layouts, then with each compute type.
+  for (Compute compute : {Compute::kDefault, Compute::kTf32, Compute::kPedantic}) {
+    for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+      op.variants.push_back(layout + compute_suffix(compute));
+    }
+  }
   op.default_shapes = {{4096, 4096, 4096}, {1024, 1024, 1024}, {1000, 1000, 1000}, {127, 127, 127}};
   op.rate_unit = "TFLOP/s";
   op.max_size = kMaxSize;

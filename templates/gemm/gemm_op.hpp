@@ -17,23 +17,35 @@
 
 namespace tuned::gemm_op {
 
-/// One FP32 GEMM call's shape, layout and alignment (column-major, cuBLAS conventions).
+/// What arithmetic a call accepts (tuned_compute_t): the default FP32-accurate contract (FFMA, FP64
+/// tensor cores or split TF32, by speed), plain TF32 rounding as well (never chosen unless asked,
+/// like CUBLAS_COMPUTE_32F_FAST_TF32), or FFMA alone (like CUBLAS_COMPUTE_32F_PEDANTIC).
+enum class Compute { kDefault = 0, kTf32 = 1, kPedantic = 2 };
+/// The variant names' suffix of a compute type: "", "-tf32", "-pedantic".
+std::string compute_suffix(Compute compute);
+
+/// One FP32 GEMM call's shape, layout, alignment and compute type (column-major, cuBLAS
+/// conventions).
 struct Problem {
+  Compute compute = Compute::kDefault;
   bool trans_a = false;
   bool trans_b = false;
   int64_t m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldc = 0;
   int alignment = 1;  // widest vector (1, 2, 4 floats) that pointers and leading dims allow
 
-  std::string layout() const;  // "NN", "NT", "TN", "TT"
+  std::string layout() const;   // "NN", "NT", "TN", "TT"
+  std::string variant() const;  // the layout and compute type: "NN", "NN-tf32", "NN-pedantic"
   int64_t min_lda() const { return std::max<int64_t>(1, trans_a ? k : m); }
   int64_t min_ldb() const { return std::max<int64_t>(1, trans_b ? n : k); }
   int64_t min_ldc() const { return std::max<int64_t>(1, m); }
   double flops() const { return 2.0 * static_cast<double>(m) * n * k; }
 };
 
-/// A problem with the smallest leading dimensions and aligned pointers (for tuning).
-Problem packed_problem(const std::string& layout, int64_t m, int64_t n, int64_t k);
+/// A problem with the smallest leading dimensions and aligned pointers (for tuning), of a variant
+/// ("NN", or with a compute type: "NN-tf32"); throws Error(TUNED_STATUS_INVALID_ARGUMENT) naming
+/// the variants for any other.
+Problem packed_problem(const std::string& variant, int64_t m, int64_t n, int64_t k);
 
 /// Widest vector width w in {4, 2, 1} such that every pointer is 4w-byte aligned and every
 /// leading dimension a multiple of w.
@@ -68,8 +80,15 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
 Config with_operands_as_stored(Config config, const Problem& problem);
 
 /// The arithmetic a config computes with: "FFMA", "FFMA, matrix-vector", "FP64 tensor cores",
-/// "split TF32 on mma.sync", "split TF32 on wgmma" or "split TF32 on wgmma, TMA-fed".
+/// "split TF32 on mma.sync", "split TF32 on wgmma", "split TF32 on wgmma, TMA-fed" or
+/// "TF32 on wgmma, TMA-fed (plain TF32)".
 std::string math_family(const Config& config);
+
+/// config as the problem's compute type runs it: for the TF32 type, split TF32 on wgmma (MMA = 3,
+/// 4) as plain TF32 in the TMA-fed kernel (MMA = 5: the same tiles, a third of the tensor-core
+/// work); others unchanged. How the layouts' data (shipped defaults, selection model) serve the
+/// TF32 type.
+Config for_compute(Config config, const Problem& problem);
 
 /// The matrix-vector config (m or n up to cols): rows of Y per block, vector width, splits of k,
 /// columns taken at once; the tile parameters at their placeholder values, in the space's
@@ -135,6 +154,18 @@ constexpr int64_t kSumChain = 96;
 /// products, or the sum of the threads' partials (a decoding product, TN 5120x4x13824 in one
 /// split, was 2.2x cuBLAS's error with 432-long sums).
 int64_t longest_ffma_sum(const Config& config, const Problem& problem);
+/// The wgmma kernels (MMA = 3-5) sum each 32-slice of k in the tensor cores from zero and add the
+/// slices' sums in float, one chain of a split's slices: on wide-range inputs (the tuner's probe,
+/// rows of B 2^20 apart, k = 65536, NN and TT on an H100, MMA = 3 and 4 alike) its error grew with
+/// the chain: 0.88-0.96x cuBLAS SGEMM's at 256 slices, 1.17-1.25x at 512, 1.56-1.72x at 1024,
+/// 2.14-2.45x at 2048 (beyond the contract's 2x). Chains past kMaxWgmmaSlices are refused (rule
+/// wgmma_slice_sums_within_contract): split-K beyond 16384 of k.
+constexpr int64_t kMaxWgmmaSlices = 512;
+/// The slices of k one split of a wgmma config sums in one float chain on this problem.
+int64_t wgmma_slice_chain(const Config& config, const Problem& problem);
+/// Whether config's float sums on problem are within the contract's bounds: kMaxFfmaSum (FFMA,
+/// MMA = 2, the matrix-vector kernel), kMaxWgmmaSlices (wgmma), always for the FP64 tensor cores.
+bool sums_within_contract(const Config& config, const Problem& problem);
 /// Whether the main kernel reads B as (n, k), n contiguous: B transposed, or PRETB.
 bool reads_b_transposed(const Config& config, const Problem& problem);
 /// PACK's copies are bounded: an operand past kMaxPackBytes (a vocabulary-sized B of 50257 x 8192

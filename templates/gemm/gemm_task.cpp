@@ -35,6 +35,23 @@ GemmTask::GemmTask(const DeviceInfo& device, const Problem& problem, DeviceCheck
   edge_.lda = round_up(edge_.min_lda(), problem.alignment) + problem.alignment;
   edge_.ldb = round_up(edge_.min_ldb(), problem.alignment) + 2 * problem.alignment;
   edge_.ldc = round_up(edge_.min_ldc(), problem.alignment) + 3 * problem.alignment;
+  probe_ = edge_;
+  probe_.k = kProbeKs[0];
+  probe_.lda = round_up(probe_.min_lda(), problem.alignment);
+  probe_.ldb = round_up(probe_.min_ldb(), problem.alignment);
+  probe_.ldc = round_up(probe_.min_ldc(), problem.alignment);
+  // The TF32 compute type is measured against cuBLAS in TF32, its reference and its contract's.
+  if (problem.compute == Compute::kTf32) cublas_.allow_tf32();
+}
+
+std::string GemmTask::baseline_name() const {
+  return problem_.compute == Compute::kTf32 ? "cuBLAS TF32" : "cuBLAS";
+}
+
+Problem GemmTask::probe_at(size_t i) const {
+  Problem p = probe_;
+  p.k = kProbeKs[i];  // the leading k of the longest probe's operands: same pointers and ld
+  return p;
 }
 
 KernelSpec GemmTask::kernel_spec(const Config& config) const {
@@ -66,7 +83,12 @@ void* GemmTask::workspace(const Config& config, const Problem& p) {
 void GemmTask::allocate() {
   allocate(problem_, main_, false);
   allocate(edge_, edge_buffers_, true);
+  allocate(probe_, probe_buffers_, false);
   exact_ = std::make_unique<Fp64Sample>(check_.kernels(), device_);
+  for (size_t i = 0; i < std::size(kProbeKs); ++i) {
+    probe_exact_.push_back(std::make_unique<Fp64Sample>(check_.kernels(), device_));
+  }
+  probe_cublas_error_.assign(std::size(kProbeKs), 0.0);
 }
 
 void GemmTask::fresh_inputs(uint64_t seed, cudaStream_t stream) {
@@ -87,6 +109,20 @@ void GemmTask::fresh_inputs(uint64_t seed, cudaStream_t stream) {
                                    edge_buffers_.c_init.bytes(), cudaMemcpyDeviceToDevice, stream));
   cublas_sgemm(cublas_.get(), edge_, kEdgeAlpha, edge_buffers_.a.as<float>(),
                edge_buffers_.b.as<float>(), kEdgeBeta, edge_buffers_.c_ref.as<float>());
+  // The probe: wide-range operands, and cuBLAS's error against the FP64 product at each k.
+  auto fill_wide = [&](DeviceBuffer& buf, int64_t ld, uint64_t s) {
+    check_.fill_wide(buf.as<float>(), buf.bytes() / sizeof(float), ld, s, kProbeSpread, stream);
+  };
+  fill_wide(probe_buffers_.a, probe_.lda, seed * 8 + 6);
+  fill_wide(probe_buffers_.b, probe_.ldb, seed * 8 + 7);
+  for (size_t i = 0; i < std::size(kProbeKs); ++i) {
+    const Problem p = probe_at(i);
+    cublas_sgemm(cublas_.get(), p, 1.0f, probe_buffers_.a.as<float>(),
+                 probe_buffers_.b.as<float>(), 0.0f, probe_buffers_.c_ref.as<float>());
+    probe_exact_[i]->compute(p, probe_buffers_.a.as<float>(), probe_buffers_.b.as<float>(), stream);
+    probe_cublas_error_[i] =
+        probe_exact_[i]->error(probe_buffers_.c_ref.as<float>(), p.ldc, stream);
+  }
 }
 
 MatrixCheck GemmTask::check(const LoadedKernel& kernel, const Config& config,
@@ -112,10 +148,37 @@ MatrixCheck GemmTask::check(const LoadedKernel& kernel, const Config& config,
                                     edge_buffers_.c_ref.as<float>(), edge_.ldc, edge_.m, edge_.n,
                                     stream);
   main.add(edge);
+  if (!main.passed(tolerance())) return main;
+  main.add(check_probe(kernel, config, stream));
   return main;
 }
 
+MatrixCheck GemmTask::check_probe(const LoadedKernel& kernel, const Config& config,
+                                  cudaStream_t stream, int64_t k) {
+  size_t i = 0;
+  while (i + 1 < std::size(kProbeKs) &&
+         (k != 0 ? kProbeKs[i] != k : !sums_within_contract(config, probe_at(i)))) {
+    ++i;
+  }
+  const Problem p = probe_at(i);
+  DeviceCheck::poison(probe_buffers_.c.as<float>(), probe_buffers_.c.bytes() / sizeof(float),
+                      stream);
+  launch(kernel, config, p, 1.0f, probe_buffers_.a.as<float>(), probe_buffers_.b.as<float>(),
+         0.0f, probe_buffers_.c.as<float>(), workspace(config, p), stream, transpose_b_);
+  // Only the contract is checked here: on wide-range inputs the difference from cuBLAS is no
+  // measure (both may be far from the exact product), the FP64 product is.
+  MatrixCheck probe;
+  probe.exact_error = probe_exact_[i]->error(probe_buffers_.c.as<float>(), p.ldc, stream);
+  probe.exact_limit = contract_limit(probe_cublas_error_[i]);
+  probe.exact_inputs = "wide-range inputs, " + std::to_string(p.m) + "x" + std::to_string(p.n) +
+                       "x" + std::to_string(p.k);
+  return probe;
+}
+
 double GemmTask::tolerance() const {
+  // TF32 products keep 11 bits: against cuBLAS's TF32 the difference is ~1e-3 (the contract, on
+  // the FP64 product, is the real bound).
+  if (problem_.compute == Compute::kTf32) return 5e-3;
   // FP32 rounding grows like sqrt(k); 1e-5 holds with margin up to k of a few thousand.
   return std::max(1e-5, 2e-7 * std::sqrt(static_cast<double>(problem_.k)));
 }

@@ -1,13 +1,16 @@
-// GEMM as a tuning task: random inputs, cuBLAS (FP32, no TF32) as reference and baseline, and an
-// extra odd-shaped problem with padded leading dimensions and beta != 0 that every candidate must
-// also get right, because a config tuned on one shape is later used on its neighbours. Every
-// candidate must also keep the accuracy contract (gemm_reference.hpp): its error against an FP64
-// product at most twice cuBLAS's on the same inputs.
+// GEMM as a tuning task: random inputs, cuBLAS (FP32, no TF32; TF32 for the TF32 compute type) as
+// reference and baseline, and an extra odd-shaped problem with padded leading dimensions and
+// beta != 0 that every candidate must also get right, because a config tuned on one shape is later
+// used on its neighbours. Every candidate must also keep the accuracy contract (gemm_reference.hpp):
+// its error against an FP64 product at most twice cuBLAS's on the same inputs, on the tuned
+// problem's uniform inputs and on a probe of wide-range inputs and long k.
 #pragma once
 
 #include <cublas_v2.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "generator/cuda_raii.hpp"
 #include "templates/check/cublas_handle.hpp"
@@ -47,13 +50,26 @@ class GemmTask : public TuningTask {
   double tolerance() const override;
   void run(const LoadedKernel& kernel, const Config& config, cudaStream_t stream) override;
   void run_baseline(cudaStream_t stream) override;
-  std::string baseline_name() const override { return "cuBLAS"; }
+  std::string baseline_name() const override;
   double work() const override { return problem_.flops(); }
   std::string rate_unit() const override { return "TFLOP/s"; }
   double rate(double ms) const override { return ms > 0 ? work() / (ms * 1e9) : 0; }
 
   const Problem& problem() const { return problem_; }
   const Problem& edge_problem() const { return edge_; }
+  /// The accuracy probe at its longest k (its shorter ones take the leading k of it).
+  const Problem& probe_problem() const { return probe_; }
+  /// The probe's lengths of k: a candidate's contract is checked at the longest on which its
+  /// float sums stay within the contract's bound (sums_within_contract; a config that breaks it
+  /// there is never used there).
+  static constexpr int64_t kProbeKs[] = {65536, 16384, 4096, 96};
+  /// Exponents of the probe's inputs spread over 2^+-kProbeSpread (by row and by element).
+  static constexpr int kProbeSpread = 20;
+  /// The contract on the probe alone (check() ends with it): the candidate on wide-range inputs
+  /// at the longest k it may meet (or at k, one of kProbeKs), beta = 0 on a poisoned C;
+  /// exact_inputs names the probe.
+  MatrixCheck check_probe(const LoadedKernel& kernel, const Config& config, cudaStream_t stream,
+                          int64_t k = 0);
   /// What this task's launches of PRETB configs transpose B with (for launches of one's own).
   const TransposeB& transpose_b_callback() const { return transpose_b_; }
 
@@ -62,6 +78,8 @@ class GemmTask : public TuningTask {
     DeviceBuffer a, b, c, c_ref, c_init;
   };
   void allocate(const Problem& p, Buffers& buffers, bool with_init);
+  /// The probe at kProbeKs[i].
+  Problem probe_at(size_t i) const;
   /// Workspace for config on p (grown on demand; split-K configs need it).
   void* workspace(const Config& config, const Problem& p);
   /// PRETB configs' transpose of B: the transpose op's default config, loaded once.
@@ -71,13 +89,16 @@ class GemmTask : public TuningTask {
   DeviceInfo device_;
   Problem problem_;
   Problem edge_;  // odd shape, padded leading dims, same layout and alignment class
+  Problem probe_;  // the edge's m and n at the longest probe k, same layout and alignment class
   Space space_;
   DeviceCheck& check_;
   CublasHandle cublas_;
-  Buffers main_, edge_buffers_;
+  Buffers main_, edge_buffers_, probe_buffers_;
   DeviceBuffer workspace_;
   std::unique_ptr<Fp64Sample> exact_;  // the FP64 product at a sample of the main C
   double cublas_exact_error_ = 0;      // cuBLAS SGEMM's error against it on the current inputs
+  std::vector<std::unique_ptr<Fp64Sample>> probe_exact_;  // the probe's FP64 products, by k
+  std::vector<double> probe_cublas_error_;                // and cuBLAS's errors against them
   TransposeB transpose_b_;  // calls transpose_b: what every launch of a PRETB config is given
   std::shared_ptr<const LoadedKernel> transpose_kernel_;
   Config transpose_config_;

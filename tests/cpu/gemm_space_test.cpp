@@ -731,6 +731,95 @@ TEST(GemmSpace, TmaWgmmaConfigsReadSixteenByteRunsAndTurnATransposedBOver) {
   EXPECT_EQ(
       make_space(h100, packed_problem("NN", 4096, 4096, 124)).violation(tma, false).value_or(""),
       "wgmma_split_tf32_from_k_128");
+  // One float chain of at most 512 slice sums a split: k = 16384 whole, 16385 in two splits.
+  const Problem at_bound = packed_problem("NN", 4096, 4096, 16384);
+  const Problem past_bound = packed_problem("NN", 4096, 4096, 16385);
+  EXPECT_EQ(wgmma_slice_chain(tma, at_bound), 512);
+  EXPECT_FALSE(make_space(h100, at_bound).violation(tma, false).has_value());
+  EXPECT_EQ(make_space(h100, past_bound).violation(tma, false).value_or(""),
+            "wgmma_slice_sums_within_contract");
+  Config split = tma;
+  split.set("SPLITK", 2);
+  EXPECT_FALSE(make_space(h100, past_bound).violation(split, false).has_value());
+  EXPECT_TRUE(sums_within_contract(split, past_bound));
+  EXPECT_FALSE(sums_within_contract(tma, past_bound));
+}
+
+// Compute types (tuned_gemm_ex): the variants name them after the layout; plain TF32 (MMA = 5) is
+// the TF32 type's alone and the pedantic type computes in FFMA alone, by named rules; the TF32
+// type serves split TF32 configs in their one-product form and starts its search from them.
+TEST(GemmSpace, ComputeTypesAreVariantsWithTheirOwnArithmetic) {
+  const OpInfo op = info();
+  ASSERT_EQ(op.variants.size(), 12u);
+  EXPECT_EQ(op.variants[0], "NN");
+  EXPECT_EQ(op.variants[5], "NT-tf32");
+  EXPECT_EQ(op.variants[11], "TT-pedantic");
+  for (const std::string& v : op.variants) {
+    const Problem p = packed_problem(v, 300, 200, 100);
+    EXPECT_EQ(p.variant(), v);
+    EXPECT_EQ(problem_key(reference_device(90), p).layout, v);
+  }
+  try {
+    packed_problem("NN-fast", 1, 1, 1);
+    ADD_FAILURE() << "an unknown compute type was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), TUNED_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("-tf32, -pedantic"), std::string::npos) << e.what();
+  }
+  const Config split = Config::parse(
+      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=4,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,KSUM=1,GCOLS=1,"
+      "AHEAD=0");
+  Config plain = split;
+  plain.set("MMA", 5);
+  const DeviceInfo h100 = reference_device(90);
+  const Problem nn = packed_problem("NN", 4096, 4096, 4096);
+  const Problem tf32 = packed_problem("NN-tf32", 4096, 4096, 4096);
+  const Problem pedantic = packed_problem("NN-pedantic", 4096, 4096, 4096);
+  EXPECT_EQ(make_space(h100, nn).violation(plain, false).value_or(""),
+            "plain_tf32_only_for_the_tf32_type");
+  EXPECT_FALSE(make_space(h100, tf32).violation(plain, false).has_value());
+  EXPECT_EQ(make_space(h100, pedantic).violation(split, false).value_or(""),
+            "pedantic_type_computes_in_ffma");
+  EXPECT_EQ(for_compute(split, tf32), plain);
+  EXPECT_EQ(for_compute(split, nn), split);
+  EXPECT_EQ(for_compute(split, pedantic), split);
+  // Split TF32 on wgmma fed through registers (MMA = 3) too: the nearest TMA-fed plain config.
+  const Config registers = Config::parse(
+      "GEMV=0,BM=128,BN=256,BK=32,WM=16,WN=256,TM=2,TN=2,LM=8,VEC=2,PAD=0,AKM=0,BKM=1,UNROLL=8,"
+      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=3,CSTAGE=0,KSUM=1,GCOLS=1,"
+      "AHEAD=1");
+  const Problem tt_tf32 = packed_problem("TT-tf32", 5000, 5000, 5000);
+  const Config served = for_compute(registers, tt_tf32);
+  EXPECT_EQ(served.get("MMA"), 5);
+  EXPECT_EQ(served.get("WN"), 128);
+  EXPECT_EQ(served.get("PIPE"), 3);
+  EXPECT_EQ(served.get("VEC"), 4);
+  EXPECT_EQ(served.get("PACK"), 0);  // aligned: nothing to pack
+  EXPECT_EQ(for_compute(registers, packed_problem("TT-tf32", 4999, 5000, 5000)).get("PACK"), 1);
+  EXPECT_EQ(served.get("AHEAD"), 0);
+  EXPECT_EQ(served.get("PRETB"), 1);  // B turned over: the TMA reads it k-contiguous
+  EXPECT_FALSE(make_space(h100, tt_tf32).violation(served, false).has_value())
+      << make_space(h100, tt_tf32).violation(served, false).value_or("");
+  EXPECT_EQ(fit_config(served, h100, tt_tf32), served);
+  EXPECT_EQ(math_family(plain), "TF32 on wgmma, TMA-fed (plain TF32)");
+  // One B part a stage, not two.
+  EXPECT_EQ(shared_bytes(plain), 4u * (128 + 128) * 32 * 4 + 1024);
+  // Seeds: plain TF32 only for the TF32 type, FFMA only for the pedantic one.
+  auto count_mma = [&](const Problem& p, int mma) {
+    int n = 0;
+    for (const Config& c : seed_configs(h100, p)) n += c.get("MMA") == mma;
+    return n;
+  };
+  EXPECT_GT(count_mma(tf32, 5), 0);
+  EXPECT_EQ(count_mma(nn, 5), 0);
+  for (const Config& c : seed_configs(h100, pedantic)) EXPECT_EQ(c.get("MMA"), 0) << c.canonical();
+  // The plain kernel compiles for sm_90a without spills.
+  const KernelSpec spec = kernel_spec(plain, tf32);
+  CompiledKernel k;
+  ASSERT_NO_THROW(k = compile_kernel({spec.source_name, spec.source, spec.kernel_name,
+                                      spec.options, 90, spec.arch_specific}));
+  EXPECT_EQ(k.resources.spill_bytes(), 0);
 }
 
 // MMA = 3 (split TF32 on wgmma): sm_90 only (the sm_90a target), warpgroup tiles of 64 rows and

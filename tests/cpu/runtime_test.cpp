@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -162,6 +163,57 @@ TEST(RuntimeLog, NamesEachChoiceWhenEnabled) {
   EXPECT_NE(choice.find(" (math: FFMA"), std::string::npos) << choice;
   std::remove(log_path.c_str());
   std::remove((log_path + ".db").c_str());
+}
+
+// The TF32 compute type is opt-in (issue 31): with no tuning on the reference H100, the default
+// type never picks plain TF32 for any shape, layout or alignment, the TF32 type picks it where the
+// layout's data picks the TMA-fed split TF32 kernel (served in its one-product form: most large
+// products), and the pedantic type picks FFMA alone.
+TEST(RuntimeChoice, PlainTf32IsPickedOnlyForTheTf32ComputeType) {
+  const DeviceInfo device = reference_h100();
+  const OpRegistration& gemm = find_op("gemm");
+  const std::string db = ::testing::TempDir() + "compute_types_" + std::to_string(getpid());
+  Runtime runtime(device);
+  runtime.set_database(db);
+  const std::string plain = "(math: TF32 on wgmma, TMA-fed (plain TF32))";
+  auto describe = [&](const std::string& variant, int64_t m, int64_t n, int64_t k, int align) {
+    gemm_op::Problem p = gemm_op::packed_problem(variant, m, n, k);
+    ProblemId id = gemm_op::problem_id(p);
+    id.alignment = align;
+    return runtime.describe(gemm, id);
+  };
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<double> log_size(0.0, std::log(20000.0));
+  int plain_picks = 0, shapes = 0;
+  for (int i = 0; i < 150; ++i) {
+    const auto m = static_cast<int64_t>(std::exp(log_size(rng)));
+    const auto n = static_cast<int64_t>(std::exp(log_size(rng)));
+    const auto k = static_cast<int64_t>(std::exp(log_size(rng)));
+    const int align = i % 3 == 0 ? 1 : 4;
+    for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+      SCOPED_TRACE(std::string(layout) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                   std::to_string(k) + " align " + std::to_string(align));
+      const std::string standard = describe(layout, m, n, k, align);
+      EXPECT_EQ(standard.find("plain TF32"), std::string::npos) << standard;
+      const std::string pedantic = describe(std::string(layout) + "-pedantic", m, n, k, align);
+      EXPECT_NE(pedantic.find(" (math: FFMA"), std::string::npos) << pedantic;
+      const std::string tf32 = describe(std::string(layout) + "-tf32", m, n, k, align);
+      plain_picks += tf32.find(plain) != std::string::npos;
+      ++shapes;
+    }
+  }
+  // (Most of the random shapes are small: FFMA and FP64 tensor-core picks.)
+  EXPECT_GT(plain_picks, shapes / 20) << "of " << shapes;
+  // Large products nobody tuned (the model's picks, split TF32 on wgmma):
+  for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+    for (int64_t size : {5000, 7000}) {
+      const std::string tf32 = describe(std::string(layout) + "-tf32", size, size, size, 4);
+      EXPECT_NE(tf32.find(plain), std::string::npos) << layout << " " << size << ": " << tf32;
+      const std::string standard = describe(layout, size, size, size, 4);
+      EXPECT_NE(standard.find("(math: split TF32 on wgmma"), std::string::npos) << standard;
+    }
+  }
+  std::remove(db.c_str());
 }
 
 }  // namespace

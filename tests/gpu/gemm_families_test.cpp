@@ -636,6 +636,12 @@ TEST(GemmFamilies, RaisedSplitKIsRightAndRepeatable) {
   EXPECT_GE(runs, 4);
 }
 
+// The TMA-fed split TF32 config of 128 x 128 tiles the accuracy tests below take.
+constexpr const char* kTmaConfig =
+    "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+    "PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,KSUM=1,GCOLS=1,"
+    "AHEAD=0";
+
 // The tuner's check refuses a split that loses the small parts' information: the TMA-fed split
 // TF32 kernel built with A_big * B_small dropped (SPLIT_TERMS = 2, a test-only switch) fails it in
 // every layout (on an H100 its error was 3.7e-4 against cuBLAS's, beyond even the tolerance for
@@ -651,10 +657,7 @@ TEST(GemmFamilies, AccuracyCheckRefusesASplitThatDropsATerm) {
   KernelCache kernels;
   DeviceCheck check(kernels, device);
   Stream stream = Stream::create();
-  const Config config = Config::parse(
-      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,"
-      "UNROLL=8,PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,"
-      "KSUM=1,GCOLS=1,AHEAD=0");
+  const Config config = Config::parse(kTmaConfig);
   for (const char* layout : {"NN", "NT", "TN", "TT"}) {
     const Problem p = packed_problem(layout, 257, 129, 4097);
     const Config c = fit_config(config, device, p);
@@ -677,6 +680,105 @@ TEST(GemmFamilies, AccuracyCheckRefusesASplitThatDropsATerm) {
         << "rel error " << dropped.rel_error << ", error " << dropped.exact_error << ", limit "
         << dropped.exact_limit;
     EXPECT_GT(dropped.rel_error, 10 * whole.rel_error);
+    // The probe alone (wide-range inputs, long k) refuses it too, and names itself.
+    const MatrixCheck probe_whole =
+        task.check_probe(*kernels.get(kernel_spec(c, p), device), c, stream.get());
+    const MatrixCheck probe_dropped = task.check_probe(*kernels.get(broken, device), c, stream.get());
+    EXPECT_FALSE(probe_whole.breaks_contract())
+        << "error " << probe_whole.exact_error << ", limit " << probe_whole.exact_limit;
+    EXPECT_TRUE(probe_dropped.breaks_contract())
+        << "error " << probe_dropped.exact_error << ", limit " << probe_dropped.exact_limit;
+    EXPECT_NE(probe_dropped.describe().find("wide-range inputs, "), std::string::npos)
+        << probe_dropped.describe();
+  }
+}
+
+// The probe (wide-range inputs, k = 65536) sees the wgmma kernels' one float chain of slice sums
+// break the contract where it is longer than the space allows (SPLITK 1: 2048 slices; on an H100
+// 2.1-2.5x cuBLAS's error) and keep it at the bound (SPLITK 4: 512 slices, 1.2-1.3x), in both
+// kernels; the space refuses the first by the rule that says why, and the tuner's check probes it
+// at the longest k it may meet (16384) instead.
+TEST(GemmFamilies, ProbeRefusesWgmmaSliceChainsPastTheirBound) {
+  TUNED_REQUIRE_GPU();
+  const DeviceInfo device = query_device(0);
+  if (device.compute_capability() != 90) {
+    GTEST_SKIP() << "GPU test skipped: wgmma needs sm_90a, this GPU is sm_"
+                 << device.compute_capability();
+  }
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  KernelCache kernels;
+  DeviceCheck check(kernels, device);
+  Stream stream = Stream::create();
+  const int64_t longest = GemmTask::kProbeKs[0];
+  for (const char* layout : {"NN", "TT"}) {
+    const Problem p = packed_problem(layout, 257, 129, 4097);
+    GemmTask task(device, p, check);
+    task.allocate();
+    task.fresh_inputs(4243, stream.get());
+    for (int mma : {3, 4}) {
+      for (int splits : {1, 4}) {
+        Config config = Config::parse(kTmaConfig);
+        config.set("MMA", mma);
+        if (mma == 3) config.set("PIPE", 3);
+        config.set("SPLITK", splits);
+        config.set("REDUCE", splits > 1 ? 1 : 0);
+        const Config c = fit_config(config, device, p);
+        SCOPED_TRACE(std::string(layout) + " " + c.canonical());
+        const bool within = splits == 4;
+        const Problem long_k = packed_problem(layout, 131, 77, longest);
+        EXPECT_EQ(sums_within_contract(c, long_k), within);
+        EXPECT_EQ(make_space(device, long_k).violation(c, false).value_or(""),
+                  within ? "" : "wgmma_slice_sums_within_contract");
+        const auto kernel = kernels.get(kernel_spec(c, p), device);
+        const MatrixCheck at_longest = task.check_probe(*kernel, c, stream.get(), longest);
+        EXPECT_EQ(at_longest.breaks_contract(), !within) << at_longest.describe();
+        const MatrixCheck as_tuned = task.check_probe(*kernel, c, stream.get());
+        EXPECT_FALSE(as_tuned.breaks_contract()) << as_tuned.describe();
+        EXPECT_NE(as_tuned.exact_inputs.find(within ? "x65536" : "x16384"), std::string::npos)
+            << as_tuned.exact_inputs;
+      }
+    }
+  }
+}
+
+// Plain TF32 (MMA = 5: the TMA-fed kernel with one product) is the TF32 compute type's alone: in
+// a task of that type (cuBLAS in TF32 as reference and contract) it is right on odd shapes in
+// every layout and keeps the contract, uniform and wide-range; the default type's check refuses
+// it (its error against the FP64 product is far beyond 2x cuBLAS SGEMM's), and so does fitting.
+TEST(GemmFamilies, PlainTf32PassesOnlyTheTf32TypesCheck) {
+  TUNED_REQUIRE_GPU();
+  const DeviceInfo device = query_device(0);
+  if (device.compute_capability() != 90) {
+    GTEST_SKIP() << "GPU test skipped: MMA = 5 (wgmma, TMA) needs sm_90a, this GPU is sm_"
+                 << device.compute_capability();
+  }
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  KernelCache kernels;
+  DeviceCheck check(kernels, device);
+  Stream stream = Stream::create();
+  Config config = Config::parse(kTmaConfig);
+  config.set("MMA", 5);
+  int seed = 5150;
+  for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+    for (const auto& [m, n, k] : {std::tuple{257, 129, 4097}, std::tuple{1000, 127, 129}}) {
+      const Problem tf32 = packed_problem(std::string(layout) + "-tf32", m, n, k);
+      const Problem fp32 = packed_problem(layout, m, n, k);
+      const Config c = fit_config(config, device, tf32);
+      SCOPED_TRACE(std::string(layout) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                   std::to_string(k) + " " + c.canonical());
+      EXPECT_THROW(fit_config(config, device, fp32), Error);
+      const auto kernel = kernels.get(kernel_spec(c, tf32), device);
+      GemmTask tf32_task(device, tf32, check);
+      tf32_task.allocate();
+      tf32_task.fresh_inputs(++seed, stream.get());
+      const MatrixCheck passed = tf32_task.check(*kernel, c, stream.get());
+      EXPECT_TRUE(passed.passed(tf32_task.tolerance())) << passed.describe();
+      GemmTask fp32_task(device, fp32, check);
+      fp32_task.allocate();
+      fp32_task.fresh_inputs(seed, stream.get());
+      const MatrixCheck refused = fp32_task.check(*kernel, c, stream.get());
+      EXPECT_FALSE(refused.passed(fp32_task.tolerance())) << refused.describe();
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "cache/database.hpp"
@@ -247,6 +248,106 @@ TEST_F(TunedGemm, BadArgumentsGiveClearErrors) {
     EXPECT_EQ(e.status(), TUNED_STATUS_INVALID_ARGUMENT);
     EXPECT_NE(std::string(e.what()).find("lda"), std::string::npos);
   }
+  cudaFree(d);
+}
+
+// Compute types (tuned_gemm_ex): the default and the pedantic type keep the accuracy contract
+// (normwise error against FP64 within 2x cuBLAS SGEMM's; pedantic in FFMA); the TF32 type, asked
+// for, runs plain TF32 on an sm_90 GPU (its error is TF32's: many times SGEMM's, within 2x cuBLAS
+// TF32's). A compute type that does not exist is a clear error.
+TEST_F(TunedGemm, ComputeTypesKeepTheirContracts) {
+  const tuned::DeviceInfo device = tuned::query_device(0);
+  std::mt19937_64 rng(2031);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  cublasHandle_t tf32_cublas = nullptr;
+  ASSERT_EQ(cublasCreate(&tf32_cublas), CUBLAS_STATUS_SUCCESS);
+  cublasSetMathMode(tf32_cublas, CUBLAS_TF32_TENSOR_OP_MATH);
+  for (const auto& [op_a, op_b, m, n, k] :
+       {std::tuple{TUNED_OP_N, TUNED_OP_N, 2048, 1536, 1024},
+        std::tuple{TUNED_OP_T, TUNED_OP_T, 1000, 999, 1001}}) {
+    const int lda = op_a ? k : m, ldb = op_b ? n : k, ldc = m;
+    std::vector<float> a(static_cast<size_t>(lda) * (op_a ? m : k));
+    std::vector<float> b(static_cast<size_t>(ldb) * (op_b ? k : n));
+    for (auto& x : a) x = u(rng);
+    for (auto& x : b) x = u(rng);
+    float *da, *db, *dc;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&da), a.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&db), b.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dc), size_t{4} * ldc * n), cudaSuccess);
+    cudaMemcpy(da, a.data(), a.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(db, b.data(), b.size() * 4, cudaMemcpyHostToDevice);
+    const float one = 1.0f, zero = 0.0f;
+    // Normwise error of C against FP64 over every 13th row and 11th column.
+    auto error = [&] {
+      std::vector<float> c(static_cast<size_t>(ldc) * n);
+      cudaMemcpy(c.data(), dc, c.size() * 4, cudaMemcpyDeviceToHost);
+      double diff = 0, norm = 0;
+      for (int j = 0; j < n; j += 11) {
+        for (int i = 0; i < m; i += 13) {
+          double exact = 0;
+          for (int p = 0; p < k; ++p) {
+            exact += double(op_a ? a[size_t(i) * lda + p] : a[size_t(p) * lda + i]) *
+                     double(op_b ? b[size_t(p) * ldb + j] : b[size_t(j) * ldb + p]);
+          }
+          const double got = c[size_t(j) * ldc + i];
+          diff += (got - exact) * (got - exact);
+          norm += exact * exact;
+        }
+      }
+      return std::sqrt(diff / norm);
+    };
+    auto cublas_error = [&](cublasHandle_t handle) {
+      EXPECT_EQ(cublasSgemm(handle, op_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                            op_b ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &one, da, lda, db, ldb,
+                            &zero, dc, ldc),
+                CUBLAS_STATUS_SUCCESS);
+      return error();
+    };
+    const double sgemm = cublas_error(cublas_), tf32 = cublas_error(tf32_cublas);
+    for (tuned_compute_t compute :
+         {TUNED_COMPUTE_DEFAULT, TUNED_COMPUTE_32F_FAST_TF32, TUNED_COMPUTE_32F_PEDANTIC}) {
+      char text[512];
+      ASSERT_EQ(tuned_gemm_describe_ex(op_a, op_b, m, n, k, da, lda, db, ldb, dc, ldc, compute,
+                                       text, sizeof(text)),
+                TUNED_STATUS_SUCCESS)
+          << tuned_last_error();
+      SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+                   " compute " + std::to_string(compute) + ": " + text);
+      cudaMemset(dc, 0xFF, size_t{4} * ldc * n);  // NaN: beta = 0 must overwrite it
+      ASSERT_EQ(tuned_gemm_ex(op_a, op_b, m, n, k, &one, da, lda, db, ldb, &zero, dc, ldc, compute,
+                              nullptr),
+                TUNED_STATUS_SUCCESS)
+          << tuned_last_error();
+      const double err = error();
+      const bool plain = std::string(text).find("plain TF32") != std::string::npos;
+      if (compute == TUNED_COMPUTE_32F_FAST_TF32) {
+        EXPECT_LE(err, 2 * tf32) << "cuBLAS TF32 " << tf32;
+        if (device.compute_capability() == 90) {
+          EXPECT_TRUE(plain);
+          EXPECT_GT(err, 10 * sgemm) << "cuBLAS SGEMM " << sgemm;
+        }
+      } else {
+        EXPECT_FALSE(plain);
+        EXPECT_LE(err, 2 * sgemm) << "cuBLAS SGEMM " << sgemm;
+      }
+      if (compute == TUNED_COMPUTE_32F_PEDANTIC) {
+        EXPECT_NE(std::string(text).find("(math: FFMA"), std::string::npos);
+      }
+    }
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dc);
+  }
+  cublasDestroy(tf32_cublas);
+  const float one = 1.0f;
+  float* d;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), 64), cudaSuccess);
+  EXPECT_EQ(tuned_gemm_ex(TUNED_OP_N, TUNED_OP_N, 4, 4, 4, &one, d, 4, d, 4, &one, d, 4,
+                          static_cast<tuned_compute_t>(7), nullptr),
+            TUNED_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tuned_last_error()).find("compute: must be TUNED_COMPUTE_DEFAULT"),
+            std::string::npos)
+      << tuned_last_error();
   cudaFree(d);
 }
 
