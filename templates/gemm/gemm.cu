@@ -864,11 +864,10 @@ struct SplitLoader {
 // MMA = 4: split TF32 on wgmma fed by the TMA (sm_90a). One thread of the producer warpgroup copies
 // each slice of A and B as stored (raw floats, no staging registers) into a free stage with the
 // TMA, whose bytes complete the stage's `loaded` barrier, stages ahead of the product; its other
-// three warps then split B in place (its big part, rounded to TF32, over the raw floats, and its
-// small part, the rest rounded, beside them) and mark the stage full. (Left to the tensor cores,
-// which truncate, B's big part would leave up to 2^-21 |a b| in the dropped small * small product:
-// on wide-range inputs whose rows of B differ by 2^20, 2.2-2.6x cuBLAS SGEMM's error at k = 65536
-// on an H100.) The
+// three warps then write B's small parts beside B (B minus B truncated to TF32, rounded: the
+// tensor cores read B's raw floats as its big part, truncated) and mark the stage full. (Rounding
+// B's big part in place instead changed nothing measurable: on the wide-range probe the error was
+// 8.2e-7 either way, the float chain of slice sums, GemmTask::check_probe, bounds it.) The
 // consumer warpgroups read A's fragments into registers, split them there (big: rounded to TF32;
 // small: the rest, rounded) and take three wgmma per 8 steps of k with A from registers:
 // small * B, big * B_small, big * B. So each element is split once, and A's parts never go back to
@@ -879,8 +878,9 @@ struct SplitLoader {
 static_assert(TRANS_B == 0, "MMA = 4 reads B k-contiguous (a transposed B is copied first: PRETB)");
 static_assert(WN == 32 || WN == 64 || WN == 128, "MMA = 4: WN is 32, 64 or 128");
 constexpr int kSplitters = kProducers - 32;  // the producer's last 3 warps split B
-// MMA = 5 is the same kernel with one product, big * B (A rounded to TF32, B truncated by the
-// tensor cores): plain TF32, which only the TF32 compute type may pick; its splitters rest.
+// MMA = 5 is the same kernel with one product, big * B, both rounded to TF32 (the splitters round
+// B in place: truncated by the tensor cores, its error on the wide-range probe was 2.1x cuBLAS
+// TF32's, the contract of the TF32 type): plain TF32, which only the TF32 compute type may pick.
 // A test's broken split: SPLIT_TERMS = 2 drops A_big * B_small, which the accuracy check must
 // refuse (tests/gpu/gemm_families_test.cpp). No config sets it.
 #ifndef SPLIT_TERMS
@@ -933,9 +933,9 @@ __device__ __forceinline__ void barrier_expect_bytes(unsigned long long* bar, in
                : "memory");
 }
 
-// Splits B's slice in place: each raw float x becomes its big part (rounded to TF32, what the
-// tensor cores then read exactly), and its small part, x - big rounded, goes to the same offset in
-// `small`.
+// Splits B's slice: its small parts, x - trunc_tf32(x) rounded, at the same offsets in `small`
+// (the tensor cores read the raw floats as the big parts, truncated); or for plain TF32 (MMA = 5)
+// each raw float rounded to TF32 in place.
 __device__ __forceinline__ void split_b(char* __restrict__ raw, char* __restrict__ small, int sid) {
   constexpr int kChunks = BN * BK / 4;
 #pragma unroll
@@ -943,14 +943,18 @@ __device__ __forceinline__ void split_b(char* __restrict__ raw, char* __restrict
     const int q = sid + i * kSplitters;
     if (kChunks % kSplitters != 0 && q >= kChunks) break;
     const uint4 x = *reinterpret_cast<const uint4*>(raw + q * 16);
-    const uint4 big = make_uint4(tf32_big(__uint_as_float(x.x)), tf32_big(__uint_as_float(x.y)),
-                                 tf32_big(__uint_as_float(x.z)), tf32_big(__uint_as_float(x.w)));
-    const uint4 rest = make_uint4(to_tf32(__uint_as_float(x.x) - __uint_as_float(big.x)),
-                                  to_tf32(__uint_as_float(x.y) - __uint_as_float(big.y)),
-                                  to_tf32(__uint_as_float(x.z) - __uint_as_float(big.z)),
-                                  to_tf32(__uint_as_float(x.w) - __uint_as_float(big.w)));
-    *reinterpret_cast<uint4*>(raw + q * 16) = big;
-    *reinterpret_cast<uint4*>(small + q * 16) = rest;
+    if constexpr (kSplitTerms == 1) {
+      *reinterpret_cast<uint4*>(raw + q * 16) =
+          make_uint4(tf32_big(__uint_as_float(x.x)), tf32_big(__uint_as_float(x.y)),
+                     tf32_big(__uint_as_float(x.z)), tf32_big(__uint_as_float(x.w)));
+    } else {
+      uint4 y;
+      y.x = to_tf32(__uint_as_float(x.x) - __uint_as_float(x.x & 0xFFFFE000u));
+      y.y = to_tf32(__uint_as_float(x.y) - __uint_as_float(x.y & 0xFFFFE000u));
+      y.z = to_tf32(__uint_as_float(x.z) - __uint_as_float(x.z & 0xFFFFE000u));
+      y.w = to_tf32(__uint_as_float(x.w) - __uint_as_float(x.w & 0xFFFFE000u));
+      *reinterpret_cast<uint4*>(small + q * 16) = y;
+    }
   }
 }
 #endif  // MMA >= 4
@@ -1225,11 +1229,9 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
   const int wg_m0 = warp_m0 - 16 * (warp % 4);  // this warpgroup's 64 rows
   const int wg_n0 = warp_n0;
 
-  // A stage is loaded when every loader's copies have landed, full when the splitters have
-  // written B's small parts (MMA = 5: when loaded), empty when every consumer thread is done with
-  // it.
+  // A stage is loaded when every loader's copies have landed, full when the splitters have split
+  // B, empty when every consumer thread is done with it.
   __shared__ unsigned long long loaded[kStages], full[kStages], empty[kStages];
-  unsigned long long* const ready = kSplitTerms == 1 ? loaded : full;
   if (tid == 0) {
     for (int st = 0; st < kStages; ++st) {
       barrier_init(&loaded[st], 1);  // the copying thread's arrival, and the copies' bytes
@@ -1261,7 +1263,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
           tma_load(stage_b(st, 0), map_b, k0, n0, &loaded[st]);
         }
       }
-    } else if constexpr (kSplitTerms > 1) {
+    } else {
       for (int t = 0; t < slices; ++t) {
         const int st = t % kStages;
         barrier_wait(&loaded[st], (t / kStages) & 1);
@@ -1283,7 +1285,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
   const int frag_k = lane % 4;
   for (int t = 0; t < slices; ++t) {
     const int st = t % kStages;
-    barrier_wait(&ready[st], (t / kStages) & 1);
+    barrier_wait(&full[st], (t / kStages) & 1);
 #pragma unroll
     for (int i = 0; i < kWgSums; ++i) wg_pin(part[i]);
     // A's fragments of two steps of 8 at a time: the wgmma read them after issue, so a step's

@@ -157,15 +157,8 @@ int64_t longest_ffma_sum(const Config& c, const Problem& p) {
   return chain;
 }
 
-int64_t wgmma_slice_chain(const Config& c, const Problem& p) {
-  const int64_t splits = c.get("SPLITK");
-  return (k_slices(c, p) + splits - 1) / splits;
-}
-
 bool sums_within_contract(const Config& c, const Problem& p) {
-  if (sums_in_double(c)) return true;
-  if (is_wgmma(c)) return wgmma_slice_chain(c, p) <= kMaxWgmmaSlices;
-  return longest_ffma_sum(c, p) <= kMaxFfmaSum;
+  return sums_in_double(c) || is_wgmma(c) || longest_ffma_sum(c, p) <= kMaxFfmaSum;
 }
 
 std::string Problem::layout() const {
@@ -513,13 +506,7 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   // named by that one.
   space.require({"ffma_sums_within_contract",
                  {"GEMV", "BK", "VEC", "SPLITK", "MMA", "KSUM", "GCOLS"},
-                 [=](const Config& c) {
-                   return sums_in_double(c) || is_wgmma(c) ||
-                          longest_ffma_sum(c, problem) <= kMaxFfmaSum;
-                 }});
-  space.require({"wgmma_slice_sums_within_contract", {"BK", "SPLITK", "MMA"}, [=](const Config& c) {
-                   return !is_wgmma(c) || wgmma_slice_chain(c, problem) <= kMaxWgmmaSlices;
-                 }});
+                 [=](const Config& c) { return sums_within_contract(c, problem); }});
   return space;
 }
 

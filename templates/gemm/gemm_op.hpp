@@ -154,17 +154,11 @@ constexpr int64_t kSumChain = 96;
 /// products, or the sum of the threads' partials (a decoding product, TN 5120x4x13824 in one
 /// split, was 2.2x cuBLAS's error with 432-long sums).
 int64_t longest_ffma_sum(const Config& config, const Problem& problem);
-/// The wgmma kernels (MMA = 3-5) sum each 32-slice of k in the tensor cores from zero and add the
-/// slices' sums in float, one chain of a split's slices: on wide-range inputs (the tuner's probe,
-/// rows of B 2^20 apart, k = 65536, NN and TT on an H100, MMA = 3 and 4 alike) its error grew with
-/// the chain: 0.88-0.96x cuBLAS SGEMM's at 256 slices, 1.17-1.25x at 512, 1.56-1.72x at 1024,
-/// 2.14-2.45x at 2048 (beyond the contract's 2x). Chains past kMaxWgmmaSlices are refused (rule
-/// wgmma_slice_sums_within_contract): split-K beyond 16384 of k.
-constexpr int64_t kMaxWgmmaSlices = 512;
-/// The slices of k one split of a wgmma config sums in one float chain on this problem.
-int64_t wgmma_slice_chain(const Config& config, const Problem& problem);
-/// Whether config's float sums on problem are within the contract's bounds: kMaxFfmaSum (FFMA,
-/// MMA = 2, the matrix-vector kernel), kMaxWgmmaSlices (wgmma), always for the FP64 tensor cores.
+/// Whether config's float sums on problem are within kMaxFfmaSum (FFMA, MMA = 2, the
+/// matrix-vector kernel); always for the FP64 tensor cores and the wgmma kernels (MMA = 3-5: one
+/// float add per 32-slice, bounded by wgmma_split_tf32_from_k_128 on uniform inputs; on the
+/// wide-range probe, GemmTask::check_probe, their one chain of slice sums grew past the contract
+/// with k, see there).
 bool sums_within_contract(const Config& config, const Problem& problem);
 /// Whether the main kernel reads B as (n, k), n contiguous: B transposed, or PRETB.
 bool reads_b_transposed(const Config& config, const Problem& problem);

@@ -731,18 +731,6 @@ TEST(GemmSpace, TmaWgmmaConfigsReadSixteenByteRunsAndTurnATransposedBOver) {
   EXPECT_EQ(
       make_space(h100, packed_problem("NN", 4096, 4096, 124)).violation(tma, false).value_or(""),
       "wgmma_split_tf32_from_k_128");
-  // One float chain of at most 512 slice sums a split: k = 16384 whole, 16385 in two splits.
-  const Problem at_bound = packed_problem("NN", 4096, 4096, 16384);
-  const Problem past_bound = packed_problem("NN", 4096, 4096, 16385);
-  EXPECT_EQ(wgmma_slice_chain(tma, at_bound), 512);
-  EXPECT_FALSE(make_space(h100, at_bound).violation(tma, false).has_value());
-  EXPECT_EQ(make_space(h100, past_bound).violation(tma, false).value_or(""),
-            "wgmma_slice_sums_within_contract");
-  Config split = tma;
-  split.set("SPLITK", 2);
-  EXPECT_FALSE(make_space(h100, past_bound).violation(split, false).has_value());
-  EXPECT_TRUE(sums_within_contract(split, past_bound));
-  EXPECT_FALSE(sums_within_contract(tma, past_bound));
 }
 
 // Compute types (tuned_gemm_ex): the variants name them after the layout; plain TF32 (MMA = 5) is
