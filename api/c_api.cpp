@@ -199,8 +199,8 @@ tuned_status_t tuned_gemm_describe_ex(tuned_operation_t op_a, tuned_operation_t 
                                       unsigned long size) {
   return guarded([&] {
     tuned::require_argument(buf != nullptr && size > 0, "buf", "must hold at least one byte");
-    copy_text(tuned::api::describe_gemm(op_a, op_b, m, n, k, A, lda, B, ldb, C, ldc, compute),
-              buf, size);
+    copy_text(tuned::api::describe_gemm(op_a, op_b, m, n, k, A, lda, B, ldb, C, ldc, compute), buf,
+              size);
   });
 }
 
@@ -227,8 +227,8 @@ void gemm(Op op_a, Op op_b, int m, int n, int k, float alpha, const float* a, in
 
 std::string describe_gemm(Op op_a, Op op_b, int m, int n, int k, const float* a, int lda,
                           const float* b, int ldb, const float* c, int ldc, Compute compute) {
-  return api::describe_gemm(static_cast<int>(op_a), static_cast<int>(op_b), m, n, k, a, lda, b,
-                            ldb, c, ldc, static_cast<int>(compute));
+  return api::describe_gemm(static_cast<int>(op_a), static_cast<int>(op_b), m, n, k, a, lda, b, ldb,
+                            c, ldc, static_cast<int>(compute));
 }
 
 void transpose(int rows, int cols, const float* a, int lda, float* b, int ldb,

@@ -331,7 +331,8 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
   auto take = [&](const std::string& text, const std::string& origin, bool shipped_data = false) {
     try {
       const Config config = Config::parse(text);
-      choice.config = face.fit(shipped_data ? face.serve(config, problem) : config, device, problem);
+      choice.config =
+          face.fit(shipped_data ? face.serve(config, problem) : config, device, problem);
       choice.origin = origin;
       return true;
     } catch (const Error&) {
@@ -369,8 +370,7 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
   const auto features = selection_features(op, device);
   const auto ranked = model.rank(
       op.name, device.name, cc, data_key.layout, key.shape, key.alignment,
-      [&](const std::string& text) { return runs_as_is(op, text, device, problem); }, 1,
-      &features);
+      [&](const std::string& text) { return runs_as_is(op, text, device, problem); }, 1, &features);
   if (nearest && nearest->key.shape != key.shape) {
     // A config tuned for another shape transfers with a regret that grows with the distance;
     // it is used only where that beats the model's own prediction for its pick.

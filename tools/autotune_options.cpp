@@ -616,8 +616,8 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
   CLI::Option* json_opt = scalar("--json", json_path, "FILE",
                                  "also write the results table as JSON to FILE (rewritten after "
                                  "each problem)");
-  CLI::Option* layout_opt =
-      scalar("--layout", layout, "LAYOUT", "the op's variant (default its first): " + variant_help());
+  CLI::Option* layout_opt = scalar("--layout", layout, "LAYOUT",
+                                   "the op's variant (default its first): " + variant_help());
   CLI::Option* budget_opt = scalar("--budget", budget, "SECONDS",
                                    "wall-clock budget of the whole run (default 60 per shape)");
   CLI::Option* max_trials_opt = scalar("--max-trials", max_trials, "N",

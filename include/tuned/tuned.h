@@ -81,7 +81,8 @@ typedef enum tuned_compute_t {
 } tuned_compute_t;
 
 /// tuned_gemm with a compute type (see tuned_compute_t). Each compute type is tuned and chosen on
-/// its own (autotune --layout NN-tf32, NN-pedantic, ...); tuned_gemm is compute TUNED_COMPUTE_DEFAULT.
+/// its own (autotune --layout NN-tf32, NN-pedantic, ...); tuned_gemm is compute
+/// TUNED_COMPUTE_DEFAULT.
 tuned_status_t tuned_gemm_ex(tuned_operation_t op_a, tuned_operation_t op_b, int m, int n, int k,
                              const float* alpha, const float* A, int lda, const float* B, int ldb,
                              const float* beta, float* C, int ldc, tuned_compute_t compute,

@@ -17,7 +17,7 @@ enum class Op { kN = TUNED_OP_N, kT = TUNED_OP_T };
 
 /// The arithmetic a GEMM may use (see tuned_compute_t).
 enum class Compute {
-  kDefault = TUNED_COMPUTE_DEFAULT,  // FP32-accurate: FFMA, FP64 tensor cores or split TF32
+  kDefault = TUNED_COMPUTE_DEFAULT,         // FP32-accurate: FFMA, FP64 tensor cores or split TF32
   kFastTf32 = TUNED_COMPUTE_32F_FAST_TF32,  // plain TF32 accepted (opt-in)
   kPedantic = TUNED_COMPUTE_32F_PEDANTIC    // FFMA only
 };

@@ -117,8 +117,8 @@ void GemmTask::fresh_inputs(uint64_t seed, cudaStream_t stream) {
   fill_wide(probe_buffers_.b, probe_.ldb, seed * 8 + 7);
   for (size_t i = 0; i < std::size(kProbeKs); ++i) {
     const Problem p = probe_at(i);
-    cublas_sgemm(cublas_.get(), p, 1.0f, probe_buffers_.a.as<float>(),
-                 probe_buffers_.b.as<float>(), 0.0f, probe_buffers_.c_ref.as<float>());
+    cublas_sgemm(cublas_.get(), p, 1.0f, probe_buffers_.a.as<float>(), probe_buffers_.b.as<float>(),
+                 0.0f, probe_buffers_.c_ref.as<float>());
     probe_exact_[i]->compute(p, probe_buffers_.a.as<float>(), probe_buffers_.b.as<float>(), stream);
     probe_cublas_error_[i] =
         probe_exact_[i]->error(probe_buffers_.c_ref.as<float>(), p.ldc, stream);
@@ -161,8 +161,8 @@ MatrixCheck GemmTask::check_probe(const LoadedKernel& kernel, const Config& conf
   const Problem p = probe_at(i);
   DeviceCheck::poison(probe_buffers_.c.as<float>(), probe_buffers_.c.bytes() / sizeof(float),
                       stream);
-  launch(kernel, config, p, 1.0f, probe_buffers_.a.as<float>(), probe_buffers_.b.as<float>(),
-         0.0f, probe_buffers_.c.as<float>(), workspace(config, p), stream, transpose_b_);
+  launch(kernel, config, p, 1.0f, probe_buffers_.a.as<float>(), probe_buffers_.b.as<float>(), 0.0f,
+         probe_buffers_.c.as<float>(), workspace(config, p), stream, transpose_b_);
   // Only the contract is checked here: on wide-range inputs the difference from cuBLAS is no
   // measure (both may be far from the exact product), the FP64 product is.
   MatrixCheck probe;

@@ -1,10 +1,10 @@
 // GEMM as a tuning task: random inputs, cuBLAS (FP32, no TF32; TF32 for the TF32 compute type) as
 // reference and baseline, and an extra odd-shaped problem with padded leading dimensions and
 // beta != 0 that every candidate must also get right, because a config tuned on one shape is later
-// used on its neighbours. Every candidate must also keep the accuracy contract (gemm_reference.hpp):
-// its error against an FP64 product at most twice cuBLAS's on the same inputs (the tuned problem's,
-// uniform). A probe of wide-range inputs and long k measures the contract there too (check_probe);
-// the check does not take it yet (see there).
+// used on its neighbours. Every candidate must also keep the accuracy contract
+// (gemm_reference.hpp): its error against an FP64 product at most twice cuBLAS's on the same inputs
+// (the tuned problem's, uniform). A probe of wide-range inputs and long k measures the contract
+// there too (check_probe); the check does not take it yet (see there).
 #pragma once
 
 #include <cublas_v2.h>
@@ -70,12 +70,12 @@ class GemmTask : public TuningTask {
   /// (or at k, one of kProbeKs), beta = 0 on a poisoned C; exact_inputs names the probe. Not part
   /// of check(): on an H100 the split TF32 kernels (MMA = 2-4), right and within the contract on
   /// uniform inputs, were beyond it here: their one float chain of 32-slice sums grew with k
-  /// (131 x 77 x 65536: 0.7-0.8x cuBLAS SGEMM's error at 64-128 slices a split, 1.2x at 512, 1.6-1.7x
-  /// at 1024, 2.1-2.5x at 2048), and on skinny problems, where cuBLAS's own error was smaller,
-  /// 2-4x at any k from 4096 (7 x 77): three TF32 products keep about 22 of a product's 24 bits,
-  /// which shows where a few products dominate each sum. Taking the probe into the check refused
-  /// the wgmma kernels wherever k passed 4096 (gemm_networks on shipped data: 1.34x cuBLAS against
-  /// 1.71x).
+  /// (131 x 77 x 65536: 0.7-0.8x cuBLAS SGEMM's error at 64-128 slices a split, 1.2x at
+  /// 512, 1.6-1.7x at 1024, 2.1-2.5x at 2048), and on skinny problems, where cuBLAS's own error was
+  /// smaller, 2-4x at any k from 4096 (7 x 77): three TF32 products keep about 22 of a product's 24
+  /// bits, which shows where a few products dominate each sum. Taking the probe into the check
+  /// refused the wgmma kernels wherever k passed 4096 (gemm_networks on shipped data: 1.34x cuBLAS
+  /// against 1.71x).
   MatrixCheck check_probe(const LoadedKernel& kernel, const Config& config, cudaStream_t stream,
                           int64_t k = 0);
   /// What this task's launches of PRETB configs transpose B with (for launches of one's own).

@@ -805,8 +805,8 @@ TEST(GemmSpace, ComputeTypesAreVariantsWithTheirOwnArithmetic) {
   // The plain kernel compiles for sm_90a without spills.
   const KernelSpec spec = kernel_spec(plain, tf32);
   CompiledKernel k;
-  ASSERT_NO_THROW(k = compile_kernel({spec.source_name, spec.source, spec.kernel_name,
-                                      spec.options, 90, spec.arch_specific}));
+  ASSERT_NO_THROW(k = compile_kernel({spec.source_name, spec.source, spec.kernel_name, spec.options,
+                                      90, spec.arch_specific}));
   EXPECT_EQ(k.resources.spill_bytes(), 0);
 }
 

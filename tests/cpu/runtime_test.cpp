@@ -2,6 +2,8 @@
 // (key -> memo -> database -> selection model) on many threads while another switches databases —
 // scripts/test.sh also runs this built with ThreadSanitizer, where any data race fails the run —
 // and the log of its choices.
+#include "api/runtime.hpp"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,7 +13,6 @@
 #include <random>
 #include <thread>
 
-#include "api/runtime.hpp"
 #include "cache/database.hpp"
 #include "generator/log.hpp"
 #include "templates/gemm/gemm_face.hpp"

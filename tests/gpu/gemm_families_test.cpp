@@ -681,7 +681,8 @@ TEST(GemmFamilies, AccuracyCheckRefusesASplitThatDropsATerm) {
         << dropped.exact_limit;
     EXPECT_GT(dropped.rel_error, 10 * whole.rel_error);
     // The wide-range probe (check_probe) sees it beyond the contract too, and names itself.
-    const MatrixCheck probe_dropped = task.check_probe(*kernels.get(broken, device), c, stream.get());
+    const MatrixCheck probe_dropped =
+        task.check_probe(*kernels.get(broken, device), c, stream.get());
     EXPECT_TRUE(probe_dropped.breaks_contract())
         << "error " << probe_dropped.exact_error << ", limit " << probe_dropped.exact_limit;
     EXPECT_NE(probe_dropped.describe().find("wide-range inputs, "), std::string::npos)
@@ -720,8 +721,8 @@ TEST(GemmFamilies, ProbeMeasuresWgmmaSliceChains) {
         config.set("REDUCE", i == 0 ? 1 : 0);
         const Config c = fit_config(config, device, p);
         SCOPED_TRACE(std::string(layout) + " " + c.canonical());
-        const MatrixCheck probe = task.check_probe(*kernels.get(kernel_spec(c, p), device), c,
-                                                   stream.get(), longest);
+        const MatrixCheck probe =
+            task.check_probe(*kernels.get(kernel_spec(c, p), device), c, stream.get(), longest);
         EXPECT_NE(probe.exact_inputs.find("x65536"), std::string::npos) << probe.exact_inputs;
         if (i == 0) EXPECT_FALSE(probe.breaks_contract()) << probe.describe();
         errors[i] = probe.exact_error;

@@ -262,9 +262,8 @@ TEST_F(TunedGemm, ComputeTypesKeepTheirContracts) {
   cublasHandle_t tf32_cublas = nullptr;
   ASSERT_EQ(cublasCreate(&tf32_cublas), CUBLAS_STATUS_SUCCESS);
   cublasSetMathMode(tf32_cublas, CUBLAS_TF32_TENSOR_OP_MATH);
-  for (const auto& [op_a, op_b, m, n, k] :
-       {std::tuple{TUNED_OP_N, TUNED_OP_N, 2048, 1536, 1024},
-        std::tuple{TUNED_OP_T, TUNED_OP_T, 1000, 999, 1001}}) {
+  for (const auto& [op_a, op_b, m, n, k] : {std::tuple{TUNED_OP_N, TUNED_OP_N, 2048, 1536, 1024},
+                                            std::tuple{TUNED_OP_T, TUNED_OP_T, 1000, 999, 1001}}) {
     const int lda = op_a ? k : m, ldb = op_b ? n : k, ldc = m;
     std::vector<float> a(static_cast<size_t>(lda) * (op_a ? m : k));
     std::vector<float> b(static_cast<size_t>(ldb) * (op_b ? k : n));
@@ -297,10 +296,10 @@ TEST_F(TunedGemm, ComputeTypesKeepTheirContracts) {
       return std::sqrt(diff / norm);
     };
     auto cublas_error = [&](cublasHandle_t handle) {
-      EXPECT_EQ(cublasSgemm(handle, op_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                            op_b ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &one, da, lda, db, ldb,
-                            &zero, dc, ldc),
-                CUBLAS_STATUS_SUCCESS);
+      EXPECT_EQ(
+          cublasSgemm(handle, op_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b ? CUBLAS_OP_T : CUBLAS_OP_N, m,
+                      n, k, &one, da, lda, db, ldb, &zero, dc, ldc),
+          CUBLAS_STATUS_SUCCESS);
       return error();
     };
     const double sgemm = cublas_error(cublas_), tf32 = cublas_error(tf32_cublas);
