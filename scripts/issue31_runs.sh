@@ -8,11 +8,12 @@
 #                TMA-fed MMA = 4) beside cuBLAS on SHAPES (LAYOUT:MxNxK, ','-separated), inputs
 #                uniform (default) or wide
 #   tests[:FILTER]  the GPU tests (gtest filter, default the GEMM families)
-#   sanitize     GemmUnderSanitizer (every GEMM family, one small odd problem per layout) under
-#                compute-sanitizer racecheck and synccheck
+#   sanitize[:TOOLS]  GemmUnderSanitizer (every GEMM family, one small odd problem per layout)
+#                under compute-sanitizer's TOOLS (default racecheck,synccheck)
 #   tf32x3:SECONDS  bench/results/gemm_tf32x3_<device>.json: the TMA-fed split TF32 seed beside
 #                cuBLAS on 4096^3, 8192^3 and 16384x16384x4096 in every layout (uniform and wide
-#                inputs) and the gemm_networks shapes of 100 GFLOP or more (uniform)
+#                inputs) and the gemm_networks shapes of 100 GFLOP or more (uniform; those of
+#                k of 100000 or more also with 16 splits)
 #   tune:VARIANTS[:SECONDS[:SHAPES]]  autotune each variant (e.g. NN,NN-tf32: a layout, or one with
 #                a compute type) on SHAPES (default 4096x4096x4096,8192x8192x8192) for SECONDS each
 #                (default 30), beside cuBLAS (in TF32 for the TF32 type); bests in $OUT/tune.db
@@ -52,7 +53,8 @@ for step in "$@"; do
       timeout 300 build/bench/gemm_configs "${args[@]}" --config "$C" --config "$T" \
         --inputs "$inputs" 2>&1 | tee -a "$OUT/gemm_configs_$inputs.log" | cut -c1-110 ;;
     sanitize)
-      for tool in racecheck synccheck; do
+      tools=${arg:-racecheck,synccheck}
+      for tool in ${tools//,/ }; do
         timeout 540 compute-sanitizer --tool "$tool" --error-exitcode 9 \
           build/tests/tuned_gpu_tests --gtest_filter='GemmUnderSanitizer.*' \
           > "$OUT/sanitize_$tool.log" 2>&1
@@ -71,7 +73,14 @@ for step in "$@"; do
         --json "$OUT/tf32x3_main.json" > "$OUT/tf32x3_main.log" 2>&1; echo "main rc=$?"
       timeout 280 build/bench/gemm_configs "${net[@]}" --config "$T" --inputs uniform \
         --json "$OUT/tf32x3_networks.json" > "$OUT/tf32x3_networks.log" 2>&1
-      echo "networks rc=$?"; cut -c1-100 "$OUT/tf32x3_main.log" | head -30 ;;
+      echo "networks rc=$?"
+      # k past 128 chains of 32 slices in one split (rule float_sums_within_contract): 16 splits.
+      long=(); for s in $(awk '$NF + 0 >= 100 && split($(NF-1), d, "x") && d[3] >= 100000 {print $(NF-2) ":" $(NF-1)}' \
+        carry/network_shapes.txt | sort -u); do long+=(--shape "$s"); done
+      timeout 120 build/bench/gemm_configs "${long[@]}" \
+        --config "${T/SPLITK=1,PACK=0,REDUCE=0/SPLITK=16,PACK=0,REDUCE=1}" --inputs uniform \
+        --json "$OUT/tf32x3_networks_split.json" > "$OUT/tf32x3_networks_split.log" 2>&1
+      echo "networks split rc=$?"; cut -c1-100 "$OUT/tf32x3_main.log" | head -30 ;;
     tune)
       IFS=: read -r variants seconds shapes <<< "$arg"
       for variant in ${variants//,/ }; do

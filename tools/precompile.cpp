@@ -75,19 +75,22 @@ int run(const std::string& out_dir, int jobs_wanted, size_t max_kernels) {
       if (!(served == config)) add(op.face->kernel_spec(served, served_id), e.cc);
     }
     // An entry that runs as it is on problems of narrower alignment too (GEMM: one that packs
-    // its operands) may need another kernel there (GEMM: C stored narrower): built as well, or a
-    // fresh process's first call of such a problem would wait for NVRTC (60-80 ms on an H100).
-    for (int alignment : {2, 1}) {
+    // its operands) may need another kernel there (GEMM: C stored narrower), and on large
+    // problems of its own alignment another form (GEMM: slice sums in partial chains or k split
+    // past k = 4096): built as well, or a fresh process's first call of such a problem would wait
+    // for NVRTC (60-80 ms on an H100).
+    for (int alignment : {4, 2, 1}) {
       ProblemId large = id;
       for (int i = 0; i < large.rank; ++i) {
         large.dims[i] = std::min<int64_t>(8192, op.range_of(i).second);
       }
       large.alignment = alignment;
       try {
-        if (op.face->fit(config, reference_device(e.cc), large) == config) {
-          add(op.face->kernel_spec(config, large), e.cc);
+        const Config fitted = op.face->fit(config, reference_device(e.cc), large);
+        if (fitted == config || alignment == id.alignment) {
+          add(op.face->kernel_spec(fitted, large), e.cc);
         }
-      } catch (const Error&) {  // not valid there as it is: the runtime would not run it
+      } catch (const Error&) {  // not valid there: the runtime would not run it
       }
     }
   }

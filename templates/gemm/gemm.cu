@@ -237,7 +237,8 @@ static_assert(MMA >= 0 && MMA <= 5,
               "MMA is 0 (FFMA), 1 (FP64 tensor cores), 2 (split TF32), 3 or 4 (split TF32 on wgmma), "
               "5 (plain TF32 on wgmma)");
 static_assert(CSTAGE == 0 || CSTAGE == 1, "CSTAGE is 0 (C from the fragments) or 1 (via shared)");
-static_assert(KSUM == 0 || (KSUM == 1 && MMA != 1), "KSUM is 0, or 1 where sums are float");
+static_assert(KSUM == 0 || (KSUM == 1 && MMA != 1) || (KSUM == 2 && MMA >= 4),
+              "KSUM is 0, or 1 where sums are float, or 2 in the TMA-fed wgmma kernels");
 static_assert(CSTAGE == 0 || (C_STRIDE >= BM && C_STRIDE % 4 == 0),
               "C_STRIDE: whole, aligned columns of the staged C tile");
 static_assert(!kMma || (BK % 8 == 0 && WM % 16 == 0 && WN % 8 == 0),
@@ -502,6 +503,39 @@ constexpr int kWgRegsAtLaunch = kWgRegFileShare > 255 ? 248 : kWgRegFileShare;
 constexpr int kWgRegsMoved =
     kThreads == 2 * kProducers && kWgRegsAtLaunch >= WN + 40 && kWgRegsAtLaunch < 232 ? 16 : 0;
 constexpr int kWgSums = WN / 2;                          // accumulators per thread (64 x WN / 128)
+// KSUM = 2 (MMA >= 4) adds each slice's sums (from zero) to a partial chain of SLICE_CHAIN slices,
+// and each full chain to the running sums: float sequences of at most SLICE_CHAIN and slices /
+// SLICE_CHAIN adds (gemm_op::longest_slice_sum), where KSUM = 1 adds every slice sum to the running
+// sums. In one chain the slice sums' rounding grew past the contract with k on the wide-range
+// probe (H100, 131 x 77 x 65536: 2.5x cuBLAS SGEMM's error; chains of 32: 0.7x), and the second
+// set of sums costs 2 % at 4096^3 (WN = 128: 128 bytes spilled). MMA = 3 has no registers for it
+// (its producer holds slices in registers): split-K bounds its one chain instead.
+#if MMA >= 4 && KSUM == 2
+#ifndef SLICE_CHAIN
+#error "gemm.cu: KSUM = 2 needs SLICE_CHAIN (-DSLICE_CHAIN=<value>)"
+#endif
+constexpr int kSliceChain = SLICE_CHAIN;
+#else
+constexpr int kSliceChain = 0;
+#endif
+// Adds slice t's sums (`part`) to the running sums, through the partial chain where there is one.
+__device__ __forceinline__ void add_slice(float (&sums)[kWgSums], float (&chain)[kWgSums],
+                                          const float (&part)[kWgSums], int t, int slices) {
+  if constexpr (kSliceChain == 0) {
+#pragma unroll
+    for (int i = 0; i < kWgSums; ++i) sums[i] += part[i];
+  } else {
+#pragma unroll
+    for (int i = 0; i < kWgSums; ++i) chain[i] += part[i];
+    if ((t + 1) % kSliceChain == 0 || t + 1 == slices) {
+#pragma unroll
+      for (int i = 0; i < kWgSums; ++i) {
+        sums[i] += chain[i];
+        chain[i] = 0.0f;
+      }
+    }
+  }
+}
 static_assert(BK % kWgAtomK == 0, "MMA = 3 takes k in whole 32-float swizzle rows");
 static_assert(BM % 64 == 0 && WM == 16, "MMA = 3: warpgroups of 4 warps own 64 rows each");
 static_assert(WN == 32 || WN == 64 || WN == 128 || WN == 256, "MMA = 3: WN is 32, 64, 128 or 256");
@@ -1181,7 +1215,9 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
   if constexpr (kWgRegsMoved > 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kWgRegsAtLaunch - kWgRegsMoved / 2));
   }
-  float part[kWgSums];
+  float part[kWgSums], chain[kWgSums];
+#pragma unroll
+  for (int i = 0; i < kWgSums; ++i) chain[i] = 0.0f;
   for (int t = 0; t < slices; ++t) {
     const int st = t % kStages;
     barrier_wait(&full[st], (t / kStages) & 1);
@@ -1205,10 +1241,8 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
     wg_wait<0>();
     barrier_arrive(&empty[st]);
 #pragma unroll
-    for (int i = 0; i < kWgSums; ++i) {
-      wg_pin(part[i]);
-      sums[i] += part[i];
-    }
+    for (int i = 0; i < kWgSums; ++i) wg_pin(part[i]);
+    add_slice(sums, chain, part, t, slices);
   }
   // The fragment layout of the other MMA kernels: element e of n tile jn is
   // acc[e / 2][2 jn + e % 2].
@@ -1275,11 +1309,12 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
     return;  // the epilogue is the consumers' (its barriers count kThreads)
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-  // Each slice's products from zero in `part`, then added to the sums in float (see MMA = 3).
-  static_assert(KSUM == 1, "MMA = 4 sums each slice from zero (KSUM = 1)");
-  float sums[kWgSums], part[kWgSums];
+  // Each slice's products from zero in `part`, then added to the sums in float (see MMA = 3),
+  // with KSUM = 2 through partial chains of kSliceChain slices (add_slice).
+  static_assert(KSUM >= 1, "MMA = 4 sums each slice from zero (KSUM = 1 or 2)");
+  float sums[kWgSums], part[kWgSums], chain[kWgSums];
 #pragma unroll
-  for (int i = 0; i < kWgSums; ++i) sums[i] = 0.0f;
+  for (int i = 0; i < kWgSums; ++i) sums[i] = chain[i] = 0.0f;
   // This thread's fragment rows of A (g and g + 8 of its warp's 16) and first step of k.
   const int frag_row = wg_m0 + 16 * (warp % 4) + lane / 4;
   const int frag_k = lane % 4;
@@ -1319,10 +1354,8 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
     wg_wait<0>();
     barrier_arrive(&empty[st]);
 #pragma unroll
-    for (int i = 0; i < kWgSums; ++i) {
-      wg_pin(part[i]);
-      sums[i] += part[i];
-    }
+    for (int i = 0; i < kWgSums; ++i) wg_pin(part[i]);
+    add_slice(sums, chain, part, t, slices);
   }
   // The fragment layout of the other MMA kernels, rows g and g + 8 (fragment_row).
   float acc[kFragM][kFragN];

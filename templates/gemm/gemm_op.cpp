@@ -60,10 +60,12 @@ const std::vector<Param>& parameters() {
       // Came with issue 10's small-k products: configs recorded before it store C directly.
       {"CSTAGE", {0, 1}, "C written through shared memory, whole column runs per warp", 0},
       // Came with issue 28's accuracy contract: configs recorded before it sum k in one chain.
+      // KSUM = 2 came with issue 31's wide-range probe.
       {"KSUM",
-       {0, 1},
-       "float sums (FFMA, MMA = 2): k summed in partial chains of 96 products (error ~(96 + "
-       "k/96) u, not ~k u)",
+       {0, 1, 2},
+       "float sums (FFMA, MMA = 2): 1 sums k in partial chains of 96 products (error ~(96 + "
+       "k/96) u, not ~k u); wgmma (MMA >= 3, 1 or 2): each 32-slice from zero, added to the sums "
+       "(1) or, TMA-fed, to partial chains of 32 slices (2)",
        0},
       // Came with issue 28's decoding products: configs recorded before it take one vector.
       {"GCOLS",
@@ -157,8 +159,17 @@ int64_t longest_ffma_sum(const Config& c, const Problem& p) {
   return chain;
 }
 
+int64_t longest_slice_sum(const Config& c, const Problem& p) {
+  const int64_t splits = c.get("SPLITK");
+  const int64_t slices = (k_slices(c, p) + splits - 1) / splits;  // one split's
+  if (!is_tma(c) || c.get("KSUM") != 2) return slices;
+  return std::max(std::min(slices, kSliceChain), (slices + kSliceChain - 1) / kSliceChain);
+}
+
 bool sums_within_contract(const Config& c, const Problem& p) {
-  return sums_in_double(c) || is_wgmma(c) || longest_ffma_sum(c, p) <= kMaxFfmaSum;
+  if (sums_in_double(c)) return true;
+  if (is_wgmma(c)) return longest_slice_sum(c, p) <= kMaxSliceSum;
+  return longest_ffma_sum(c, p) <= kMaxFfmaSum;
 }
 
 std::string Problem::layout() const {
@@ -362,7 +373,12 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   // Sums straight in the tensor cores truncate: 2.9e-5 normwise at k = 4096 on an H200, growing
   // with k. Each slice's products are summed from zero and added in float (KSUM = 1).
   space.require({"wgmma_sums_slices_in_float", {"MMA", "KSUM"}, [](const Config& c) {
-                   return !is_wgmma(c) || c.get("KSUM") == 1;
+                   return !is_wgmma(c) || c.get("KSUM") >= 1;
+                 }});
+  // Partial chains of slice sums (KSUM = 2): the TMA-fed kernels' (MMA = 3's consumers have no
+  // registers for a second set of sums).
+  space.require({"slice_chains_tma_fed", {"MMA", "KSUM"}, [](const Config& c) {
+                   return c.get("KSUM") != 2 || is_tma(c);
                  }});
   // Only the wgmma kernels have a producer that loads through registers.
   space.require({"ahead_for_wgmma", {"MMA", "AHEAD"}, [](const Config& c) {
@@ -501,10 +517,20 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"wgmma_split_tf32_from_k_128", {"MMA"}, [=](const Config& c) {
                    return !is_wgmma(c) || problem.k >= 128;
                  }});
+  // Nor on up to 16 rows or columns (the matrix-vector kernel's class): on the wide-range probe
+  // of 7 x 77 (the tuner's check) split TF32 on wgmma was 2.2-3.5x cuBLAS SGEMM's error at
+  // k = 4096 on an H100, where a few products dominate each output and the truncating sums of a
+  // slice's twelve wgmma in the tensor cores show (mma.sync, MMA = 2, sums 8 steps of k at a time
+  // and passed).
+  space.require({"wgmma_split_tf32_past_16_rows_and_columns", {"MMA"}, [=](const Config& c) {
+                   return !is_wgmma(c) || is_plain_tf32(c) ||
+                          (problem.m > kGemvMaxCols && problem.n > kGemvMaxCols);
+                 }});
   // The accuracy contract: no float sum (FFMA, split TF32, the matrix-vector kernel) longer than
-  // kMaxFfmaSum (KSUM = 1 or split-K past it). Last, so a config that breaks another rule too is
-  // named by that one.
-  space.require({"ffma_sums_within_contract",
+  // kMaxFfmaSum, no sequence of wgmma slice sums longer than kMaxSliceSum (KSUM = 1, partial
+  // chains or split-K past them). Last, so a config that breaks another rule too is named by that
+  // one.
+  space.require({"float_sums_within_contract",
                  {"GEMV", "BK", "VEC", "SPLITK", "MMA", "KSUM", "GCOLS"},
                  [=](const Config& c) { return sums_within_contract(c, problem); }});
   return space;
@@ -514,6 +540,8 @@ int estimated_registers(const Config& c) {
   if (is_tma(c)) {
     // A consumer's sums and its slice's (WN / 2 each), A's fragments of two steps (16),
     // addresses; the producers copy without registers (measured: 168 at WN = 128, no spills).
+    // (KSUM = 2's partial chain of slice sums adds WN / 2 at run time, which setmaxnreg gives
+    // the consumers: 232 at WN = 128, with 128 bytes spilled; 2 % slower at 4096^3, H100.)
     return c.get("WN") + 40;
   }
   if (is_wgmma(c)) {
@@ -800,7 +828,26 @@ Config for_compute(Config config, const Problem& problem) {
     config.set("VEC", 4);
     if (problem.alignment < 4) config.set("PACK", 1);
   }
-  return with_operands_as_stored(config, problem);
+  return with_bounded_slice_sums(with_operands_as_stored(config, problem), problem);
+}
+
+Config with_bounded_slice_sums(Config config, const Problem& problem) {
+  if (!is_wgmma(config) || longest_slice_sum(config, problem) <= kMaxSliceSum) return config;
+  if (is_tma(config)) {
+    // One chain of slice sums past the contract's bound: partial chains (2 % slower) instead.
+    if (config.get("KSUM") == 1) config.set("KSUM", 2);
+  } else if (config.get("TAIL") == 0) {
+    // MMA = 3 has no partial chains: k split in more parts (the least count that bounds them).
+    const auto& splitk = *std::find_if(parameters().begin(), parameters().end(),
+                                       [](const Param& p) { return p.name == "SPLITK"; });
+    for (int splits : splitk.values) {
+      if (splits <= config.get("SPLITK")) continue;
+      Config split = config;
+      split.set("SPLITK", splits);
+      if (longest_slice_sum(split, problem) <= kMaxSliceSum) return split;
+    }
+  }
+  return config;
 }
 
 Config with_operands_as_stored(Config config, const Problem& problem) {
@@ -907,6 +954,7 @@ Config fit_config(const Config& config, const DeviceInfo& device, const Problem&
     }
   }
   if (is_tma(fitted)) fitted.set("PRETB", problem.trans_b ? 1 : 0);  // B read k-contiguous
+  fitted = with_bounded_slice_sums(fitted, problem);
   const Space& space = space_for_fitting(device, problem);
   if (auto broken = space.violation(fitted, /*include_pruning=*/false)) {
     throw Error(TUNED_STATUS_CONFIG_ERROR,
@@ -957,6 +1005,9 @@ KernelSpec kernel_spec(const Config& config, const Problem& problem) {
                   "-DTRANS_B=" + std::to_string(reads_b_transposed(config, problem) ? 1 : 0),
                   "-DC_VEC=" + std::to_string(c_vec(config, problem)),
                   "-DKSUM_CHAIN=" + std::to_string(kSumChain)};
+  if (is_tma(config) && config.get("KSUM") == 2) {
+    spec.options.push_back("-DSLICE_CHAIN=" + std::to_string(kSliceChain));
+  }
   for (const auto& d : kernel_config(config).defines()) spec.options.push_back(d);
   // (A GEMV config's strides are its placeholder tile's: the matrix-vector kernel has no tiles.)
   const SharedStrides strides = shared_strides(config);

@@ -141,7 +141,7 @@ bool is_gemv(const Config& config);
 /// sequence was beyond 2x cuBLAS SGEMM's normwise error against an FP64 product on 1-4 % of the
 /// H100 sweeps' problems at 160-511 products and on most past 1024. At 113-128 none of 3009 sweep
 /// rows was, but 83 were beyond 1.7x and a benchmark row (TN 43x380x113, one FFMA chain) 2.006x;
-/// at 112 or fewer, none beyond 1.7x. Longer sums are refused (rule ffma_sums_within_contract):
+/// at 112 or fewer, none beyond 1.7x. Longer sums are refused (rule float_sums_within_contract):
 /// KSUM = 1 sums partial chains of kSumChain products (gemm.cu: a whole number of slices of every
 /// BK) and then the chains, so both sequences stay within 112 while a split's share of k is at
 /// most 96 * 112; split-K or the FP64 tensor cores beyond. The split TF32 kernels (MMA = 2) sum in
@@ -154,11 +154,24 @@ constexpr int64_t kSumChain = 96;
 /// products, or the sum of the threads' partials (a decoding product, TN 5120x4x13824 in one
 /// split, was 2.2x cuBLAS's error with 432-long sums).
 int64_t longest_ffma_sum(const Config& config, const Problem& problem);
-/// Whether config's float sums on problem are within kMaxFfmaSum (FFMA, MMA = 2, the
-/// matrix-vector kernel); always for the FP64 tensor cores and the wgmma kernels (MMA = 3-5: one
-/// float add per 32-slice, bounded by wgmma_split_tf32_from_k_128 on uniform inputs; on the
-/// wide-range probe, GemmTask::check_probe, their one chain of slice sums grew past the contract
-/// with k, see there).
+/// The wgmma kernels (MMA = 3-5) sum each slice of BK in the tensor cores from zero and add the
+/// slice sums in float: in one chain (KSUM = 1), or (KSUM = 2, the TMA-fed kernels) in partial
+/// chains of kSliceChain slices and then the chains (gemm.cu). On the wide-range probe
+/// (GemmTask::check_probe, H100, split TF32) one chain was within the contract at 32-128 slices
+/// (1.0-1.9x cuBLAS SGEMM's error), beyond it at 512-2048 (1.6-2.5x); chains of 32 were 0.5-1.0x
+/// at 512-2048 slices. So a float sequence of slice sums is at most kMaxSliceSum long: KSUM = 2
+/// (fit_config turns a TMA-fed KSUM = 1 config into it where needed) or split-K past it.
+constexpr int64_t kMaxSliceSum = 128;
+constexpr int64_t kSliceChain = 32;
+/// The longest float sequence of slice sums a wgmma config makes per output on this problem.
+int64_t longest_slice_sum(const Config& config, const Problem& problem);
+/// config with its slice sums within kMaxSliceSum on problem where it was past it: a TMA-fed one
+/// in one chain (KSUM = 1) turned into partial chains (KSUM = 2), MMA = 3 split in more parts of k;
+/// fit_config and for_compute apply it.
+Config with_bounded_slice_sums(Config config, const Problem& problem);
+/// Whether config's float sums on problem are within the contract's bounds: kMaxFfmaSum (FFMA,
+/// MMA = 2, the matrix-vector kernel), kMaxSliceSum (the wgmma kernels); always for the FP64
+/// tensor cores.
 bool sums_within_contract(const Config& config, const Problem& problem);
 /// Whether the main kernel reads B as (n, k), n contiguous: B transposed, or PRETB.
 bool reads_b_transposed(const Config& config, const Problem& problem);

@@ -3,8 +3,7 @@
 // beta != 0 that every candidate must also get right, because a config tuned on one shape is later
 // used on its neighbours. Every candidate must also keep the accuracy contract
 // (gemm_reference.hpp): its error against an FP64 product at most twice cuBLAS's on the same inputs
-// (the tuned problem's, uniform). A probe of wide-range inputs and long k measures the contract
-// there too (check_probe); the check does not take it yet (see there).
+// (the tuned problem's, uniform), and on a probe of wide-range inputs and long k (check_probe).
 #pragma once
 
 #include <cublas_v2.h>
@@ -66,16 +65,14 @@ class GemmTask : public TuningTask {
   static constexpr int64_t kProbeKs[] = {65536, 16384, 4096, 96};  // longest first
   /// Exponents of the probe's inputs spread over 2^+-kProbeSpread (by row and by element).
   static constexpr int kProbeSpread = 20;
-  /// The contract on the probe: the candidate on wide-range inputs at the longest k it may meet
-  /// (or at k, one of kProbeKs), beta = 0 on a poisoned C; exact_inputs names the probe. Not part
-  /// of check(): on an H100 the split TF32 kernels (MMA = 2-4), right and within the contract on
-  /// uniform inputs, were beyond it here: their one float chain of 32-slice sums grew with k
-  /// (131 x 77 x 65536: 0.7-0.8x cuBLAS SGEMM's error at 64-128 slices a split, 1.2x at
-  /// 512, 1.6-1.7x at 1024, 2.1-2.5x at 2048), and on skinny problems, where cuBLAS's own error was
-  /// smaller, 2-4x at any k from 4096 (7 x 77): three TF32 products keep about 22 of a product's 24
-  /// bits, which shows where a few products dominate each sum. Taking the probe into the check
-  /// refused the wgmma kernels wherever k passed 4096 (gemm_networks on shipped data: 1.34x cuBLAS
-  /// against 1.71x).
+  /// check() without the probe: the tuned problem and the edge problem on uniform inputs (for a
+  /// check of the launches alone, e.g. under compute-sanitizer, where k = 65536 takes minutes).
+  MatrixCheck check_uniform(const LoadedKernel& kernel, const Config& config, cudaStream_t stream);
+  /// The contract on the probe (part of check()): the candidate on wide-range inputs at the
+  /// longest k it may meet (or at k, one of kProbeKs), beta = 0 on a poisoned C; exact_inputs names
+  /// the probe. On an H100 it found what uniform inputs did not: the wgmma kernels' one float
+  /// chain of slice sums past the contract at 512-2048 slices (131 x 77 x 65536: 2.5x cuBLAS
+  /// SGEMM's error), which the partial chains of gemm.cu and the bound kMaxSliceSum keep within it.
   MatrixCheck check_probe(const LoadedKernel& kernel, const Config& config, cudaStream_t stream,
                           int64_t k = 0);
   /// What this task's launches of PRETB configs transpose B with (for launches of one's own).
@@ -88,6 +85,10 @@ class GemmTask : public TuningTask {
   void allocate(const Problem& p, Buffers& buffers, bool with_init);
   /// The probe at kProbeKs[i].
   Problem probe_at(size_t i) const;
+  /// The probe's inputs of the current seed and, at kProbeKs[i], the FP64 product and cuBLAS's
+  /// error against it: made on a probe's first use after fresh_inputs (most checks never probe,
+  /// and the operands at the longest k are ~55 MB).
+  void prepare_probe(size_t i, cudaStream_t stream);
   /// Workspace for config on p (grown on demand; split-K configs need it).
   void* workspace(const Config& config, const Problem& p);
   /// PRETB configs' transpose of B: the transpose op's default config, loaded once.
@@ -107,6 +108,9 @@ class GemmTask : public TuningTask {
   double cublas_exact_error_ = 0;      // cuBLAS SGEMM's error against it on the current inputs
   std::vector<std::unique_ptr<Fp64Sample>> probe_exact_;  // the probe's FP64 products, by k
   std::vector<double> probe_cublas_error_;                // and cuBLAS's errors against them
+  uint64_t probe_seed_ = 0;           // the seed of the current inputs
+  bool probe_filled_ = false;         // the probe's operands hold this seed's values
+  std::vector<bool> probe_measured_;  // cuBLAS and the FP64 product measured at kProbeKs[i]
   TransposeB transpose_b_;  // calls transpose_b: what every launch of a PRETB config is given
   std::shared_ptr<const LoadedKernel> transpose_kernel_;
   Config transpose_config_;

@@ -562,7 +562,7 @@ TEST(GemmSpace, MatrixVectorColumnsHoldTheVectorsAndSizeTheWorkspace) {
   EXPECT_EQ(longest_ffma_sum(gemv_config(32, 4, 1, 4), decode), 432);
   EXPECT_EQ(longest_ffma_sum(gemv_config(32, 4, 4, 4), decode), 108);
   EXPECT_EQ(make_space(dev, decode).violation(gemv_config(32, 4, 1, 4), false).value_or(""),
-            "ffma_sums_within_contract");
+            "float_sums_within_contract");
   EXPECT_FALSE(make_space(dev, decode).violation(gemv_config(32, 4, 4, 4), false).has_value());
   const Problem input_grad = packed_problem("NN", 5120, 4, 13824);
   EXPECT_EQ(longest_ffma_sum(gemv_config(16, 2, 4, 4), input_grad), 108);   // 32 k threads
@@ -658,18 +658,18 @@ TEST(GemmSpace, FfmaSumsLongerThanTheContractAllowsAreRefused) {
   // 113 is 8 slices of 16: a chain of 128 (beyond 1.7x cuBLAS's error on 2.8 % of the sweeps'
   // rows, and 2.006x on a benchmark's).
   EXPECT_EQ(longest_ffma_sum(chain, packed_problem("NN", 512, 512, 113)), 128);
-  EXPECT_EQ(refusal(chain, 113), "ffma_sums_within_contract");
+  EXPECT_EQ(refusal(chain, 113), "float_sums_within_contract");
   Config split = chain;
   split.set("SPLITK", 8);
   EXPECT_EQ(refusal(split, 896), "");  // 56 slices, 7 a split
-  EXPECT_EQ(refusal(split, 897), "ffma_sums_within_contract");
+  EXPECT_EQ(refusal(split, 897), "float_sums_within_contract");
   Config sums = chain;
   sums.set("KSUM", 1);
   // Chains of 96 (6 slices of 16): 100 is one of 96 and one of 16.
   EXPECT_EQ(longest_ffma_sum(sums, packed_problem("NN", 512, 512, 100)), 96);
   EXPECT_EQ(refusal(sums, 1025), "");
   EXPECT_EQ(refusal(sums, 96 * 112), "");  // 112 chains of 96
-  EXPECT_EQ(refusal(sums, 96 * 112 + 1), "ffma_sums_within_contract");
+  EXPECT_EQ(refusal(sums, 96 * 112 + 1), "float_sums_within_contract");
   EXPECT_THROW(fit_config(chain, dev, packed_problem("NN", 512, 384, 1024)), Error);
   Config mma = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
@@ -890,7 +890,7 @@ TEST(GemmSpace, SplitTf32ConfigsNeedSm80AndSumInFloatWithinTheContract) {
             "split_tf32_from_k_8");
   // One chain of 1000 float sums breaks the contract; partial chains or splits keep it.
   EXPECT_EQ(make_space(reference_device(90), long_k).violation(c).value_or(""),
-            "ffma_sums_within_contract");
+            "float_sums_within_contract");
   c.set("KSUM", 1);  // (a second set of sums: a 64x32 warp tile would spill)
   EXPECT_EQ(make_space(reference_device(90), long_k).violation(c).value_or(""), "registers_fit");
   c.set("WM", 32);
@@ -1143,5 +1143,78 @@ TEST(GemmSpace, SamplingFindsVariedConfigsWhereValidOnesAreRare) {
   }
 }
 
+// The wgmma kernels' float sums of slice sums are bounded too (kMaxSliceSum, 128): one chain of a
+// split's slice sums (KSUM = 1) up to 128 slices of 32, k = 4096; past it the TMA-fed kernel sums
+// partial chains of 32 slices and then the chains (KSUM = 2, which fit_config turns KSUM = 1 into
+// there), up to 128 x 32 slices a split; MMA = 3, which has no partial chains, splits k (fit_config
+// as well).
+TEST(GemmSpace, WgmmaSliceSumsLongerThanTheContractAllowsAreRefused) {
+  const DeviceInfo dev = reference_device(90);
+  const Config tma = Config::parse(
+      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,KSUM=1,GCOLS=1,"
+      "AHEAD=0");
+  auto problem = [](int64_t k) { return packed_problem("NN", 4096, 4096, k); };
+  auto refusal = [&](const Config& c, int64_t k) {
+    return make_space(dev, problem(k)).violation(c, false).value_or("");
+  };
+  EXPECT_EQ(longest_slice_sum(tma, problem(4096)), 128);
+  EXPECT_EQ(refusal(tma, 4096), "");
+  EXPECT_EQ(refusal(tma, 4128), "float_sums_within_contract");
+  EXPECT_EQ(fit_config(tma, dev, problem(4096)).get("KSUM"), 1);
+  const Config chains = fit_config(tma, dev, problem(4128));
+  EXPECT_EQ(chains.get("KSUM"), 2);
+  EXPECT_EQ(longest_slice_sum(chains, problem(4096)), 32);  // 4 chains of 32
+  EXPECT_EQ(longest_slice_sum(chains, problem(65536)), 64);
+  EXPECT_EQ(refusal(chains, 128 * 32 * 32), "");
+  EXPECT_EQ(refusal(chains, 128 * 32 * 32 + 32), "float_sums_within_contract");
+  EXPECT_THROW(fit_config(tma, dev, problem(128 * 32 * 32 + 32)), Error);
+  Config split = tma;
+  split.set("SPLITK", 4);
+  split.set("REDUCE", 1);
+  EXPECT_EQ(refusal(fit_config(split, dev, problem(401408)), 401408), "");  // 98 chains a split
+  // The TF32 compute type's one-product form takes partial chains where the split form would.
+  Problem tf32 = problem(8192);
+  tf32.compute = Compute::kTf32;
+  EXPECT_EQ(for_compute(tma, tf32).get("KSUM"), 2);
+  // Only the TMA-fed kernels have them; MMA = 3 splits k past 128 slices.
+  Config one_chain = tma;
+  one_chain.set("MMA", 3);
+  one_chain.set("PIPE", 3);
+  one_chain.set("PACK", 0);
+  EXPECT_EQ(refusal(one_chain, 4096), "");
+  EXPECT_EQ(refusal(one_chain, 4128), "float_sums_within_contract");
+  EXPECT_EQ(fit_config(one_chain, dev, problem(4128)).get("SPLITK"), 2);  // fit splits k
+  EXPECT_EQ(fit_config(one_chain, dev, problem(401408)).get("SPLITK"), 128);
+  one_chain.set("KSUM", 2);
+  EXPECT_EQ(refusal(one_chain, 4096), "slice_chains_tma_fed");
+  one_chain.set("KSUM", 1);
+  one_chain.set("SPLITK", 2);
+  one_chain.set("REDUCE", 1);
+  EXPECT_EQ(refusal(one_chain, 8192), "");
+  // Split TF32 on wgmma needs more than 16 rows and columns (skinny products' wide-range probe
+  // was beyond the contract); plain TF32, the TF32 compute type's, does not.
+  for (const auto& [m, n] : {std::pair{16, 4096}, std::pair{4096, 7}}) {
+    const Problem skinny = packed_problem("NN", m, n, 4096);
+    EXPECT_EQ(make_space(dev, skinny).violation(tma, false).value_or(""),
+              "wgmma_split_tf32_past_16_rows_and_columns");
+    Problem plain = skinny;
+    plain.compute = Compute::kTf32;
+    EXPECT_FALSE(make_space(dev, plain).violation(for_compute(tma, plain), false).has_value());
+  }
+  EXPECT_FALSE(
+      make_space(dev, packed_problem("NN", 17, 17, 4096)).violation(tma, false).has_value());
+  // The kernel takes the chain's length from the host's constant, and compiles for sm_90a with
+  // its second set of sums at most lightly spilled (128 bytes at WN = 128 with NVRTC 13.0).
+  const KernelSpec spec = kernel_spec(chains, problem(8192));
+  EXPECT_NE(std::find(spec.options.begin(), spec.options.end(), "-DSLICE_CHAIN=32"),
+            spec.options.end());
+  CompiledKernel k;
+  ASSERT_NO_THROW(k = compile_kernel({spec.source_name, spec.source, spec.kernel_name, spec.options,
+                                      90, spec.arch_specific}));
+  EXPECT_LE(k.resources.spill_bytes(), 256);
+}
+
 }  // namespace
 }  // namespace tuned::gemm_op
+

@@ -211,7 +211,8 @@ TEST(RuntimeChoice, PlainTf32IsPickedOnlyForTheTf32ComputeType) {
       const std::string tf32 = describe(std::string(layout) + "-tf32", size, size, size, 4);
       EXPECT_NE(tf32.find(plain), std::string::npos) << layout << " " << size << ": " << tf32;
       const std::string standard = describe(layout, size, size, size, 4);
-      EXPECT_NE(standard.find("(math: split TF32 on wgmma"), std::string::npos) << standard;
+      EXPECT_NE(standard.find("(math: split TF32 on wgmma"), std::string::npos)
+          << layout << " " << size << ": " << standard;
     }
   }
   std::remove(db.c_str());

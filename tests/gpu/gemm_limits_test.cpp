@@ -74,7 +74,7 @@ bool check_exact(const char* text, const Exact& e) {
   // Valid but for the accuracy contract's longest FFMA sum, which no FFMA config meets at k of
   // 2^31 (what is measured here is indexing, not accuracy).
   const auto broken = make_space(device, p).violation(config, false);
-  EXPECT_TRUE(!broken || *broken == "ffma_sums_within_contract")
+  EXPECT_TRUE(!broken || *broken == "float_sums_within_contract")
       << config.canonical() << ": " << *broken;
   size_t free_bytes = 0, total_bytes = 0;
   EXPECT_EQ(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
