@@ -29,6 +29,9 @@ class TuningTask {
   virtual std::string template_hash() const = 0;
   /// Configs worth trying first (the built-in default for this problem).
   virtual std::vector<Config> seed_configs() const = 0;
+  /// A stored or predicted config as it runs on this task's problem (GEMM: slice sums bounded on
+  /// its k); unchanged by default.
+  virtual Config adapt(const Config& config) const { return config; }
   /// Launch geometry of the tuned problem (threads per block decide what a kernel can run with).
   virtual LaunchGeometry geometry(const Config& config) const = 0;
 

@@ -66,7 +66,8 @@ class OpFace {
   /// Variants served by another's data: the variant whose shipped bests and selection model answer
   /// for this one (e.g. a GEMM compute type takes its layout's), and a config of that data as
   /// this problem's variant runs it (e.g. GEMM's TF32 type takes split TF32 in its one-product
-  /// form); fit then refuses what the variant does not allow. A variant's own records (tuned for
+  /// form; GEMM bounds its slice sums on the problem's k); fit then refuses what the variant does
+  /// not allow. A variant's own records (tuned for
   /// it) are served as they are. Itself and unchanged by default.
   virtual int data_variant(int variant) const { return variant; }
   virtual Config serve(const Config& config, const ProblemId& /*problem*/) const { return config; }

@@ -17,7 +17,8 @@ std::vector<Config> starting_configs(cache::Database& db, const TuningTask& task
   auto add = [&](const std::string& text) {
     try {
       // (A config recorded before a parameter existed means that parameter's old value.)
-      const auto config = with_absent_params(Config::parse(text), task.space().params());
+      const auto config =
+          task.adapt(with_absent_params(Config::parse(text), task.space().params()));
       if (!task.space().violation(config)) first.push_back(config);
     } catch (const Error&) {  // a config of an older template
     }
@@ -40,7 +41,8 @@ std::vector<Config> starting_configs(cache::Database& db, const TuningTask& task
   auto& shipped = cache::ShippedDefaults::builtin();
   if (auto s = shipped.find_best(key, device.name, device.compute_capability())) add(s->config);
   for (const auto& seed : task.seed_configs()) {
-    if (!task.space().violation(seed)) first.push_back(seed);  // a [space] restriction holds
+    const Config adapted = task.adapt(seed);
+    if (!task.space().violation(adapted)) first.push_back(adapted);  // a [space] restriction holds
   }
   return first;
 }

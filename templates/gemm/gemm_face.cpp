@@ -41,10 +41,11 @@ class GemmFace : public OpFace {
   }
   // A compute type's calls are served by its layout's data: fitting refuses what the type does
   // not allow (the pedantic type: all but FFMA), for_compute turns split TF32 into plain TF32 for
-  // the TF32 type.
+  // the TF32 type. Any entry runs with its slice sums bounded on the call's k.
   int data_variant(int variant) const override { return variant % kLayouts; }
   Config serve(const Config& config, const ProblemId& problem) const override {
-    return for_compute(config, problem_of(problem));
+    const Problem p = problem_of(problem);
+    return with_bounded_slice_sums(for_compute(config, p), p);
   }
   // A packing config copies this problem's unaligned operands: predicted only where the copies
   // take at most half the product's time (its neighbours may have copied a small A and nothing

@@ -828,7 +828,7 @@ Config for_compute(Config config, const Problem& problem) {
     config.set("VEC", 4);
     if (problem.alignment < 4) config.set("PACK", 1);
   }
-  return with_bounded_slice_sums(with_operands_as_stored(config, problem), problem);
+  return with_operands_as_stored(config, problem);
 }
 
 Config with_bounded_slice_sums(Config config, const Problem& problem) {

@@ -167,7 +167,7 @@ constexpr int64_t kSliceChain = 32;
 int64_t longest_slice_sum(const Config& config, const Problem& problem);
 /// config with its slice sums within kMaxSliceSum on problem where it was past it: a TMA-fed one
 /// in one chain (KSUM = 1) turned into partial chains (KSUM = 2), MMA = 3 split in more parts of k;
-/// fit_config and for_compute apply it.
+/// fit_config, the op's serve (shipped and predicted entries) and its tuning task's adapt apply it.
 Config with_bounded_slice_sums(Config config, const Problem& problem);
 /// Whether config's float sums on problem are within the contract's bounds: kMaxFfmaSum (FFMA,
 /// MMA = 2, the matrix-vector kernel), kMaxSliceSum (the wgmma kernels); always for the FP64

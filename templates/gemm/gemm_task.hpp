@@ -40,6 +40,9 @@ class GemmTask : public TuningTask {
   std::vector<Config> seed_configs() const override {
     return gemm_op::seed_configs(device_, problem_);
   }
+  Config adapt(const Config& config) const override {
+    return with_bounded_slice_sums(config, problem_);
+  }
   LaunchGeometry geometry(const Config& config) const override {
     return gemm_op::geometry(config, problem_);
   }
@@ -108,7 +111,7 @@ class GemmTask : public TuningTask {
   double cublas_exact_error_ = 0;      // cuBLAS SGEMM's error against it on the current inputs
   std::vector<std::unique_ptr<Fp64Sample>> probe_exact_;  // the probe's FP64 products, by k
   std::vector<double> probe_cublas_error_;                // and cuBLAS's errors against them
-  uint64_t probe_seed_ = 0;           // the seed of the current inputs
+  uint64_t probe_seed_ = 0;                               // the seed of the current inputs
   bool probe_filled_ = false;         // the probe's operands hold this seed's values
   std::vector<bool> probe_measured_;  // cuBLAS and the FP64 product measured at kProbeKs[i]
   TransposeB transpose_b_;  // calls transpose_b: what every launch of a PRETB config is given

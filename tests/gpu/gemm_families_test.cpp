@@ -108,8 +108,7 @@ void expect_right(const DeviceInfo& device, const MatrixCheck& result, const Con
       << result.nonfinite;
   if (c.get("MMA") == 1 || (c.get("MMA") == 2 && c.get("KSUM") == 1 && p.k >= 8) ||
       (c.get("MMA") >= 3 && !make_space(device, p).violation(c, false).has_value())) {
-    EXPECT_FALSE(result.breaks_contract())
-        << result.describe();
+    EXPECT_FALSE(result.breaks_contract()) << result.describe();
   }
 }
 
@@ -710,8 +709,8 @@ TEST(GemmFamilies, ProbeHoldsWgmmaSliceSumsToTheContract) {
   DeviceCheck check(kernels, device);
   Stream stream = Stream::create();
   const int64_t longest = GemmTask::kProbeKs[0];
-  for (const auto& [layout, m, n] : {std::tuple{"NN", 257, 129}, std::tuple{"TT", 257, 129},
-                                     std::tuple{"TN", 1000, 127}}) {
+  for (const auto& [layout, m, n] :
+       {std::tuple{"NN", 257, 129}, std::tuple{"TT", 257, 129}, std::tuple{"TN", 1000, 127}}) {
     const Problem p = packed_problem(layout, m, n, 4001);
     GemmTask task(device, p, check);
     task.allocate();
