@@ -778,7 +778,9 @@ TEST(GemmSpace, ComputeTypesAreVariantsWithTheirOwnArithmetic) {
       "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=1,MMA=3,CSTAGE=0,KSUM=1,GCOLS=1,"
       "AHEAD=1");
   const Problem tt_tf32 = packed_problem("TT-tf32", 5000, 5000, 5000);
-  const Config served = for_compute(registers, tt_tf32);
+  // (As the op serves it: slice sums in partial chains at k = 5000, 157 slices.)
+  const Config served = with_bounded_slice_sums(for_compute(registers, tt_tf32), tt_tf32);
+  EXPECT_EQ(served.get("KSUM"), 2);
   EXPECT_EQ(served.get("MMA"), 5);
   EXPECT_EQ(served.get("WN"), 128);
   EXPECT_EQ(served.get("PIPE"), 3);
