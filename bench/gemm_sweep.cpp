@@ -9,8 +9,8 @@
 //   cublas_exact_error within_contract
 // Rows are flushed per problem, so a run cut short keeps what it measured.
 //   gemm_sweep --seeds 1-25 [--min-gflop X] [--grid] [--networks] [--hard-families] [--skinny]
-//              [--gemv] [--long] [--portfolio] [--candidates FILE] [--candidates-from-db DB [--top
-//              N]]
+//              [--gemv] [--long] [--long-sums] [--portfolio] [--candidates FILE]
+//              [--candidates-from-db DB [--top N]]
 //              [--cubin-db DB] [--max-gflop X] [--out FILE [--resume]] [--max-seconds S]
 //              [--print-shapes]
 #include <CLI/CLI.hpp>
@@ -190,6 +190,30 @@ std::vector<Shape> long_shapes() {
   for (size_t i = 0; i < std::max(k_long.size(), n_long.size()); ++i) {
     if (i < k_long.size()) out.push_back(k_long[i]);
     if (i < n_long.size()) out.push_back(n_long[i]);
+  }
+  return out;
+}
+
+// Long sums under a moderate output, as the gradients of vocabulary projections (k = the
+// vocabulary) and convolutions' weight gradients (k = batch x pixels) make them: a log grid of
+// m, n and k between the fitting networks' sizes, every layout, odd k and m of two-float rows
+// among them (most such products are unaligned somewhere), each operand at most 2^28 floats and
+// 200 GFLOP at most. Shuffled by a fixed permutation, so that a run cut short still covers the
+// grid.
+std::vector<Shape> long_sum_shapes() {
+  std::vector<Shape> out;
+  for (int64_t k : {20000, 45001, 100000, 220001, 480000}) {
+    for (int64_t m : {200, 450, 1000, 2000}) {
+      for (int64_t n : {64, 150, 400, 1000}) {
+        if (std::max(m, n) * k > (int64_t{1} << 28) || 2.0 * m * n * k > 200e9) continue;
+        for (const char* layout : {"NN", "NT", "TN", "TT"}) out.push_back({layout, m, n, k});
+      }
+    }
+  }
+  uint64_t state = 0x9e3779b97f4a7c15ull;  // Fisher-Yates with a fixed 64-bit LCG
+  for (size_t i = out.size(); i > 1; --i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    std::swap(out[i - 1], out[(state >> 33) % i]);
   }
   return out;
 }
@@ -408,7 +432,7 @@ std::vector<Config> candidates_from_database(const std::string& path, const Devi
 struct Selection {
   bool grid = false, hard_families = false, skinny = false, gemv = false, portfolio = false,
        networks = false, more_networks = false, decode_networks = false, long_products = false,
-       layer_grid = false, only_candidates = false;
+       long_sums = false, layer_grid = false, only_candidates = false;
   double min_gflop = 0, max_gflop = 0;  // random draws of at least; any problem of at most (0: any)
   int64_t max_n = 0;                    // problems with n up to this only (0: any)
   int64_t min_k = 0, max_k = 0;         // problems with k in [min_k, max_k] only (max 0: any)
@@ -443,6 +467,9 @@ std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& 
   }
   if (sel.long_products) {
     for (const auto& s : long_shapes()) add(s);
+  }
+  if (sel.long_sums) {
+    for (const auto& s : long_sum_shapes()) add(s);
   }
   if (sel.layer_grid) {
     for (const auto& s : layer_grid_shapes()) add(s);
@@ -715,6 +742,9 @@ int main(int argc, char** argv) {
                "add products with one very long dimension under small others (convolutions' "
                "weight gradients, k up to 1.5M; first layers, n up to 1.2M) and time the "
                "long-k configs (small tiles, 32-256 splits) on every problem besides the others");
+  app.add_flag("--long-sums", sel.long_sums,
+               "add long sums under a moderate output (vocabulary projections' and convolutions' "
+               "gradients: k of 20000-480000, m and n of 64-2000, every layout, many unaligned)");
   app.add_flag("--only-candidates", sel.only_candidates,
                "with --long: its problems, but only the configs given (--candidates, --portfolio, "
                "--candidates-from-db), not its long-k configs");

@@ -44,6 +44,11 @@
 #                (bench/results/gemm_sweep_candidates_tma_splits.txt) on the problems of k >= 16384
 #                of the second fitting set, the networks set and the long products, for at most S
 #                seconds (default 200; gemm_sweep_<gpu>_issue28-tma-splits-<set>.tsv.gz)
+#   long-sums[:S]  the TMA-fed split TF32 configs with slice sums in partial chains (KSUM = 2) and
+#                4-64 splits, packed where unaligned (bench/results/gemm_sweep_candidates_tma_
+#                chains.txt) and the shipped portfolio on long sums under a moderate output
+#                (gemm_sweep --long-sums), for at most S seconds (default 400;
+#                gemm_sweep_<gpu>_issue28-long-sums.tsv.gz)
 #   thin-c[:S]   staged-C FP64 tiles of 32 rows (bench/results/gemm_sweep_candidates_thin_c.txt)
 #                on the long products, for at most S seconds (default 60;
 #                gemm_sweep_<gpu>_issue28-thin-c-long.tsv.gz)
@@ -188,6 +193,9 @@ wgmma_sets TMA_SETS tma
 TMA_SPLITS_SETS=("tma-splits-more --more-networks --max-gflop 200 --min-k 16384"
                  "tma-splits-networks --networks --max-gflop 600 --min-k 16384"
                  "tma-splits-long --long --only-candidates --min-k 16384")
+# Long sums under a moderate output (gemm_sweep --long-sums), for the TMA-fed split TF32 configs
+# with slice sums in partial chains (issue 31).
+LONG_SUMS_SETS=("long-sums --long-sums")
 THIN_C_SETS=("thin-c-long --long --only-candidates --max-k 128")
 # The narrow products (n up to 48) of the same sets, for the 64 x 32 warpgroup tiles.
 wgmma_sets WGMMA_N32_SETS wgmma-n32 --max-n 48
@@ -368,6 +376,9 @@ for step in "$@"; do
       sweep_step portfolio 540 SETS -portfolio --portfolio ;;
     long|long:*)
       sweep_step long 300 LONG_SETS "" --portfolio ;;
+    long-sums|long-sums:*)
+      sweep_step long-sums 400 LONG_SUMS_SETS "" --portfolio \
+        --candidates bench/results/gemm_sweep_candidates_tma_chains.txt ;;
     fill|fill:*)
       sweep_step fill 300 FILL_SETS -fill \
         --candidates "bench/results/gemm_sweep_candidates_issue28-fill_${tag}.txt" ;;
