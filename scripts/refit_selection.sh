@@ -53,9 +53,11 @@
 #     ${H}_issue28-hard-large-minb3.tsv.gz ${H}_issue28-decode-minb3.tsv.gz \
 #     ${H}_issue28-hard-large-ahead.tsv.gz ${H}_issue28-decode-ahead.tsv.gz \
 #     ${H}_issue28-lanes-large-ahead.tsv.gz ${H}_issue28-tma-{networks,large,more,middle}.tsv.gz \
-#     ${H}_issue28-tma-splits-{more,networks,long}.tsv.gz ${H}_issue28-thin-c-long.tsv.gz
+#     ${H}_issue28-tma-splits-{more,networks,long}.tsv.gz ${H}_issue28-thin-c-long.tsv.gz \
+#     ${H}_issue28-long-sums.tsv.gz
 # (the TMA-fed split TF32 candidates, `issue28_runs.sh tma`, and their many-split variants on long
-# sums, `tma-splits`, and the staged-C FP64 tiles of 32 rows, `thin-c`: issue 31)
+# sums, `tma-splits`, the staged-C FP64 tiles of 32 rows, `thin-c`, and the TMA-fed configs with
+# partial chains of slice sums, packed where unaligned, on the long-sum grid, `long-sums`: issue 31)
 # and the H200's the command above, with ENTRIES=112 (at 96 the hard families displaced the FP64
 # 128-split entry of a 118 GFLOP convolution weight gradient), followed by its
 # _issue28-rows-first-networks and -more sweeps, its _issue28-lanes-large, -middle, -networks and
