@@ -49,6 +49,13 @@
 #                chains.txt) and the shipped portfolio on long sums under a moderate output
 #                (gemm_sweep --long-sums), for at most S seconds (default 400;
 #                gemm_sweep_<gpu>_issue28-long-sums.tsv.gz)
+#   chains[:S]   the same configs on the long sums (k >= 16384) of the second fitting set, the
+#                networks set and the long products, for at most S seconds (default 200;
+#                gemm_sweep_<gpu>_issue28-chains-<set>.tsv.gz)
+#   served[:S]   the table's TMA-fed entries with partial chains of slice sums (KSUM = 2: the form
+#                the op serves them in past 128 slice sums, bench/results/gemm_sweep_candidates_
+#                tma_served.txt) on the networks set and the second fitting set where k > 4096, for
+#                at most S seconds (default 120; gemm_sweep_<gpu>_issue28-served-<set>.tsv.gz)
 #   thin-c[:S]   staged-C FP64 tiles of 32 rows (bench/results/gemm_sweep_candidates_thin_c.txt)
 #                on the long products, for at most S seconds (default 60;
 #                gemm_sweep_<gpu>_issue28-thin-c-long.tsv.gz)
@@ -196,6 +203,14 @@ TMA_SPLITS_SETS=("tma-splits-more --more-networks --max-gflop 200 --min-k 16384"
 # Long sums under a moderate output (gemm_sweep --long-sums), for the TMA-fed split TF32 configs
 # with slice sums in partial chains (issue 31).
 LONG_SUMS_SETS=("long-sums --long-sums")
+# The long sums (k of 16384 or more) of the fitting sets and the long products, for the same
+# configs beside the configs timed there before.
+# The aligned fitting sets' sums past one chain's 4096 (the served form of one-chain TMA entries).
+SERVED_SETS=("served-networks --networks --max-gflop 600 --min-k 4097"
+             "served-more --more-networks --max-gflop 200 --min-k 4097")
+CHAINS_SETS=("chains-more --more-networks --max-gflop 200 --min-k 16384"
+             "chains-networks --networks --max-gflop 600 --min-k 16384"
+             "chains-long --long --only-candidates --min-k 16384")
 THIN_C_SETS=("thin-c-long --long --only-candidates --max-k 128")
 # The narrow products (n up to 48) of the same sets, for the 64 x 32 warpgroup tiles.
 wgmma_sets WGMMA_N32_SETS wgmma-n32 --max-n 48
@@ -376,6 +391,12 @@ for step in "$@"; do
       sweep_step portfolio 540 SETS -portfolio --portfolio ;;
     long|long:*)
       sweep_step long 300 LONG_SETS "" --portfolio ;;
+    chains|chains:*)
+      sweep_step chains 200 CHAINS_SETS "" \
+        --candidates bench/results/gemm_sweep_candidates_tma_chains.txt ;;
+    served|served:*)
+      sweep_step served 120 SERVED_SETS "" \
+        --candidates bench/results/gemm_sweep_candidates_tma_served.txt ;;
     long-sums|long-sums:*)
       sweep_step long-sums 400 LONG_SUMS_SETS "" --portfolio \
         --candidates bench/results/gemm_sweep_candidates_tma_chains.txt ;;

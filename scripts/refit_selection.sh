@@ -54,10 +54,13 @@
 #     ${H}_issue28-hard-large-ahead.tsv.gz ${H}_issue28-decode-ahead.tsv.gz \
 #     ${H}_issue28-lanes-large-ahead.tsv.gz ${H}_issue28-tma-{networks,large,more,middle}.tsv.gz \
 #     ${H}_issue28-tma-splits-{more,networks,long}.tsv.gz ${H}_issue28-thin-c-long.tsv.gz \
-#     ${H}_issue28-long-sums.tsv.gz
+#     ${H}_issue28-long-sums.tsv.gz ${H}_issue28-chains-{more,networks,long}.tsv.gz \
+#     ${H}_issue28-served-{networks,more}.tsv.gz
 # (the TMA-fed split TF32 candidates, `issue28_runs.sh tma`, and their many-split variants on long
 # sums, `tma-splits`, the staged-C FP64 tiles of 32 rows, `thin-c`, and the TMA-fed configs with
-# partial chains of slice sums, packed where unaligned, on the long-sum grid, `long-sums`: issue 31)
+# partial chains of slice sums, packed where unaligned, on the long-sum grid and the fitting sets'
+# long sums, `long-sums` and `chains`, and the TMA entries in the form served past one chain,
+# `served`: issue 31)
 # and the H200's the command above, with ENTRIES=112 (at 96 the hard families displaced the FP64
 # 128-split entry of a 118 GFLOP convolution weight gradient), followed by its
 # _issue28-rows-first-networks and -more sweeps, its _issue28-lanes-large, -middle, -networks and

@@ -7,7 +7,8 @@
 // fit far more than on a 10 us one, and small products still count), and writes every retained
 // problem as a point with the portfolio's times. Wrong results, and results beyond the op's
 // accuracy contract where the sweep checked it (a within_contract column of 0), and configs the op
-// refuses on the row's problem (its fit throws: a rule newer than the sweep), are left out;
+// does not run as they are on the row's problem (its fit throws on a rule newer than the sweep, or
+// changes the config: the library would run another kernel there), are left out;
 // the held-out problems (bench/held_out.hpp) are dropped: the model is never fitted on them.
 // Prints the expected quality per variant (leave-one-out) to stderr.
 //   zcat bench/results/gemm_sweep_nvidia-h100.tsv.gz |
@@ -123,7 +124,8 @@ struct Sweep {
   std::map<ProblemKey, Problem> problems;
   std::string device_line;  // the first '#' line naming the GPU
   std::string device_name;  // named there
-  // refused: configs the op no longer accepts on the row's problem (a rule newer than the sweep).
+  // refused: configs the op no longer runs as they are on the row's problem (a rule newer than the
+  // sweep refuses them, or the op serves them otherwise there).
   size_t rows = 0, invalid = 0, inaccurate = 0, refused = 0, dropped_rows = 0;
   std::set<ProblemKey> dropped;
 };
@@ -145,9 +147,9 @@ void device_from_comment(const std::string& line, std::string& name, int& cc, in
 void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& sweep) {
   const tuned::OpRegistration& op = tuned::find_op(opt.op);
   const std::vector<tuned::Param>& op_params = op.params;
-  // Whether the op accepts a config on a problem (its fit throws on a broken rule), on the sweep's
-  // GPU as the library would see it. A problem's rows come together: answers are kept for the
-  // current problem only.
+  // Whether the op runs a config as it is on a problem (its fit neither throws on a broken rule nor
+  // changes the config), on the sweep's GPU as the library would see it. A problem's rows come
+  // together: answers are kept for the current problem only.
   std::optional<tuned::DeviceInfo> device;
   std::pair<ProblemKey, int> asked_for;
   std::map<std::string, bool> accepted;
@@ -169,7 +171,10 @@ void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& 
     id.alignment = alignment;
     try {
       id.variant = op.variant_index(key.first);
-      (void)op.face->fit(tuned::Config::parse(config), *device, id);
+      // The library runs the config as the op fits it there: a config it would serve otherwise
+      // (a bound newer than the sweep, e.g. a longer float sum split) measured another kernel.
+      const tuned::Config served = op.face->fit(tuned::Config::parse(config), *device, id);
+      it->second = tuned::with_absent_params(served, op_params).canonical() == config;
     } catch (const Error&) {
       it->second = false;
     }
@@ -395,7 +400,8 @@ int run(Options opt) {
   }
   std::fprintf(stderr,
                "fit_selection: %s (sm_%d): %zu rows, %zu wrong results, %zu beyond the accuracy "
-               "contract and %zu of configs the op refuses there left out; %zu held-out problems "
+               "contract and %zu of configs the op refuses or serves otherwise there left out; %zu "
+               "held-out problems "
                "dropped (%zu rows); %zu problems kept, %zu without a valid result left out\n",
                opt.device_name.c_str(), opt.cc, sweep.rows, sweep.invalid, sweep.inaccurate,
                sweep.refused, sweep.dropped.size(), sweep.dropped_rows,
@@ -558,7 +564,7 @@ int run(Options opt) {
   table << (sweep.device_line.empty() ? "" : " (" + sweep.device_line.substr(2) + ")") << ".\n"
         << "# " << sweep.rows << " rows, " << sweep.invalid << " wrong results left out, "
         << sweep.inaccurate << " beyond the accuracy contract and " << sweep.refused
-        << " of configs the op refuses there left out, " << sweep.dropped.size()
+        << " of configs the op refuses or serves otherwise there left out, " << sweep.dropped.size()
         << " held-out problems dropped. Per variant, up to " << opt.entries
         << " entries chosen greedily by summed log regret, each problem weighed 1 + cuBLAS ms / "
         << opt.time_weight_ms << ";\n"
