@@ -86,7 +86,8 @@ std::shared_ptr<const Config> entry_config(const OpRegistration& op, const std::
 
 // Whether a portfolio entry (as the problem's variant runs it: OpFace::serve) can serve the
 // problem as it is: its kernel is then precompiled (a config the face would have to change, e.g.
-// to a narrower vector, would need NVRTC), and its workspace is worth having (at most 32 MB or the
+// to a narrower vector, would need NVRTC), its measurements transfer (OpFace::transfers_to, asked
+// of the entry as it was timed) and its workspace is worth having (at most 32 MB or the
 // operands' size, and below kMaxWorkspaceBytes). An entry recorded before a parameter existed
 // means that parameter's old value (as fit says).
 bool runs_as_is(const OpRegistration& op, const std::string& text, const DeviceInfo& device,
@@ -97,7 +98,7 @@ bool runs_as_is(const OpRegistration& op, const std::string& text, const DeviceI
   try {
     const Config config = face.serve(*entry, problem);
     const size_t workspace = face.workspace_bytes(config, problem);
-    return face.fit(config, device, problem) == config && face.transfers_to(config, problem) &&
+    return face.fit(config, device, problem) == config && face.transfers_to(*entry, problem) &&
            workspace <= kMaxWorkspaceBytes &&
            workspace <= std::max(kWorkspaceFreeBytes, face.operand_bytes(problem));
   } catch (const Error&) {

@@ -56,9 +56,10 @@ class OpFace {
   virtual std::vector<KernelSpec> support_kernels() const { return {}; }
 
   /// Whether a config measured on other problems may be predicted for this one (the selection
-  /// model's picks and first-use candidates): false where it runs here but pays a cost its
-  /// measurements never saw (e.g. copying operands that were aligned where it was timed). A
-  /// config tuned for this very problem is used regardless. True by default.
+  /// model's picks and first-use candidates; config as it was timed, before serve): false where
+  /// it runs here but pays a cost its measurements never saw (e.g. copying operands that were
+  /// aligned where it was timed), or where serve makes another kernel of it. A config tuned for
+  /// this very problem is used regardless. True by default.
   virtual bool transfers_to(const Config& /*config*/, const ProblemId& /*problem*/) const {
     return true;
   }

@@ -52,9 +52,14 @@ class GemmFace : public OpFace {
   // else: a first layer's TN forward with k = 27 copies all of B, 1.15 of the product, and ran at
   // 0.42x cuBLAS). Not where they merely fail to pay by packing_pays' 10 %: on the H100's large
   // random stratum, picks packing at 15-40 % were up to 1.5x faster than the narrowed ones.
+  // And an entry that serve splits further on this problem (its bound on float sums: MMA = 3)
+  // runs another grid here than where it was timed: one of 4 splits, timed up to
+  // k = 16384, ran a 50257-long sum in 16 splits at 0.92x cuBLAS. (Partial chains of slice sums,
+  // the TMA-fed kernels' bound, keep the grid and cost a few adds: their times transfer.)
   bool transfers_to(const Config& config, const ProblemId& problem) const override {
-    if (config.get("PACK") == 0 || problem.alignment >= 4) return true;  // nothing copied
     const Problem p = problem_of(problem);
+    if (serve(config, problem).get("SPLITK") != config.get("SPLITK")) return false;
+    if (config.get("PACK") == 0 || problem.alignment >= 4) return true;  // nothing copied
     return !packs(config, p) || packing_cost(p) <= 0.5;
   }
   // padding: log(computed / useful outputs) of the tile grid; waves: log(blocks the last wave

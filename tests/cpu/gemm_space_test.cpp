@@ -1194,6 +1194,12 @@ TEST(GemmSpace, WgmmaSliceSumsLongerThanTheContractAllowsAreRefused) {
   one_chain.set("SPLITK", 2);
   one_chain.set("REDUCE", 1);
   EXPECT_EQ(refusal(one_chain, 8192), "");
+  // The selection model predicts an entry only on the grid it was timed with: not a one-chain
+  // entry where the op splits k further; one that the op chains, yes.
+  const OpFace& face = *registration().face;
+  EXPECT_TRUE(face.transfers_to(one_chain, problem_id(problem(8192))));
+  EXPECT_FALSE(face.transfers_to(one_chain, problem_id(problem(8224))));
+  EXPECT_TRUE(face.transfers_to(tma, problem_id(problem(4128))));
   // Split TF32 on wgmma needs more than 16 rows and columns (skinny products' wide-range probe
   // was beyond the contract); plain TF32, the TF32 compute type's, does not.
   for (const auto& [m, n] : {std::pair{16, 4096}, std::pair{4096, 7}}) {
