@@ -47,7 +47,7 @@
 # wgmma tiles at three blocks per SM and with the producer two slices ahead (`issue28_runs.sh minb3`
 # and `ahead`). So the shipped H100 table is (H=bench/results/gemm_sweep_nvidia-h100)
 #   ENTRIES=112 scripts/refit_selection.sh $(ls ${H}_issue28*.tsv.gz |
-#     grep -v -e rows-first -e lanes -e hard-large -e issue28-decode) \
+#     grep -v -e rows-first -e lanes -e hard-large -e issue28-decode -e long-sums -e chains -e served) \
 #     ${H}_gemv.tsv.gz ${H}.tsv.gz ${H}_issue28-rows-first-*.tsv.gz \
 #     $(ls ${H}_issue28-lanes-*.tsv.gz | grep -v ahead) \
 #     ${H}_issue28-hard-large.tsv.gz ${H}_issue28-hard-large-nt.tsv.gz ${H}_issue28-decode.tsv.gz \
