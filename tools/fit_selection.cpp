@@ -400,9 +400,9 @@ int run(Options opt) {
   }
   std::fprintf(stderr,
                "fit_selection: %s (sm_%d): %zu rows, %zu wrong results, %zu beyond the accuracy "
-               "contract and %zu of configs the op refuses or serves otherwise there left out; %zu "
-               "held-out problems "
-               "dropped (%zu rows); %zu problems kept, %zu without a valid result left out\n",
+               "contract and %zu of configs the op refuses or serves otherwise there left out; "
+               "%zu held-out problems dropped (%zu rows); %zu problems kept, %zu without a valid "
+               "result left out\n",
                opt.device_name.c_str(), opt.cc, sweep.rows, sweep.invalid, sweep.inaccurate,
                sweep.refused, sweep.dropped.size(), sweep.dropped_rows,
                sweep.problems.size() - without_valid, without_valid);
