@@ -205,12 +205,12 @@ TMA_SPLITS_SETS=("tma-splits-more --more-networks --max-gflop 200 --min-k 16384"
 LONG_SUMS_SETS=("long-sums --long-sums")
 # The long sums (k of 16384 or more) of the fitting sets and the long products, for the same
 # configs beside the configs timed there before.
-# The aligned fitting sets' sums past one chain's 4096 (the served form of one-chain TMA entries).
-SERVED_SETS=("served-networks --networks --max-gflop 600 --min-k 4097"
-             "served-more --more-networks --max-gflop 200 --min-k 4097")
 CHAINS_SETS=("chains-more --more-networks --max-gflop 200 --min-k 16384"
              "chains-networks --networks --max-gflop 600 --min-k 16384"
              "chains-long --long --only-candidates --min-k 16384")
+# The aligned fitting sets' sums past one chain's 4096 (the served form of one-chain TMA entries).
+SERVED_SETS=("served-networks --networks --max-gflop 600 --min-k 4097"
+             "served-more --more-networks --max-gflop 200 --min-k 4097")
 THIN_C_SETS=("thin-c-long --long --only-candidates --max-k 128")
 # The narrow products (n up to 48) of the same sets, for the 64 x 32 warpgroup tiles.
 wgmma_sets WGMMA_N32_SETS wgmma-n32 --max-n 48

@@ -68,8 +68,8 @@ class OpFace {
   /// for this one (e.g. a GEMM compute type takes its layout's), and a config of that data as
   /// this problem's variant runs it (e.g. GEMM's TF32 type takes split TF32 in its one-product
   /// form; GEMM bounds its slice sums on the problem's k); fit then refuses what the variant does
-  /// not allow. A variant's own records (tuned for
-  /// it) are served as they are. Itself and unchanged by default.
+  /// not allow. A variant's own records (tuned for it) are served as they are. Itself and
+  /// unchanged by default.
   virtual int data_variant(int variant) const { return variant; }
   virtual Config serve(const Config& config, const ProblemId& /*problem*/) const { return config; }
 
