@@ -134,13 +134,14 @@ std::vector<Shape> grid_shapes() {
   return out;
 }
 
-// Linear layers of mid-size models (hidden sizes 768 to 2048, 256 to 1536 tokens) as PyTorch
-// calls cuBLAS, every pass: forward TN (out, tokens, in), input gradient NN (in, tokens, out),
-// weight gradient NT (in, out, tokens). Products of 0.3-13 GFLOP where tiles, splits and waves
-// decide and the random strata hold few aligned points.
-std::vector<Shape> layer_grid_shapes() {
+// Linear layers of mid-size models (hidden sizes 768 to 2048, by default 256 to 1536 tokens) as
+// PyTorch calls cuBLAS, every pass: forward TN (out, tokens, in), input gradient NN (in, tokens,
+// out), weight gradient NT (in, out, tokens). Products of 0.3-13 GFLOP where tiles, splits and
+// waves decide and the random strata hold few aligned points.
+const std::vector<int64_t> kLayerTokens = {256, 384, 512, 640, 768, 1024, 1536};
+std::vector<Shape> layer_grid_shapes(const std::vector<int64_t>& token_counts) {
   std::vector<Shape> out;
-  for (int64_t tokens : {256, 384, 512, 640, 768, 1024, 1536}) {
+  for (int64_t tokens : token_counts) {
     for (int64_t in : {768, 1024, 1280, 1536, 2048}) {
       for (int64_t outs : {768, 1024, 1280, 1536, 2048}) {
         out.push_back({"TN", outs, tokens, in});
@@ -436,6 +437,7 @@ struct Selection {
   double min_gflop = 0, max_gflop = 0;  // random draws of at least; any problem of at most (0: any)
   int64_t max_n = 0;                    // problems with n up to this only (0: any)
   int64_t min_k = 0, max_k = 0;         // problems with k in [min_k, max_k] only (max 0: any)
+  std::vector<int64_t> layer_tokens = kLayerTokens;
   std::string candidates_path, candidates_db, cubin_db;
   int top = 4;
 };
@@ -472,7 +474,7 @@ std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& 
     for (const auto& s : long_sum_shapes()) add(s);
   }
   if (sel.layer_grid) {
-    for (const auto& s : layer_grid_shapes()) add(s);
+    for (const auto& s : layer_grid_shapes(sel.layer_tokens)) add(s);
   }
   for (uint64_t seed : parse_seeds(seeds_text)) {
     for (const auto& s : random_shapes(seed, kShapesPerSeed, sel.min_gflop)) {
@@ -751,6 +753,10 @@ int main(int argc, char** argv) {
   app.add_flag("--layer-grid", sel.layer_grid,
                "add the linear layers of mid-size models: hidden sizes 768-2048, 256-1536 tokens, "
                "forward (TN), input (NN) and weight (NT) gradients");
+  app.add_option("--layer-tokens", sel.layer_tokens,
+                 "with --layer-grid: these token counts (default 256 384 512 640 768 1024 1536; "
+                 "the weight gradients' k)")
+      ->expected(1, -1);
   app.add_flag("--hard-families", sel.hard_families,
                "keep only random shapes of the hard families (min(m, n) <= 256 with k >= 2000; "
                "k <= 128 with m*n >= 2^20): denser data where picks miss most");

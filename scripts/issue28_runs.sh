@@ -67,6 +67,9 @@
 #                mid-size models (gemm_sweep --layer-grid: hidden sizes 768-2048, 256-1536
 #                tokens, the three passes), for at most S seconds (default 420;
 #                gemm_sweep_<gpu>_issue28-layer-grid.tsv.gz)
+#   layer-tokens[:S]  the shipped portfolio on the same layers with 2048-4096 tokens (the weight
+#                gradients' k past the grid's 1536), for at most S seconds (default 300;
+#                gemm_sweep_<gpu>_issue28-layer-tokens.tsv.gz)
 #   wgmma-n32[:S]  the split TF32 wgmma configs of 64 x 32 warpgroup tiles (bench/results/
 #                gemm_sweep_candidates_wgmma_n32.txt) on the products of n up to 48 of the wgmma
 #                step's sets, for at most S seconds (default 300; gemm_sweep_<gpu>_issue28-
@@ -216,6 +219,7 @@ THIN_C_SETS=("thin-c-long --long --only-candidates --max-k 128")
 wgmma_sets WGMMA_N32_SETS wgmma-n32 --max-n 48
 # Mid-size models' linear layers (gemm_sweep --layer-grid).
 LAYER_GRID_SETS=("layer-grid --layer-grid")
+LAYER_TOKENS_SETS=("layer-tokens --layer-grid --layer-tokens 2048 3072 4096")
 # The aligned sets, where VEC = 4 runs unpacked: the wgmma loads of issue 28's last change.
 ROWS_FIRST_SETS=("rows-first-networks --networks --max-gflop 600"
                  "rows-first-more --more-networks --max-gflop 200" "rows-first-layer-grid --layer-grid")
@@ -327,6 +331,8 @@ for step in "$@"; do
         bench/results/gemm_sweep_candidates_wgmma_waves.txt > "$WORK/layer_candidates.txt"
       sweep_step layer-grid 420 LAYER_GRID_SETS "" --portfolio \
         --candidates "$WORK/layer_candidates.txt" ;;
+    layer-tokens|layer-tokens:*)
+      sweep_step layer-tokens 300 LAYER_TOKENS_SETS "" --portfolio ;;
     wgmma-n32|wgmma-n32:*)
       sweep_step wgmma-n32 300 WGMMA_N32_SETS "" \
         --candidates bench/results/gemm_sweep_candidates_wgmma_n32.txt ;;

@@ -27,6 +27,10 @@ struct ProblemId {
   int rank = 0;
   std::array<int64_t, kMaxRank> dims{};
   int alignment = 1;
+  // Op-defined bits of the operands whose pointers allow fewer vectors than their leading
+  // dimensions do (the class cannot say which operand lowered it): what a launch copies aligned,
+  // and so its workspace, may depend on them. Not part of the database's key: the class is.
+  int misaligned_pointers = 0;
 
   std::vector<int64_t> shape() const { return {dims.begin(), dims.begin() + rank}; }
   bool operator==(const ProblemId&) const = default;

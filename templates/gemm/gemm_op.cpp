@@ -214,6 +214,11 @@ Problem packed_problem(const std::string& variant, int64_t m, int64_t n, int64_t
   return p;
 }
 
+int misaligned_pointers(const void* a, const void* b) {
+  const auto off = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; };
+  return (off(a) ? kOperandA : 0) | (off(b) ? kOperandB : 0);
+}
+
 int alignment_class(const void* a, const void* b, const void* c, int64_t lda, int64_t ldb,
                     int64_t ldc) {
   for (int w : {4, 2}) {
@@ -899,7 +904,8 @@ const Space& space_for_fitting(const DeviceInfo& device, const Problem& problem)
   auto same_problem = [](const Problem& a, const Problem& b) {
     return a.trans_a == b.trans_a && a.trans_b == b.trans_b && a.m == b.m && a.n == b.n &&
            a.k == b.k && a.lda == b.lda && a.ldb == b.ldb && a.ldc == b.ldc &&
-           a.alignment == b.alignment && a.compute == b.compute;
+           a.alignment == b.alignment && a.misaligned_pointers == b.misaligned_pointers &&
+           a.compute == b.compute;
   };
   if (!last.space || !same_device(last.device, device) || !same_problem(last.problem, problem)) {
     last.space.emplace(make_space(device, problem));
@@ -932,8 +938,6 @@ bool packing_pays(const Problem& p) {
   return p.m > 0 && p.n > 0 && p.k > 0 && packing_cost(p) <= 0.1;
 }
 
-// Packing reserves room for both operands whenever something is unaligned: which one is decided
-// at launch from the pointers.
 bool packs(const Config& config, const Problem& p) {
   return config.get("PACK") == 1 && !is_gemv(config) && p.alignment < 4;
 }
@@ -1137,9 +1141,19 @@ Problem k_slice(const Problem& p, int64_t kc) {
   return slice;
 }
 
+// The operands a packing launch copies: those whose pointer or leading dimension allows no
+// 16-byte vectors (B not where PRETB's transposed copy already is aligned).
+bool copies_a(const Config& config, const Problem& p) {
+  return packs(config, p) && (p.lda % 4 != 0 || (p.misaligned_pointers & kOperandA));
+}
+bool copies_b(const Config& config, const Problem& p) {
+  return packs(config, p) && !config.get("PRETB") &&
+         (p.ldb % 4 != 0 || (p.misaligned_pointers & kOperandB));
+}
+
 size_t packed_bytes_at(const Config& config, const Problem& p) {
-  return aligned_bytes(a_rows(p), a_cols(p)) +
-         (config.get("PRETB") ? 0 : aligned_bytes(b_rows(p), b_cols(p)));
+  return (copies_a(config, p) ? aligned_bytes(a_rows(p), a_cols(p)) : 0) +
+         (copies_b(config, p) ? aligned_bytes(b_rows(p), b_cols(p)) : 0);
 }
 
 }  // namespace
@@ -1148,8 +1162,9 @@ int64_t pack_pass_k(const Config& config, const Problem& p) {
   if (!packs(config, p) || p.k <= kPackPassK || packed_bytes_at(config, p) <= kMaxPackBytes) {
     return p.k;
   }
-  // Bytes per unit of k are about 4 (m + n): start there, then step down to what fits.
-  const int64_t per_k = 4 * (p.m + (config.get("PRETB") ? 0 : p.n) + 8);
+  // Bytes per unit of k are about 4 (m + n) for the copied operands: start there, then step down
+  // to what fits.
+  const int64_t per_k = 4 * ((copies_a(config, p) ? p.m : 0) + (copies_b(config, p) ? p.n : 0) + 8);
   int64_t kc = std::max<int64_t>(kPackPassK, static_cast<int64_t>(kMaxPackBytes) / per_k);
   kc = std::min(p.k, kc / kPackPassK * kPackPassK);
   while (kc > kPackPassK && packed_bytes_at(config, k_slice(p, kc)) > kMaxPackBytes) {
@@ -1162,12 +1177,12 @@ namespace {
 
 // Both sized for one pass of pack_pass_k's k extent.
 size_t packed_a_bytes(const Config& config, const Problem& p) {
-  if (!packs(config, p)) return 0;
+  if (!copies_a(config, p)) return 0;
   const Problem pass = k_slice(p, pack_pass_k(config, p));
   return aligned_bytes(a_rows(pass), a_cols(pass));
 }
 size_t packed_b_bytes(const Config& config, const Problem& p) {
-  if (!packs(config, p) || config.get("PRETB")) return 0;
+  if (!copies_b(config, p)) return 0;
   const Problem pass = k_slice(p, pack_pass_k(config, p));
   return aligned_bytes(b_rows(pass), b_cols(pass));
 }
@@ -1400,12 +1415,22 @@ void launch_pass(const LoadedKernel& kernel, const Config& config, const Problem
   if (packs(config, problem) && k > 0) {
     float* a_packed = reinterpret_cast<float*>(ws);
     float* b_packed = reinterpret_cast<float*>(ws + packed_a_bytes(config, problem));
-    if (!vector_aligned(a, lda)) {
+    // The workspace has room for the operands the problem says are unaligned; pointers that
+    // contradict it would overrun it.
+    const bool copy_a = !vector_aligned(a, lda),
+               copy_b = !config.get("PRETB") && !vector_aligned(b, ldb);
+    if ((copy_a && !copies_a(config, problem)) || (copy_b && !copies_b(config, problem))) {
+      throw Error(TUNED_STATUS_INTERNAL_ERROR,
+                  std::string("gemm launch: ") + (copy_a ? "A" : "B") +
+                      "'s pointer is off a 16-byte boundary but the problem's "
+                      "misaligned_pointers says it is not (no workspace is reserved for its copy)");
+    }
+    if (copy_a) {
       lda = static_cast<int>(
           copy_aligned(kernel, a, lda, a_rows(problem), a_cols(problem), a_packed, stream));
       a = a_packed;
     }
-    if (!config.get("PRETB") && !vector_aligned(b, ldb)) {
+    if (copy_b) {
       ldb = static_cast<int>(
           copy_aligned(kernel, b, ldb, b_rows(problem), b_cols(problem), b_packed, stream));
       b = b_packed;

@@ -33,6 +33,7 @@ struct Problem {
   int64_t m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldc = 0;
   int alignment = 1;  // widest vector (1, 2, 4 floats) that pointers and leading dims allow
+  int misaligned_pointers = 0;  // kOperandA | kOperandB: pointers off a 16-byte boundary
 
   std::string layout() const;   // "NN", "NT", "TN", "TT"
   std::string variant() const;  // the layout and compute type: "NN", "NN-tf32", "NN-pedantic"
@@ -41,6 +42,12 @@ struct Problem {
   int64_t min_ldc() const { return std::max<int64_t>(1, m); }
   double flops() const { return 2.0 * static_cast<double>(m) * n * k; }
 };
+
+/// Bits of Problem::misaligned_pointers.
+constexpr int kOperandA = 1, kOperandB = 2;
+
+/// The bits of the pointers among a and b that are off a 16-byte boundary.
+int misaligned_pointers(const void* a, const void* b);
 
 /// A problem with the smallest leading dimensions and aligned pointers (for tuning), of a variant
 /// ("NN", or with a compute type: "NN-tf32"); throws Error(TUNED_STATUS_INVALID_ARGUMENT) naming
@@ -111,7 +118,8 @@ double packing_cost(const Problem& problem);
 bool packing_pays(const Problem& problem);
 
 /// Whether a launch of config on problem packs (PACK = 1 on a tile config, the problem's alignment
-/// class below 4): the workspace holds room for both operands, the unaligned ones are copied.
+/// class below 4): the operands whose pointer or leading dimension allows no 16-byte vectors are
+/// copied aligned into the workspace, which holds room for those alone.
 bool packs(const Config& config, const Problem& problem);
 
 /// config made valid for problem (VEC kept by packing where that pays, else lowered to the problem's

@@ -230,6 +230,18 @@ TEST(GemmSpace, PackedOperandsAndSplitSumsHaveTheirWorkspace) {
   EXPECT_EQ(workspace_bytes(c, t), (4096ull * 4095 * 4 + 255) / 256 * 256 + (4100ull * 4093 * 4 + 255) / 256 * 256);
   // Aligned operands: nothing to copy.
   EXPECT_EQ(workspace_bytes(c, packed_problem("NN", 4096, 4096, 4096)), 0u);
+  // Only the unaligned operand gets room: a vocabulary-long sum (NN 1000 x 300 x 40001) copies B
+  // (40001 x 300, an odd ld) alone, not A's 160 MB, unless A's pointer is off 16 bytes.
+  Problem vocab = packed_problem("NN", 1000, 300, 40001);
+  const size_t vocab_b = (40004ull * 300 * 4 + 255) / 256 * 256;
+  EXPECT_EQ(workspace_bytes(c, vocab), vocab_b);
+  vocab.misaligned_pointers = kOperandA;
+  EXPECT_EQ(workspace_bytes(c, vocab), (1000ull * 40001 * 4 + 255) / 256 * 256 + vocab_b);
+  // Aligned leading dims with B's pointer off: B alone.
+  Problem off_b = packed_problem("NN", 4096, 4096, 4096);
+  off_b.alignment = 1;
+  off_b.misaligned_pointers = kOperandB;
+  EXPECT_EQ(workspace_bytes(c, off_b), (4096ull * 4096 * 4 + 255) / 256 * 256);
   // With PRETB, B is already copied (transposed, aligned): only A gets room of its own.
   Config pretb = c;
   pretb.set("PRETB", 1);

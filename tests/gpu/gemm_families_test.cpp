@@ -1050,6 +1050,83 @@ TEST(GemmFamilies, MatrixVectorSplitKThroughThePublicApiIsDeterministic) {
   check_split_through_the_api(1, 3001, 5001, gemv_config(64, 1, 12).canonical(), "GEMV=64");
 }
 
+// A packing config copies the operands whose pointer or leading dimension allows no 16-byte
+// vectors, and the workspace holds room for those alone: through tuned_gemm (a user database's
+// best for NN 96 x 200 x 3001), A one float off a 16-byte boundary under an aligned lda = 96 and B
+// with ldb = 3001 are both copied, against cuBLAS on the same pointers, C NaN-poisoned. A problem
+// that hides A's offset from the launch is refused, not given B's room alone to overrun.
+TEST(GemmFamilies, PackingCopiesAnOperandWhosePointerIsOffUnderAnAlignedLeadingDim) {
+  TUNED_REQUIRE_GPU();
+  const DeviceInfo device = query_device(0);
+  constexpr int m = 96, n = 200, k = 3001;
+  const Config config = Config::parse(
+      "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
+      "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1,AHEAD=0");
+  const Problem packed = packed_problem("NN", m, n, k);
+  const std::string path =
+      ::testing::TempDir() + "gemm_packing_" + std::to_string(getpid()) + ".db";
+  {
+    cache::Database db(path);
+    cache::DeviceRecord d;
+    d.uuid = device.uuid;
+    d.name = device.name;
+    db.upsert_device(d);
+    cache::BestRecord best;
+    best.key = problem_key(device, packed);
+    best.config = config.canonical();
+    best.ms = 1;
+    ASSERT_TRUE(db.offer_best(best));
+  }
+  ASSERT_EQ(tuned_set_database(path.c_str()), TUNED_STATUS_SUCCESS) << tuned_last_error();
+  KernelCache kernels;
+  DeviceCheck check(kernels, device);
+  Stream stream = Stream::create();
+  DeviceBuffer a(sizeof(float) * (m * k + 4)), b(sizeof(float) * k * n), c(sizeof(float) * m * n),
+      ref(sizeof(float) * m * n);
+  const float* a_off = a.as<float>() + 1;
+  check.fill_uniform(a.as<float>(), size_t(m) * k + 4, 31, -1, 1, stream.get());
+  check.fill_uniform(b.as<float>(), size_t(k) * n, 32, -1, 1, stream.get());
+  char text[512];
+  ASSERT_EQ(tuned_gemm_describe(TUNED_OP_N, TUNED_OP_N, m, n, k, a_off, m, b.as<float>(), k,
+                                c.as<float>(), m, text, sizeof text),
+            TUNED_STATUS_SUCCESS)
+      << tuned_last_error();
+  EXPECT_NE(std::string(text).find(config.canonical()), std::string::npos) << text;
+  const float alpha = 1.5f, beta = 0.0f;
+  DeviceCheck::poison(c.as<float>(), size_t(m) * n, stream.get());
+  EXPECT_EQ(tuned_gemm(TUNED_OP_N, TUNED_OP_N, m, n, k, &alpha, a_off, m, b.as<float>(), k, &beta,
+                       c.as<float>(), m, stream.get()),
+            TUNED_STATUS_SUCCESS)
+      << tuned_last_error();
+  {
+    CublasHandle cublas;
+    cublas.set_stream(stream.get());
+    cublas_sgemm(cublas.get(), packed, alpha, a_off, b.as<float>(), beta, ref.as<float>());
+  }
+  const MatrixCheck vs_cublas =
+      check.compare(c.as<float>(), m, ref.as<float>(), m, m, n, stream.get());
+  EXPECT_TRUE(vs_cublas.passed(2e-5)) << vs_cublas.rel_error;
+  EXPECT_EQ(vs_cublas.unwritten, 0);
+  tuned_set_database(nullptr);
+  std::remove(path.c_str());
+
+  Problem hidden = packed;  // alignment class 1 (ldb), A's pointer not marked
+  ASSERT_EQ(hidden.misaligned_pointers, 0);
+  DeviceBuffer workspace(workspace_bytes(config, hidden));
+  const auto kernel = kernels.get(kernel_spec(config, hidden), device);
+  try {
+    launch(*kernel, config, hidden, alpha, a_off, b.as<float>(), beta, c.as<float>(),
+           workspace.get(), stream.get(), nullptr);
+    ADD_FAILURE() << "a launch with A's offset unmarked ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), TUNED_STATUS_INTERNAL_ERROR);
+    EXPECT_NE(std::string(e.what()).find("A's pointer"), std::string::npos) << e.what();
+  }
+  hidden.misaligned_pointers = kOperandA;
+  EXPECT_GT(workspace_bytes(config, hidden), workspace.bytes());
+  TUNED_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+}
+
 // Returns the first call's C (m x n) for comparisons between configs.
 std::vector<float> check_split_through_the_api(int m, int n, int k, const std::string& config,
                                                const std::string& expect_in_description) {
