@@ -67,6 +67,13 @@
 #                mid-size models (gemm_sweep --layer-grid: hidden sizes 768-2048, 256-1536
 #                tokens, the three passes), for at most S seconds (default 420;
 #                gemm_sweep_<gpu>_issue28-layer-grid.tsv.gz)
+#   refill[:S]   the shipped portfolio again on the first sets (as portfolio: the entries a refit
+#                brought in, timed where they were not), for at most S seconds (default 400;
+#                gemm_sweep_<gpu>_issue28-<set>-refill.tsv.gz)
+#   grid-portfolio[:S]  the shipped portfolio on the first sweep's grid (gemm_sweep --grid: cubes
+#                and products with one or two dimensions of 1-200 beside 1024-16384), where most
+#                of today's entries were never timed, for at most S seconds (default 240;
+#                gemm_sweep_<gpu>_issue28-grid-portfolio.tsv.gz)
 #   layer-tokens[:S]  the shipped portfolio on the same layers with 2048-4096 tokens (the weight
 #                gradients' k past the grid's 1536), for at most S seconds (default 300;
 #                gemm_sweep_<gpu>_issue28-layer-tokens.tsv.gz)
@@ -219,6 +226,7 @@ THIN_C_SETS=("thin-c-long --long --only-candidates --max-k 128")
 wgmma_sets WGMMA_N32_SETS wgmma-n32 --max-n 48
 # Mid-size models' linear layers (gemm_sweep --layer-grid).
 LAYER_GRID_SETS=("layer-grid --layer-grid")
+GRID_PORTFOLIO_SETS=("grid-portfolio --grid")
 LAYER_TOKENS_SETS=("layer-tokens --layer-grid --layer-tokens 2048 3072 4096")
 # The aligned sets, where VEC = 4 runs unpacked: the wgmma loads of issue 28's last change.
 ROWS_FIRST_SETS=("rows-first-networks --networks --max-gflop 600"
@@ -331,6 +339,10 @@ for step in "$@"; do
         bench/results/gemm_sweep_candidates_wgmma_waves.txt > "$WORK/layer_candidates.txt"
       sweep_step layer-grid 420 LAYER_GRID_SETS "" --portfolio \
         --candidates "$WORK/layer_candidates.txt" ;;
+    refill|refill:*)
+      sweep_step refill 400 SETS -refill --portfolio ;;
+    grid-portfolio|grid-portfolio:*)
+      sweep_step grid-portfolio 240 GRID_PORTFOLIO_SETS "" --portfolio ;;
     layer-tokens|layer-tokens:*)
       sweep_step layer-tokens 300 LAYER_TOKENS_SETS "" --portfolio ;;
     wgmma-n32|wgmma-n32:*)
