@@ -990,6 +990,25 @@ TEST(GemmFamilies, PackingInPassesOverKIsRight) {
   EXPECT_EQ(checked, static_cast<int>(2 * configs.size()));
 }
 
+// A user database (in the test's temporary directory) whose best for problem is config.
+std::string database_with_best(const DeviceInfo& device, const Problem& problem,
+                               const std::string& config) {
+  const std::string path =
+      ::testing::TempDir() + "gemm_families_" + std::to_string(getpid()) + ".db";
+  std::remove(path.c_str());
+  cache::Database db(path);
+  cache::DeviceRecord d;
+  d.uuid = device.uuid;
+  d.name = device.name;
+  db.upsert_device(d);
+  cache::BestRecord best;
+  best.key = problem_key(device, problem);
+  best.config = config;
+  best.ms = 1;
+  EXPECT_TRUE(db.offer_best(best));
+  return path;
+}
+
 // Split-K through tuned_gemm: a user database whose best for one shape is a split-K config, so
 // the runtime gives it a workspace; repeated calls must give identical bits
 // (deterministic reduction) and match cuBLAS.
@@ -1063,20 +1082,7 @@ TEST(GemmFamilies, PackingCopiesAnOperandWhosePointerIsOffUnderAnAlignedLeadingD
       "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
       "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=1,GCOLS=1,AHEAD=0");
   const Problem packed = packed_problem("NN", m, n, k);
-  const std::string path =
-      ::testing::TempDir() + "gemm_packing_" + std::to_string(getpid()) + ".db";
-  {
-    cache::Database db(path);
-    cache::DeviceRecord d;
-    d.uuid = device.uuid;
-    d.name = device.name;
-    db.upsert_device(d);
-    cache::BestRecord best;
-    best.key = problem_key(device, packed);
-    best.config = config.canonical();
-    best.ms = 1;
-    ASSERT_TRUE(db.offer_best(best));
-  }
+  const std::string path = database_with_best(device, packed, config.canonical());
   ASSERT_EQ(tuned_set_database(path.c_str()), TUNED_STATUS_SUCCESS) << tuned_last_error();
   KernelCache kernels;
   DeviceCheck check(kernels, device);
@@ -1132,20 +1138,7 @@ std::vector<float> check_split_through_the_api(int m, int n, int k, const std::s
                                                const std::string& expect_in_description) {
   std::vector<float> result;
   const DeviceInfo device = query_device(0);
-  const std::string path =
-      ::testing::TempDir() + "gemm_families_" + std::to_string(getpid()) + ".db";
-  {
-    cache::Database db(path);
-    cache::DeviceRecord d;
-    d.uuid = device.uuid;
-    d.name = device.name;
-    db.upsert_device(d);
-    cache::BestRecord best;
-    best.key = problem_key(device, packed_problem("NT", m, n, k));
-    best.config = config;
-    best.ms = 1;
-    EXPECT_TRUE(db.offer_best(best));
-  }
+  const std::string path = database_with_best(device, packed_problem("NT", m, n, k), config);
   if (tuned_set_database(path.c_str()) != TUNED_STATUS_SUCCESS) {
     ADD_FAILURE() << tuned_last_error();
     return result;
