@@ -36,7 +36,7 @@ gemm_op::Problem make_problem(int op_a, int op_b, int64_t m, int64_t n, int64_t 
   p.ldb = ldb;
   p.ldc = ldc;
   p.alignment = gemm_op::alignment_class(a, b, c, lda, ldb, ldc);
-  p.misaligned_pointers = gemm_op::misaligned_pointers(a, b);
+  p.unaligned_operands = gemm_op::unaligned_operands(a, lda, b, ldb);
   return p;
 }
 

@@ -27,10 +27,11 @@ struct ProblemId {
   int rank = 0;
   std::array<int64_t, kMaxRank> dims{};
   int alignment = 1;
-  // Op-defined bits of the operands whose pointers allow fewer vectors than their leading
-  // dimensions do (the class cannot say which operand lowered it): what a launch copies aligned,
-  // and so its workspace, may depend on them. Not part of the database's key: the class is.
-  int misaligned_pointers = 0;
+  // Op-defined bits of the operands that allow no widest vectors, by pointer or leading dimension
+  // (the class cannot say which operand lowered it, and the id keeps no leading dimension): what
+  // a launch copies aligned, and so its workspace, may depend on them. Not part of the database's
+  // key: the class is.
+  int unaligned_operands = 0;
 
   std::vector<int64_t> shape() const { return {dims.begin(), dims.begin() + rank}; }
   bool operator==(const ProblemId&) const = default;

@@ -97,7 +97,7 @@ ProblemId problem_id(const Problem& p) {
   id.rank = 3;
   id.dims = {p.m, p.n, p.k, 0};
   id.alignment = p.alignment;
-  id.misaligned_pointers = p.misaligned_pointers;
+  id.unaligned_operands = p.unaligned_operands;
   return id;
 }
 
@@ -105,7 +105,7 @@ Problem problem_of(const ProblemId& id) {
   static const std::vector<std::string> layouts = info().variants;
   Problem p = packed_problem(layouts[static_cast<size_t>(id.variant)], id.dims[0], id.dims[1], id.dims[2]);
   p.alignment = id.alignment;
-  p.misaligned_pointers = id.misaligned_pointers;
+  p.unaligned_operands = id.unaligned_operands;
   p.lda = round_up(p.lda, id.alignment);
   p.ldb = round_up(p.ldb, id.alignment);
   p.ldc = round_up(p.ldc, id.alignment);

@@ -214,9 +214,11 @@ Problem packed_problem(const std::string& variant, int64_t m, int64_t n, int64_t
   return p;
 }
 
-int misaligned_pointers(const void* a, const void* b) {
-  const auto off = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; };
-  return (off(a) ? kOperandA : 0) | (off(b) ? kOperandB : 0);
+int unaligned_operands(const void* a, int64_t lda, const void* b, int64_t ldb) {
+  const auto off = [](const void* p, int64_t ld) {
+    return reinterpret_cast<uintptr_t>(p) % 16 != 0 || ld % 4 != 0;
+  };
+  return (off(a, lda) ? kOperandA : 0) | (off(b, ldb) ? kOperandB : 0);
 }
 
 int alignment_class(const void* a, const void* b, const void* c, int64_t lda, int64_t ldb,
@@ -904,7 +906,7 @@ const Space& space_for_fitting(const DeviceInfo& device, const Problem& problem)
   auto same_problem = [](const Problem& a, const Problem& b) {
     return a.trans_a == b.trans_a && a.trans_b == b.trans_b && a.m == b.m && a.n == b.n &&
            a.k == b.k && a.lda == b.lda && a.ldb == b.ldb && a.ldc == b.ldc &&
-           a.alignment == b.alignment && a.misaligned_pointers == b.misaligned_pointers &&
+           a.alignment == b.alignment && a.unaligned_operands == b.unaligned_operands &&
            a.compute == b.compute;
   };
   if (!last.space || !same_device(last.device, device) || !same_problem(last.problem, problem)) {
@@ -1144,11 +1146,11 @@ Problem k_slice(const Problem& p, int64_t kc) {
 // The operands a packing launch copies: those whose pointer or leading dimension allows no
 // 16-byte vectors (B not where PRETB's transposed copy already is aligned).
 bool copies_a(const Config& config, const Problem& p) {
-  return packs(config, p) && (p.lda % 4 != 0 || (p.misaligned_pointers & kOperandA));
+  return packs(config, p) && (p.lda % 4 != 0 || (p.unaligned_operands & kOperandA));
 }
 bool copies_b(const Config& config, const Problem& p) {
   return packs(config, p) && !config.get("PRETB") &&
-         (p.ldb % 4 != 0 || (p.misaligned_pointers & kOperandB));
+         (p.ldb % 4 != 0 || (p.unaligned_operands & kOperandB));
 }
 
 size_t packed_bytes_at(const Config& config, const Problem& p) {
@@ -1415,15 +1417,15 @@ void launch_pass(const LoadedKernel& kernel, const Config& config, const Problem
   if (packs(config, problem) && k > 0) {
     float* a_packed = reinterpret_cast<float*>(ws);
     float* b_packed = reinterpret_cast<float*>(ws + packed_a_bytes(config, problem));
-    // The workspace has room for the operands the problem says are unaligned; pointers that
-    // contradict it would overrun it.
+    // The workspace has room for the operands the problem says are unaligned; pointers or
+    // leading dimensions that contradict it would overrun it.
     const bool copy_a = !vector_aligned(a, lda),
                copy_b = !config.get("PRETB") && !vector_aligned(b, ldb);
     if ((copy_a && !copies_a(config, problem)) || (copy_b && !copies_b(config, problem))) {
       throw Error(TUNED_STATUS_INTERNAL_ERROR,
                   std::string("gemm launch: ") + (copy_a ? "A" : "B") +
-                      "'s pointer is off a 16-byte boundary but the problem's "
-                      "misaligned_pointers says it is not (no workspace is reserved for its copy)");
+                      "'s pointer or leading dimension allows no 16-byte vectors but the problem's "
+                      "unaligned_operands says it does (no workspace is reserved for its copy)");
     }
     if (copy_a) {
       lda = static_cast<int>(

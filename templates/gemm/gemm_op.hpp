@@ -33,7 +33,10 @@ struct Problem {
   int64_t m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldc = 0;
   int alignment = 1;  // widest vector (1, 2, 4 floats) that pointers and leading dims allow
-  int misaligned_pointers = 0;  // kOperandA | kOperandB: pointers off a 16-byte boundary
+  // kOperandA | kOperandB: operands whose pointer or leading dimension allows no 16-byte vectors
+  // (an ld that is no multiple of 4 counts whether marked or not; a problem rebuilt from its id
+  // has the smallest lds, so a call marks what its own pointers and lds say).
+  int unaligned_operands = 0;
 
   std::string layout() const;   // "NN", "NT", "TN", "TT"
   std::string variant() const;  // the layout and compute type: "NN", "NN-tf32", "NN-pedantic"
@@ -43,11 +46,12 @@ struct Problem {
   double flops() const { return 2.0 * static_cast<double>(m) * n * k; }
 };
 
-/// Bits of Problem::misaligned_pointers.
+/// Bits of Problem::unaligned_operands.
 constexpr int kOperandA = 1, kOperandB = 2;
 
-/// The bits of the pointers among a and b that are off a 16-byte boundary.
-int misaligned_pointers(const void* a, const void* b);
+/// The bits of a and b whose pointer is off a 16-byte boundary or whose leading dimension is no
+/// multiple of 4.
+int unaligned_operands(const void* a, int64_t lda, const void* b, int64_t ldb);
 
 /// A problem with the smallest leading dimensions and aligned pointers (for tuning), of a variant
 /// ("NN", or with a compute type: "NN-tf32"); throws Error(TUNED_STATUS_INVALID_ARGUMENT) naming

@@ -235,13 +235,29 @@ TEST(GemmSpace, PackedOperandsAndSplitSumsHaveTheirWorkspace) {
   Problem vocab = packed_problem("NN", 1000, 300, 40001);
   const size_t vocab_b = (40004ull * 300 * 4 + 255) / 256 * 256;
   EXPECT_EQ(workspace_bytes(c, vocab), vocab_b);
-  vocab.misaligned_pointers = kOperandA;
+  vocab.unaligned_operands = kOperandA;
   EXPECT_EQ(workspace_bytes(c, vocab), (1000ull * 40001 * 4 + 255) / 256 * 256 + vocab_b);
   // Aligned leading dims with B's pointer off: B alone.
   Problem off_b = packed_problem("NN", 4096, 4096, 4096);
   off_b.alignment = 1;
-  off_b.misaligned_pointers = kOperandB;
+  off_b.unaligned_operands = kOperandB;
   EXPECT_EQ(workspace_bytes(c, off_b), (4096ull * 4096 * 4 + 255) / 256 * 256);
+  // The runtime sizes a call's workspace from its problem id, which keeps no leading dimension:
+  // a call's padded odd lds (NN 796 x 913 x 1100, lda = 803, ldb = 1105: the smallest lds of the
+  // shape are multiples of 4) get the room its launch copies into, as do pointers off 16 bytes.
+  alignas(16) static float operand[8];
+  for (const auto& [pa, lda, pb, ldb] :
+       {std::tuple{operand, 803, operand, 1105}, std::tuple{operand + 1, 796, operand, 1105},
+        std::tuple{operand, 796, operand + 2, 1100}}) {
+    Problem call = packed_problem("NN", 796, 913, 1100);
+    call.lda = lda;
+    call.ldb = ldb;
+    call.alignment = alignment_class(pa, pb, operand, lda, ldb, call.ldc);
+    call.unaligned_operands = unaligned_operands(pa, lda, pb, ldb);
+    EXPECT_GT(workspace_bytes(c, call), 0u);
+    EXPECT_EQ(workspace_bytes(c, problem_of(problem_id(call))), workspace_bytes(c, call))
+        << "lda " << lda << ", ldb " << ldb;
+  }
   // With PRETB, B is already copied (transposed, aligned): only A gets room of its own.
   Config pretb = c;
   pretb.set("PRETB", 1);

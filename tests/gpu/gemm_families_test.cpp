@@ -1117,7 +1117,7 @@ TEST(GemmFamilies, PackingCopiesAnOperandWhosePointerIsOffUnderAnAlignedLeadingD
   std::remove(path.c_str());
 
   Problem hidden = packed;  // alignment class 1 (ldb), A's pointer not marked
-  ASSERT_EQ(hidden.misaligned_pointers, 0);
+  ASSERT_EQ(hidden.unaligned_operands, 0);
   DeviceBuffer workspace(workspace_bytes(config, hidden));
   const auto kernel = kernels.get(kernel_spec(config, hidden), device);
   try {
@@ -1128,7 +1128,7 @@ TEST(GemmFamilies, PackingCopiesAnOperandWhosePointerIsOffUnderAnAlignedLeadingD
     EXPECT_EQ(e.status(), TUNED_STATUS_INTERNAL_ERROR);
     EXPECT_NE(std::string(e.what()).find("A's pointer"), std::string::npos) << e.what();
   }
-  hidden.misaligned_pointers = kOperandA;
+  hidden.unaligned_operands = kOperandA;
   EXPECT_GT(workspace_bytes(config, hidden), workspace.bytes());
   TUNED_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
 }
