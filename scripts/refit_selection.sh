@@ -28,9 +28,9 @@
 # long products (convolution-like weight gradients and first layers) and then the entries those
 # brought into the table on the other sets (so they are judged near every shape):
 #   scripts/issue28_runs.sh gemv long        (refit, rebuild, then:)  scripts/issue28_runs.sh fill
-# The shipped tables: H100 with ENTRIES=112 (80 before the hard-family sweep, 96 before the long-sum
-# sweep of issue 31, whose leave-one-out rose at 112 in every layout; the default time
-# weight) on the first sweep, the matrix-vector one and issue 28's (gemm_sweep_nvidia-h100.tsv.gz, _gemv, _issue28-*, the last
+# The shipped tables: H100 with ENTRIES=128 (80 before the hard-family sweep, 96 before the long-sum
+# sweep of issue 31, whose leave-one-out rose at 112 in every layout, 112 before the refill sweeps,
+# with which 128 rose in NN, NT and TT and held in TN; the default time weight) on the first sweep, the matrix-vector one and issue 28's (gemm_sweep_nvidia-h100.tsv.gz, _gemv, _issue28-*, the last
 # with the matrix-vector sweeps _issue28-gemv-*, the long set _issue28-long and _issue28-*-fill):
 #   ENTRIES=96 scripts/refit_selection.sh bench/results/gemm_sweep_nvidia-h100_issue28*.tsv.gz \
 #     bench/results/gemm_sweep_nvidia-h100_gemv.tsv.gz bench/results/gemm_sweep_nvidia-h100.tsv.gz
@@ -46,7 +46,7 @@
 # decoding sweep (`issue28_runs.sh decode`: the fitting models decoding 16-32 tokens), then the
 # wgmma tiles at three blocks per SM and with the producer two slices ahead (`issue28_runs.sh minb3`
 # and `ahead`). So the shipped H100 table is (H=bench/results/gemm_sweep_nvidia-h100)
-#   ENTRIES=112 scripts/refit_selection.sh $(ls ${H}_issue28*.tsv.gz |
+#   ENTRIES=128 scripts/refit_selection.sh $(ls ${H}_issue28*.tsv.gz |
 #     grep -v -e rows-first -e lanes -e hard-large -e issue28-decode -e long-sums -e chains -e served \
 #       -e layer-tokens -e grid-portfolio -e refill) \
 #     ${H}_gemv.tsv.gz ${H}.tsv.gz ${H}_issue28-rows-first-*.tsv.gz \
