@@ -1421,9 +1421,10 @@ void launch_pass(const LoadedKernel& kernel, const Config& config, const Problem
     // leading dimensions that contradict it would overrun it.
     const bool copy_a = !vector_aligned(a, lda),
                copy_b = !config.get("PRETB") && !vector_aligned(b, ldb);
-    if ((copy_a && !copies_a(config, problem)) || (copy_b && !copies_b(config, problem))) {
+    const bool a_unmarked = copy_a && !copies_a(config, problem);
+    if (a_unmarked || (copy_b && !copies_b(config, problem))) {
       throw Error(TUNED_STATUS_INTERNAL_ERROR,
-                  std::string("gemm launch: ") + (copy_a ? "A" : "B") +
+                  std::string("gemm launch: ") + (a_unmarked ? "A" : "B") +
                       "'s pointer or leading dimension allows no 16-byte vectors but the problem's "
                       "unaligned_operands says it does (no workspace is reserved for its copy)");
     }
