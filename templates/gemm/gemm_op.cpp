@@ -85,6 +85,11 @@ const std::vector<Param>& parameters() {
 
 namespace {
 
+// Whether an operand allows 16-byte vectors: its pointer and its leading dimension.
+bool vector_aligned(const void* pointer, int64_t ld) {
+  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0 && ld % 4 == 0;
+}
+
 // A GEMV config's tile parameters: placeholders (the kernel reads only VEC and SPLITK), fixed so
 // the space holds one GEMV config per (GEMV, VEC, SPLITK) and they pass the tile rules.
 const std::vector<std::pair<const char*, int>>& gemv_tile_placeholders() {
@@ -215,10 +220,7 @@ Problem packed_problem(const std::string& variant, int64_t m, int64_t n, int64_t
 }
 
 int unaligned_operands(const void* a, int64_t lda, const void* b, int64_t ldb) {
-  const auto off = [](const void* p, int64_t ld) {
-    return reinterpret_cast<uintptr_t>(p) % 16 != 0 || ld % 4 != 0;
-  };
-  return (off(a, lda) ? kOperandA : 0) | (off(b, ldb) ? kOperandB : 0);
+  return (vector_aligned(a, lda) ? 0 : kOperandA) | (vector_aligned(b, ldb) ? 0 : kOperandB);
 }
 
 int alignment_class(const void* a, const void* b, const void* c, int64_t lda, int64_t ldb,
@@ -1145,12 +1147,15 @@ Problem k_slice(const Problem& p, int64_t kc) {
 
 // The operands a packing launch copies: those whose pointer or leading dimension allows no
 // 16-byte vectors (B not where PRETB's transposed copy already is aligned).
+bool unaligned(const Problem& p, int operand) {
+  const int64_t ld = operand == kOperandA ? p.lda : p.ldb;
+  return ld % 4 != 0 || (p.unaligned_operands & operand) != 0;
+}
 bool copies_a(const Config& config, const Problem& p) {
-  return packs(config, p) && (p.lda % 4 != 0 || (p.unaligned_operands & kOperandA));
+  return packs(config, p) && unaligned(p, kOperandA);
 }
 bool copies_b(const Config& config, const Problem& p) {
-  return packs(config, p) && !config.get("PRETB") &&
-         (p.ldb % 4 != 0 || (p.unaligned_operands & kOperandB));
+  return packs(config, p) && !config.get("PRETB") && unaligned(p, kOperandB);
 }
 
 size_t packed_bytes_at(const Config& config, const Problem& p) {
@@ -1187,10 +1192,6 @@ size_t packed_b_bytes(const Config& config, const Problem& p) {
   if (!copies_b(config, p)) return 0;
   const Problem pass = k_slice(p, pack_pass_k(config, p));
   return aligned_bytes(b_rows(pass), b_cols(pass));
-}
-
-bool vector_aligned(const void* pointer, int64_t ld) {
-  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0 && ld % 4 == 0;
 }
 
 // Floats of one partial tile: BM x BN, or GEMV's row block of every column.
