@@ -8,7 +8,9 @@
 //   layout m n k alignment config registers occupancy ms cublas_ms rel_error exact_error
 //   cublas_exact_error within_contract
 // Rows are flushed per problem, so a run cut short keeps what it measured.
-//   gemm_sweep --seeds 1-25 [--min-gflop X] [--grid] [--networks] [--hard-families] [--skinny]
+//   gemm_sweep --seeds 1-25 [--min-gflop X] [--grid] [--networks] [--vocab-networks]
+//              [--layer-grid [--layer-ffn] [--layer-tokens T...]] [--hard-families] [--skinny]
+//              [--unaligned]
 //              [--gemv] [--long] [--long-sums] [--portfolio] [--candidates FILE]
 //              [--candidates-from-db DB [--top N]]
 //              [--cubin-db DB] [--max-gflop X] [--out FILE [--resume]] [--max-seconds S]
@@ -137,17 +139,29 @@ std::vector<Shape> grid_shapes() {
 // Linear layers of mid-size models (hidden sizes 768 to 2048, by default 256 to 1536 tokens) as
 // PyTorch calls cuBLAS, every pass: forward TN (out, tokens, in), input gradient NN (in, tokens,
 // out), weight gradient NT (in, out, tokens). Products of 0.3-13 GFLOP where tiles, splits and
-// waves decide and the random strata hold few aligned points.
+// waves decide and the random strata hold few aligned points. With ffn, their feed-forward
+// layers instead: up (hidden to 3072-8192) and down (back), products of 1-50 GFLOP whose k or m
+// is 2-5 times the other dimensions.
 const std::vector<int64_t> kLayerTokens = {256, 384, 512, 640, 768, 1024, 1536};
-std::vector<Shape> layer_grid_shapes(const std::vector<int64_t>& token_counts) {
+std::vector<Shape> layer_grid_shapes(const std::vector<int64_t>& token_counts, bool ffn) {
+  const std::vector<int64_t> hidden = {768, 1024, 1280, 1536, 2048};
+  std::vector<std::pair<int64_t, int64_t>> layers;  // (in, out)
+  for (int64_t in : hidden) {
+    if (ffn) {
+      for (int64_t wide : {3072, 4096, 5120, 8192}) {
+        layers.push_back({in, wide});
+        layers.push_back({wide, in});
+      }
+    } else {
+      for (int64_t outs : hidden) layers.push_back({in, outs});
+    }
+  }
   std::vector<Shape> out;
   for (int64_t tokens : token_counts) {
-    for (int64_t in : {768, 1024, 1280, 1536, 2048}) {
-      for (int64_t outs : {768, 1024, 1280, 1536, 2048}) {
-        out.push_back({"TN", outs, tokens, in});
-        out.push_back({"NN", in, tokens, outs});
-        out.push_back({"NT", in, outs, tokens});
-      }
+    for (const auto& [in, outs] : layers) {
+      out.push_back({"TN", outs, tokens, in});
+      out.push_back({"NN", in, tokens, outs});
+      out.push_back({"NT", in, outs, tokens});
     }
   }
   return out;
@@ -433,7 +447,8 @@ std::vector<Config> candidates_from_database(const std::string& path, const Devi
 struct Selection {
   bool grid = false, hard_families = false, skinny = false, gemv = false, portfolio = false,
        networks = false, more_networks = false, decode_networks = false, long_products = false,
-       long_sums = false, layer_grid = false, only_candidates = false;
+       long_sums = false, layer_grid = false, layer_ffn = false, vocab_networks = false,
+       only_candidates = false, unaligned_only = false;
   double min_gflop = 0, max_gflop = 0;  // random draws of at least; any problem of at most (0: any)
   int64_t max_n = 0;                    // problems with n up to this only (0: any)
   int64_t min_k = 0, max_k = 0;         // problems with k in [min_k, max_k] only (max 0: any)
@@ -451,6 +466,9 @@ std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& 
     if (sel.max_n > 0 && s.n > sel.max_n) return;
     if (s.k < sel.min_k || (sel.max_k > 0 && s.k > sel.max_k)) return;
     if (sel.gemv && !is_vector_shape(s)) return;
+    if (sel.unaligned_only && gemm_op::packed_problem(s.layout, s.m, s.n, s.k).alignment == 4) {
+      return;
+    }
     if (is_held_out_shape(s.layout, s.m, s.n, s.k)) return;
     if (seen.emplace(s.layout, s.m, s.n, s.k).second) shapes.push_back(s);
   };
@@ -467,6 +485,9 @@ std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& 
   if (sel.decode_networks) {
     for (const auto& g : fitting_gemms_decode()) add(g.shape);
   }
+  if (sel.vocab_networks) {
+    for (const auto& g : fitting_gemms_vocab()) add(g.shape);
+  }
   if (sel.long_products) {
     for (const auto& s : long_shapes()) add(s);
   }
@@ -474,7 +495,7 @@ std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& 
     for (const auto& s : long_sum_shapes()) add(s);
   }
   if (sel.layer_grid) {
-    for (const auto& s : layer_grid_shapes(sel.layer_tokens)) add(s);
+    for (const auto& s : layer_grid_shapes(sel.layer_tokens, sel.layer_ffn)) add(s);
   }
   for (uint64_t seed : parse_seeds(seeds_text)) {
     for (const auto& s : random_shapes(seed, kShapesPerSeed, sel.min_gflop)) {
@@ -555,14 +576,15 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
         if (gemm_op::make_space(device, p).violation(c, false)) continue;
         const std::string key = layout + "|" + c.canonical();
         if (!by_key.emplace(key, Candidate{c, layout}).second) continue;
-        // A packed config (and the matrix-vector kernel, which checks its operands at launch)
-        // keeps its VEC on problems of narrower alignment, where C is stored C_VEC = alignment
-        // wide: a kernel for each.
+        // A packed config (a TMA-fed one packs there: packed_where_unaligned; and the
+        // matrix-vector kernel, which checks its operands at launch) keeps its VEC on problems of
+        // narrower alignment, where C is stored C_VEC = alignment wide: a kernel for each.
         for (int alignment : {4, 2, 1}) {
-          const bool keeps_vec = c.get("PACK") == 1 || c.get("GEMV") > 0;
-          if (alignment > vec || (alignment < vec && !keeps_vec)) continue;
           auto aligned = p;
           aligned.alignment = alignment;
+          const bool keeps_vec =
+              gemm_op::packed_where_unaligned(c, aligned).get("PACK") == 1 || c.get("GEMV") > 0;
+          if (alignment > vec || (alignment < vec && !keeps_vec)) continue;
           CompileJob job;
           job.config = c;
           job.spec = gemm_op::kernel_spec(c, aligned);
@@ -658,25 +680,30 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
     std::ostringstream lines;
     for (auto& [key, cand] : by_key) {
       if (cand.layout != s.layout) continue;
-      const auto kernel = cand.kernels.find(std::min(cand.config.get("VEC"), p.alignment));
+      // A TMA-fed base runs packed here if the problem is unaligned, as the library serves it (the
+      // row names it so); not where its packed twin is a base of its own.
+      const Config config = gemm_op::packed_where_unaligned(cand.config, p);
+      if (!(config == cand.config) && by_key.count(s.layout + "|" + config.canonical()) > 0) {
+        continue;
+      }
+      const auto kernel = cand.kernels.find(std::min(config.get("VEC"), p.alignment));
       if (kernel == cand.kernels.end()) continue;
-      if (cand.config.get("VEC") != std::min(p.alignment, 4) &&
-          cand.config.get("VEC") != p.alignment) {
+      if (config.get("VEC") != std::min(p.alignment, 4) && config.get("VEC") != p.alignment) {
         // Only the variant fit_config makes of each base: VEC = min(base VEC, alignment).
-        Config wider = cand.config;
+        Config wider = config;
         bool is_fitted_variant = false;
         for (int v : {4, 2}) {
-          if (v <= cand.config.get("VEC") || v > p.alignment) continue;
+          if (v <= config.get("VEC") || v > p.alignment) continue;
           wider.set("VEC", v);
           is_fitted_variant = by_key.count(s.layout + "|" + wider.canonical()) > 0;
           if (is_fitted_variant) break;
         }
         if (is_fitted_variant) continue;
       }
-      if (space.violation(cand.config, false)) continue;
-      if (gemm_op::workspace_bytes(cand.config, p) > kMaxWorkspace) continue;
+      if (space.violation(config, false)) continue;
+      if (gemm_op::workspace_bytes(config, p) > kMaxWorkspace) continue;
       auto call = [&](cudaStream_t st) {
-        gemm_op::launch(*kernel->second, cand.config, p, 1.0f, a.as<float>(), b.as<float>(), 0.0f,
+        gemm_op::launch(*kernel->second, config, p, 1.0f, a.as<float>(), b.as<float>(), 0.0f,
                         c.as<float>(), workspace.get(), st, api::transpose);
       };
       DeviceCheck::poison(c.as<float>(), static_cast<size_t>(p.ldc * p.n), stream.get());
@@ -689,10 +716,9 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
       const double ms = time_calls(call, stream.get(), best > 0 ? 4 * best : 0, /*warmed=*/true);
       if (best == 0 || ms < best) best = ms;
       lines << s.layout << '\t' << s.m << '\t' << s.n << '\t' << s.k << '\t' << p.alignment << '\t'
-            << cand.config.canonical() << '\t' << cand.registers << '\t' << cand.occupancy << '\t'
-            << ms << '\t' << cublas_ms << '\t' << err << '\t' << exact_err << '\t'
-            << cublas_exact << '\t' << (gemm_op::within_contract(exact_err, cublas_exact) ? 1 : 0)
-            << '\n';
+            << config.canonical() << '\t' << cand.registers << '\t' << cand.occupancy << '\t' << ms
+            << '\t' << cublas_ms << '\t' << err << '\t' << exact_err << '\t' << cublas_exact << '\t'
+            << (gemm_op::within_contract(exact_err, cublas_exact) ? 1 : 0) << '\n';
       ++rows;
     }
     out << lines.str();
@@ -753,6 +779,14 @@ int main(int argc, char** argv) {
   app.add_flag("--layer-grid", sel.layer_grid,
                "add the linear layers of mid-size models: hidden sizes 768-2048, 256-1536 tokens, "
                "forward (TN), input (NN) and weight (NT) gradients");
+  app.add_flag("--layer-ffn", sel.layer_ffn,
+               "with --layer-grid: their feed-forward layers instead (hidden sizes 768-2048 up to "
+               "and down from 3072-8192)");
+  app.add_flag("--vocab-networks", sel.vocab_networks,
+               "add the fourth fitting set: vocabulary projections of models whose vocabulary is "
+               "not a multiple of 4, every pass and decoding 8-24 tokens (fitting_gemms_vocab)");
+  app.add_flag("--unaligned", sel.unaligned_only,
+               "only the problems whose leading dimensions are not all multiples of 4");
   app.add_option("--layer-tokens", sel.layer_tokens,
                  "with --layer-grid: these token counts (default 256 384 512 640 768 1024 1536; "
                  "the weight gradients' k)")

@@ -222,4 +222,30 @@ inline std::vector<NetworkGemm> fitting_gemms_decode() {
   return out;
 }
 
+/// A fourth fitting set (gemm_sweep --vocab-networks): the vocabulary projections of models whose
+/// vocabulary is not a multiple of 4, so the logits' and their gradients' leading dimension is
+/// odd or even but unaligned: every pass at training token counts and the forward product
+/// decoding 8-24 tokens. The other sets' vocabularies are all multiples of 4, so nothing told the
+/// model that a product whose C alone is unaligned copies nothing, or what packing an unaligned
+/// gradient costs beside a wgmma tile (in diagnosis: GPT-2's lm_head, a benchmark layer, ran
+/// 0.88x at 16 tokens and 0.98x in its weight gradient on picks judged from aligned points).
+inline std::vector<NetworkGemm> fitting_gemms_vocab() {
+  const std::vector<int64_t> tokens = {256, 1024, 3072}, decode = {8, 16, 24};
+  const auto head = [](int64_t d, int64_t vocab) {
+    return std::vector<NetworkLayer>{{"lm_head", d, vocab}};
+  };
+  const std::vector<Network> nets = {
+      {"RoBERTa-base", head(768, 50265), tokens, decode},
+      {"RoBERTa-large", head(1024, 50265), tokens, decode},
+      {"Whisper-medium", head(1024, 51865), tokens, decode},
+      {"Whisper-large-v3", head(1280, 51866), tokens, decode},
+      {"XLM-R-base", head(768, 250002), {256, 1024}, decode},
+  };
+  std::vector<NetworkGemm> out;
+  for (const auto& net : nets) {
+    for (auto& g : network_gemms(net)) out.push_back(std::move(g));
+  }
+  return out;
+}
+
 }  // namespace tuned::bench

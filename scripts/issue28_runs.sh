@@ -77,6 +77,18 @@
 #   layer-tokens[:S]  the shipped portfolio on the same layers with 2048-4096 tokens (the weight
 #                gradients' k past the grid's 1536), for at most S seconds (default 300;
 #                gemm_sweep_<gpu>_issue28-layer-tokens.tsv.gz)
+#   vocab[:S]    the shipped portfolio on the vocabulary projections of models whose vocabulary
+#                is not a multiple of 4 (gemm_sweep --vocab-networks: every pass and decoding),
+#                for at most S seconds (default 300; gemm_sweep_<gpu>_issue28-vocab.tsv.gz)
+#   ffn-grid[:S]  the shipped portfolio on the same mid-size models' feed-forward layers
+#                (gemm_sweep --layer-grid --layer-ffn: 768-2048 up to and down from 3072-8192,
+#                256-1536 tokens), for at most S seconds (default 360;
+#                gemm_sweep_<gpu>_issue28-ffn-grid.tsv.gz)
+#   tma-packed[:S]  the shipped H100 table's unpacked TMA-fed entries (bench/results/
+#                gemm_sweep_candidates_tma_portfolio.txt), which the library serves packed on
+#                unaligned problems, on the unaligned problems of the vocabulary set and the first
+#                sets, for at most S seconds
+#                (default 360; gemm_sweep_<gpu>_issue28-<set>-tma-packed.tsv.gz)
 #   wgmma-n32[:S]  the split TF32 wgmma configs of 64 x 32 warpgroup tiles (bench/results/
 #                gemm_sweep_candidates_wgmma_n32.txt) on the products of n up to 48 of the wgmma
 #                step's sets, for at most S seconds (default 300; gemm_sweep_<gpu>_issue28-
@@ -228,6 +240,9 @@ wgmma_sets WGMMA_N32_SETS wgmma-n32 --max-n 48
 LAYER_GRID_SETS=("layer-grid --layer-grid")
 GRID_PORTFOLIO_SETS=("grid-portfolio --grid")
 LAYER_TOKENS_SETS=("layer-tokens --layer-grid --layer-tokens 2048 3072 4096")
+VOCAB_SETS=("vocab --vocab-networks")
+FFN_GRID_SETS=("ffn-grid --layer-grid --layer-ffn")
+TMA_PACKED_SETS=("vocab --vocab-networks" "${SETS[@]}")
 # The aligned sets, where VEC = 4 runs unpacked: the wgmma loads of issue 28's last change.
 ROWS_FIRST_SETS=("rows-first-networks --networks --max-gflop 600"
                  "rows-first-more --more-networks --max-gflop 200" "rows-first-layer-grid --layer-grid")
@@ -345,6 +360,13 @@ for step in "$@"; do
       sweep_step grid-portfolio 240 GRID_PORTFOLIO_SETS "" --portfolio ;;
     layer-tokens|layer-tokens:*)
       sweep_step layer-tokens 300 LAYER_TOKENS_SETS "" --portfolio ;;
+    vocab|vocab:*)
+      sweep_step vocab 300 VOCAB_SETS "" --portfolio ;;
+    ffn-grid|ffn-grid:*)
+      sweep_step ffn-grid 360 FFN_GRID_SETS "" --portfolio ;;
+    tma-packed|tma-packed:*)
+      sweep_step tma-packed 360 TMA_PACKED_SETS -tma-packed --unaligned \
+        --candidates bench/results/gemm_sweep_candidates_tma_portfolio.txt ;;
     wgmma-n32|wgmma-n32:*)
       sweep_step wgmma-n32 300 WGMMA_N32_SETS "" \
         --candidates bench/results/gemm_sweep_candidates_wgmma_n32.txt ;;

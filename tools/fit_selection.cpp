@@ -21,6 +21,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -78,11 +79,15 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return out;
 }
 
-// The entry's time on a problem: measured; else, where the problem's alignment is below the
-// entry's vector width, the time of its sibling with the widest narrower width measured there
-// (the sweep fits each config to the alignment); else none (-1).
-double entry_ms(const std::string& config, const Problem& p) {
+// The entry's time on a problem: measured; else that of the entry as the op serves it there
+// (served: e.g. a GEMM TMA-fed entry packed on an unaligned problem, which the sweep times so);
+// else, where the problem's alignment is below the entry's vector width, the time of its sibling
+// with the widest narrower width measured there (the sweep fits each config to the alignment);
+// else none (-1).
+double entry_ms(const std::string& config, const std::function<std::string()>& served,
+                const Problem& p) {
   if (auto it = p.ms.find(config); it != p.ms.end()) return it->second;
+  if (auto it = p.ms.find(served()); it != p.ms.end()) return it->second;
   tuned::Config c = tuned::Config::parse(config);
   if (!c.has(kVectorParam) || c.get(kVectorParam) <= p.alignment) return -1;
   for (int v = c.get(kVectorParam) - 1; v >= 1; --v) {
@@ -448,8 +453,26 @@ int run(Options opt) {
   std::ostringstream body;
   body << model_line.str();
   std::ostringstream quality;
+  const tuned::OpRegistration& op = tuned::find_op(opt.op);
   for (const auto& [variant, list] : by_variant) {
     const auto chosen = choose_portfolio(list, opt.entries);
+    std::vector<tuned::Config> chosen_configs;
+    for (const auto& text : chosen) {
+      chosen_configs.push_back(tuned::with_absent_params(tuned::Config::parse(text), op.params));
+    }
+    // An entry as the op serves it on a problem (where it was not measured itself).
+    const auto served_text = [&](size_t e, const Problem& p) -> std::string {
+      tuned::ProblemId id;
+      id.rank = static_cast<int>(p.shape.size());
+      std::copy(p.shape.begin(), p.shape.end(), id.dims.begin());
+      id.alignment = p.alignment;
+      try {
+        id.variant = op.variant_index(variant);
+        return op.face->serve(chosen_configs[e], id).canonical();
+      } catch (const Error&) {
+        return chosen[e];
+      }
+    };
     std::ostringstream entry_lines;
     for (size_t e = 0; e < chosen.size(); ++e) {
       entry_lines << "entry\t" << variant << '\t' << e << '\t' << chosen[e] << '\n';
@@ -463,7 +486,8 @@ int run(Options opt) {
                          shape_text(p->shape) + '\t';
       double portfolio_best = std::numeric_limits<double>::infinity();
       for (size_t e = 0; e < chosen.size(); ++e) {
-        const double ms = entry_ms(chosen[e], *p);
+        const double ms = entry_ms(
+            chosen[e], [&] { return served_text(e, *p); }, *p);
         char text[32] = "-";
         if (ms > 0) {
           std::snprintf(text, sizeof text, "%.4g", ms);
@@ -568,8 +592,9 @@ int run(Options opt) {
         << " held-out problems dropped. Per variant, up to " << opt.entries
         << " entries chosen greedily by summed log regret, each problem weighed 1 + cuBLAS ms / "
         << opt.time_weight_ms << ";\n"
-        << "# points: every retained problem with each entry's ms ('-': not measured; a narrower "
-           "VEC sibling's time where the alignment is below the entry's).\n"
+        << "# points: every retained problem with each entry's ms ('-': not measured; else the "
+           "time of the entry as the op serves it there, or of a narrower VEC sibling where the "
+           "alignment is below the entry's).\n"
         << (opt.feature_weights.empty()
                 ? std::string()
                 : "# features: " + opt.feature_weights + " (" + std::to_string(opt.sm_count) +

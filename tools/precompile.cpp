@@ -86,8 +86,10 @@ int run(const std::string& out_dir, int jobs_wanted, size_t max_kernels) {
       }
       large.alignment = alignment;
       try {
-        const Config fitted = op.face->fit(config, reference_device(e.cc), large);
-        if (fitted == config || alignment == id.alignment) {
+        // As the runtime takes it: served there (GEMM: a TMA-fed entry packs), then fitted.
+        const Config served = op.face->serve(config, large);
+        const Config fitted = op.face->fit(served, reference_device(e.cc), large);
+        if (fitted == served || alignment == id.alignment) {
           add(op.face->kernel_spec(fitted, large), e.cc);
         }
       } catch (const Error&) {  // not valid there: the runtime would not run it

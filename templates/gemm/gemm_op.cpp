@@ -942,6 +942,11 @@ bool packing_pays(const Problem& p) {
   return p.m > 0 && p.n > 0 && p.k > 0 && packing_cost(p) <= 0.1;
 }
 
+Config packed_where_unaligned(Config config, const Problem& problem) {
+  if (is_tma(config) && problem.alignment < 4) config.set("PACK", 1);
+  return config;
+}
+
 bool packs(const Config& config, const Problem& p) {
   return config.get("PACK") == 1 && !is_gemv(config) && p.alignment < 4;
 }

@@ -121,6 +121,12 @@ double packing_cost(const Problem& problem);
 /// whose VEC the problem does not allow (true where only C is unaligned: nothing is copied).
 bool packing_pays(const Problem& problem);
 
+/// config as it runs on problem's alignment where that keeps its kernel: a TMA-fed config (which
+/// reads 16-byte runs only) packs (PACK = 1, a host-side parameter) on a problem below alignment 4,
+/// as fit_config makes it. The op's serve applies it to the portfolio's entries, which were
+/// mostly timed unpacked on aligned problems, and gemm_sweep to the configs it times.
+Config packed_where_unaligned(Config config, const Problem& problem);
+
 /// Whether a launch of config on problem packs (PACK = 1 on a tile config, the problem's alignment
 /// class below 4): the operands whose pointer or leading dimension allows no 16-byte vectors are
 /// copied aligned into the workspace, which holds room for those alone.

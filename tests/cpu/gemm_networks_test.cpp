@@ -124,8 +124,8 @@ TEST(NetworkShapes, DecodeRowsAreForwardOnly) {
   }
 }
 
-// The selection model is fitted on fitting_gemms(), fitting_gemms_more() and
-// fitting_gemms_decode(): none of them may be a benchmark problem (nor any other held-out one,
+// The selection model is fitted on fitting_gemms(), fitting_gemms_more(), fitting_gemms_decode()
+// and fitting_gemms_vocab(): none of them may be a benchmark problem (nor any other held-out one,
 // which gemm_sweep would refuse to measure).
 TEST(NetworkShapes, NoFittingShapeIsABenchmarkShape) {
   std::set<ShapeKey> benchmark;
@@ -138,6 +138,15 @@ TEST(NetworkShapes, NoFittingShapeIsABenchmarkShape) {
   const auto decode = tuned::bench::fitting_gemms_decode();
   ASSERT_GT(decode.size(), 60u);
   fitting.insert(fitting.end(), decode.begin(), decode.end());
+  const auto vocab = tuned::bench::fitting_gemms_vocab();
+  ASSERT_EQ(vocab.size(), 5u * 3u + 4u * 9u + 2u * 3u);  // decoding 3 each, training 3 passes
+  for (const auto& g : vocab) {
+    const int64_t ld = g.pass == "input_grad" ? g.shape.k
+                       : g.pass == "forward"  ? g.shape.m
+                                              : g.shape.n;
+    EXPECT_NE(ld % 4, 0) << g.model << " " << g.pass << ": the vocabulary is the unaligned ld";
+  }
+  fitting.insert(fitting.end(), vocab.begin(), vocab.end());
   for (const auto& g : fitting) {
     EXPECT_EQ(benchmark.count(key_of(g.shape)), 0u)
         << g.model << " " << g.layer << " " << g.pass << " " << g.shape.layout << " "

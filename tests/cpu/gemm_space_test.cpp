@@ -761,6 +761,41 @@ TEST(GemmSpace, TmaWgmmaConfigsReadSixteenByteRunsAndTurnATransposedBOver) {
       "wgmma_split_tf32_from_k_128");
 }
 
+// The portfolio's TMA-fed entries were timed unpacked on aligned problems; the op serves them
+// packed on an unaligned one (the same kernel, so the runtime takes them as they are there), and
+// predicts them there only where the copies take at most half the product's time. Other entries
+// are served unpacked as before.
+TEST(GemmSpace, TmaEntriesAreServedPackedWhereTheCallIsUnaligned) {
+  Config tma = Config::parse(
+      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=4,SWZ=8,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,KSUM=1,GCOLS=1,"
+      "AHEAD=0");
+  const DeviceInfo h100 = reference_device(90);
+  const OpFace& face = *registration().face;
+  // A vocabulary's weight gradient: B (its gradient, 50001 x 2048) has an odd leading dimension.
+  const ProblemId grad = problem_id(packed_problem("NT", 1024, 50001, 2048));
+  ASSERT_EQ(grad.alignment, 1);
+  const Config served = face.serve(tma, grad);
+  EXPECT_EQ(served.get("PACK"), 1);
+  EXPECT_EQ(face.fit(served, h100, grad), served);  // runs as it is
+  EXPECT_EQ(face.kernel_spec(served, grad).kernel_name, face.kernel_spec(tma, grad).kernel_name);
+  EXPECT_TRUE(face.transfers_to(tma, grad));
+  // Aligned: unchanged.
+  const ProblemId aligned = problem_id(packed_problem("NT", 1024, 50000, 2048));
+  EXPECT_EQ(face.serve(tma, aligned), tma);
+  // A tall TN product with k = 27 would copy all of B: served packed, but not predicted.
+  tma.set("PRETB", 0);
+  const ProblemId thin_k = problem_id(packed_problem("TN", 64, 1000000, 27));
+  EXPECT_EQ(face.serve(tma, thin_k).get("PACK"), 1);
+  EXPECT_FALSE(face.transfers_to(tma, thin_k));
+  // An FFMA entry is not packed by serving (fit narrows or packs it by its own rule).
+  const Config ffma = Config::parse(
+      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE="
+      "1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=0,CSTAGE=0,KSUM=0,GCOLS=1,AHEAD="
+      "0");
+  EXPECT_EQ(face.serve(ffma, grad).get("PACK"), 0);
+}
+
 // Compute types (tuned_gemm_ex): the variants name them after the layout; plain TF32 (MMA = 5) is
 // the TF32 type's alone and the pedantic type computes in FFMA alone, by named rules; the TF32
 // type serves split TF32 configs in their one-product form and starts its search from them.

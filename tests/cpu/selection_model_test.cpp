@@ -720,7 +720,8 @@ TEST_F(FitSelectionTest, LeavesOutConfigsTheOpRefusesOnTheirProblem) {
 // A config the op serves otherwise on a row's problem measured a kernel the library never runs
 // there: a TMA-fed split TF32 config summing 256 slices in one float chain (k = 8192) is served
 // with partial chains (KSUM = 2), so its rows there are left out however fast, and the chained
-// config measured beside it is the point's entry; at k = 2048 (64 slices) it runs as it is.
+// config measured beside it is the point's entry; at k = 2048 (64 slices) it runs as it is. Where
+// its own time is left out, the point gives it the time of what it is served as (the chains').
 TEST_F(FitSelectionTest, LeavesOutConfigsTheOpServesOtherwiseOnTheirProblem) {
   const std::string one_chain =
       "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
@@ -743,8 +744,30 @@ TEST_F(FitSelectionTest, LeavesOutConfigsTheOpServesOtherwiseOnTheirProblem) {
             std::string::npos)
       << fit.output;
   EXPECT_NE(fit.table.find("entry\tNN\t0\t" + chains + "\n"), std::string::npos) << fit.table;
-  EXPECT_NE(fit.table.find("\t2048x2048x8192\t1.1,-\t1\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("\t2048x2048x8192\t1.1,1.1\t1\n"), std::string::npos) << fit.table;
   EXPECT_NE(fit.table.find("\t2048x2048x2048\t1.1,1\n"), std::string::npos) << fit.table;
+}
+
+// An entry not measured on a problem itself takes the time of what the op serves it as there: a
+// TMA-fed entry (timed unpacked where aligned) gets its packed twin's time on an unaligned
+// vocabulary gradient, where the sweep times it packed; so the model can predict it there.
+TEST_F(FitSelectionTest, AnEntryTakesTheTimeOfWhatItIsServedAs) {
+  const std::string unpacked =
+      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
+      "PIPE=4,SWZ=8,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,KSUM=1,GCOLS=1,"
+      "AHEAD=0";
+  std::string packed = unpacked;
+  packed.replace(packed.find("PACK=0"), 6, "PACK=1");
+  std::string sweep =
+      "# gemm_sweep on Test GPU 9 (sm_90, 132 SMs)\n"
+      "layout\tm\tn\tk\talignment\tconfig\tregisters\toccupancy\tms\tcublas_ms\trel_error\n";
+  for (int64_t m : {1024, 1536, 2048}) sweep += row("NT", m, 50000, 2048, 4, unpacked, 0.5);
+  sweep += row("NT", 1024, 50001, 2048, 1, packed, 0.6);
+  const Fit fit = this->fit(sweep, "--entries 1");
+  ASSERT_EQ(fit.exit_code, 0) << fit.output;
+  EXPECT_NE(fit.table.find("entry\tNT\t0\t" + unpacked + "\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("\t1\t1024x50001x2048\t0.6\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("\t4\t1536x50000x2048\t0.5\n"), std::string::npos) << fit.table;
 }
 
 // A problem only configs outside the portfolio were measured on (matrix-vector configs of a
