@@ -48,7 +48,7 @@
 # and `ahead`). So the shipped H100 table is (H=bench/results/gemm_sweep_nvidia-h100)
 #   ENTRIES=128 scripts/refit_selection.sh $(ls ${H}_issue28*.tsv.gz |
 #     grep -v -e rows-first -e lanes -e hard-large -e issue28-decode -e long-sums -e chains -e served \
-#       -e layer-tokens -e grid-portfolio -e refill) \
+#       -e layer-tokens -e grid-portfolio -e refill -e vocab -e ffn-grid -e tma-packed) \
 #     ${H}_gemv.tsv.gz ${H}.tsv.gz ${H}_issue28-rows-first-*.tsv.gz \
 #     $(ls ${H}_issue28-lanes-*.tsv.gz | grep -v ahead) \
 #     ${H}_issue28-hard-large.tsv.gz ${H}_issue28-hard-large-nt.tsv.gz ${H}_issue28-decode.tsv.gz \
@@ -58,13 +58,18 @@
 #     ${H}_issue28-tma-splits-{more,networks,long}.tsv.gz ${H}_issue28-thin-c-long.tsv.gz \
 #     ${H}_issue28-long-sums.tsv.gz ${H}_issue28-chains-{more,networks,long}.tsv.gz \
 #     ${H}_issue28-served-{networks,more}.tsv.gz ${H}_issue28-layer-tokens.tsv.gz \
-#     ${H}_issue28-grid-portfolio.tsv.gz ${H}_issue28-{networks,large,middle,small}-refill.tsv.gz
+#     ${H}_issue28-grid-portfolio.tsv.gz ${H}_issue28-{networks,large,middle,small}-refill.tsv.gz \
+#     ${H}_issue28-vocab.tsv.gz ${H}_issue28-ffn-grid.tsv.gz \
+#     ${H}_issue28-{large,middle,networks,small,vocab}-tma-packed.tsv.gz
 # (the TMA-fed split TF32 candidates, `issue28_runs.sh tma`, and their many-split variants on long
 # sums, `tma-splits`, the staged-C FP64 tiles of 32 rows, `thin-c`, and the TMA-fed configs with
 # partial chains of slice sums, packed where unaligned, on the long-sum grid and the fitting sets'
 # long sums, `long-sums` and `chains`, and the TMA entries in the form served past one chain,
 # `served`, the portfolio on layers of 2048-4096 tokens, `layer-tokens`, and the portfolio again
-# where most of its entries were never timed, `grid-portfolio` and `refill`: issue 31)
+# where most of its entries were never timed, `grid-portfolio` and `refill`, on vocabulary
+# projections whose vocabulary is not a multiple of 4 and on feed-forward layers, `vocab` and
+# `ffn-grid`, and its unpacked TMA entries as served packed on the unaligned problems,
+# `tma-packed`: issue 31)
 # and the H200's the command above, with ENTRIES=112 (at 96 the hard families displaced the FP64
 # 128-split entry of a 118 GFLOP convolution weight gradient), followed by its
 # _issue28-rows-first-networks and -more sweeps, its _issue28-lanes-large, -middle, -networks and

@@ -79,20 +79,24 @@ int run(const std::string& out_dir, int jobs_wanted, size_t max_kernels) {
     // problems of its own alignment another form (GEMM: slice sums in partial chains or k split
     // past k = 4096): built as well, or a fresh process's first call of such a problem would wait
     // for NVRTC (60-80 ms on an H100).
-    for (int alignment : {4, 2, 1}) {
-      ProblemId large = id;
-      for (int i = 0; i < large.rank; ++i) {
-        large.dims[i] = std::min<int64_t>(8192, op.range_of(i).second);
-      }
-      large.alignment = alignment;
-      try {
-        // As the runtime takes it: served there (GEMM: a TMA-fed entry packs), then fitted.
-        const Config served = op.face->serve(config, large);
-        const Config fitted = op.face->fit(served, reference_device(e.cc), large);
-        if (fitted == served || alignment == id.alignment) {
-          add(op.face->kernel_spec(fitted, large), e.cc);
+    // Both at the entry's own size and a large one: an unaligned problem of either needs its
+    // own form (GEMM: a TMA-fed entry packed with C stored narrower, in one chain of slice sums
+    // up to k = 4096 and in partial chains past it; with the large size alone, a random TN
+    // product of k = 1093 compiled for 1.2 s at its first call).
+    for (const int64_t size : {int64_t{1024}, int64_t{8192}}) {
+      for (int alignment : {4, 2, 1}) {
+        ProblemId at = id;
+        for (int i = 0; i < at.rank; ++i) at.dims[i] = std::min(size, op.range_of(i).second);
+        at.alignment = alignment;
+        try {
+          // As the runtime takes it: served there (GEMM: a TMA-fed entry packs), then fitted.
+          const Config served = op.face->serve(config, at);
+          const Config fitted = op.face->fit(served, reference_device(e.cc), at);
+          if (fitted == served || alignment == id.alignment) {
+            add(op.face->kernel_spec(fitted, at), e.cc);
+          }
+        } catch (const Error&) {  // not valid there: the runtime would not run it
         }
-      } catch (const Error&) {  // not valid there: the runtime would not run it
       }
     }
   }
