@@ -242,7 +242,7 @@ GRID_PORTFOLIO_SETS=("grid-portfolio --grid")
 LAYER_TOKENS_SETS=("layer-tokens --layer-grid --layer-tokens 2048 3072 4096")
 VOCAB_SETS=("vocab --vocab-networks")
 FFN_GRID_SETS=("ffn-grid --layer-grid --layer-ffn")
-TMA_PACKED_SETS=("vocab --vocab-networks" "${SETS[@]}")
+TMA_PACKED_SETS=("${VOCAB_SETS[@]}" "${SETS[@]}")
 # The aligned sets, where VEC = 4 runs unpacked: the wgmma loads of issue 28's last change.
 ROWS_FIRST_SETS=("rows-first-networks --networks --max-gflop 600"
                  "rows-first-more --more-networks --max-gflop 200" "rows-first-layer-grid --layer-grid")

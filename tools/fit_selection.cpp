@@ -97,6 +97,17 @@ double entry_ms(const std::string& config, const std::function<std::string()>& s
   return -1;
 }
 
+// The op's identity of a sweep problem (throws where the op has no such variant).
+tuned::ProblemId problem_id(const tuned::OpRegistration& op, const std::string& variant,
+                            const std::vector<int64_t>& shape, int alignment) {
+  tuned::ProblemId id;
+  id.rank = static_cast<int>(shape.size());
+  std::copy(shape.begin(), shape.end(), id.dims.begin());
+  id.alignment = alignment;
+  id.variant = op.variant_index(variant);
+  return id;
+}
+
 double distance(const Problem& a, const Problem& b) {
   double d = 0;
   for (size_t i = 0; i < a.coords.size(); ++i) d += std::fabs(a.coords[i] - b.coords[i]);
@@ -170,12 +181,8 @@ void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& 
       device->name = opt.device_name;
       if (opt.sm_count > 0) device->sm_count = opt.sm_count;
     }
-    tuned::ProblemId id;
-    id.rank = static_cast<int>(key.second.size());
-    std::copy(key.second.begin(), key.second.end(), id.dims.begin());
-    id.alignment = alignment;
     try {
-      id.variant = op.variant_index(key.first);
+      const tuned::ProblemId id = problem_id(op, key.first, key.second, alignment);
       // The library runs the config as the op fits it there: a config it would serve otherwise
       // (a bound newer than the sweep, e.g. a longer float sum split) measured another kernel.
       const tuned::Config served = op.face->fit(tuned::Config::parse(config), *device, id);
@@ -462,13 +469,9 @@ int run(Options opt) {
     }
     // An entry as the op serves it on a problem (where it was not measured itself).
     const auto served_text = [&](size_t e, const Problem& p) -> std::string {
-      tuned::ProblemId id;
-      id.rank = static_cast<int>(p.shape.size());
-      std::copy(p.shape.begin(), p.shape.end(), id.dims.begin());
-      id.alignment = p.alignment;
       try {
-        id.variant = op.variant_index(variant);
-        return op.face->serve(chosen_configs[e], id).canonical();
+        return op.face->serve(chosen_configs[e], problem_id(op, variant, p.shape, p.alignment))
+            .canonical();
       } catch (const Error&) {
         return chosen[e];
       }

@@ -953,14 +953,14 @@ bool packs(const Config& config, const Problem& p) {
 
 Config fit_config(const Config& config, const DeviceInfo& device, const Problem& problem) {
   // A config recorded before a parameter existed means that parameter's old behaviour.
-  Config fitted = with_absent_params(config, parameters());
+  // (The TMA reads 16-byte runs only: a TMA-fed config always packs where unaligned.)
+  Config fitted = packed_where_unaligned(with_absent_params(config, parameters()), problem);
   if (fitted.has("VEC") && fitted.get("VEC") > problem.alignment &&
       !(fitted.has("PACK") && fitted.get("PACK") == 1) && !is_gemv(fitted)) {
     // A vector wider than the operands allow: pack them where that pays (the same kernel runs),
     // else narrow the vector (any narrower one is valid wherever a wider one was). The
-    // matrix-vector kernel keeps its width: it checks the operands at launch. (The TMA reads
-    // 16-byte runs only: MMA = 4 always packs.)
-    if (fitted.has("PACK") && (packing_pays(problem) || is_tma(fitted))) {
+    // matrix-vector kernel keeps its width: it checks the operands at launch.
+    if (fitted.has("PACK") && packing_pays(problem)) {
       fitted.set("PACK", 1);
     } else {
       fitted.set("VEC", problem.alignment);

@@ -495,6 +495,10 @@ class FitSelectionTest : public ::testing::Test {
 const char* const kHeader =
     "# gemm_sweep on Test GPU 7 (sm_86, 10 SMs)\n"
     "layout\tm\tn\tk\talignment\tconfig\tregisters\toccupancy\tms\tcublas_ms\trel_error\n";
+// A Hopper sweep: where the wgmma and TMA-fed configs are valid.
+const char* const kHopperHeader =
+    "# gemm_sweep on Test GPU 9 (sm_90, 132 SMs)\n"
+    "layout\tm\tn\tk\talignment\tconfig\tregisters\toccupancy\tms\tcublas_ms\trel_error\n";
 
 std::string row(const std::string& layout, int64_t m, int64_t n, int64_t k, int alignment,
                 const std::string& config, double ms, double error = 0) {
@@ -729,9 +733,7 @@ TEST_F(FitSelectionTest, LeavesOutConfigsTheOpServesOtherwiseOnTheirProblem) {
       "AHEAD=0";
   std::string chains = one_chain;
   chains.replace(chains.find("KSUM=1"), 6, "KSUM=2");
-  std::string sweep =
-      "# gemm_sweep on Test GPU 9 (sm_90, 132 SMs)\n"
-      "layout\tm\tn\tk\talignment\tconfig\tregisters\toccupancy\tms\tcublas_ms\trel_error\n";
+  std::string sweep = kHopperHeader;
   for (int64_t m : {1024, 2048, 4096}) {
     sweep += row("NN", m, m, 8192, 4, one_chain, 1.0);
     sweep += row("NN", m, m, 8192, 4, chains, 1.1);
@@ -758,9 +760,7 @@ TEST_F(FitSelectionTest, AnEntryTakesTheTimeOfWhatItIsServedAs) {
       "AHEAD=0";
   std::string packed = unpacked;
   packed.replace(packed.find("PACK=0"), 6, "PACK=1");
-  std::string sweep =
-      "# gemm_sweep on Test GPU 9 (sm_90, 132 SMs)\n"
-      "layout\tm\tn\tk\talignment\tconfig\tregisters\toccupancy\tms\tcublas_ms\trel_error\n";
+  std::string sweep = kHopperHeader;
   for (int64_t m : {1024, 1536, 2048}) sweep += row("NT", m, 50000, 2048, 4, unpacked, 0.5);
   sweep += row("NT", 1024, 50001, 2048, 1, packed, 0.6);
   const Fit fit = this->fit(sweep, "--entries 1");
