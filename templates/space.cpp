@@ -160,6 +160,28 @@ void Space::restrict(const std::map<std::string, std::vector<int>>& values) {
   }
 }
 
+size_t Space::restrict_to(const std::vector<Config>& configs) {
+  auto members = std::make_shared<Members>();
+  for (const Config& c : configs) {
+    if (violation(c, /*include_pruning=*/false)) continue;
+    if (members->keys.insert(c.canonical()).second) members->list.push_back(c);
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    std::vector<int> used;
+    for (int v : params_[i].values) {
+      for (const Config& c : members->list) {
+        if (c.value(i) == v) {
+          used.push_back(v);
+          break;
+        }
+      }
+    }
+    if (!used.empty()) params_[i].values = std::move(used);
+  }
+  members_ = std::move(members);
+  return members_->list.size();
+}
+
 double Space::unconstrained_size() const {
   double n = 1;
   for (const auto& p : params_) n *= static_cast<double>(p.values.size());
@@ -167,6 +189,12 @@ double Space::unconstrained_size() const {
 }
 
 void Space::for_each(const std::function<bool(const Config&)>& visit) const {
+  if (members_) {
+    for (const Config& c : members_->list) {
+      if (!visit(c)) return;
+    }
+    return;
+  }
   walk(visit, nullptr);
 }
 
@@ -295,6 +323,10 @@ constexpr int kSampleWalks = 10;  // fresh orders: a walk stuck in a barren bran
 
 std::optional<Config> Space::sample(std::mt19937_64& rng, int max_tries) const {
   if (params_.empty()) return std::nullopt;
+  if (members_) {
+    if (members_->list.empty()) return std::nullopt;
+    return members_->list[rng() % members_->list.size()];
+  }
   auto names = std::make_shared<std::vector<std::string>>();
   for (const auto& p : params_) names->push_back(p.name);
   Config config(names, std::vector<int>(params_.size(), 0));
@@ -365,6 +397,7 @@ std::optional<std::string> Space::violation(const Config& config, bool include_p
     if (c.prune_only && !include_pruning) continue;
     if (!c.holds(config)) return c.name;
   }
+  if (members_ && !members_->keys.count(config.canonical())) return "listed";
   return std::nullopt;
 }
 

@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace tuned {
@@ -86,6 +87,12 @@ class Space {
   /// parameter (listing the known ones), a value outside a parameter's list (listing it), or a
   /// value given twice.
   void restrict(const std::map<std::string, std::vector<int>>& values);
+  /// Narrows the space to the listed configs (a recorded space replayed, where only they have
+  /// results): enumeration visits them in list order, draws are uniform over them, and any other
+  /// config breaks "listed", so neighbours are listed ones. Each parameter keeps the values the
+  /// list uses, so a neighbour's step skips values no listed config has. Configs that break the
+  /// space's rules or repeat one are dropped. Returns how many are kept.
+  size_t restrict_to(const std::vector<Config>& configs);
 
   const std::vector<Param>& params() const { return params_; }
   const std::vector<Constraint>& constraints() const { return constraints_; }
@@ -123,6 +130,11 @@ class Space {
 
   std::vector<Param> params_;
   std::vector<Constraint> constraints_;
+  struct Members {
+    std::vector<Config> list;
+    std::unordered_set<std::string> keys;  // canonical text
+  };
+  std::shared_ptr<const Members> members_;  // restrict_to's list; null: every valid config
 };
 
 }  // namespace tuned

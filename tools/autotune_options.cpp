@@ -65,7 +65,7 @@ std::string variant_help() {
   }
   return text;
 }
-const std::vector<std::string> kStrategies = {"exhaustive", "random", "guided"};
+const std::vector<std::string> kStrategies = tuned::strategy_names();
 // Sorted, as they are listed in errors.
 const std::vector<std::string> kTomlKeys = {"budget", "db",   "device", "layout", "max_trials",
                                             "op",     "seed", "shapes", "space",  "strategy"};
@@ -624,7 +624,8 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
                                        "most candidates timed per shape (default: no limit)");
   CLI::Option* strategy_opt =
       scalar("--strategy", strategy, "NAME",
-             "search strategy: " + join(kStrategies, "|") + " (default guided: random exploration, then local search)");
+             "search strategy: " + join(kStrategies, "|") + " (default " + tuned::kDefaultStrategy +
+                 ": the best of bench/results/tuning_quality.json)");
   CLI::Option* db_opt = scalar("--db", db, "PATH", "tuning database (default: the user's one)");
   CLI::Option* config_opt = scalar("--config", config, "FILE.toml",
                                    "TOML file of options; the command line overrides it");

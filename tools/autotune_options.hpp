@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "templates/registry.hpp"
+#include "tuner/strategy.hpp"
 
 namespace tuned::tools {
 
@@ -28,7 +29,7 @@ struct AutotuneOptions {
   std::string layout;                       // the op's variant (upper-cased); "": its first
   double budget_s = 0;                      // whole run, wall seconds; 0: 60 per shape
   int max_trials = 0;                       // per shape; 0: no limit besides the budget
-  std::string strategy = "guided";          // exhaustive | random | guided
+  std::string strategy = kDefaultStrategy;  // tuner/strategy.hpp's strategy_names()
   std::string db_path;                      // empty: default_database_path()
   std::string config_file;                  // the TOML file, if any
   uint64_t seed = 0;                        // 0: from the clock

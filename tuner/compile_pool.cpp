@@ -1,6 +1,17 @@
 #include "tuner/compile_pool.hpp"
 
+#include <sched.h>
+
+#include <algorithm>
+
 namespace tuned {
+
+int default_compile_threads() {
+  int cores = static_cast<int>(std::thread::hardware_concurrency());
+  cpu_set_t mask;
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0) cores = CPU_COUNT(&mask);
+  return std::max(1, cores - 1);
+}
 
 CompilePool::CompilePool(KernelCache& kernels, const DeviceInfo& device, int threads)
     : kernels_(kernels), device_(device) {

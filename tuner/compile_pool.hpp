@@ -23,6 +23,11 @@ struct CompileJob {
   tuned_status_t error_status = TUNED_STATUS_SUCCESS;
 };
 
+/// Compile threads a tuner takes by default: the cores this process may run on (its affinity mask,
+/// so tuners pinned to a GPU's share of a many-GPU host, e.g. by taskset, split the cores rather
+/// than each starting one thread per core of the host), less one for the measuring thread.
+int default_compile_threads();
+
 class CompilePool {
  public:
   CompilePool(KernelCache& kernels, const DeviceInfo& device, int threads);

@@ -91,9 +91,8 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
   result.baseline = time_runs([&](cudaStream_t s) { task.run_baseline(s); }, stream.get(), 20);
 
   auto strategy = make_strategy(options.strategy, task.space(), options.first, options.seed);
-  const int threads = options.compile_threads > 0
-                          ? options.compile_threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1);
+  const int threads =
+      options.compile_threads > 0 ? options.compile_threads : default_compile_threads();
   std::optional<CompilePool> pool(std::in_place, kernels, device, threads);
   const size_t depth = 2 * static_cast<size_t>(pool->threads());
 

@@ -14,11 +14,12 @@
 #include "cache/records.hpp"
 #include "generator/kernel_cache.hpp"
 #include "templates/op.hpp"
+#include "tuner/strategy.hpp"
 
 namespace tuned {
 
 struct SessionOptions {
-  std::string strategy = "guided";
+  std::string strategy = kDefaultStrategy;
   double budget_s = 60;  // wall time for this task
   int max_trials = 0;    // 0: no limit
   uint64_t seed = 1;

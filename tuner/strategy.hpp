@@ -25,7 +25,10 @@ class Strategy {
 };
 
 /// strategy: "exhaustive" (every config in enumeration order), "random" (uniform draws without
-/// repetition), or "guided" (random exploration, then local search around the best configs).
+/// repetition), "guided" (random exploration, then local search around the best configs), "ils"
+/// (iterated local search), "anneal" (simulated annealing with long jumps), "genetic" (tournament,
+/// uniform crossover, neighbour mutation) or "surrogate" (a nearest-neighbour model of the
+/// measured times picks among the neighbours of the best and random draws).
 /// `first` configs are tried before anything else (the built-in default, a previous best); those
 /// outside the space are dropped, so a restricted space is never left.
 /// Throws Error(TUNED_STATUS_INVALID_ARGUMENT) for an unknown name.
@@ -34,5 +37,9 @@ std::unique_ptr<Strategy> make_strategy(const std::string& strategy, const Space
 
 /// The strategies make_strategy knows.
 std::vector<std::string> strategy_names();
+
+/// The strategy autotune and sessions use unless told otherwise: the one the tuning-quality replay
+/// (bench/tuning_quality, bench/results/tuning_quality.json) finds best.
+inline constexpr const char* kDefaultStrategy = "guided";
 
 }  // namespace tuned

@@ -1,0 +1,168 @@
+// record_space: measures every config of a space once on this GPU, for the tuning-quality replay
+// (bench/tuning_quality, tuner/replay). One problem per run; the configs are the whole space where
+// it is small (up to --whole configs), else what a search there meets: the session's starting
+// configs (the selection model's picks, the shipped entry, the op's seeds), every neighbour of
+// the first --around of them, and --random uniform draws from the space. Each is compiled, checked
+// and timed by the tuner's own session (an exhaustive pass over the list), so the records hold
+// what a search would see, compile times included. Writes a gzip file (bench/recorded_space.hpp).
+//   record_space --op gemm --layout NN --shape 4096x4096x4096 --out FILE.tsv.gz
+//                [--whole 4000] [--around 8] [--random 300] [--seed 1] [--budget 560]
+//                [--compile-threads N]
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "cache/database.hpp"
+#include "generator/device.hpp"
+#include "generator/kernel_cache.hpp"
+#include "templates/check/device_check.hpp"
+#include "templates/registry.hpp"
+#include "tuned/error.hpp"
+#include "tuner/compile_pool.hpp"
+#include "tuner/recorded_space.hpp"
+#include "tuner/session.hpp"
+#include "tuner/tuning_policy.hpp"
+
+namespace {
+
+using namespace tuned;
+
+std::vector<int64_t> parse_shape(const std::string& text) {
+  std::vector<int64_t> shape;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t x = text.find('x', at);
+    shape.push_back(std::stoll(text.substr(at, x == std::string::npos ? x : x - at)));
+    if (x == std::string::npos) break;
+    at = x + 1;
+  }
+  return shape;
+}
+
+// The configs to measure: see the header comment.
+std::vector<Config> configs_to_record(const Space& space, const std::vector<Config>& first,
+                                      size_t whole, size_t around, size_t random, uint64_t seed) {
+  size_t count = 0;
+  space.for_each([&](const Config&) { return ++count <= whole; });
+  if (count <= whole) return space.enumerate();
+  std::vector<Config> out;
+  std::set<std::string> seen;
+  auto add = [&](const Config& c) {
+    if (seen.insert(c.canonical()).second) out.push_back(c);
+  };
+  for (const Config& c : first) add(c);
+  for (size_t i = 0; i < first.size() && i < around; ++i) {
+    for (const Config& n : space.neighbors(first[i])) add(n);
+  }
+  std::mt19937_64 rng(seed);
+  for (size_t i = 0; i < random; ++i) {
+    if (auto c = space.sample(rng)) add(*c);
+  }
+  return out;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"Measures every config of a space once, for the tuning-quality replay.",
+               "record_space"};
+  std::string op = "gemm", layout, shape_text, out_path;
+  size_t whole = 4000, around = 8, random = 300;
+  uint64_t seed = 1;
+  double budget = 560;
+  int compile_threads = 0;
+  app.add_option("--op", op, "op (default gemm)");
+  app.add_option("--layout", layout, "the op's variant (gemm: NN, NT, TN, TT)");
+  app.add_option("--shape", shape_text, "shape, e.g. 4096x4096x4096")->required();
+  app.add_option("--out", out_path, "recorded space to write (.tsv.gz)")->required();
+  app.add_option("--whole", whole, "record the whole space up to this many configs");
+  app.add_option("--around", around, "starting configs whose every neighbour is recorded");
+  app.add_option("--random", random, "uniform draws from the space recorded");
+  app.add_option("--seed", seed, "seed of the draws");
+  app.add_option("--budget", budget, "seconds the measuring may take (what is done is written)");
+  app.add_option("--compile-threads", compile_threads, "compile threads (default: cores - 1)");
+  CLI11_PARSE(app, argc, argv);
+
+  const DeviceInfo device = query_device(0);
+  KernelCache kernels;
+  DeviceCheck check(kernels, device);
+  TaskRequest request{op, parse_shape(shape_text), layout, {}};
+  validate_request(request);
+  auto task = make_task(request, device, check);
+
+  // The session's starting configs with an empty database: what autotune starts from on a GPU
+  // nobody tuned this shape on.
+  const auto scratch = std::filesystem::temp_directory_path() /
+                       ("record_space_" + std::to_string(::getpid()) + ".db");
+  std::vector<Config> first;
+  {
+    cache::Database db(scratch.string());
+    first = starting_configs(db, *task, device);
+  }
+  std::filesystem::remove(scratch);
+  std::filesystem::remove(scratch.string() + "-wal");
+  std::filesystem::remove(scratch.string() + "-shm");
+  const auto configs = configs_to_record(task->space(), first, whole, around, random, seed);
+  std::fprintf(stderr, "record_space: %s %s %s on %s: %zu configs (%zu starting)\n", op.c_str(),
+               layout.c_str(), shape_text.c_str(), device.name.c_str(), configs.size(),
+               first.size());
+
+  SessionOptions options;
+  options.strategy = "exhaustive";  // the list first, then nothing: max_trials ends it
+  options.first = configs;
+  options.max_trials = static_cast<int>(configs.size());
+  options.budget_s = budget;
+  options.seed = seed;
+  options.compile_threads = compile_threads;
+  const auto started = std::chrono::steady_clock::now();
+  auto result = run_session(*task, device, kernels, options, 0, {}, [&](const Progress& p) {
+    if (p.trials_done % 100 == 0) {
+      std::fprintf(stderr, "  %d/%zu measured, %.0f s\n", p.trials_done, configs.size(),
+                   p.elapsed_s);
+    }
+  });
+
+  RecordedSpace record;
+  record.op = op;
+  record.variant = task->key().layout;
+  record.shape = task->key().shape;
+  record.alignment = task->key().alignment;
+  record.device = device.name;
+  record.compute_capability = device.compute_capability();
+  record.template_hash = task->template_hash();
+  record.baseline_ms = result.baseline.ms_median;
+  record.compile_threads = compile_threads > 0 ? compile_threads : default_compile_threads();
+  for (const Config& c : first) record.first.push_back(c.canonical());
+  for (const auto& t : result.trials) {
+    RecordedTrial r;
+    r.config = t.config;
+    r.disposition = cache::to_string(t.disposition);
+    r.ok = t.disposition == cache::Disposition::kOk;
+    r.ran = t.disposition != cache::Disposition::kCompileError &&
+            t.disposition != cache::Disposition::kResourceLimit;
+    r.ms = t.ms_median;
+    r.compile_ms = t.compile_ms;
+    r.runs = t.runs;
+    record.trials.push_back(std::move(r));
+  }
+  write_recorded_space(out_path, record);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::printf("%s %s %s: %zu measured (%s) in %.0f s, best %.4f ms, %s %.4f ms -> %s\n", op.c_str(),
+              record.variant.c_str(), shape_text.c_str(), result.trials.size(),
+              result.stop_reason.c_str(), seconds, record.best_ms(), task->baseline_name().c_str(),
+              record.baseline_ms, out_path.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const tuned::Error& e) {
+    std::fprintf(stderr, "record_space: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Issue 32's measurements on a GPU machine of one or more GPUs, from binaries in $BIN (default
+# carry/bin): each argument one step; logs and results under $OUT. Jobs are spread over the GPUs,
+# one at a time per GPU, each pinned to its share of the cores (a tuner's compile threads follow its
+# affinity, tuner/compile_pool.hpp), so a job sees what a one-GPU machine of that share would.
+#   record[:S]   bench/record_space on the replay problems below (8 GEMM layers of bench/
+#                gemm_networks and 1 of the seeds' TT, one transpose, one entropy): every config of
+#                each space (or of what a search meets there) measured once, at most S seconds a
+#                problem (default 400): $OUT/replay/<op>_<variant>_<shape>_<gpu>.tsv.gz
+#   tune-quality[:S]  autotune on the eight large layers: S seconds (default 300), then 10 s and
+#                3 s, each from an empty database: $OUT/tune_<budget>_<shape>.json
+#   first-use    gemm_networks --first-use (every layer's first call tunes within its bound)
+set -uo pipefail
+BIN=${BIN:-carry/bin}
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+gpus=$(nvidia-smi -L | wc -l)
+cores=$(nproc)
+share=$((cores / gpus))
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 | tr 'A-Z ' 'a-z-' |
+  sed 's/nvidia-//; s/-80gb-hbm3//; s/-141gb-hbm3e//; s/-nvl//')
+echo "issue32_runs: $gpus GPU(s) ($gpu_name), $cores cores, $share per job"
+
+# Runs the commands in the file $1 (one per line) over the GPUs: job i on GPU i mod gpus, jobs of
+# one GPU in turn, each pinned to that GPU's cores.
+spread() {
+  local list=$1 g
+  for ((g = 0; g < gpus; g++)); do
+    (
+      n=0
+      while IFS= read -r cmd; do
+        if ((n % gpus == g)); then
+          CUDA_VISIBLE_DEVICES=$g taskset -c $((g * share))-$((g * share + share - 1)) \
+            bash -c "$cmd"
+        fi
+        n=$((n + 1))
+      done <"$list"
+    ) &
+  done
+  wait
+}
+
+# The replay problems: large and small, all layouts (TT from the seeds: no network layer is TT).
+REPLAY_GEMM=(
+  "TN 4096x2048x14336" "TN 5120x8192x1280" "NT 4096x1024x8192" "NN 1024x8192x3072"
+  "NN 1280x512x3840" "NT 1280x1280x2048" "TN 1024x512x1024" "TT 777x1000x555")
+# The eight large layers of issue 32's second acceptance (bench/gemm_networks).
+LARGE=(
+  "TN 4096x2048x14336" "TN 5120x2048x13824" "TN 5120x8192x1280" "NT 4096x1024x8192"
+  "NT 14336x4096x512" "NN 1024x8192x3072" "NN 5120x2048x1280" "TN 50257x512x1024")
+
+for step in "$@"; do
+  name=${step%%:*}
+  arg=${step#*:}
+  [ "$arg" = "$step" ] && arg=""
+  case $name in
+    record)
+      mkdir -p "$OUT/replay"
+      list=$(mktemp)
+      for p in "${REPLAY_GEMM[@]}"; do
+        set -- $p
+        echo "$BIN/record_space --op gemm --layout $1 --shape $2 --budget ${arg:-400} \
+          --out $OUT/replay/gemm_$1_$2_$gpu_name.tsv.gz >>$OUT/record.log 2>>$OUT/record_$1_$2.err"
+      done >"$list"
+      echo "$BIN/record_space --op transpose --shape 4096x4096 --budget ${arg:-400} \
+        --out $OUT/replay/transpose_4096x4096_$gpu_name.tsv.gz >>$OUT/record.log 2>>$OUT/record_transpose.err" >>"$list"
+      echo "$BIN/record_space --op entropy --shape 2560x2560 --budget ${arg:-400} \
+        --out $OUT/replay/entropy_2560x2560_$gpu_name.tsv.gz >>$OUT/record.log 2>>$OUT/record_entropy.err" >>"$list"
+      spread "$list"
+      cat "$OUT/record.log"
+      tail -n 3 "$OUT"/record_*.err | grep -v "measured" | head -40
+      ;;
+    tune-quality)
+      list=$(mktemp)
+      for p in "${LARGE[@]}"; do
+        set -- $p
+        cmds=""
+        for budget in ${arg:-300} 10 3; do
+          db="/tmp/tq_${1}_${2}_$budget.db"
+          cmds+="rm -f $db*; $BIN/autotune --op gemm --layout $1 --shape $2 --budget $budget \
+            --seed 1 --db $db --json $OUT/tune_${budget}_$1_$2.json >$OUT/tune_${budget}_$1_$2.log 2>&1; "
+        done
+        echo "$cmds"
+      done >"$list"
+      spread "$list"
+      python3 - "$OUT" "${arg:-300}" <<'PY'
+import json, sys, glob, statistics
+out, long_budget = sys.argv[1], sys.argv[2]
+rows = {}
+for f in glob.glob(f"{out}/tune_*.json"):
+    budget = f.split("/")[-1].split("_")[1]
+    for r in json.load(open(f))["rows"]:
+        rows.setdefault((r["layout"], r["shape"]), {})[budget] = r
+print(f"{'layer':24} {'budget':>6} {'ms':>9} {'ratio':>6} {'of best':>7}")
+fr = {b: [] for b in ("3", "10")}
+for key, by in sorted(rows.items()):
+    best = by.get(long_budget)
+    for b in (long_budget, "10", "3"):
+        if b not in by: continue
+        r = by[b]
+        f = best["ms"] / r["ms"] if best and r["ms"] > 0 else 0
+        if b in fr: fr[b].append(f)
+        print(f"{key[0]+' '+key[1]:24} {b:>6} {r['ms']:9.4f} {r['ratio']:6.3f} {f:7.3f}")
+for b, v in fr.items():
+    if v: print(f"median fraction of the {long_budget} s best after {b} s: {statistics.median(v):.3f}")
+PY
+      ;;
+    first-use)
+      CUDA_VISIBLE_DEVICES=0 "$BIN/gemm_networks" --first-use --json "$OUT/first_use.json" \
+        >"$OUT/first_use.log" 2>&1
+      tail -n 8 "$OUT/first_use.log"
+      ;;
+    *)
+      echo "issue32_runs: unknown step $step" >&2
+      exit 2
+      ;;
+  esac
+done

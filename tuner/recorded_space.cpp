@@ -1,0 +1,142 @@
+#include "tuner/recorded_space.hpp"
+
+#include <zlib.h>
+
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+
+#include "cache/records.hpp"
+#include "tuned/error.hpp"
+
+namespace tuned {
+namespace {
+
+std::vector<std::string> split(const std::string& line, char sep) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(line);
+  while (std::getline(in, item, sep)) out.push_back(item);
+  return out;
+}
+
+double number(const std::string& text, const std::string& where) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0') {
+    throw Error(TUNED_STATUS_CONFIG_ERROR, where + ": '" + text + "' is not a number");
+  }
+  return v;
+}
+
+struct GzCloser {
+  void operator()(gzFile_s* f) const { gzclose(f); }
+};
+
+}  // namespace
+
+RecordedSpace read_recorded_space(const std::string& path) {
+  std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
+  if (!file) throw Error(TUNED_STATUS_CONFIG_ERROR, path + ": cannot be read");
+  RecordedSpace r;
+  std::string line;
+  char buffer[4096];
+  int line_no = 0;
+  bool partial = false;
+  while (gzgets(file.get(), buffer, sizeof buffer) != nullptr) {
+    line += buffer;
+    if (line.empty() || line.back() != '\n') {
+      partial = true;
+      continue;  // a line longer than the buffer: read on
+    }
+    partial = false;
+    line.pop_back();
+    ++line_no;
+    const std::string where = path + ":" + std::to_string(line_no);
+    const auto f = split(line, '\t');
+    line.clear();
+    if (f.empty() || f[0].empty() || f[0][0] == '#') continue;
+    const std::string& name = f[0];
+    if (name == "trial") {
+      if (f.size() != 6) throw Error(TUNED_STATUS_CONFIG_ERROR, where + ": a trial has 6 fields");
+      RecordedTrial t;
+      cache::Disposition d;
+      try {
+        d = cache::disposition_from_string(f[1]);
+      } catch (const Error& e) {
+        throw Error(TUNED_STATUS_CONFIG_ERROR, where + ": " + e.what());
+      }
+      t.disposition = f[1];
+      t.ok = d == cache::Disposition::kOk;
+      t.ran = d != cache::Disposition::kCompileError && d != cache::Disposition::kResourceLimit;
+      t.ms = number(f[2], where);
+      t.compile_ms = number(f[3], where);
+      t.runs = static_cast<int>(number(f[4], where));
+      t.config = f[5];
+      if (t.ok && !(t.ms > 0)) {
+        throw Error(TUNED_STATUS_CONFIG_ERROR, where + ": an ok trial needs a time above 0");
+      }
+      r.trials.push_back(std::move(t));
+      continue;
+    }
+    if (name == "first" && f.size() == 2) {
+      r.first.push_back(f[1]);
+      continue;
+    }
+    if (f.size() != 2) throw Error(TUNED_STATUS_CONFIG_ERROR, where + ": expected NAME<TAB>VALUE");
+    const std::string& value = f[1];
+    if (name == "op") {
+      r.op = value;
+    } else if (name == "variant") {
+      r.variant = value;
+    } else if (name == "shape") {
+      for (const auto& d : split(value, 'x')) {
+        r.shape.push_back(static_cast<int64_t>(number(d, where)));
+      }
+    } else if (name == "alignment") {
+      r.alignment = static_cast<int>(number(value, where));
+    } else if (name == "device") {
+      r.device = value;
+    } else if (name == "cc") {
+      r.compute_capability = static_cast<int>(number(value, where));
+    } else if (name == "template_hash") {
+      r.template_hash = value;
+    } else if (name == "baseline_ms") {
+      r.baseline_ms = number(value, where);
+    } else if (name == "compile_threads") {
+      r.compile_threads = static_cast<int>(number(value, where));
+    } else {
+      throw Error(TUNED_STATUS_CONFIG_ERROR, where + ": unknown line '" + name + "'");
+    }
+  }
+  if (partial || !gzeof(file.get())) {
+    throw Error(TUNED_STATUS_CONFIG_ERROR, path + ": truncated or not a recorded space");
+  }
+  if (r.op.empty() || r.shape.empty() || r.trials.empty()) {
+    throw Error(TUNED_STATUS_CONFIG_ERROR, path + ": needs op, shape and trial lines");
+  }
+  return r;
+}
+
+void write_recorded_space(const std::string& path, const RecordedSpace& r) {
+  std::ostringstream out;
+  out << "# tuned recorded space: every config measured once (bench/record_space)\n";
+  out << "op\t" << r.op << "\nvariant\t" << r.variant << "\nshape\t";
+  for (size_t i = 0; i < r.shape.size(); ++i) out << (i ? "x" : "") << r.shape[i];
+  out << "\nalignment\t" << r.alignment << "\ndevice\t" << r.device << "\ncc\t"
+      << r.compute_capability << "\ntemplate_hash\t" << r.template_hash << "\nbaseline_ms\t"
+      << r.baseline_ms << "\ncompile_threads\t" << r.compile_threads << "\n";
+  for (const auto& c : r.first) out << "first\t" << c << "\n";
+  for (const auto& t : r.trials) {
+    out << "trial\t" << t.disposition << "\t" << t.ms << "\t" << t.compile_ms << "\t" << t.runs
+        << "\t" << t.config << "\n";
+  }
+  const std::string text = out.str();
+  std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "wb9"));
+  if (!file || gzwrite(file.get(), text.data(), static_cast<unsigned>(text.size())) !=
+                   static_cast<int>(text.size())) {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT, path + ": cannot be written");
+  }
+}
+
+}  // namespace tuned

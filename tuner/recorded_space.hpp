@@ -1,0 +1,23 @@
+// The file of a recorded space (bench/replay/*.tsv.gz): what bench/record_space measured on a GPU
+// and bench/tuning_quality replays. gzip-compressed, tab-separated lines:
+//   # comment
+//   op gemm | variant NN | shape 4096x4096x4096 | alignment 4 | device NAME | cc 90 |
+//   template_hash H | baseline_ms X | compile_threads N          (one line each, name then value)
+//   first  CONFIG                              (the session's starting configs, in order)
+//   trial  DISPOSITION  MS  COMPILE_MS  RUNS  CONFIG           (one per config measured)
+// DISPOSITION is the database's (ok, compile_error, wrong_result, ...).
+#pragma once
+
+#include <string>
+
+#include "tuner/replay.hpp"
+
+namespace tuned {
+
+/// Reads a recorded space (gzip or plain). Throws Error(TUNED_STATUS_CONFIG_ERROR) naming the
+/// file and line of a malformed one, or the file that cannot be read.
+RecordedSpace read_recorded_space(const std::string& path);
+/// Writes it gzip-compressed (throws Error(TUNED_STATUS_IO_ERROR) naming the path on failure).
+void write_recorded_space(const std::string& path, const RecordedSpace& record);
+
+}  // namespace tuned
