@@ -72,6 +72,8 @@ int run(int argc, char** argv) {
   uint64_t seed = 1;
   double budget = 560;
   int compile_threads = 0;
+  bool trace = false;
+  app.add_flag("--trace", trace, "name each config on stderr before it runs (finds a hang)");
   app.add_option("--op", op, "op (default gemm)");
   app.add_option("--layout", layout, "the op's variant (gemm: NN, NT, TN, TT)");
   app.add_option("--shape", shape_text, "shape, e.g. 4096x4096x4096")->required();
@@ -115,14 +117,12 @@ int run(int argc, char** argv) {
   options.budget_s = budget;
   options.seed = seed;
   options.compile_threads = compile_threads;
-  const auto started = std::chrono::steady_clock::now();
-  auto result = run_session(*task, device, kernels, options, 0, {}, [&](const Progress& p) {
-    if (p.trials_done % 100 == 0) {
-      std::fprintf(stderr, "  %d/%zu measured, %.0f s\n", p.trials_done, configs.size(),
-                   p.elapsed_s);
-    }
-  });
-
+  if (trace) {
+    options.before_run = [](const Config& c) {
+      std::fprintf(stderr, "running %s\n", c.canonical().c_str());
+      std::fflush(stderr);
+    };
+  }
   RecordedSpace record;
   record.op = op;
   record.variant = task->key().layout;
@@ -131,21 +131,39 @@ int run(int argc, char** argv) {
   record.device = device.name;
   record.compute_capability = device.compute_capability();
   record.template_hash = task->template_hash();
-  record.baseline_ms = result.baseline.ms_median;
   record.compile_threads = compile_threads > 0 ? compile_threads : default_compile_threads();
   for (const Config& c : first) record.first.push_back(c.canonical());
-  for (const auto& t : result.trials) {
-    RecordedTrial r;
-    r.config = t.config;
-    r.disposition = cache::to_string(t.disposition);
-    r.ok = t.disposition == cache::Disposition::kOk;
-    r.ran = t.disposition != cache::Disposition::kCompileError &&
-            t.disposition != cache::Disposition::kResourceLimit;
-    r.ms = t.ms_median;
-    r.compile_ms = t.compile_ms;
-    r.runs = t.runs;
-    record.trials.push_back(std::move(r));
-  }
+  // Written as it goes (every 50 trials, replaced whole): a run killed by a hung kernel or a
+  // timeout keeps what it measured.
+  auto write = [&] {
+    const std::string temporary = out_path + ".tmp";
+    write_recorded_space(temporary, record);
+    std::filesystem::rename(temporary, out_path);
+  };
+  auto keep = [&](const std::vector<cache::TrialRecord>& batch) {
+    for (const auto& t : batch) {
+      RecordedTrial r;
+      r.config = t.config;
+      r.disposition = cache::to_string(t.disposition);
+      r.ok = t.disposition == cache::Disposition::kOk;
+      r.ran = t.disposition != cache::Disposition::kCompileError &&
+              t.disposition != cache::Disposition::kResourceLimit;
+      r.ms = t.ms_median;
+      r.compile_ms = t.compile_ms;
+      r.runs = t.runs;
+      record.trials.push_back(std::move(r));
+      if (record.trials.size() % 50 == 0) write();
+    }
+  };
+  const auto started = std::chrono::steady_clock::now();
+  auto result = run_session(*task, device, kernels, options, 0, keep, [&](const Progress& p) {
+    if (p.trials_done == 1) record.baseline_ms = p.baseline_ms;
+    if (p.trials_done % 100 == 0) {
+      std::fprintf(stderr, "  %d/%zu measured, %.0f s\n", p.trials_done, configs.size(),
+                   p.elapsed_s);
+    }
+  });
+  record.baseline_ms = result.baseline.ms_median;
   write_recorded_space(out_path, record);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -3,10 +3,10 @@
 # carry/bin): each argument one step; logs and results under $OUT. Jobs are spread over the GPUs,
 # one at a time per GPU, each pinned to its share of the cores (a tuner's compile threads follow its
 # affinity, tuner/compile_pool.hpp), so a job sees what a one-GPU machine of that share would.
-#   record[:S]   bench/record_space on the replay problems below (8 GEMM layers of bench/
-#                gemm_networks and 1 of the seeds' TT, one transpose, one entropy): every config of
+#   record[:S]   bench/record_space on the replay problems below (7 GEMM layers of bench/
+#                gemm_networks and an odd TT shape, one transpose, one entropy): every config of
 #                each space (or of what a search meets there) measured once, at most S seconds a
-#                problem (default 400): $OUT/replay/<op>_<variant>_<shape>_<gpu>.tsv.gz
+#                problem (default 360): $OUT/replay.tar of <op>_<variant>_<shape>_<gpu>.tsv.gz
 #   tune-quality[:S]  autotune on the eight large layers: S seconds (default 300), then 10 s and
 #                3 s, each from an empty database: $OUT/tune_<budget>_<shape>.json
 #   first-use    gemm_networks --first-use (every layer's first call tunes within its bound)
@@ -41,9 +41,10 @@ spread() {
 }
 
 # The replay problems: large and small, all layouts (TT from the seeds: no network layer is TT).
+# The two smallest first: on 8 GPUs they share theirs with the transpose and entropy jobs.
 REPLAY_GEMM=(
-  "TN 4096x2048x14336" "TN 5120x8192x1280" "NT 4096x1024x8192" "NN 1024x8192x3072"
-  "NN 1280x512x3840" "NT 1280x1280x2048" "TN 1024x512x1024" "TT 777x1000x555")
+  "TT 777x1000x555" "TN 1024x512x1024" "TN 4096x2048x14336" "TN 5120x8192x1280"
+  "NT 4096x1024x8192" "NN 1024x8192x3072" "NN 1280x512x3840" "NT 1280x1280x2048")
 # The eight large layers of issue 32's second acceptance (bench/gemm_networks).
 LARGE=(
   "TN 4096x2048x14336" "TN 5120x2048x13824" "TN 5120x8192x1280" "NT 4096x1024x8192"
@@ -55,20 +56,29 @@ for step in "$@"; do
   [ "$arg" = "$step" ] && arg=""
   case $name in
     record)
-      mkdir -p "$OUT/replay"
+      # A job past its budget by a minute (a kernel that never returns) is killed; its file holds
+      # what it measured up to its last 50 trials.
+      budget=${arg:-360}
+      mkdir -p "$OUT/replay" "$OUT/record-logs"
       list=$(mktemp)
+      job() {  # op variant shape
+        local name="$1${2:+_$2}_$3"
+        echo "timeout $((budget + 60)) $BIN/record_space --op $1 ${2:+--layout $2} --shape $3 \
+          --budget $budget --out $OUT/replay/${name}_$gpu_name.tsv.gz \
+          >>$OUT/record-logs/record.log 2>$OUT/record-logs/$name.err"
+      }
+      job transpose "" 4096x4096 >>"$list"
+      job entropy "" 2560x2560x2x16 >>"$list"
       for p in "${REPLAY_GEMM[@]}"; do
         set -- $p
-        echo "$BIN/record_space --op gemm --layout $1 --shape $2 --budget ${arg:-400} \
-          --out $OUT/replay/gemm_$1_$2_$gpu_name.tsv.gz >>$OUT/record.log 2>>$OUT/record_$1_$2.err"
-      done >"$list"
-      echo "$BIN/record_space --op transpose --shape 4096x4096 --budget ${arg:-400} \
-        --out $OUT/replay/transpose_4096x4096_$gpu_name.tsv.gz >>$OUT/record.log 2>>$OUT/record_transpose.err" >>"$list"
-      echo "$BIN/record_space --op entropy --shape 2560x2560 --budget ${arg:-400} \
-        --out $OUT/replay/entropy_2560x2560_$gpu_name.tsv.gz >>$OUT/record.log 2>>$OUT/record_entropy.err" >>"$list"
+        job gemm "$1" "$2" >>"$list"
+      done
       spread "$list"
-      cat "$OUT/record.log"
-      tail -n 3 "$OUT"/record_*.err | grep -v "measured" | head -40
+      cat "$OUT/record-logs/record.log"
+      ls -la "$OUT/replay"
+      # Few files come back from the machine: one archive of the records, one of the logs.
+      tar -C "$OUT" -cf "$OUT/replay.tar" replay && rm -r "$OUT/replay"
+      tar -C "$OUT" -czf "$OUT/record-logs.tar.gz" record-logs && rm -r "$OUT/record-logs"
       ;;
     tune-quality)
       list=$(mktemp)

@@ -160,11 +160,25 @@ void Space::restrict(const std::map<std::string, std::vector<int>>& values) {
   }
 }
 
+namespace {
+std::vector<int> values_of(const Config& c) {
+  std::vector<int> v(c.size());
+  for (size_t i = 0; i < c.size(); ++i) v[i] = c.value(i);
+  return v;
+}
+}  // namespace
+
+size_t Space::ValuesHash::operator()(const std::vector<int>& v) const {
+  size_t h = 1469598103934665603ull;
+  for (int x : v) h = (h ^ static_cast<size_t>(x + 0x9e3779b9)) * 1099511628211ull;
+  return h;
+}
+
 size_t Space::restrict_to(const std::vector<Config>& configs) {
   auto members = std::make_shared<Members>();
   for (const Config& c : configs) {
     if (violation(c, /*include_pruning=*/false)) continue;
-    if (members->keys.insert(c.canonical()).second) members->list.push_back(c);
+    if (members->keys.insert(values_of(c)).second) members->list.push_back(c);
   }
   for (size_t i = 0; i < params_.size(); ++i) {
     std::vector<int> used;
@@ -393,11 +407,16 @@ std::optional<std::string> Space::violation(const Config& config, bool include_p
       return params_[i].name + "_in_space";
     }
   }
+  // A listed config met the rules when it was listed: only the list decides (and fast, where a
+  // replay asks for thousands of neighbours).
+  if (members_) {
+    if (members_->keys.count(values_of(config))) return std::nullopt;
+    return "listed";
+  }
   for (const auto& c : constraints_) {
     if (c.prune_only && !include_pruning) continue;
     if (!c.holds(config)) return c.name;
   }
-  if (members_ && !members_->keys.count(config.canonical())) return "listed";
   return std::nullopt;
 }
 

@@ -130,9 +130,12 @@ class Space {
 
   std::vector<Param> params_;
   std::vector<Constraint> constraints_;
+  struct ValuesHash {
+    size_t operator()(const std::vector<int>& v) const;
+  };
   struct Members {
     std::vector<Config> list;
-    std::unordered_set<std::string> keys;  // canonical text
+    std::unordered_set<std::vector<int>, ValuesHash> keys;  // each listed config's values
   };
   std::shared_ptr<const Members> members_;  // restrict_to's list; null: every valid config
 };

@@ -31,6 +31,9 @@ struct SessionOptions {
   // Set (e.g. by a SIGINT handler) to end the session after the trial in hand: stop_reason
   // "interrupted", trials flushed, no final re-timing.
   const std::atomic<bool>* stop = nullptr;
+  // Called with each candidate just before it first runs on the GPU: a kernel that never returns
+  // leaves its config as the last one named (bench/record_space --trace).
+  std::function<void(const Config&)> before_run;
 };
 
 /// What the progress callback sees after each trial.

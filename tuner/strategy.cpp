@@ -197,13 +197,29 @@ class Measured {
   size_t failed_ = 0;
 };
 
+// Each config's neighbours, listed once: walks pass the same configs again and again, and a large
+// space's neighbour list costs a thousand rule checks.
+class Neighbours {
+ public:
+  explicit Neighbours(const Space& space) : space_(space) {}
+  const std::vector<Config>& of(const Config& c) {
+    auto [it, added] = memo_.try_emplace(c.canonical());
+    if (added) it->second = space_.neighbors(c);
+    return it->second;
+  }
+
+ private:
+  const Space& space_;
+  std::unordered_map<std::string, std::vector<Config>> memo_;
+};
+
 // A few random neighbour steps away from config (a kick out of a local optimum, a long jump).
-std::optional<Config> random_walk(const Space& space, const Config& from, int steps,
+std::optional<Config> random_walk(Neighbours& neighbours, const Config& from, int steps,
                                   std::mt19937_64& rng) {
   Config at = from;
   bool moved = false;
   for (int s = 0; s < steps; ++s) {
-    auto next = space.neighbors(at);
+    const auto& next = neighbours.of(at);
     if (next.empty()) break;
     at = next[rng() % next.size()];
     moved = true;
@@ -218,7 +234,7 @@ std::optional<Config> random_walk(const Space& space, const Config& from, int st
 class IteratedLocalSearch : public Random {
  public:
   IteratedLocalSearch(const Space& space, std::vector<Config> first, uint64_t seed)
-      : Random(space, std::move(first), seed) {}
+      : Random(space, std::move(first), seed), neighbours_(space) {}
 
   void report(const Config& config, std::optional<double> ms) override {
     measured_.add(config, ms);
@@ -246,7 +262,7 @@ class IteratedLocalSearch : public Random {
       }
       ++kicks_;
       for (int attempt = 0; attempt < 20; ++attempt) {
-        auto kicked = random_walk(space_, *incumbent_, 2 + static_cast<int>(rng_() % 3), rng_);
+        auto kicked = random_walk(neighbours_, *incumbent_, 2 + static_cast<int>(rng_() % 3), rng_);
         if (kicked && seen_.insert(*kicked)) {
           // It becomes the current point once measured (report); until then the queue stays
           // empty, so requests in the meantime kick again: a few restarts in flight at once.
@@ -262,10 +278,11 @@ class IteratedLocalSearch : public Random {
   void move_to(const Config& config, double ms) {
     current_ = config;
     current_ms_ = ms;
-    queue_ = space_.neighbors(config);
+    queue_ = neighbours_.of(config);
     std::shuffle(queue_.begin(), queue_.end(), rng_);
   }
 
+  Neighbours neighbours_;
   Measured measured_;
   std::optional<Config> current_, incumbent_;
   double current_ms_ = 0, incumbent_ms_ = 0;
@@ -280,7 +297,7 @@ class IteratedLocalSearch : public Random {
 class Annealing : public Random {
  public:
   Annealing(const Space& space, std::vector<Config> first, uint64_t seed)
-      : Random(space, std::move(first), seed) {}
+      : Random(space, std::move(first), seed), neighbours_(space) {}
 
   void report(const Config& config, std::optional<double> ms) override {
     measured_.add(config, ms);
@@ -315,7 +332,7 @@ class Annealing : public Random {
     for (int attempt = 0; attempt < 30; ++attempt) {
       const bool jump = u(rng_) < kJumpChance;
       const int steps = jump ? 2 + static_cast<int>(rng_() % 4) : 1;
-      auto c = random_walk(space_, *current_, steps, rng_);
+      auto c = random_walk(neighbours_, *current_, steps, rng_);
       if (c && seen_.insert(*c)) return c;
     }
     return Random::next_own();
@@ -325,6 +342,7 @@ class Annealing : public Random {
   static constexpr double kT0 = 0.05;  // a 5 % slower config is accepted often at first
   static constexpr double kJumpChance = 0.15;
   static constexpr int kRestart = 40;
+  Neighbours neighbours_;
   Measured measured_;
   std::optional<Config> current_;
   double current_ms_ = 0;
@@ -337,7 +355,7 @@ class Annealing : public Random {
 class Genetic : public Random {
  public:
   Genetic(const Space& space, std::vector<Config> first, uint64_t seed)
-      : Random(space, std::move(first), seed) {}
+      : Random(space, std::move(first), seed), neighbours_(space) {}
 
   void report(const Config& config, std::optional<double> ms) override {
     measured_.add(config, ms);
@@ -369,7 +387,7 @@ class Genetic : public Random {
       }
       if (space_.violation(child)) continue;
       if (u(rng_) < kMutation || seen_.contains(child)) {
-        auto mutated = random_walk(space_, child, 1, rng_);
+        auto mutated = random_walk(neighbours_, child, 1, rng_);
         if (mutated) child = *mutated;
       }
       if (seen_.insert(child)) return child;
@@ -382,6 +400,7 @@ class Genetic : public Random {
   static constexpr size_t kMinParents = 4;
   static constexpr int kTournament = 3;
   static constexpr double kMutation = 0.3;
+  Neighbours neighbours_;
   Measured measured_;
 };
 
@@ -422,6 +441,11 @@ class Surrogate : public Random {
       if (auto c = space_.sample(rng_); c && !seen_.contains(*c)) candidates.push_back(*c);
     }
     if (candidates.empty()) return Random::next_own();
+    // A random few of them: scoring costs a pass over every measured config.
+    if (candidates.size() > kScored) {
+      std::shuffle(candidates.begin(), candidates.end(), rng_);
+      candidates.resize(kScored);
+    }
     const Config* pick = nullptr;
     double pick_score = 0;
     for (const Config& c : candidates) {
@@ -463,6 +487,7 @@ class Surrogate : public Random {
 
   static constexpr int kCentres = 4;
   static constexpr int kRandomCandidates = 16;
+  static constexpr size_t kScored = 48;
   static constexpr double kExplore = 0.02;
   std::vector<std::vector<int>> values_;
   Measured measured_;

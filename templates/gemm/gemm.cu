@@ -924,12 +924,20 @@ constexpr int kSplitTerms = SPLIT_TERMS;
 static_assert(kSplitTerms == (MMA == 5 ? 1 : 3) || (MMA == 4 && kSplitTerms == 2),
               "SPLIT_TERMS is 3 (MMA = 4) or 1 (MMA = 5), or 2 with MMA = 4 in a test");
 // Registers a thread at run time: the producers (which copy without staging registers) give theirs
-// to the consumers (sums, the slice's sums, A's fragments of two steps: 168 as compiled).
+// to the consumers (sums, the slice's sums, A's fragments of two steps: 168 as compiled). What the
+// consumers take must come from the block's own registers at launch (__launch_bounds__' share,
+// which setmaxnreg kernels are compiled to): asking for more waits forever. Counting the whole
+// register file instead hung 4 consumer warpgroups (640 threads get 96 each at launch) and MINB = 2
+// (half the file) on an H100 (issue 32's recorded spaces).
 constexpr int kProducerRegs = 56;
+constexpr int kLaunchRegs = 65536 / (kBlockThreads * MINB) / 8 * 8 > 248
+                                ? 248
+                                : 65536 / (kBlockThreads * MINB) / 8 * 8;
+constexpr int kConsumerPool = kLaunchRegs * kBlockThreads - kProducers * kProducerRegs;
 constexpr int kConsumerRegs =
-    (65536 - kProducers * kProducerRegs) / kThreads / 8 * 8 > 232
-        ? 232
-        : (65536 - kProducers * kProducerRegs) / kThreads / 8 * 8;
+    kConsumerPool / kThreads / 8 * 8 > 232 ? 232 : kConsumerPool / kThreads / 8 * 8;
+static_assert(kConsumerRegs >= kLaunchRegs && kProducerRegs <= kLaunchRegs,
+              "setmaxnreg: the consumers' count at least, the producers' at most the launch's");
 
 // Byte offset of element (m, k) of A's slice as the TMA stores it in the 128-byte swizzle:
 // k-contiguous (TRANS_A = 1), rows of 32 floats of k (wg_offset); m-contiguous, boxes of 32 rows
