@@ -2,7 +2,12 @@
 # Issue 32, part 4 ("Every GPU at work") measured on a machine with 2 GPUs, from binaries built on
 # the CPU machine, in one command:
 #   BIN=build scripts/multigpu_check.sh [autotune] [entropy]      (both when none is named)
-# BIN is a build folder holding tools/autotune, tools/tunedb and bench/entropy (default: build).
+# BIN is a build folder holding tools/autotune, tools/tunedb and bench/entropy (default: build);
+# a libgomp.so.1 beside them is used where the machine has none. To carry only those, here:
+#   mkdir -p carry/bin/tools carry/bin/bench && cp build/tools/{autotune,tunedb} carry/bin/tools &&
+#   cp build/bench/entropy carry/bin/bench &&
+#   cp "$(ldconfig -p | awk '/libgomp.so.1 /{print $NF; exit}')" carry/bin
+# and on the GPU machine: BIN=carry/bin scripts/multigpu_check.sh
 # Logs and results go under $OUT (or ./out), at most 8 files; a short table comes last.
 #   autotune  the same 8 GEMM shapes (written to $OUT/shapes.txt) with the same budget (BUDGET
 #             seconds in all, default 120: 15 s a shape), once with --device 0 and once with
@@ -21,6 +26,7 @@ budget=${BUDGET:-120}
 devices=${DEVICES:-all}
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(autotune entropy)
+export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$bin"  # after the machine's own
 for tool in tools/autotune tools/tunedb bench/entropy; do
   [ -x "$bin/$tool" ] || { echo "multigpu_check: $bin/$tool is missing (BIN=build folder)"; exit 2; }
 done

@@ -54,7 +54,8 @@ class ProgressPrinter {
         verbose_(verbose),
         unit_(std::move(unit)),
         baseline_name_(std::move(baseline_name)),
-        tty_(in_place && isatty(fileno(stderr))) {}
+        tty_(in_place && isatty(fileno(stderr))),
+        trial_prefix_(in_place ? "" : "[" + label_ + "]") {}
 
   void operator()(const tuned::Progress& p) {
     std::lock_guard<std::mutex> lock(g_stderr_mutex);
@@ -62,7 +63,8 @@ class ProgressPrinter {
     const bool improved = p.best && p.best->ms_median != last_best_ms_;
     if (p.best) last_best_ms_ = p.best->ms_median;
     if (verbose_ && p.last) {
-      std::fprintf(stderr, "%s  trial %d  %-14s %s  %s\n", tty_ ? "\r\033[K" : "", p.trials_done,
+      std::fprintf(stderr, "%s%s  trial %d  %-14s %s  %s\n", tty_ ? "\r\033[K" : "",
+                   trial_prefix_.c_str(), p.trials_done,
                    tuned::cache::to_string(p.last->disposition),
                    p.last->disposition == tuned::cache::Disposition::kOk
                        ? (std::to_string(p.last->ms_median) + " ms").c_str()
@@ -97,6 +99,7 @@ class ProgressPrinter {
   bool verbose_;
   std::string unit_, baseline_name_;
   bool tty_;
+  std::string trial_prefix_;  // several tuners' trial lines name theirs
   double last_best_ms_ = 0;
   std::chrono::steady_clock::time_point last_print_{};
 };
