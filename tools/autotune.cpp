@@ -418,7 +418,9 @@ int run(const AutotuneOptions& options) {
         "(each shape's share as on one GPU: about %.0f s of wall time), strategy %s, "
         "database %s\n",
         ops.c_str(), devices.size(), gpus.c_str(), problems.size(), from.c_str(), budget,
-        budget / static_cast<double>(std::min(devices.size(), problems.size())),
+        // the tuner with the most tasks: ceil(tasks / GPUs) shares
+        budget * static_cast<double>((problems.size() + devices.size() - 1) / devices.size()) /
+            static_cast<double>(problems.size()),
         options.strategy.c_str(), db_path.c_str());
   }
   std::fflush(stdout);
