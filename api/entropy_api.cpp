@@ -5,14 +5,20 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <type_traits>
 #include <vector>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "api/runtime.hpp"
 #include "cache/database.hpp"
@@ -51,18 +57,59 @@ void validate_call(const Problem& p, Input input, const void* in, const float* o
 // the first copies start early.
 constexpr size_t kChunkBytes = size_t{16} << 20;
 constexpr int kSlots = 3;  // chunks in flight per GPU
+// Outputs from this size on are written with streaming stores: far larger than the caches, so
+// reading each line before writing it (and evicting the staging) only costs memory bandwidth.
+constexpr size_t kStreamingBytes = size_t{32} << 20;
 
-// One GPU's streams and buffers, kept for the process and grown as needed.
+// A host thread kept for one GPU: it runs that GPU's part of each call with its own OpenMP team,
+// so no GPU's packing, copies or launches wait on another's host thread.
+class LaneThread {
+ public:
+  LaneThread() : thread_([this] { loop(); }) {}
+  // Never destroyed (see staging()): the thread waits for work until the process ends.
+
+  void start(std::function<void()> job) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_ = std::move(job);
+    cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return !job_; });
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      cv_.wait(lock, [&] { return static_cast<bool>(job_); });
+      lock.unlock();
+      job_();  // the job catches its own errors
+      lock.lock();
+      job_ = nullptr;
+      cv_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::function<void()> job_;
+  std::thread thread_;  // last: the members it uses exist before it starts
+};
+
+// One GPU's streams, buffers and host thread, kept for the process and grown as needed.
 struct Lane {
-  Stream h2d, d2h;
+  Stream compute, h2d, d2h;
   DeviceBuffer in;  // the band's packed input with its halo
   DeviceBuffer out[kSlots];
-  PinnedBuffer host_out[kSlots];
+  DeviceBuffer workspace;              // the kernel's (its own: the runtime's is one call's)
+  PinnedBuffer host_in[kSlots];        // packed input columns on their way up
+  PinnedBuffer host_out[kSlots];       // results on their way out
+  std::unique_ptr<LaneThread> thread;  // none for GPU 0: the caller's thread runs its part
 };
 
 struct Staging {
-  std::mutex mutex;      // one host call at a time uses the buffers
-  PinnedBuffer packed;   // the whole input as bytes, column-major with ld = rows
+  std::mutex mutex;  // one host call at a time uses the buffers
   std::map<int, std::unique_ptr<Lane>> lanes;
 };
 
@@ -79,20 +126,67 @@ void ensure(Buffer& b, size_t bytes) {
   }
 }
 
-// Packs the input into bytes (ld = rows), checking every value on the way; when one is bad,
-// validate_values names the first in column-major order. Nothing of the output is touched.
+// Nothing of the output is written before every lane has checked its input: each lane arrives
+// once, saying whether its values were all valid (and nothing failed); all leave together.
+class Gate {
+ public:
+  explicit Gate(int lanes) : waiting_(lanes) {}
+
+  // One lane's arrival; arrives (as failed) when destroyed unused, e.g. by an exception, so the
+  // other lanes never wait for a lane that has stopped.
+  class Ticket {
+   public:
+    explicit Ticket(Gate& gate) : gate_(gate) {}
+    ~Ticket() {
+      if (!used_) gate_.arrive(false);
+    }
+    Ticket(const Ticket&) = delete;
+    Ticket& operator=(const Ticket&) = delete;
+    /// Whether every lane's input was valid.
+    bool pass(bool ok) {
+      used_ = true;
+      return gate_.arrive(ok);
+    }
+
+   private:
+    Gate& gate_;
+    bool used_ = false;
+  };
+
+ private:
+  bool arrive(bool ok) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ok_ = ok_ && ok;
+    if (--waiting_ == 0) {
+      cv_.notify_all();
+    } else {
+      cv_.wait(lock, [&] { return waiting_ == 0; });
+    }
+    return ok_;
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int waiting_;
+  bool ok_ = true;
+};
+
+// Packs input columns [j0, j1) into bytes (ld = rows) on `threads` threads, checking every value on
+// the way; returns how many are bad (not an integer in [0, levels)). Nothing of the output is
+// touched.
 template <typename T>
-void pack(const Problem& p, const T* in, uint8_t* packed) {
+int64_t pack_columns(const Problem& p, const T* in, int64_t j0, int64_t j1, uint8_t* packed,
+                     int threads) {
   // Locals, not p's members: the byte stores may alias anything, which would make the compiler
   // reload p.rows every iteration and give up vectorizing.
-  const int64_t rows = p.rows, cols = p.cols, ld_in = p.ld_in;
+  const int64_t rows = p.rows, ld_in = p.ld_in;
   const int int_levels = p.levels;
   const float levels = static_cast<float>(p.levels);
   int64_t bad = 0;
-#pragma omp parallel for schedule(static) reduction(+ : bad)
-  for (int64_t j = 0; j < cols; ++j) {
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : bad)
+  for (int64_t j = j0; j < j1; ++j) {
     const T* __restrict__ column = in + j * ld_in;
-    uint8_t* __restrict__ dst = packed + j * rows;
+    uint8_t* __restrict__ dst = packed + (j - j0) * rows;
     int column_bad = 0;
     // Branch-free, so the compiler vectorizes it: this pass runs at memory speed.
     for (int64_t i = 0; i < rows; ++i) {
@@ -112,27 +206,65 @@ void pack(const Problem& p, const T* in, uint8_t* packed) {
     }
     bad += column_bad;
   }
-  if (bad > 0) entropy_op::validate_values(p, in);  // throws naming the first bad element
+  return bad;
 }
 
-// One GPU's band of output columns [b0, b1): its input columns (with halo) uploaded in step with
-// the chunks, each chunk computed into a device slot, downloaded into a pinned slot and copied out
-// by `threads` host threads while the next chunks run. Returns the summed kernel time.
-double run_band(Lane& lane, const LoadedKernel& kernel, const Config& config, void* workspace,
-                cudaStream_t compute, const Problem& p, const uint8_t* packed, int64_t b0,
-                int64_t b1, float* out, int threads) {
+}  // namespace
+
+void copy_floats(float* dst, const float* src, size_t count, bool streaming) {
+#if defined(__SSE2__)
+  if (streaming) {
+    size_t i = 0;
+    for (; i < count && (reinterpret_cast<uintptr_t>(dst + i) & 15) != 0; ++i) dst[i] = src[i];
+    for (; i + 4 <= count; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+    for (; i < count; ++i) dst[i] = src[i];
+    _mm_sfence();  // streaming stores are weakly ordered: done before the caller reads
+    return;
+  }
+#endif
+  (void)streaming;
+  std::memcpy(dst, src, count * sizeof(float));
+}
+
+namespace {
+
+// What one lane does in a call, and what it found.
+struct BandWork {
+  int64_t b0 = 0, b1 = 0;  // its output columns
+  int threads = 1;         // its OpenMP team
+  double kernel_ms = 0;    // its chunks' kernels, summed
+  double pack_ms = 0;      // until its input was checked, packed and uploaded
+  int64_t bad = 0;         // bad values it found (it stops checking at the first chunk with one)
+  std::exception_ptr error;
+};
+
+// One GPU's band of output columns [b0, b1), pipelined in chunks on its own host thread. First each
+// chunk's new input columns are checked and packed into a pinned slot by this lane's threads and
+// uploaded, the first chunks computed and downloaded meanwhile; then, once every lane's input
+// passed the check (the gate), each downloaded chunk is copied out while the next ones are
+// computed and downloaded. The kernel reads bytes with ld = rows; its output slot has ld = rows.
+template <typename T>
+void run_band(Lane& lane, const LoadedKernel& kernel, const Config& config, void* workspace,
+              const Problem& p, const T* in, float* out, bool streaming, Gate::Ticket& ticket,
+              BandWork& work) {
+  const auto started = std::chrono::steady_clock::now();
+  const int64_t b0 = work.b0, b1 = work.b1;
   const int64_t h0 = std::max<int64_t>(0, b0 - p.radius), h1 = std::min(p.cols, b1 + p.radius);
   const size_t column_in = static_cast<size_t>(p.rows), column_out = column_in * sizeof(float);
+  const int64_t chunk =
+      std::clamp<int64_t>(static_cast<int64_t>(kChunkBytes / column_out), 1, b1 - b0);
+  // The first chunk uploads its halo on both sides, the others their own columns.
+  const int64_t slot_columns = std::min<int64_t>(h1 - h0, chunk + 2 * p.radius);
   ensure(lane.in, column_in * static_cast<size_t>(h1 - h0));
-  const int64_t chunk = std::clamp<int64_t>(static_cast<int64_t>(kChunkBytes / column_out), 1, b1 - b0);
   for (int s = 0; s < kSlots; ++s) {
     ensure(lane.out[s], column_out * static_cast<size_t>(chunk));
     ensure(lane.host_out[s], column_out * static_cast<size_t>(chunk));
+    ensure(lane.host_in[s], column_in * static_cast<size_t>(slot_columns));
   }
-  // The kernel reads bytes with ld = rows; its output slot has ld = rows too.
   Problem packed_problem = p;
   packed_problem.ld_in = p.rows;
   packed_problem.ld_out = p.rows;
+  cudaStream_t compute = lane.compute.get(), h2d = lane.h2d.get(), d2h = lane.d2h.get();
 
   const int64_t chunks = (b1 - b0 + chunk - 1) / chunk;
   std::vector<Event> uploaded, kernel_start, kernel_end, downloaded;
@@ -142,44 +274,69 @@ double run_band(Lane& lane, const LoadedKernel& kernel, const Config& config, vo
     kernel_end.push_back(Event::create());
     downloaded.push_back(Event::create());
   }
-  auto drain = [&](int64_t k) {  // chunk k's output, from its pinned slot to the caller's memory
-    TUNED_CUDA_CHECK(cudaEventSynchronize(downloaded[k].get()));
+  auto issue = [&](int64_t k) {  // chunk k: its kernel into device slot k, then down to pinned
     const int64_t c0 = b0 + k * chunk, c1 = std::min(b1, c0 + chunk);
-    const float* src = lane.host_out[k % kSlots].as<float>();
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t j = c0; j < c1; ++j) {
-      std::memcpy(out + j * p.ld_out, src + (j - c0) * p.rows, column_out);
-    }
-  };
-  int64_t uploaded_to = h0;
-  for (int64_t k = 0; k < chunks; ++k) {
-    const int64_t c0 = b0 + k * chunk, c1 = std::min(b1, c0 + chunk);
-    const int64_t need = std::min(p.cols, c1 + p.radius);
-    if (need > uploaded_to) {
-      TUNED_CUDA_CHECK(cudaMemcpyAsync(lane.in.as<uint8_t>() + (uploaded_to - h0) * column_in,
-                                       packed + uploaded_to * column_in,
-                                       static_cast<size_t>(need - uploaded_to) * column_in,
-                                       cudaMemcpyHostToDevice, lane.h2d.get()));
-      uploaded_to = need;
-    }
-    uploaded[k].record(lane.h2d.get());
     TUNED_CUDA_CHECK(cudaStreamWaitEvent(compute, uploaded[k].get(), 0));
     kernel_start[k].record(compute);
     entropy_op::launch_columns(kernel, config, packed_problem, entropy_op::Band{c0, c1, h0, c0},
                                lane.in.get(), lane.out[k % kSlots].as<float>(), workspace, compute);
     kernel_end[k].record(compute);
-    TUNED_CUDA_CHECK(cudaStreamWaitEvent(lane.d2h.get(), kernel_end[k].get(), 0));
+    TUNED_CUDA_CHECK(cudaStreamWaitEvent(d2h, kernel_end[k].get(), 0));
     TUNED_CUDA_CHECK(cudaMemcpyAsync(lane.host_out[k % kSlots].get(), lane.out[k % kSlots].get(),
                                      static_cast<size_t>(c1 - c0) * column_out,
-                                     cudaMemcpyDeviceToHost, lane.d2h.get()));
-    downloaded[k].record(lane.d2h.get());
-    // Slot k + 1 - kSlots is needed next: copy its chunk out now.
-    if (k + 1 >= kSlots) drain(k + 1 - kSlots);
+                                     cudaMemcpyDeviceToHost, d2h));
+    downloaded[k].record(d2h);
+  };
+  auto drain = [&](int64_t k) {  // chunk k's output, from its pinned slot to the caller's memory
+    TUNED_CUDA_CHECK(cudaEventSynchronize(downloaded[k].get()));
+    const int64_t c0 = b0 + k * chunk, c1 = std::min(b1, c0 + chunk);
+    const float* src = lane.host_out[k % kSlots].as<float>();
+#pragma omp parallel for num_threads(work.threads) schedule(static)
+    for (int64_t j = c0; j < c1; ++j) {
+      copy_floats(out + j * p.ld_out, src + (j - c0) * p.rows, column_in, streaming);
+    }
+  };
+  // Whatever happens, nothing stays in flight into buffers the next call reuses.
+  struct Quiet {
+    cudaStream_t streams[3];
+    ~Quiet() {
+      for (cudaStream_t s : streams) (void)cudaStreamSynchronize(s);
+    }
+  } quiet{{compute, h2d, d2h}};
+
+  // Stage 1: check, pack and upload; the first chunks' kernels and downloads start meanwhile.
+  int64_t packed_to = h0;
+  for (int64_t k = 0; k < chunks && work.bad == 0; ++k) {
+    const int64_t c1 = std::min(b1, b0 + (k + 1) * chunk);
+    const int64_t need = std::min(p.cols, c1 + p.radius);
+    if (need > packed_to) {
+      const int slot = static_cast<int>(k % kSlots);
+      // The slot's previous columns must be on the device before it is packed again.
+      if (k >= kSlots) TUNED_CUDA_CHECK(cudaEventSynchronize(uploaded[k - kSlots].get()));
+      uint8_t* staged = lane.host_in[slot].as<uint8_t>();
+      work.bad = pack_columns(p, in, packed_to, need, staged, work.threads);
+      if (work.bad > 0) break;
+      TUNED_CUDA_CHECK(cudaMemcpyAsync(lane.in.as<uint8_t>() + (packed_to - h0) * column_in, staged,
+                                       static_cast<size_t>(need - packed_to) * column_in,
+                                       cudaMemcpyHostToDevice, h2d));
+      packed_to = need;
+    }
+    uploaded[k].record(h2d);
+    if (k < kSlots) issue(k);
   }
-  for (int64_t k = std::max<int64_t>(0, chunks + 1 - kSlots); k < chunks; ++k) drain(k);
-  double kernel_ms = 0;
-  for (int64_t k = 0; k < chunks; ++k) kernel_ms += kernel_end[k].elapsed_since(kernel_start[k]);
-  return kernel_ms;
+  work.pack_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  if (!ticket.pass(work.bad == 0)) return;  // a bad value somewhere: nothing is written
+
+  // Stage 2: copy each chunk out while the next ones are computed and downloaded; its slots are
+  // free once it is out.
+  for (int64_t k = 0; k < chunks; ++k) {
+    drain(k);
+    if (k + kSlots < chunks) issue(k + kSlots);
+  }
+  for (int64_t k = 0; k < chunks; ++k) {
+    work.kernel_ms += kernel_end[k].elapsed_since(kernel_start[k]);
+  }
 }
 
 int visible_devices() {
@@ -191,68 +348,108 @@ int visible_devices() {
   return count;
 }
 
+// Whether device g runs the configs chosen for device 0 as they are (the same rules apply).
+bool same_model(int g) {
+  auto attribute = [](cudaDeviceAttr what, int device) {
+    int value = 0;
+    TUNED_CUDA_CHECK(cudaDeviceGetAttribute(&value, what, device));
+    return value;
+  };
+  for (cudaDeviceAttr what :
+       {cudaDevAttrComputeCapabilityMajor, cudaDevAttrComputeCapabilityMinor,
+        cudaDevAttrMultiProcessorCount, cudaDevAttrMaxSharedMemoryPerBlockOptin}) {
+    if (attribute(what, g) != attribute(what, 0)) return false;
+  }
+  return true;
+}
+
 void run_gpus(const Problem& p, Input input, const void* in, float* out, int gpus,
               EntropyReport& report) {
   Staging& st = staging();
   std::lock_guard<std::mutex> lock(st.mutex);
-  const auto started = std::chrono::steady_clock::now();
-  ensure(st.packed, static_cast<size_t>(p.rows) * static_cast<size_t>(p.cols));
-  auto* packed = st.packed.as<uint8_t>();
-  if (input == Input::kU8) {
-    pack(p, static_cast<const uint8_t*>(in), packed);
-  } else {
-    pack(p, static_cast<const float*>(in), packed);
-  }
-  report.pack_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-
   // Bands of whole columns (contiguous in column-major memory: the row split of a row-major
-  // image), each GPU on its own host thread.
+  // image), each GPU's on its own host thread with its share of the cores.
   const int bands = static_cast<int>(std::min<int64_t>(gpus, p.cols));
   int caller_device = 0;
   TUNED_CUDA_CHECK(cudaGetDevice(&caller_device));
-  const int threads = std::max(1, omp_get_max_threads() / bands);
-  std::vector<double> kernel_ms(static_cast<size_t>(bands), 0.0);
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(bands));
-  const ProblemId id = entropy_op::problem_id(p, Input::kU8);
-  auto band = [&](int g) {
-    try {
-      TUNED_CUDA_CHECK(cudaSetDevice(g));
-      Lane* lane = st.lanes.at(g).get();  // created below, before the threads start
-      const int64_t b0 = p.cols * g / bands, b1 = p.cols * (g + 1) / bands;
-      Stream compute = Stream::create();
-      Runtime::instance().run(
-          entropy_registration(), id,
-          [&](const LoadedKernel& kernel, const Config& config, void* workspace, cudaStream_t s) {
-            kernel_ms[static_cast<size_t>(g)] =
-                run_band(*lane, kernel, config, workspace, s, p, packed, b0, b1, out, threads);
-          },
-          compute.get());
-      compute.synchronize();
-    } catch (...) {
-      errors[static_cast<size_t>(g)] = std::current_exception();
-    }
-  };
-  for (int g = 0; g < bands; ++g) {  // lanes created here, before the threads share the map
+  struct Restore {
+    int device;
+    ~Restore() { (void)cudaSetDevice(device); }
+  } restore{caller_device};
+  for (int g = 0; g < bands; ++g) {  // lanes made here, before any lane's thread runs
     auto& lane = st.lanes[g];
     if (!lane) {
       TUNED_CUDA_CHECK(cudaSetDevice(g));
       lane = std::make_unique<Lane>();
+      lane->compute = Stream::create();
       lane->h2d = Stream::create();
       lane->d2h = Stream::create();
+      if (g > 0) lane->thread = std::make_unique<LaneThread>();
     }
   }
-  std::vector<std::thread> workers;
-  for (int g = 1; g < bands; ++g) workers.emplace_back(band, g);
+  // One config for every GPU of a model, chosen on GPU 0: each band is then computed as one GPU
+  // computes the whole, bit for bit.
+  const ProblemId id = entropy_op::problem_id(p, Input::kU8);
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  const Config config =
+      Runtime::instance().choice(entropy_registration(), id, st.lanes.at(0)->compute.get());
+  const bool streaming =
+      static_cast<size_t>(p.rows) * static_cast<size_t>(p.cols) * sizeof(float) >= kStreamingBytes;
+  const int threads = std::max(1, omp_get_max_threads() / bands);
+  std::vector<BandWork> work(static_cast<size_t>(bands));
+  Gate gate(bands);
+  auto band = [&](int g) {
+    BandWork& mine = work[static_cast<size_t>(g)];
+    Gate::Ticket ticket(gate);
+    try {
+      TUNED_CUDA_CHECK(cudaSetDevice(g));
+      Lane& lane = *st.lanes.at(g);
+      // Another model chooses its own (results within the tolerance, maybe not equal bit for bit).
+      const Config own =
+          g == 0 || same_model(g)
+              ? config
+              : Runtime::instance().choice(entropy_registration(), id, lane.compute.get());
+      const auto kernel = Runtime::instance().kernel(entropy_registration(), id, own);
+      ensure(lane.workspace, entropy_op::workspace_bytes(own, p));
+      if (input == Input::kU8) {
+        run_band(lane, *kernel, own, lane.workspace.get(), p, static_cast<const uint8_t*>(in), out,
+                 streaming, ticket, mine);
+      } else {
+        run_band(lane, *kernel, own, lane.workspace.get(), p, static_cast<const float*>(in), out,
+                 streaming, ticket, mine);
+      }
+    } catch (...) {
+      mine.error = std::current_exception();
+    }
+  };
+  for (int g = 0; g < bands; ++g) {
+    work[static_cast<size_t>(g)].b0 = p.cols * g / bands;
+    work[static_cast<size_t>(g)].b1 = p.cols * (g + 1) / bands;
+    work[static_cast<size_t>(g)].threads = threads;
+  }
+  for (int g = 1; g < bands; ++g) st.lanes.at(g)->thread->start([&band, g] { band(g); });
   band(0);
-  for (auto& w : workers) w.join();
-  TUNED_CUDA_CHECK(cudaSetDevice(caller_device));
-  for (const auto& e : errors) {
-    if (e) std::rethrow_exception(e);
+  for (int g = 1; g < bands; ++g) st.lanes.at(g)->thread->wait();
+  for (const BandWork& w : work) {
+    // A bad value is named (the first in column-major order) before any other failure.
+    if (w.bad > 0) {
+      if (input == Input::kU8) {
+        entropy_op::validate_values(p, static_cast<const uint8_t*>(in));
+      } else {
+        entropy_op::validate_values(p, static_cast<const float*>(in));
+      }
+      throw Error(TUNED_STATUS_INVALID_ARGUMENT, "in: a value is not an integer in [0, levels)");
+    }
+  }
+  for (const BandWork& w : work) {
+    if (w.error) std::rethrow_exception(w.error);
   }
   report.path = "gpu";
   report.gpus = bands;
-  report.kernel_ms = *std::max_element(kernel_ms.begin(), kernel_ms.end());
+  for (const BandWork& w : work) {
+    report.kernel_ms = std::max(report.kernel_ms, w.kernel_ms);
+    report.pack_ms = std::max(report.pack_ms, w.pack_ms);
+  }
 }
 
 }  // namespace

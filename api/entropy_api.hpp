@@ -1,9 +1,10 @@
 // The entropy op's API entries. On device memory: validate the arguments and the values (on the
 // device, before anything is written), name the problem for the runtime and hand it a launcher.
 // From host memory to host memory: the CPU path (OpenMP) below the measured threshold or without a
-// GPU; else the values packed to bytes in pinned memory (validated on the way, before any output is
-// written), the columns split over the GPUs with halos, each GPU's band pipelined in chunks
-// (upload, kernel, download into pinned buffers, copy out) on three streams.
+// GPU; else the columns split over the GPUs with halos, each GPU's band on its own host thread:
+// its values packed to bytes in pinned memory chunk by chunk (validated on the way: no output is
+// written before every band's values passed) and uploaded, then pipelined in chunks (kernel,
+// download into pinned buffers, copy out) on three streams.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -26,6 +27,10 @@ std::string describe_entropy(const entropy_op::Problem& problem, entropy_op::Inp
 /// in and out in host memory (pageable or not).
 void entropy_host(const entropy_op::Problem& problem, entropy_op::Input input, const void* in,
                   float* out, const EntropyOptions& options, EntropyReport* report);
+
+/// Copies count floats; with streaming, through non-temporal stores where the CPU has them (the
+/// host path's copy out of large outputs: written once, never read first). For the tests too.
+void copy_floats(float* dst, const float* src, size_t count, bool streaming);
 
 /// Problems of fewer elements than this run on the CPU on the auto path: cpu_threshold of the
 /// user's database's entropy records of GPU 0, read once per process and window.

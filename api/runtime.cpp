@@ -520,6 +520,31 @@ void Runtime::run(const OpRegistration& op, const ProblemId& problem, const Laun
   });
 }
 
+Config Runtime::choice(const OpRegistration& op, const ProblemId& problem, cudaStream_t stream) {
+  const DeviceInfo* device;
+  std::shared_ptr<const Choice> choice;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    device = &current_device();
+    if (auto found = memo_.find(MemoKey{device->index, &op, problem})) {
+      if ((*found)->kernel) choice = *found;
+    }
+  }
+  if (!choice) choice = resolve(op, *device, problem, stream, /*with_kernel=*/true);
+  return choice->config;
+}
+
+std::shared_ptr<const LoadedKernel> Runtime::kernel(const OpRegistration& op,
+                                                    const ProblemId& problem,
+                                                    const Config& config) {
+  const DeviceInfo* device;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    device = &current_device();
+  }
+  return kernels_.get(op.face->kernel_spec(config, problem), *device);
+}
+
 std::string Runtime::describe(const OpRegistration& op, const ProblemId& problem) {
   const DeviceInfo* device;
   std::shared_ptr<const Choice> choice;

@@ -72,6 +72,15 @@ class Runtime {
       std::function<void(const LoadedKernel&, const Config&, void* workspace, cudaStream_t)>;
   void run(const OpRegistration& op, const ProblemId& problem, const Launcher& launch,
            cudaStream_t stream);
+  /// The config run() launches for this problem on the current device (chosen now if needed, as
+  /// run() would: first-use tuning included; its kernel loaded).
+  Config choice(const OpRegistration& op, const ProblemId& problem, cudaStream_t stream);
+  /// The kernel of a given config for this problem on the current device, loaded once per device
+  /// and config: GPUs that share one problem run the config chosen on one of them (choice()), so
+  /// that their parts agree bit for bit whatever each GPU's own entries say. The config must suit
+  /// this device. The caller gives the launch its workspace (the op face's workspace_bytes).
+  std::shared_ptr<const LoadedKernel> kernel(const OpRegistration& op, const ProblemId& problem,
+                                             const Config& config);
   /// "origin: config" of the choice run() makes for this problem (chosen now if needed; no kernel
   /// is loaded and nothing is tuned).
   std::string describe(const OpRegistration& op, const ProblemId& problem);

@@ -1,14 +1,22 @@
 // Local entropy on 1 GPU, on 2 GPUs (where the machine has them) and on the CPU, sizes 400^2,
-// 2560^2, 10240^2 (r = 2, L = 16, FP32 input; more with --shape): the kernel's time on device data
-// (the tuned kernel alone, events around its launch), the device call's time (the values checked
-// on the device, then the kernel), and the end-to-end time from pageable host input to host output
-// (wall clock, median of runs after a warm-up), next to plain pageable copies around the same call
-// for scale. The split is judged on one measure for 1 and 2 GPUs: the host path's kernel time
-// (its chunks' kernels summed, on the slower GPU), split_kernel_ms; kernel_ms of a 2-GPU row is
-// that too, of a 1-GPU row the single launch on device data. Every result is compared with the CPU path's (itself tested against the
+// 2560^2, 10240^2, 20480^2 (r = 2, L = 16, FP32 input; more with --sizes): the kernel's time on
+// device data (the tuned kernel alone, events around its launch), the device call's time (the
+// values checked on the device, then the kernel), and the end-to-end time from pageable host input
+// to host output (wall clock, median of runs after a warm-up), next to plain pageable copies around
+// the same call for scale. Every result is compared with the CPU path's (itself tested against the
 // double-precision reference) and must be within 1e-5.
+//
+// The split over 2 GPUs is judged against the best one-GPU figures ("split" rows):
+//   kernel: one GPU's single launch on the whole problem on device data, FP32 input and packed
+//     bytes (the host path's kernel), the faster of the two; against each GPU computing its band of
+//     columns (with its halo) on device data in one launch, both GPUs at once with the config
+//     chosen on GPU 0, the slower GPU's time (the faster variant of the two).
+//   end to end: the better of one GPU's host path and plain pageable copies around the device call;
+//     against the host path on 2 GPUs.
+//   bit-identical: the 2-GPU host path's output against the 1-GPU host path's, and each variant's
+//     split output against its single launch's, byte for byte.
 // Writes bench/results/entropy_<device>.json: {"device", "rows": [{"rows", "cols", "radius",
-// "levels", "path", "gpus", "kernel_ms", "end_to_end_ms", ...}]}.
+// "levels", "path", "gpus", "kernel_ms", "end_to_end_ms", ...}], "splits": [{"rows", ...}]}.
 #include <cuda_runtime_api.h>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +24,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <string>
@@ -60,6 +69,19 @@ struct Row {
   std::string config;
 };
 
+// One size's 2-GPU split against the best one-GPU figures (see the top of the file).
+struct Split {
+  int64_t n = 0;
+  double one_kernel_f32 = -1, one_kernel_u8 = -1;       // single launch, 1 GPU, device data
+  double two_kernel_f32 = -1, two_kernel_u8 = -1;       // slower GPU's band, both at once
+  double one_host = -1, one_plain = -1, two_host = -1;  // end to end
+  bool identical_host = false, identical_f32 = false, identical_u8 = false;
+  double one_kernel() const { return std::min(one_kernel_f32, one_kernel_u8); }
+  double two_kernel() const { return std::min(two_kernel_f32, two_kernel_u8); }
+  double one_end_to_end() const { return std::min(one_host, one_plain); }
+  bool identical() const { return identical_host && identical_f32 && identical_u8; }
+};
+
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double worst = 0;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -69,10 +91,18 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   return worst;
 }
 
-// The tuned kernel alone on device data: the runtime's choice, events around its launch only.
-double kernel_ms(const Problem& p, const float* in, float* out, int runs, std::string* config) {
+bool same_bytes(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+size_t bytes_of(Input input) { return tuned::entropy_op::input_bytes(input); }
+
+// The tuned kernel alone on device data of GPU 0: the runtime's choice, events around its launch
+// only. out (device) holds the result.
+double kernel_ms(const Problem& p, Input input, const void* in, float* out, int runs,
+                 std::string* config) {
   const auto& op = tuned::find_op("entropy");
-  const tuned::ProblemId id = tuned::entropy_op::problem_id(p, Input::kF32);
+  const tuned::ProblemId id = tuned::entropy_op::problem_id(p, input);
   tuned::Stream stream = tuned::Stream::create();
   std::vector<double> ms;
   for (int r = 0; r <= runs; ++r) {
@@ -93,11 +123,82 @@ double kernel_ms(const Problem& p, const float* in, float* out, int runs, std::s
   return median(ms);
 }
 
+// The problem split over `gpus` GPUs on device data: each GPU holds its band's input columns (with
+// the halo) and computes its band in one launch, all GPUs at once, with the config chosen on GPU 0
+// (as the host path does). Returns the median over runs of the slowest GPU's kernel time; `out`
+// (host, ld = rows) gets the bands' results. host_in: the whole input, ld = rows.
+double split_kernel_ms(const Problem& p, Input input, const void* host_in, int gpus, int runs,
+                       std::vector<float>& out) {
+  const auto& op = tuned::find_op("entropy");
+  const tuned::ProblemId id = tuned::entropy_op::problem_id(p, input);
+  const size_t column_in = static_cast<size_t>(p.rows) * bytes_of(input);
+  const size_t column_out = static_cast<size_t>(p.rows) * sizeof(float);
+  struct Gpu {
+    int64_t b0, b1, h0;
+    tuned::DeviceBuffer in, out, workspace;
+    tuned::Stream stream;
+    std::shared_ptr<const tuned::LoadedKernel> kernel;
+  };
+  std::vector<Gpu> on(static_cast<size_t>(gpus));
+  cudaSetDevice(0);
+  tuned::Config config;
+  {
+    tuned::Stream stream = tuned::Stream::create();
+    config = tuned::Runtime::instance().choice(op, id, stream.get());
+  }
+  for (int g = 0; g < gpus; ++g) {
+    Gpu& d = on[static_cast<size_t>(g)];
+    cudaSetDevice(g);
+    d.b0 = p.cols * g / gpus;
+    d.b1 = p.cols * (g + 1) / gpus;
+    d.h0 = std::max<int64_t>(0, d.b0 - p.radius);
+    const int64_t h1 = std::min(p.cols, d.b1 + p.radius);
+    d.in = tuned::DeviceBuffer(column_in * static_cast<size_t>(h1 - d.h0));
+    d.out = tuned::DeviceBuffer(column_out * static_cast<size_t>(d.b1 - d.b0));
+    d.workspace = tuned::DeviceBuffer(tuned::entropy_op::workspace_bytes(config, p));
+    d.stream = tuned::Stream::create();
+    d.kernel = tuned::Runtime::instance().kernel(op, id, config);
+    cudaMemcpy(d.in.get(), static_cast<const uint8_t*>(host_in) + d.h0 * column_in,
+               column_in * static_cast<size_t>(h1 - d.h0), cudaMemcpyHostToDevice);
+  }
+  std::vector<double> slowest;
+  for (int r = 0; r <= runs; ++r) {  // run 0 warms up
+    std::vector<tuned::Event> start, stop;
+    for (int g = 0; g < gpus; ++g) {  // launched back to back: the GPUs run at once
+      Gpu& d = on[static_cast<size_t>(g)];
+      cudaSetDevice(g);
+      start.push_back(tuned::Event::create());
+      stop.push_back(tuned::Event::create());
+      start.back().record(d.stream.get());
+      tuned::entropy_op::launch_columns(*d.kernel, config, p,
+                                        tuned::entropy_op::Band{d.b0, d.b1, d.h0, d.b0}, d.in.get(),
+                                        d.out.as<float>(), d.workspace.get(), d.stream.get());
+      stop.back().record(d.stream.get());
+    }
+    double worst = 0;
+    for (int g = 0; g < gpus; ++g) {
+      cudaSetDevice(g);
+      const size_t i = static_cast<size_t>(g);
+      worst = std::max(worst, static_cast<double>(stop[i].elapsed_since(start[i])));
+    }
+    if (r > 0) slowest.push_back(worst);
+  }
+  out.assign(static_cast<size_t>(p.rows) * static_cast<size_t>(p.cols), NAN);
+  for (int g = 0; g < gpus; ++g) {
+    Gpu& d = on[static_cast<size_t>(g)];
+    cudaSetDevice(g);
+    cudaMemcpy(out.data() + d.b0 * p.rows, d.out.get(),
+               column_out * static_cast<size_t>(d.b1 - d.b0), cudaMemcpyDeviceToHost);
+  }
+  cudaSetDevice(0);
+  return median(slowest);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Local entropy: 1 GPU, 2 GPUs, CPU; kernel and end-to-end times"};
-  std::vector<int64_t> sizes = {400, 2560, 10240};
+  std::vector<int64_t> sizes = {400, 2560, 10240, 20480};
   int radius = 2, levels = 16, runs = 10;
   std::string json;
   app.add_option("--sizes", sizes, "square sizes");
@@ -115,6 +216,7 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
   std::vector<Row> rows;
+  std::vector<Split> splits;
   std::mt19937 rng(2026);
   for (const int64_t n : sizes) {
     Problem p = tuned::entropy_op::packed_problem(n, n, radius, levels);
@@ -122,7 +224,11 @@ int main(int argc, char** argv) {
     std::vector<float> in(elements), cpu_out(elements), gpu_out(elements);
     std::uniform_int_distribution<int> level(0, levels - 1);
     for (auto& x : in) x = static_cast<float>(level(rng));
-    const int cpu_runs = n >= 10240 ? 3 : runs;
+    std::vector<uint8_t> in8(elements);  // the same values as bytes
+    for (size_t e = 0; e < elements; ++e) in8[e] = static_cast<uint8_t>(in[e]);
+    const int cpu_runs = n >= 20480 ? 1 : n >= 10240 ? 3 : runs;
+    Split split;
+    split.n = n;
 
     // CPU path.
     Row cpu{n, n, radius, levels, "cpu", 0};
@@ -138,13 +244,23 @@ int main(int argc, char** argv) {
     cpu.config = report.path;
     rows.push_back(cpu);
 
-    // 1 GPU on device data: the kernel alone, and the whole call.
+    // 1 GPU on device data: the kernel alone (FP32 input and bytes), and the whole call.
+    cudaSetDevice(0);
+    std::vector<float> single_f32(elements), single_u8(elements);
     float *d_in = nullptr, *d_out = nullptr;
+    uint8_t* d_in8 = nullptr;
     cudaMalloc(reinterpret_cast<void**>(&d_in), elements * sizeof(float));
+    cudaMalloc(reinterpret_cast<void**>(&d_in8), elements);
     cudaMalloc(reinterpret_cast<void**>(&d_out), elements * sizeof(float));
     cudaMemcpy(d_in, in.data(), elements * sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemcpy(d_in8, in8.data(), elements, cudaMemcpyHostToDevice);
     Row one{n, n, radius, levels, "gpu", 1};
-    one.kernel_ms = kernel_ms(p, d_in, d_out, runs, &one.config);
+    std::string config_u8;
+    split.one_kernel_u8 = kernel_ms(p, Input::kU8, d_in8, d_out, runs, &config_u8);
+    cudaMemcpy(single_u8.data(), d_out, elements * sizeof(float), cudaMemcpyDeviceToHost);
+    one.kernel_ms = kernel_ms(p, Input::kF32, d_in, d_out, runs, &one.config);
+    cudaMemcpy(single_f32.data(), d_out, elements * sizeof(float), cudaMemcpyDeviceToHost);
+    split.one_kernel_f32 = one.kernel_ms;
     one.call_ms = wall_ms(
         [&] {
           tuned::entropy(n, n, radius, levels, d_in, n, d_out, n);
@@ -159,10 +275,24 @@ int main(int argc, char** argv) {
           cudaMemcpy(gpu_out.data(), d_out, elements * sizeof(float), cudaMemcpyDeviceToHost);
         },
         std::min(runs, 5));
+    split.one_plain = one.plain_copies_ms;
     cudaFree(d_in);
+    cudaFree(d_in8);
     cudaFree(d_out);
 
+    // 2 GPUs on device data: each its band in one launch, both at once.
+    if (devices >= 2) {
+      std::vector<float> banded;
+      split.two_kernel_f32 = split_kernel_ms(p, Input::kF32, in.data(), 2, runs, banded);
+      split.identical_f32 = same_bytes(banded, single_f32);
+      split.two_kernel_u8 = split_kernel_ms(p, Input::kU8, in8.data(), 2, runs, banded);
+      split.identical_u8 = same_bytes(banded, single_u8);
+    }
+    std::vector<float>().swap(single_f32);
+    std::vector<float>().swap(single_u8);
+
     // End to end through the pinned, chunked host path, on 1 and 2 GPUs.
+    std::vector<float> host_one;
     for (int gpus = 1; gpus <= std::min(devices, 2); ++gpus) {
       tuned::EntropyOptions options;
       options.path = tuned::EntropyPath::kGpu;
@@ -178,11 +308,22 @@ int main(int argc, char** argv) {
       row.split_kernel_ms = report.kernel_ms;  // the same measure for 1 and 2 GPUs
       if (gpus > 1) row.kernel_ms = report.kernel_ms;  // the slowest GPU's share
       row.max_abs_diff = max_abs_diff(gpu_out, cpu_out);
-      std::printf("  %s: host path kernel %.3f ms (summed over chunks), packing %.2f ms\n",
-                  (std::to_string(n) + "^2 " + std::to_string(gpus) + " GPU").c_str(),
-                  report.kernel_ms, report.pack_ms);
+      std::printf(
+          "  %s: host path kernel %.3f ms (summed over chunks), checking and packing %.2f ms "
+          "(overlapped with the uploads)\n",
+          (std::to_string(n) + "^2 " + std::to_string(gpus) + " GPU").c_str(), report.kernel_ms,
+          report.pack_ms);
+      if (gpus == 1) {
+        split.one_host = row.end_to_end_ms;
+        host_one = gpu_out;
+      } else {
+        split.two_host = row.end_to_end_ms;
+        split.identical_host = same_bytes(gpu_out, host_one);
+      }
       rows.push_back(row);
     }
+    std::fflush(stdout);
+    if (devices >= 2) splits.push_back(split);
   }
 
   std::printf("%-13s %-12s %4s %10s %10s %12s %12s %10s  %s\n", "shape", "path", "gpus",
@@ -195,25 +336,25 @@ int main(int argc, char** argv) {
                 r.config.c_str());
     ok = ok && r.max_abs_diff <= 1e-5;
   }
-  for (const int64_t n : sizes) {
-    double k1 = 0, k2 = 0;
-    for (const Row& r : rows) {
-      if (r.rows == n && r.gpus == 1) k1 = r.split_kernel_ms;
-      if (r.rows == n && r.gpus == 2) k2 = r.split_kernel_ms;
-    }
-    if (k2 > 0) {
-      std::printf("%lldx%lld: host path kernels %.3f ms on 1 GPU, %.3f ms on the slower of 2: "
-                  "2 GPUs %.2fx the kernel speed of 1\n",
-                  static_cast<long long>(n), static_cast<long long>(n), k1, k2, k1 / k2);
-    }
+  if (splits.empty()) std::printf("split: not measured (1 GPU visible)\n");
+  for (const Split& s : splits) {
+    std::printf(
+        "split %lldx%lld: kernel 1 GPU %.3f ms (f32 %.3f, u8 %.3f) -> 2 GPUs %.3f ms (f32 %.3f, "
+        "u8 %.3f) = %.3fx; end to end 1 GPU %.2f ms (host path %.2f, plain copies %.2f) -> 2 GPUs "
+        "%.2f ms = %.3fx; bit-identical %s\n",
+        static_cast<long long>(s.n), static_cast<long long>(s.n), s.one_kernel(), s.one_kernel_f32,
+        s.one_kernel_u8, s.two_kernel(), s.two_kernel_f32, s.two_kernel_u8,
+        s.two_kernel() / s.one_kernel(), s.one_end_to_end(), s.one_host, s.one_plain, s.two_host,
+        s.two_host / s.one_end_to_end(), s.identical() ? "yes" : "NO");
+    ok = ok && s.identical();
   }
   std::printf("%s\n", ok ? "ALL WITHIN 1e-5 OF THE CPU PATH" : "MISMATCH");
   if (!json.empty()) {
     std::ofstream f(json);
+    auto num = [](double v) { return v < 0 ? std::string("null") : std::to_string(v); };
     f << "{\"device\": \"" << prop.name << "\", \"devices\": " << devices << ", \"rows\": [\n";
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
-      auto num = [](double v) { return v < 0 ? std::string("null") : std::to_string(v); };
       f << "  {\"rows\": " << r.rows << ", \"cols\": " << r.cols << ", \"radius\": " << r.radius
         << ", \"levels\": " << r.levels << ", \"path\": \"" << r.path << "\", \"gpus\": " << r.gpus
         << ", \"kernel_ms\": " << num(r.kernel_ms) << ", \"end_to_end_ms\": "
@@ -222,6 +363,25 @@ int main(int argc, char** argv) {
         << num(r.split_kernel_ms) << ", \"max_abs_diff\": "
         << r.max_abs_diff << ", \"config\": \"" << r.config << "\"}"
         << (i + 1 < rows.size() ? ",\n" : "\n");
+    }
+    f << "], \"splits\": [\n";
+    for (size_t i = 0; i < splits.size(); ++i) {
+      const Split& s = splits[i];
+      f << "  {\"rows\": " << s.n << ", \"cols\": " << s.n
+        << ", \"one_gpu_kernel_ms\": " << num(s.one_kernel())
+        << ", \"one_gpu_kernel_f32_ms\": " << num(s.one_kernel_f32)
+        << ", \"one_gpu_kernel_u8_ms\": " << num(s.one_kernel_u8)
+        << ", \"two_gpu_kernel_ms\": " << num(s.two_kernel())
+        << ", \"two_gpu_kernel_f32_ms\": " << num(s.two_kernel_f32)
+        << ", \"two_gpu_kernel_u8_ms\": " << num(s.two_kernel_u8)
+        << ", \"kernel_ratio\": " << num(s.two_kernel() / s.one_kernel())
+        << ", \"one_gpu_end_to_end_ms\": " << num(s.one_end_to_end())
+        << ", \"one_gpu_host_path_ms\": " << num(s.one_host)
+        << ", \"one_gpu_plain_copies_ms\": " << num(s.one_plain)
+        << ", \"two_gpu_end_to_end_ms\": " << num(s.two_host)
+        << ", \"end_to_end_ratio\": " << num(s.two_host / s.one_end_to_end())
+        << ", \"bit_identical\": " << (s.identical() ? "true" : "false") << "}"
+        << (i + 1 < splits.size() ? ",\n" : "\n");
     }
     f << "]}\n";
   }

@@ -30,7 +30,9 @@ namespace {
 constexpr int64_t kMaxDimension = INT32_MAX;  // dimensions reach the kernels as int
 
 // One wording per rule, shared by the command line and the TOML file.
-constexpr std::string_view kDeviceRule = "must be an integer >= 0 (a CUDA device index)";
+constexpr std::string_view kDeviceRule =
+    "must be a CUDA device index (an integer >= 0), a comma-separated list of distinct ones like "
+    "0,1,3, or all";
 constexpr std::string_view kBudgetRule = "must be a number of seconds > 0";
 constexpr std::string_view kMaxTrialsRule = "must be an integer >= 1";
 constexpr std::string_view kSeedRule = "must be an integer >= 0 (0: seed from the clock)";
@@ -85,11 +87,6 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
 }
 
 // --- Value rules, shared by both sources. `argument` is "--device" or "key 'device'". --------
-
-int check_device(int64_t value, const std::string& argument) {
-  if (value < 0 || value > INT_MAX) fail(argument, kDeviceRule, std::to_string(value));
-  return static_cast<int>(value);
-}
 
 int check_max_trials(int64_t value, const std::string& argument) {
   if (value < 1 || value > INT_MAX) fail(argument, kMaxTrialsRule, std::to_string(value));
@@ -151,6 +148,50 @@ std::optional<Integer> parse_integer(const std::string& text) {
   auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (ec != std::errc() || ptr != end || text.empty()) return std::nullopt;
   return value;
+}
+
+// One device, several or all, into options (the previous selection replaced): "2", "0,1,3", "all".
+// A list of one index is that device alone.
+void set_devices(std::vector<int64_t> indices, bool all, const std::string& argument,
+                 const std::string& text, AutotuneOptions& options) {
+  options.all_devices = all;
+  options.devices.clear();
+  options.device_argument = argument;
+  if (all) return;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] < 0 || indices[i] > INT_MAX) fail(argument, kDeviceRule, text);
+    for (size_t j = 0; j < i; ++j) {
+      if (indices[j] == indices[i]) {
+        fail(argument,
+             std::string(kDeviceRule) + " (device " + std::to_string(indices[i]) +
+                 " is listed twice)",
+             text);
+      }
+    }
+  }
+  if (indices.size() == 1) {
+    options.device = static_cast<int>(indices.front());
+  } else {
+    for (int64_t index : indices) options.devices.push_back(static_cast<int>(index));
+  }
+}
+
+// --device's text (the command line's, or the file's string): "all", "N" or "N,M,...".
+void set_devices_from_text(const std::string& text, const std::string& argument,
+                           AutotuneOptions& options) {
+  std::vector<int64_t> indices;
+  if (text != "all") {
+    // Each comma-separated field an integer; an empty one ("0,", "0,,1") breaks the rule.
+    for (size_t start = 0;;) {
+      const size_t comma = text.find(',', start);
+      const auto index = parse_integer<int64_t>(text.substr(start, comma - start));
+      if (!index) fail(argument, kDeviceRule, text);
+      indices.push_back(*index);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  set_devices(std::move(indices), text == "all", argument, text, options);
 }
 
 // Text that is no integer (or out of int64's range) fails with the flag's rule.
@@ -317,7 +358,7 @@ class TomlReader {
   void apply_key(const std::string& key, const toml::node& node) {
     const std::string argument = "key '" + key + "'";
     if (key == "device") {
-      options_.device = check_device(integer(key, node), argument);
+      apply_device(argument, node);
     } else if (key == "op") {
       options_.op = check_choice(string(key, node), op_choices(), argument);
     } else if (key == "layout") {
@@ -369,6 +410,37 @@ class TomlReader {
       }
     }
     options_.shapes = std::move(shapes);
+  }
+
+  // device = 1, "all", "0,1" or [0, 1]. A later error about the devices (one not on this
+  // machine) names the file.
+  void apply_device(const std::string& argument, const toml::node& node) {
+    apply_device_value(argument, node);
+    options_.device_argument = "key 'device' of config file '" + path_ + "'";
+  }
+
+  void apply_device_value(const std::string& argument, const toml::node& node) {
+    if (node.is_integer()) {
+      const int64_t index = node.as_integer()->get();
+      set_devices({index}, false, argument, std::to_string(index), options_);
+    } else if (node.is_string()) {
+      set_devices_from_text(node.as_string()->get(), argument, options_);
+    } else if (const toml::array* array = node.as_array()) {
+      std::vector<int64_t> indices;
+      std::string text;
+      for (const toml::node& element : *array) {
+        if (!element.is_integer()) {
+          throw type_error("device", element, "an integer (a CUDA device index)");
+        }
+        indices.push_back(element.as_integer()->get());
+        text += (text.empty() ? "" : ",") + std::to_string(indices.back());
+      }
+      if (indices.empty()) throw error(node.source(), "key 'device' lists no devices");
+      set_devices(std::move(indices), false, argument, text, options_);
+    } else {
+      throw type_error("device", node,
+                       "an integer (a CUDA device index), \"all\", or a list like [0, 1]");
+    }
   }
 
   void apply_space(const toml::node& node) {
@@ -551,6 +623,46 @@ std::vector<ShapeRequest> read_shapes_file(const std::string& path, const std::s
   return requests;
 }
 
+bool several_devices(const AutotuneOptions& options) {
+  return options.all_devices || !options.devices.empty();
+}
+
+std::string device_text(const AutotuneOptions& options) {
+  if (options.all_devices) return "all";
+  if (options.devices.empty()) return std::to_string(options.device);
+  std::string text;
+  for (int index : options.devices) text += (text.empty() ? "" : ",") + std::to_string(index);
+  return text;
+}
+
+std::vector<int> selected_devices(const AutotuneOptions& options, int count) {
+  if (options.all_devices) {
+    std::vector<int> all;
+    for (int index = 0; index < count; ++index) all.push_back(index);
+    return all;
+  }
+  if (options.devices.empty()) return {options.device};
+  for (int index : options.devices) {
+    if (index >= count) {
+      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                  options.device_argument + " " + device_text(options) + ": device " +
+                      std::to_string(index) + " is not on this machine: a listed device must be " +
+                      "below " + std::to_string(count) + ", the number of CUDA devices it has " +
+                      "(numbered from 0)");
+    }
+  }
+  return options.devices;
+}
+
+double estimated_work(const ShapeRequest& problem) {
+  const OpRegistration& op = find_op(problem.op);
+  double work = 1;
+  for (size_t i = 0; i < problem.shape.size() && i < op.dims.size(); ++i) {
+    if (op.dim_ranges.count(op.dims[i]) == 0) work *= static_cast<double>(problem.shape[i]);
+  }
+  return work;
+}
+
 std::vector<ShapeRequest> shape_requests(const AutotuneOptions& options) {
   if (!options.recorded.empty()) return options.recorded;
   std::vector<ShapeRequest> requests;
@@ -569,7 +681,8 @@ TaskRequest task_request(const AutotuneOptions& options, const ShapeRequest& pro
 
 ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
   ParseResult result;
-  CLI::App app{"Tunes tuned's kernels on one GPU and records the best configurations.", "autotune"};
+  CLI::App app{"Tunes tuned's kernels on one GPU (or several) and records the best configurations.",
+               "autotune"};
   app.get_formatter()->column_width(24);
   add_version_flag(app, "autotune");
   std::string footer = "Keys of the TOML file: " + join(kTomlKeys) +
@@ -599,7 +712,10 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
         ->type_name(type)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last one given wins
   };
-  CLI::Option* device_opt = scalar("--device", device, "N", "CUDA device index (default 0)");
+  CLI::Option* device_opt =
+      scalar("--device", device, "N|N,M,...|all",
+             "CUDA device index (default 0); a list or all shares the shapes out over those GPUs, "
+             "one tuner each, into one database");
   CLI::Option* op_opt =
       scalar("--op", op, "OP", "operation to tune: " + join(op_choices(), "|") + " (default gemm)");
   CLI::Option* shape_opt =
@@ -618,8 +734,11 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
                                  "each problem)");
   CLI::Option* layout_opt = scalar("--layout", layout, "LAYOUT",
                                    "the op's variant (default its first): " + variant_help());
-  CLI::Option* budget_opt = scalar("--budget", budget, "SECONDS",
-                                   "wall-clock budget of the whole run (default 60 per shape)");
+  CLI::Option* budget_opt =
+      scalar("--budget", budget, "SECONDS",
+             "wall-clock budget of the whole run on one GPU (default 60 per shape); "
+             "over several GPUs each shape gets the same share, so the run "
+             "takes about 1/N of it");
   CLI::Option* max_trials_opt = scalar("--max-trials", max_trials, "N",
                                        "most candidates timed per shape (default: no limit)");
   CLI::Option* strategy_opt =
@@ -681,9 +800,7 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
       options.config_file = check_path(config, "--config");
       apply_toml_file(options.config_file, options);
     }
-    if (device_opt->count() > 0) {
-      options.device = check_device(cli_integer(device, "--device", kDeviceRule), "--device");
-    }
+    if (device_opt->count() > 0) set_devices_from_text(device, "--device", options);
     if (op_opt->count() > 0) options.op = check_choice(op, op_choices(), "--op");
     if (shape_opt->count() > 0) {
       options.shapes.clear();

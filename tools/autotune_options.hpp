@@ -23,7 +23,12 @@ struct ShapeRequest {
 };
 
 struct AutotuneOptions {
-  int device = 0;
+  int device = 0;  // --device N: the one GPU tuned on
+  /// --device all or a list (0,1,3): tasks shared out over these GPUs, one tuner each. Both unset
+  /// (the default): `device` alone. A list holds two or more distinct indices.
+  bool all_devices = false;
+  std::vector<int> devices;
+  std::string device_argument = "--device";  // where the selection came from, for errors
   std::string op = "gemm";                  // a registered op
   std::vector<std::vector<int64_t>> shapes;  // empty: the op's default set
   std::string layout;                       // the op's variant (upper-cased); "": its first
@@ -43,6 +48,18 @@ struct AutotuneOptions {
   std::vector<ShapeRequest> recorded;  // its problems (replacing op x shapes x layout)
   std::string json_path;               // --json: the results table as JSON, rewritten per shape
 };
+
+/// Whether the run tunes on several GPUs' tuners (--device all or a list), however many there are.
+bool several_devices(const AutotuneOptions& options);
+/// The selection as the user wrote it: "2", "all" or "0,1,3".
+std::string device_text(const AutotuneOptions& options);
+/// The GPUs to tune on, on a machine with `count` of them: `device`, the listed ones, or 0..count-1
+/// for all. Throws Error(TUNED_STATUS_INVALID_ARGUMENT) naming the argument and the rule for a
+/// listed index not below count (the one device of --device N is the device query's to refuse).
+std::vector<int> selected_devices(const AutotuneOptions& options, int count);
+/// A task's work for ordering a shared queue: the product of the shape's sizes (the dimensions
+/// that are no radius or level count), so the largest products start first.
+double estimated_work(const ShapeRequest& problem);
 
 /// The problems a run tunes, in order: the --shapes-from file's, else each shape (the op's
 /// default set when none is given) of the op in the layout.

@@ -130,9 +130,10 @@ typedef struct tuned_entropy_options_t {
 } tuned_entropy_options_t;
 
 /// Local entropy from host memory to host memory (pageable or pinned; see tuned_entropy). On the
-/// GPUs the values are checked and packed into pinned bytes, then each GPU's band is uploaded,
-/// computed and downloaded in chunks overlapped with each other and with the copy out. options may
-/// be NULL (auto path, every GPU). Synchronous.
+/// GPUs each GPU's band is handled by a host thread of its own: its values checked and packed into
+/// pinned bytes chunk by chunk while earlier chunks upload, then (once every band's values passed)
+/// computed and downloaded in chunks overlapped with the copy out. Every GPU of a model runs the
+/// config chosen on GPU 0. options may be NULL (auto path, every GPU). Synchronous.
 tuned_status_t tuned_entropy_host(int rows, int cols, int radius, int levels, const float* in,
                                   int ld_in, float* out, int ld_out,
                                   const tuned_entropy_options_t* options);

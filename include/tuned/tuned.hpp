@@ -62,7 +62,7 @@ struct EntropyReport {
   std::string path;      // "gpu", "cpu (mixed)", "cpu (prefix)"
   int gpus = 0;          // GPUs used (0 on the CPU path)
   double kernel_ms = 0;  // the slowest GPU's kernel time, summed over its chunks
-  double pack_ms = 0;    // checking and packing the input into pinned bytes
+  double pack_ms = 0;    // checking, packing and uploading the input (slowest GPU; overlapped)
 };
 /// Local entropy from host memory to host memory (see tuned_entropy_host).
 void entropy_host(int rows, int cols, int radius, int levels, const float* in, int ld_in,

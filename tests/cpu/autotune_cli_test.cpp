@@ -29,8 +29,9 @@ struct ProcessResult {
 };
 
 // Arguments are single-quoted for the shell; none of the tests' arguments holds a quote.
-ProcessResult run_autotune(const std::string& arguments) {
-  std::string command = "'" + autotune_path().string() + "' " + arguments + " 2>&1";
+// environment: variable settings for the shell to put before the command ("NAME=value ...").
+ProcessResult run_autotune(const std::string& arguments, const std::string& environment = "") {
+  std::string command = environment + " '" + autotune_path().string() + "' " + arguments + " 2>&1";
   ProcessResult run;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return run;
@@ -68,6 +69,32 @@ TEST_F(AutotuneBinaryTest, NegativeDeviceExitsTwoNamingTheFlag) {
   ProcessResult run = run_autotune("--device -1");
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(run.output.find("--device"), std::string::npos) << run.output;
+}
+
+TEST_F(AutotuneBinaryTest, MalformedDeviceListExitsTwoNamingTheFlag) {
+  ProcessResult run = run_autotune("--device 0,,1");
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("--device: must be a CUDA device index"), std::string::npos)
+      << run.output;
+}
+
+// With no device visible (none on a CPU machine, hidden on a GPU one), --device all says so as
+// --device N does, before any database is opened.
+TEST_F(AutotuneBinaryTest, DeviceAllWithoutAGpuSaysNoCudaDevice) {
+  const std::filesystem::path dir = make_temp_dir();
+  ASSERT_FALSE(dir.empty());
+  const std::string db = (dir / "never.db").string();
+  for (const std::string device : {"all", "0,1", "0"}) {
+    SCOPED_TRACE(device);
+    ProcessResult run = run_autotune("--device " + device + " --shape 64x64x64 --db '" + db + "'",
+                                     "CUDA_VISIBLE_DEVICES=");
+    EXPECT_EQ(run.exit_code, 1) << run.output;
+    EXPECT_NE(run.output.find("autotune: --device " + device + ": no CUDA device"),
+              std::string::npos)
+        << run.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(db));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(AutotuneBinaryTest, MalformedConfigFileExitsTwoNamingTheLine) {

@@ -192,6 +192,73 @@ TEST(AutotuneOptionsTest, HelpExitsZeroWithTheFlags) {
   }
 }
 
+TEST(AutotuneOptionsTest, DeviceTakesAllOrAListOfDistinctIndices) {
+  ParseResult all = parse({"--device", "all"});
+  ASSERT_FALSE(all.exit_now) << all.message;
+  EXPECT_TRUE(all.options.all_devices);
+  EXPECT_TRUE(all.options.devices.empty());
+  EXPECT_TRUE(several_devices(all.options));
+  EXPECT_EQ(device_text(all.options), "all");
+
+  ParseResult list = parse({"--device=0,1,3"});
+  ASSERT_FALSE(list.exit_now) << list.message;
+  EXPECT_FALSE(list.options.all_devices);
+  EXPECT_EQ(list.options.devices, (std::vector<int>{0, 1, 3}));
+  EXPECT_TRUE(several_devices(list.options));
+  EXPECT_EQ(device_text(list.options), "0,1,3");
+  ParseResult unordered = parse({"--device", "2,0"});
+  ASSERT_FALSE(unordered.exit_now) << unordered.message;
+  EXPECT_EQ(unordered.options.devices, (std::vector<int>{2, 0}));  // the order given
+
+  // --device N stays one device; the last --device wins, whatever its form.
+  ParseResult one = parse({"--device", "all", "--device", "1"});
+  ASSERT_FALSE(one.exit_now) << one.message;
+  EXPECT_FALSE(several_devices(one.options));
+  EXPECT_EQ(one.options.device, 1);
+  EXPECT_EQ(device_text(one.options), "1");
+  ParseResult back = parse({"--device", "1", "--device", "0,1"});
+  ASSERT_FALSE(back.exit_now) << back.message;
+  EXPECT_EQ(back.options.devices, (std::vector<int>{0, 1}));
+}
+
+TEST(AutotuneOptionsTest, MalformedDeviceListsAreUsageErrorsNamingTheRule) {
+  for (const std::string bad :
+       {"0,", ",1", "0,,1", "0,x", "0,-1", "all,1", "ALL", "0;1", "", "1.5", "0, 1"}) {
+    SCOPED_TRACE(bad);
+    expect_usage_error({"--device", bad},
+                       {"--device", "comma-separated list", "or all", "'" + bad + "'"});
+  }
+  expect_usage_error({"--device", "1,0,1"}, {"--device", "device 1 is listed twice", "'1,0,1'"});
+}
+
+TEST(AutotuneOptionsTest, SelectedDevicesAreCheckedAgainstTheMachine) {
+  AutotuneOptions o;
+  o.device = 5;  // --device N: the device query's to refuse, as ever
+  EXPECT_EQ(selected_devices(o, 2), (std::vector<int>{5}));
+  o.all_devices = true;
+  EXPECT_EQ(selected_devices(o, 2), (std::vector<int>{0, 1}));
+  EXPECT_EQ(selected_devices(o, 1), (std::vector<int>{0}));
+  o.all_devices = false;
+  o.devices = {1, 0};
+  EXPECT_EQ(selected_devices(o, 2), (std::vector<int>{1, 0}));
+  o.devices = {0, 1, 3};
+  try {
+    selected_devices(o, 2);
+    ADD_FAILURE() << "device 3 of 2 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), TUNED_STATUS_INVALID_ARGUMENT);
+    EXPECT_TRUE(contains(e.what(), "--device 0,1,3: device 3 is not on this machine"));
+    EXPECT_TRUE(contains(e.what(), "below 2"));
+  }
+}
+
+TEST(AutotuneOptionsTest, WorkEstimateIsTheProductOfTheSizes) {
+  EXPECT_DOUBLE_EQ(estimated_work({"gemm", "NN", {4096, 2048, 512}, 0}), 4096.0 * 2048 * 512);
+  EXPECT_DOUBLE_EQ(estimated_work({"transpose", "", {300, 200}, 0}), 60000.0);
+  // A radius and a level count are no sizes.
+  EXPECT_DOUBLE_EQ(estimated_work({"entropy", "", {100, 200, 2, 16}, 0}), 20000.0);
+}
+
 TEST(AutotuneOptionsTest, HelpWinsOverABadValue) {
   ParseResult result = parse({"--device", "-1", "--help"});
   EXPECT_TRUE(result.exit_now);
@@ -379,6 +446,50 @@ TEST_F(TomlConfigTest, BadValuesUseTheCommandLineRules) {
   expect_config_error("db = \"\"\n", {"key 'db'", "empty"});
   expect_config_error("shapes = [\"64x64x64\", \"64x-1\"]\n",
                       {"line 1", "key 'shapes[1]'", "'64x-1'", "not a number"});
+}
+
+TEST_F(TomlConfigTest, DeviceTakesAnIndexAllAListOrAnArray) {
+  AutotuneOptions o;
+  apply_toml_file(write("all.toml", "device = \"all\"\n"), o);
+  EXPECT_TRUE(o.all_devices);
+  EXPECT_TRUE(contains(o.device_argument, "all.toml"));
+  apply_toml_file(write("list.toml", "device = \"0,2\"\n"), o);
+  EXPECT_FALSE(o.all_devices);
+  EXPECT_EQ(o.devices, (std::vector<int>{0, 2}));
+  apply_toml_file(write("array.toml", "device = [1, 0]\n"), o);
+  EXPECT_EQ(o.devices, (std::vector<int>{1, 0}));
+  apply_toml_file(write("one.toml", "device = [3]\n"), o);  // a list of one: that device
+  EXPECT_FALSE(several_devices(o));
+  EXPECT_EQ(o.device, 3);
+  apply_toml_file(write("index.toml", "device = 2\n"), o);
+  EXPECT_FALSE(several_devices(o));
+  EXPECT_EQ(o.device, 2);
+
+  // The file's list, out of range on this machine, is named as the file's.
+  apply_toml_file(write("far.toml", "device = [0, 4]\n"), o);
+  try {
+    selected_devices(o, 2);
+    ADD_FAILURE() << "device 4 of 2 was accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "key 'device' of config file"));
+    EXPECT_TRUE(contains(e.what(), "far.toml"));
+    EXPECT_TRUE(contains(e.what(), "device 4 is not on this machine"));
+  }
+  // The command line replaces the file's list.
+  ParseResult cli = parse({"--config", write("cfg2.toml", "device = [0, 1]\n"), "--device", "1"});
+  ASSERT_FALSE(cli.exit_now) << cli.message;
+  EXPECT_FALSE(several_devices(cli.options));
+  EXPECT_EQ(cli.options.device, 1);
+  EXPECT_EQ(cli.options.device_argument, "--device");
+}
+
+TEST_F(TomlConfigTest, DeviceListErrors) {
+  expect_config_error("device = []\n", {"line 1", "key 'device'", "lists no devices"});
+  expect_config_error("device = [0, \"1\"]\n", {"key 'device'", "an integer", "got string"});
+  expect_config_error("device = [0, 0]\n", {"key 'device'", "device 0 is listed twice"});
+  expect_config_error("device = [0, -1]\n", {"key 'device'", "comma-separated list", "'0,-1'"});
+  expect_config_error("device = \"0,,1\"\n", {"key 'device'", "comma-separated list"});
+  expect_config_error("device = true\n", {"key 'device'", "\"all\"", "got boolean"});
 }
 
 TEST_F(TomlConfigTest, SpaceTable) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cache/database.hpp"
+#include "generator/device.hpp"
 #include "gpu_test_util.hpp"
 #include "templates/space.hpp"
 #include "tuned/tuned.h"
@@ -412,6 +413,72 @@ TEST(AutotuneEndToEnd, MalformedTomlAndUnwritableDatabaseAreErrors) {
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("/proc/no-such-dir/tuned.db"), std::string::npos) << out;
   std::remove(toml.c_str());
+}
+
+// autotune --device 0,1 shares four shapes out over two GPUs (one tuner each, each holding its
+// GPU's lock) into one database: every shape once in the table and the JSON, with its GPU; both
+// GPUs used; each shape's best row and trials under the uuid of the GPU that tuned it; both
+// devices listed. Nothing lost.
+TEST(AutotuneEndToEnd, TwoGpusShareTheShapesOutIntoOneDatabaseLosingNoRow) {
+  TUNED_REQUIRE_GPU();
+  int devices = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
+  if (devices < 2) GTEST_SKIP() << "GPU test skipped: needs 2 GPUs, " << devices << " visible";
+  const std::string base = ::testing::TempDir() + "autotune_2gpu_" + std::to_string(getpid());
+  const std::string db = base + ".db", json = base + ".json";
+  std::remove(db.c_str());
+  const std::vector<std::string> shapes = {"256x256x256", "384x256x128", "512x512x512",
+                                           "640x384x256"};
+  std::string list;
+  for (const auto& shape : shapes) list += (list.empty() ? "" : ",") + shape;
+  std::string out;
+  const int rc =
+      run_command(tool_path("autotune") + " --device 0,1 --op gemm --layout NN --shape " + list +
+                      " --budget 24 --max-trials 12 --seed 3 --db " + db + " --json " + json,
+                  &out);
+  std::printf("%s\n", out.c_str());
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("on 2 GPU(s)"), std::string::npos) << out;
+  EXPECT_NE(out.find("[GPU 0 "), std::string::npos) << out;  // progress names the GPU
+  EXPECT_NE(out.find("[GPU 1 "), std::string::npos) << out;
+  const std::string table = read_text(json);
+  EXPECT_GE(count_of(table, "\"gpu\": 0"), 1) << table;
+  EXPECT_GE(count_of(table, "\"gpu\": 1"), 1) << table;
+  EXPECT_EQ(count_of(table, "\"gpu\": "), 4) << table;
+  for (const auto& shape : shapes) {
+    EXPECT_EQ(count_of(table, "\"" + shape + "\""), 1) << shape << " in " << table;
+    EXPECT_EQ(count_of(out, "\n" + shape + " "), 1) << shape << " in the table: " << out;
+  }
+
+  const std::set<std::string> uuids = {tuned::query_device(0).uuid, tuned::query_device(1).uuid};
+  tuned::cache::Database reader(db, tuned::cache::Access::kRead);
+  std::set<std::string> listed;
+  for (const auto& d : reader.devices()) listed.insert(d.uuid);
+  for (const auto& uuid : uuids) EXPECT_EQ(listed.count(uuid), 1u) << uuid;
+  const auto bests = reader.bests({});
+  ASSERT_EQ(bests.size(), shapes.size());
+  const auto trials = reader.trials({});
+  std::set<std::string> tuned_on, best_shapes;
+  for (const auto& best : bests) {
+    SCOPED_TRACE(best.key.shape_string());
+    EXPECT_EQ(uuids.count(best.key.device_uuid), 1u) << best.key.device_uuid;
+    tuned_on.insert(best.key.device_uuid);
+    best_shapes.insert(best.key.shape_string());
+    int of_key = 0, ok = 0;
+    for (const auto& t : trials) {
+      if (t.key.device_uuid == best.key.device_uuid && t.key.shape == best.key.shape &&
+          t.key.layout == best.key.layout) {
+        ++of_key;
+        ok += t.disposition == tuned::cache::Disposition::kOk;
+      }
+    }
+    EXPECT_GT(of_key, 0);
+    EXPECT_GT(ok, 0);
+  }
+  EXPECT_EQ(tuned_on, uuids);  // both GPUs tuned
+  EXPECT_EQ(best_shapes, std::set<std::string>(shapes.begin(), shapes.end()));
+  EXPECT_EQ(reader.sessions({}).size(), shapes.size());
+  for (const std::string& path : {db, json}) std::remove(path.c_str());
 }
 
 }  // namespace

@@ -170,6 +170,18 @@ TEST(Entropy, TwoGpusGiveTheOneGpuResultBitForBit) {
     EXPECT_EQ(differ, 0u);
     EXPECT_LE(worst, 2e-5);
   }
+  // A bad value in the second GPU's band only: the first GPU, whose values are all fine, writes
+  // nothing either (no GPU writes before every band is checked), and the value is named.
+  const int rows = 3001, cols = 2999;
+  std::vector<float> in = random_levels(static_cast<size_t>(rows) * cols, 16, rng);
+  in[17 + static_cast<size_t>(2500) * rows] = 16.0f;  // element (17, 2500)
+  std::vector<float> out(in.size(), -7.0f);
+  const tuned_entropy_options_t two_gpus{TUNED_ENTROPY_GPU, 2};
+  EXPECT_EQ(tuned_entropy_host(rows, cols, 2, 16, in.data(), rows, out.data(), rows, &two_gpus),
+            TUNED_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tuned_last_error()).find("(17, 2500)"), std::string::npos)
+      << tuned_last_error();
+  EXPECT_EQ(std::count(out.begin(), out.end(), -7.0f), static_cast<std::ptrdiff_t>(out.size()));
 }
 
 TEST(Entropy, EveryParameterValuePassesTheCheckWhichCatchesOneWrongElement) {
