@@ -646,10 +646,10 @@ int main(int argc, char** argv) {
       "merge",
       "merge [DEST] SRC: bring SRC's devices, sessions, trials and faster bests into DEST "
       "(default: --db); SRC is only read; idempotent");
-  merge_cmd->add_option("paths", options.merge_paths, "[DEST] SRC")->required()->expected(1, 2);
+  merge_cmd->add_option("DEST_SRC", options.merge_paths, "[DEST] SRC")->required()->expected(1, 2);
   CLI::App* import_cmd =
       app.add_subcommand("import", "import FILE: merge a portable file into the database");
-  import_cmd->add_option("file", options.import_path, "portable file (tunedb export --portable)")
+  import_cmd->add_option("FILE", options.import_path, "portable file (tunedb export --portable)")
       ->required();
   for (CLI::App* command : {export_cmd, merge_cmd, import_cmd}) {
     command->add_flag("--with-cubins", options.with_cubins,
@@ -667,6 +667,7 @@ int main(int argc, char** argv) {
     // One line, like every tunedb error (CLI11 would add the usage).
     std::string message = e.what();
     std::replace(message.begin(), message.end(), '\n', ' ');
+    if (message.rfind("DEST_SRC", 0) == 0) message = "merge [DEST] SRC" + message.substr(8);
     if (app.get_subcommands().empty() && message == "A subcommand is required") {
       message =
           "a command is required: devices, best, trials, sessions, export, merge, import or "
