@@ -330,11 +330,14 @@ Database::Database(const std::string& path, const OpenOptions& options)
   fs::path parent = fs::path(path_).parent_path();
   if (!parent.empty()) {
     std::error_code ec;
-    fs::create_directories(parent, ec);
+    const bool made = fs::create_directories(parent, ec);
     if (ec || !fs::is_directory(parent, ec)) {
       fail(path_, "cannot create folder '" + parent.string() +
                       "': " + (ec ? ec.message() : "a file of that name is in the way"));
     }
+    // A folder made here is the user's alone whatever the umask (002 makes it group-writable):
+    // cubins are loaded only from a folder others cannot write (file::cubin_distrust).
+    if (made) fs::permissions(parent, fs::perms::owner_all, ec);
   }
   if (!file::identify(path_).exists) {
     // Made whole aside, then linked into place: a process starting at the same moment sees no

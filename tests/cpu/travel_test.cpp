@@ -627,6 +627,16 @@ TEST(CubinTrust, ADatabaseOthersCanWriteLoadsNoCubin) {
     ASSERT_EQ(chown(path.c_str(), 0, 0), 0);
   }
   EXPECT_TRUE(found());
+  // A folder the database makes is the user's alone, even under umask 002.
+  const std::string made = dir.file("made/by/tuned.db");
+  const mode_t old_umask = ::umask(002);
+  {
+    Database db(made);
+    db.put_cubin(key, cubin);
+  }
+  ::umask(old_umask);
+  EXPECT_EQ(fs::status(dir.file("made/by")).permissions(), fs::perms::owner_all);
+  EXPECT_TRUE(Database(made, Access::kRead).find_cubin(key).has_value());
   set_log_level(LogLevel::kOff);
   set_log_file("");
 }
