@@ -27,6 +27,7 @@
 #include "templates/gemm/gemm_op.hpp"
 #include "templates/registry.hpp"
 #include "templates/template_source.hpp"
+#include "tests/common/cache_states.hpp"
 #include "tests/common/temp_dir.hpp"
 #include "tuned/error.hpp"
 #include "tuner/stored_config.hpp"
@@ -316,6 +317,46 @@ TEST_F(Travel, MergeCountsProvenanceAndIdempotenceAndTheSourceIsNotWritten) {
   Result itself = tunedb("merge '" + dest_ + "' '" + dest_ + "'");
   EXPECT_EQ(itself.exit_code, 2);
   EXPECT_TRUE(has(itself.err, "cannot merge a database into itself")) << itself.err;
+  EXPECT_EQ(dump(dest_), merged);
+}
+
+// A database of an older schema is read as it is (its bests name no template: taken, and served
+// as before); its sessions are who they were, so merging it again after `tunedb upgrade` adds
+// nothing.
+TEST_F(Travel, AnOlderSourceMergesAndMergesAgainAfterItsUpgradeAddsNothing) {
+  const ProblemKey key = gemm_key(kH100, 256, 256, 256);
+  const std::string config = space_configs(key, 1).at(0);
+  sql(src_, std::string(tuned::testing::kSchemaVersion1) +
+                "INSERT INTO sessions (device_uuid, op, strategy, budget_s, started_at) VALUES ('" +
+                kH100 +
+                "', 'gemm', 'guided', 60, '2026-01-01T00:00:00Z');"
+                "INSERT INTO trials (session_id, device_uuid, op, layout, shape, d0, d1, d2, "
+                "alignment, config, kernel_name, disposition, message, ms_median, ms_min, runs, "
+                "tflops, rel_error, registers, spill_bytes, compile_ms, created_at) VALUES (1, '" +
+                kH100 + "', 'gemm', 'NN', '256x256x256', 256, 256, 256, 4, '" + config +
+                "', 'k', 'ok', '', 0.5, 0.5, 5, 1, 0, 32, 0, 10, '2026-01-01T00:00:01Z');"
+                "INSERT INTO best (device_uuid, op, layout, shape, d0, d1, d2, alignment, config, "
+                "kernel_name, ms, tflops, baseline_ms, session_id, updated_at) VALUES ('" +
+                kH100 + "', 'gemm', 'NN', '256x256x256', 256, 256, 256, 4, '" + config +
+                "', 'k', 0.5, 1, 0.6, 1, '2026-01-01T00:00:02Z');");
+  const std::string src_bytes = slurp(src_);
+  Result first = tunedb("merge '" + dest_ + "' '" + src_ + "'");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_TRUE(has(first.out, "sessions: 1 added, 0 present")) << first.out;
+  EXPECT_TRUE(has(first.out, "trials: 1 added, 0 present")) << first.out;
+  EXPECT_TRUE(has(first.out, "bests: 1 taken, 0 kept")) << first.out;
+  EXPECT_EQ(slurp(src_), src_bytes);  // read as it is: not migrated
+  {
+    Database a(dest_, Access::kRead);
+    EXPECT_EQ(a.find_best(key, gemm_hash())->template_hash, "");  // unknown: served
+    EXPECT_EQ(a.sessions({}).at(0).origin, kH100 + "|2026-01-01T00:00:00Z|1");
+  }
+  const std::string merged = dump(dest_);
+  ASSERT_EQ(tunedb("--db '" + src_ + "' upgrade").exit_code, 0);
+  Result again = tunedb("merge '" + dest_ + "' '" + src_ + "'");
+  EXPECT_TRUE(has(again.out, "sessions: 0 added, 1 present")) << again.out;
+  EXPECT_TRUE(has(again.out, "trials: 0 added, 1 present")) << again.out;
+  EXPECT_TRUE(has(again.out, "bests: 0 taken, 1 kept")) << again.out;
   EXPECT_EQ(dump(dest_), merged);
 }
 
