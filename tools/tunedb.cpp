@@ -697,6 +697,14 @@ int main(int argc, char** argv) {
   if (portable && (options.format != "json" || options.filter.limit > 0)) {
     return usage_error("export --portable takes no --format and no --limit");
   }
+  const Filter& f = options.filter;
+  if ((options.command == "merge" || options.command == "import") &&
+      (!f.op.empty() || !f.device_uuid.empty() || f.session_id != 0 || f.limit > 0 ||
+       !options.format.empty())) {
+    return usage_error(options.command +
+                       " takes everything its source holds: no --op, --device, --session, --limit "
+                       "or --format");
+  }
   if (options.command == "merge" && options.merge_paths.size() == 2 && !options.db_path.empty()) {
     return usage_error("merge: DEST is given twice (as --db and as the first path)");
   }

@@ -42,9 +42,8 @@ cache::BestVerdict check_stored_best(const cache::BestRecord& best,
       for (const Param& p : op.params) declared.add(p);
       if (auto broken = declared.violation(config, /*include_pruning=*/false)) {
         throw Error(TUNED_STATUS_CONFIG_ERROR, "breaks " + *broken +
-                                                   " (its GPU is not listed: "
-                                                   "only its parameters were "
-                                                   "checked)");
+                                                   " (its GPU is not listed: only its parameters "
+                                                   "were checked)");
       }
     }
     verdict.template_hash = op.face->kernel_spec(config, problem).source_hash;

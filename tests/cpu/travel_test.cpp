@@ -317,6 +317,11 @@ TEST_F(Travel, MergeCountsProvenanceAndIdempotenceAndTheSourceIsNotWritten) {
   Result itself = tunedb("merge '" + dest_ + "' '" + dest_ + "'");
   EXPECT_EQ(itself.exit_code, 2);
   EXPECT_TRUE(has(itself.err, "cannot merge a database into itself")) << itself.err;
+  // A merge takes the whole source: a filter is refused rather than ignored.
+  Result filtered = tunedb("merge '" + dest_ + "' '" + src_ + "' --op gemm");
+  EXPECT_EQ(filtered.exit_code, 2);
+  EXPECT_TRUE(has(filtered.err, "merge takes everything its source holds: no --op"))
+      << filtered.err;
   EXPECT_EQ(dump(dest_), merged);
 }
 
@@ -515,6 +520,16 @@ TEST_F(Travel, PortableExportImportRoundTrip) {
     EXPECT_EQ(d.devices()[1].name, "NVIDIA H200 \"NVL\" \\ µ");
     EXPECT_EQ(d.sessions({}).at(0).origin, s.sessions({}).at(0).origin);
     EXPECT_EQ(d.cubin_count(), 0);
+  }
+  // Imported results serve another GPU of the same model, compute capability and SM count.
+  {
+    DeviceInfo here = reference_h100();
+    here.uuid = "GPU-another-h100-here";
+    Runtime runtime(here);
+    EXPECT_EQ(runtime.set_database(dest_), "");
+    const std::string text = runtime.describe(
+        find_op("gemm"), gemm_op::problem_id(gemm_op::packed_problem("NN", 256, 256, 256)));
+    EXPECT_EQ(text.rfind("twin " + kH100 + ": " + c1[0], 0), 0u) << text;
   }
   const std::string once = dump(dest_);
   Result twice = tunedb("--db '" + dest_ + "' import '" + file + "'");
