@@ -344,19 +344,29 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
     }
   };
   std::optional<cache::BestRecord> nearest;
+  // Stored bests are served only where measured on the template this build compiles (or from
+  // before bests said which): the op's template, as its fallback's kernel names it.
+  std::string template_hash;
   if (db) {
     try {
-      if (auto exact = db->find_best(key)) {
+      template_hash = face.kernel_spec(face.fallback_config(device, problem), problem).source_hash;
+    } catch (const Error&) {
+    }
+    if (template_hash.empty()) db = nullptr;  // unknown: nothing stored can be vouched for
+  }
+  if (db) {
+    try {
+      if (auto exact = db->find_best(key, template_hash)) {
         if (take(exact->config, exact->origin == "first-use" ? "first-use" : "exact")) {
           return choice;
         }
       }
       // Tuned on another GPU of this model (a database copied across a cluster): this shape's
       // own measurement beats any other shape's or the model's guess.
-      if (auto twin = db->find_best_on_twin(key, cache::device_record(device))) {
+      if (auto twin = db->find_best_on_twin(key, cache::device_record(device), template_hash)) {
         if (take(twin->config, "twin " + twin->key.device_uuid)) return choice;
       }
-      nearest = db->find_nearest(key);
+      nearest = db->find_nearest(key, template_hash);
     } catch (const Error& e) {
       // A lock held elsewhere or a damaged page must not fail the call: the shipped choices
       // answer. Said once per reason, not once per problem.

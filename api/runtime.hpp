@@ -5,7 +5,8 @@
 // the arguments and hands the runtime a launcher. Thread-safe.
 //
 // Choice order for a problem nobody has seen in this process:
-//   1. the user's database, exact key (autotune's or first-use tuning's record);
+//   1. the user's database, exact key (autotune's or first-use tuning's record; like every stored
+//      best it answers only where measured on the template this build compiles);
 //   2. the shipped defaults' exact entry for this GPU model (configs tuned on the benchmark suite);
 //   3. with first-use tuning on (TUNED_TUNING=first-use or set_tuning), the selection model's top
 //      candidates timed on scratch buffers, the winner recorded in the user's database;

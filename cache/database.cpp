@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <limits>
 #include <memory>
+#include <random>
 #include <system_error>
 #include <thread>
 #include <tuple>
@@ -26,7 +28,6 @@ using rows::best_columns;
 using rows::filter_where;
 using rows::parse_shape;
 using rows::read_best;
-using rows::skip_row;
 using rows::Where;
 using sqlite::exec;
 using sqlite::fail;
@@ -36,7 +37,7 @@ using sqlite::Statement;
 using sqlite::Transaction;
 
 // Bump with each schema change and append the step that reaches it to kMigrations.
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 // PRAGMA application_id marks the file as ours ("tund"), so a foreign SQLite file is refused.
 constexpr int kApplicationId = 0x74756e64;
 
@@ -163,8 +164,24 @@ void migrate_to_3(sqlite3* db, const std::string& path) {
        "migrate schema to version 3");
 }
 
+// Step 3 -> 4. Results that travel: a best says which template it was measured on ('' in older
+// rows: unknown, served as before) and where it came from ('' here, else the database or file it
+// was merged from); a session says who it is across databases (its GPU, start and id where it
+// began), so that merging the same source twice finds the sessions it brought the first time.
+void migrate_to_4(sqlite3* db, const std::string& path) {
+  exec(db, path, R"sql(
+    ALTER TABLE best ADD COLUMN template_hash TEXT NOT NULL DEFAULT '';
+    ALTER TABLE best ADD COLUMN source TEXT NOT NULL DEFAULT '';
+    ALTER TABLE sessions ADD COLUMN origin TEXT NOT NULL DEFAULT '';
+    UPDATE sessions SET origin = device_uuid || '|' || started_at || '|' || id;
+    CREATE INDEX sessions_by_origin ON sessions (origin);
+  )sql",
+       "migrate schema to version 4");
+}
+
 using Migration = void (*)(sqlite3*, const std::string&);
-constexpr Migration kMigrations[kSchemaVersion] = {migrate_to_1, migrate_to_2, migrate_to_3};
+constexpr Migration kMigrations[kSchemaVersion] = {migrate_to_1, migrate_to_2, migrate_to_3,
+                                                   migrate_to_4};
 
 // Whether the file is ours, by reads only (the first read of the file, so a garbage file fails
 // here with SQLITE_NOTADB): a writer calls it before its first write, a reader instead of
@@ -313,11 +330,14 @@ Database::Database(const std::string& path, const OpenOptions& options)
   fs::path parent = fs::path(path_).parent_path();
   if (!parent.empty()) {
     std::error_code ec;
-    fs::create_directories(parent, ec);
+    const bool made = fs::create_directories(parent, ec);
     if (ec || !fs::is_directory(parent, ec)) {
       fail(path_, "cannot create folder '" + parent.string() +
                       "': " + (ec ? ec.message() : "a file of that name is in the way"));
     }
+    // A folder made here is the user's alone whatever the umask (002 makes it group-writable):
+    // cubins are loaded only from a folder others cannot write (file::cubin_distrust).
+    if (made) fs::permissions(parent, fs::perms::owner_all, ec);
   }
   if (!file::identify(path_).exists) {
     // Made whole aside, then linked into place: a process starting at the same moment sees no
@@ -364,6 +384,19 @@ void Database::writing(const char* what) const {
                 "tuning database '" + path_ + "' is open for reading: cannot " + what);
   }
 }
+
+void Database::skip(const char* table, int64_t id, const Error& e) {
+  rows::skip_row(path_, table, id, e);
+  ++skipped_[table];
+}
+
+int64_t Database::skipped(const std::string& table) const {
+  std::lock_guard lock(mutex_);
+  const auto it = skipped_.find(table);
+  return it != skipped_.end() ? it->second : 0;
+}
+
+bool Database::cubins_trusted() const { return file::cubin_distrust(path_).empty(); }
 
 Database::~Database() {
   if (access_ == Access::kRead) {
@@ -416,7 +449,7 @@ std::vector<DeviceRecord> Database::devices() {
       d.memory_bytes = s.int64(5);
       d.clock_khz = s.integer(6);
     } catch (const Error& e) {
-      skip_row(path_, "devices", sqlite3_column_int64(s.handle(), 7), e);
+      skip("devices", sqlite3_column_int64(s.handle(), 7), e);
       continue;
     }
     result.push_back(std::move(d));
@@ -425,6 +458,14 @@ std::vector<DeviceRecord> Database::devices() {
 }
 
 std::optional<CubinRecord> Database::find_cubin(const CubinKey& key) {
+  // The library runs what it loads: from a file others could have written, nothing (one line per
+  // file and reason; the caller compiles from the config, as for a missing cubin).
+  if (const std::string distrust = file::cubin_distrust(path_); !distrust.empty()) {
+    log_once(LogLevel::kWarn, "untrusted cubins|" + path_ + "|" + distrust,
+             "tuning database '" + path_ + "': no cubin is loaded from it (" + distrust +
+                 "); kernels are compiled from their configs instead");
+    return std::nullopt;
+  }
   std::lock_guard lock(mutex_);
   CubinRecord c;
   std::optional<int64_t> stored_bytes;
@@ -538,9 +579,24 @@ SessionRecord Database::begin_session(const SessionRecord& session) {
     s.run();
     result.id = sqlite3_last_insert_rowid(db_);
   }
-  Statement s(db_, path_, "SELECT started_at FROM sessions WHERE id = ?", "read session");
+  {
+    // A random part too: two databases may each begin session 1 on one GPU in the same second.
+    static thread_local std::mt19937_64 random(std::random_device{}());
+    char nonce[17];
+    std::snprintf(nonce, sizeof nonce, "%016llx", static_cast<unsigned long long>(random()));
+    Statement s(
+        db_, path_,
+        "UPDATE sessions SET origin = " + rows::kSessionIdentity + " || '|' || ? WHERE id = ?",
+        "name session");
+    s.bind(1, std::string(nonce)).bind(2, result.id);
+    s.run();
+  }
+  Statement s(db_, path_, "SELECT started_at, origin FROM sessions WHERE id = ?", "read session");
   s.bind(1, result.id);
-  if (s.step()) result.started_at = s.text(0);
+  if (s.step()) {
+    result.started_at = s.text(0);
+    result.origin = s.text(1);
+  }
   transaction.commit();
   return result;
 }
@@ -631,7 +687,7 @@ void Database::for_each_trial(const Filter& filter,
       t.created_at = s.text(19);
       t.template_hash = s.text(20);
     } catch (const Error& e) {
-      skip_row(path_, "trials", sqlite3_column_int64(s.handle(), 0), e);
+      skip("trials", sqlite3_column_int64(s.handle(), 0), e);
       continue;
     }
     visit(t);
@@ -661,7 +717,7 @@ std::vector<TrialRecord> Database::measured(const ProblemKey& key,
       t.config = s.text(1);
       t.ms_median = s.real(3);
     } catch (const Error& e) {
-      skip_row(path_, "trials", sqlite3_column_int64(s.handle(), 0), e);
+      skip("trials", sqlite3_column_int64(s.handle(), 0), e);
       continue;
     }
     t.key = key;
@@ -688,22 +744,29 @@ bool Database::offer_best(const BestRecord& best) {
   const std::string shape = key.shape_string();
   {
     Statement s(db_, path_,
-                "SELECT ms, session_id FROM best WHERE device_uuid = ? AND op = ? AND layout = ? "
-                "AND shape = ? AND alignment = ?",
+                "SELECT ms, session_id, template_hash FROM best WHERE device_uuid = ? AND op = ? "
+                "AND layout = ? AND shape = ? AND alignment = ?",
                 "read best");
     s.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.layout).bind(4, shape);
     s.bind(5, key.alignment);
     // A session refines its own record (its best so far, re-timed at the end); another's faster
-    // best stays.
-    if (s.step() && s.real(0) < best.ms &&
-        (best.session_id == 0 || s.int64(1) != best.session_id)) {
-      return false;  // the guard rolls back the read
+    // best stays, unless it was measured on another template (never served: any best replaces
+    // it, or a template change would pin it there for good).
+    if (s.step()) {
+      const std::string stored_hash = s.text(2);
+      const bool other_template =
+          !stored_hash.empty() && !best.template_hash.empty() && stored_hash != best.template_hash;
+      if (!other_template && s.real(0) < best.ms &&
+          (best.session_id == 0 || s.int64(1) != best.session_id)) {
+        return false;  // the guard rolls back the read
+      }
     }
   }
   Statement s(db_, path_,
               "INSERT OR REPLACE INTO best (device_uuid, op, layout, shape, d0, d1, d2, "
               "alignment, config, kernel_name, ms, tflops, baseline_ms, session_id, origin, "
-              "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, " TUNED_NOW ")",
+              "template_hash, source, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+              "?, ?, ?, ?, " TUNED_NOW ")",
               "store best");
   s.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.layout).bind(4, shape);
   bind_dims(s, 5, key.shape);
@@ -714,61 +777,70 @@ bool Database::offer_best(const BestRecord& best) {
       .bind(12, best.tflops)
       .bind(13, best.baseline_ms)
       .bind_id(14, best.session_id);
-  s.bind(15, best.origin);
+  s.bind(15, best.origin).bind(16, best.template_hash).bind(17, best.source);
   s.run();
   transaction.commit();
   return true;
 }
 
-std::optional<BestRecord> Database::find_best(const ProblemKey& key) {
+std::optional<BestRecord> Database::find_best(const ProblemKey& key,
+                                              const std::string& template_hash) {
   std::lock_guard lock(mutex_);
+  const std::string of_template = rows::best_template_clause(version_, template_hash);
   Statement s(db_, path_,
               "SELECT " + best_columns(version_) +
                   " FROM best WHERE device_uuid = ? AND op = ? AND layout = ? AND shape = ? "
-                  "AND alignment = ?",
+                  "AND alignment = ?" +
+                  of_template,
               "find best");
   s.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.layout).bind(4, key.shape_string());
   s.bind(5, key.alignment);
+  if (!of_template.empty()) s.bind(6, template_hash);
   if (!s.step()) return std::nullopt;
   try {
     return read_best(s, path_);
   } catch (const Error& e) {
-    skip_row(path_, "best", sqlite3_column_int64(s.handle(), 12), e);
+    skip("best", sqlite3_column_int64(s.handle(), 12), e);
     return std::nullopt;
   }
 }
 
 std::optional<BestRecord> Database::find_best_on_twin(const ProblemKey& key,
-                                                       const DeviceRecord& device) {
+                                                      const DeviceRecord& device,
+                                                      const std::string& template_hash) {
   std::lock_guard lock(mutex_);
+  const std::string of_template = rows::best_template_clause(version_, template_hash);
   Statement s(db_, path_,
               "SELECT " + best_columns(version_) +
                   " FROM best WHERE device_uuid IN (SELECT uuid FROM devices WHERE uuid <> ? "
                   "AND name = ? AND cc_major = ? AND cc_minor = ? AND sm_count = ?) "
-                  "AND op = ? AND layout = ? AND shape = ? AND alignment = ? "
-                  "ORDER BY ms, updated_at DESC, id DESC",
+                  "AND op = ? AND layout = ? AND shape = ? AND alignment = ?" +
+                  of_template + " ORDER BY ms, updated_at DESC, id DESC",
               "find best of a twin device");
   s.bind(1, device.uuid).bind(2, device.name).bind(3, device.cc_major).bind(4, device.cc_minor);
   s.bind(5, device.sm_count).bind(6, key.op).bind(7, key.layout).bind(8, key.shape_string());
   s.bind(9, key.alignment);
+  if (!of_template.empty()) s.bind(10, template_hash);
   while (s.step()) {
     try {
       return read_best(s, path_);
     } catch (const Error& e) {
-      skip_row(path_, "best", sqlite3_column_int64(s.handle(), 12),
-               e);  // the next twin's entry may be readable
+      skip("best", sqlite3_column_int64(s.handle(), 12), e);  // the next twin's may be readable
     }
   }
   return std::nullopt;
 }
 
-std::optional<BestRecord> Database::find_nearest(const ProblemKey& key) {
+std::optional<BestRecord> Database::find_nearest(const ProblemKey& key,
+                                                 const std::string& template_hash) {
   std::lock_guard lock(mutex_);
+  const std::string of_template = rows::best_template_clause(version_, template_hash);
   Statement s(db_, path_,
               "SELECT " + best_columns(version_) +
-                  " FROM best WHERE device_uuid = ? AND op = ? AND layout = ?",
+                  " FROM best WHERE device_uuid = ? AND op = ? AND layout = ?" + of_template,
               "find nearest best");
   s.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.layout);
+  if (!of_template.empty()) s.bind(4, template_hash);
   // Rank: alignment tier, then distance, then newest (updated_at, then id within a second).
   // Distances within a rounding error count as equal, so 1000 vs 500 and 2000 tie as they should.
   constexpr double kSameDistance = 1e-9;
@@ -782,7 +854,7 @@ std::optional<BestRecord> Database::find_nearest(const ProblemKey& key) {
     try {
       b = read_best(s, path_);
     } catch (const Error& e) {
-      skip_row(path_, "best", id, e);
+      skip("best", id, e);
       continue;
     }
     int tier = alignment_tier(b.key.alignment, key.alignment);

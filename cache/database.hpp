@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -11,8 +12,10 @@
 #include <vector>
 
 #include "cache/database_file.hpp"
+#include "cache/merge.hpp"
 #include "cache/records.hpp"
 #include "generator/cubin.hpp"
+#include "tuned/error.hpp"
 
 struct sqlite3;
 
@@ -79,10 +82,18 @@ class Database {
   void upsert_device(const DeviceRecord& device);
   std::vector<DeviceRecord> devices();
 
-  /// The cubin stored for key. A row whose image no longer matches the size and checksum stored
-  /// with it (damaged at rest) is logged once at warn level and reported as absent, so the caller
-  /// recompiles (and put_cubin replaces it); a writer also deletes it. Rows written by schema
-  /// version 1 have no checksum and are trusted.
+  /// Whether cubins may be loaded from this file: the library runs what it loads and a checksum
+  /// proves no origin, so (as ssh treats its key files) only from a file that the current user or
+  /// root owns and that group and others cannot write, in a folder they cannot write either (or a
+  /// sticky one, like /tmp); file::cubin_distrust says why not. Checked at each call (the
+  /// permissions may change while the file is open).
+  bool cubins_trusted() const;
+
+  /// The cubin stored for key, for loading. Nothing when cubins_trusted() is false (logged once at
+  /// warn level with the reason: the caller compiles from the config instead). A row whose image
+  /// no longer matches the size and checksum stored with it (damaged at rest) is logged once at
+  /// warn level and reported as absent, so the caller recompiles (and put_cubin replaces it); a
+  /// writer also deletes it. Rows written by schema version 1 have no checksum and are trusted.
   std::optional<CubinRecord> find_cubin(const CubinKey& key);
   /// Stores (replacing) the cubin with its size and checksum.
   void put_cubin(const CubinKey& key, const CubinRecord& cubin);
@@ -102,28 +113,45 @@ class Database {
   std::vector<TrialRecord> measured(const ProblemKey& key, const std::string& template_hash);
   std::vector<SessionRecord> sessions(const Filter& filter);
 
-  /// Stores best (with its origin) unless the database already holds a faster one for the same
-  /// key from another session (a session's own record is replaced: its best so far, then the
-  /// same best re-timed); returns whether it was stored. best.ms must be positive and finite (Error
-  /// INVALID_ARGUMENT otherwise).
+  /// Stores best (with its origin and template hash) unless the database already holds a faster
+  /// one for the same key from another session measured on the same template (a session's own
+  /// record is replaced: its best so far, then the same best re-timed; a best of another template
+  /// is replaced by any, since it is never served); returns whether it was stored. best.ms must be
+  /// positive and finite (Error INVALID_ARGUMENT otherwise).
   bool offer_best(const BestRecord& best);
+
+  /// The lookups below take the hash of the template the caller would compile the config from:
+  /// a best measured on another template is then never answered (rows that name no template,
+  /// from before schema version 4, are). An empty hash answers every row (listings, hints).
+  ///
   /// Best for exactly this key.
-  std::optional<BestRecord> find_best(const ProblemKey& key);
+  std::optional<BestRecord> find_best(const ProblemKey& key, const std::string& template_hash = "");
   /// Best for this key's op, layout, shape and alignment measured on a twin of `device`: another
   /// GPU (uuid other than device.uuid) that the devices table lists with the same name, compute
   /// capability and SM count. A database tuned on one GPU of a cluster then serves its twins; of
   /// several twins' entries the fastest answers (ties: the most recently stored).
-  std::optional<BestRecord> find_best_on_twin(const ProblemKey& key, const DeviceRecord& device);
+  std::optional<BestRecord> find_best_on_twin(const ProblemKey& key, const DeviceRecord& device,
+                                              const std::string& template_hash = "");
   /// Best of the same device, op and layout whose shape is nearest in log space (sum over dims of
   /// |log2(a) - log2(b)|, dims of 0 counted as 1); entries of the same alignment class first, then
   /// any alignment: first narrower ones that divide key.alignment (their kernels stay valid on
   /// this data), then wider ones (the caller must check those against the problem). Ties: the most
   /// recently updated.
-  std::optional<BestRecord> find_nearest(const ProblemKey& key);
+  std::optional<BestRecord> find_nearest(const ProblemKey& key,
+                                         const std::string& template_hash = "");
   std::vector<BestRecord> bests(const Filter& filter);
 
   /// Listings and lookups skip a malformed row (a shape or disposition this build cannot read)
-  /// with a warning naming it (log_once, warn level) and go on.
+  /// with a warning naming it (log_once, warn level) and go on; skipped(table) counts them.
+  int64_t skipped(const std::string& table) const;
+
+  /// Brings another database's or a portable file's rows into this one (a writer), in one
+  /// transaction: see cache/merge.hpp.
+  MergeReport merge(MergeSource& source, const MergeOptions& options);
+  /// The cubins of this database with the checksums they were stored with, one at a time (for
+  /// merges and exports that carry them; the visitor must not call this Database).
+  void for_each_cubin(const std::function<void(const StoredCubin&)>& visit);
+  int64_t cubin_count();
 
   // Listings (cache/database_listings.cpp)
   /// A session with the number of its trials and of those ok, counted by SQL (no trial loaded).
@@ -143,6 +171,8 @@ class Database {
  private:
   // Throws Error(TUNED_STATUS_INTERNAL_ERROR) when a reader is asked to write.
   void writing(const char* what) const;
+  // rows::skip_row, counted per table.
+  void skip(const char* table, int64_t id, const Error& e);
 
   std::string path_;
   Access access_ = Access::kWrite;
@@ -151,12 +181,33 @@ class Database {
   sqlite3* db_ = nullptr;
   file::ReadConnection read_;  // a reader's connection (db_ is its db)
   file::Identity counted_;     // the file as counted open (file::note_open), if it was
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
+  std::map<std::string, int64_t> skipped_;  // malformed rows skipped, per table (mutex_ held)
   struct BusyWait {
     std::string path;
     std::chrono::milliseconds limit;
     bool said = false;
   } busy_;
+};
+
+/// A database as a merge's source (open it with Access::kRead: not a byte of it changes).
+class DatabaseSource : public MergeSource {
+ public:
+  /// label: the provenance of its bests ("host:/path/tuned.db").
+  DatabaseSource(Database& db, std::string label);
+  std::string label() const override { return label_; }
+  std::string file_path() const override { return db_.path(); }
+  std::vector<DeviceRecord> devices() override;
+  void for_each_session(const std::function<void(const SessionRecord&)>& visit) override;
+  void for_each_trial(const std::function<void(const TrialRecord&)>& visit) override;
+  void for_each_best(const std::function<void(const BestRecord&)>& visit) override;
+  void for_each_cubin(const std::function<void(const StoredCubin&)>& visit) override;
+  int64_t cubin_count() override;
+  int64_t skipped(const std::string& table) const override;
+
+ private:
+  Database& db_;
+  std::string label_;
 };
 
 }  // namespace tuned::cache

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "cache/sqlite_statement.hpp"
 #include "tuned/error.hpp"
@@ -289,6 +290,47 @@ bool create_atomically(const std::string& path,
   if (error == EEXIST) return false;
   if (error != 0) fail(path, "cannot create: " + std::string(std::strerror(error)));
   return true;
+}
+
+std::string cubin_distrust(const std::string& path) {
+  const uid_t me = ::geteuid();
+  // "" when st passes, else what is wrong with it.
+  auto owned_and_closed = [me](const struct stat& st, bool folder) -> std::string {
+    if (st.st_uid != me && st.st_uid != 0) {
+      return "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
+             std::to_string(me) + ") or root";
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && !(folder && (st.st_mode & S_ISVTX) != 0)) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      return std::string("writable by ") + ((st.st_mode & S_IWOTH) != 0 ? "others" : "its group") +
+             " (mode " + mode + ")";
+    }
+    return "";
+  };
+  struct stat st;
+  for (const std::string file : {path, path + "-wal"}) {
+    if (::stat(file.c_str(), &st) != 0) {
+      if (file == path) return "'" + path + "' cannot be examined: " + std::strerror(errno);
+      continue;  // no -wal
+    }
+    if (std::string why = owned_and_closed(st, false); !why.empty()) {
+      return "'" + file + "' is " + why;
+    }
+  }
+  std::error_code ec;
+  std::vector<fs::path> folders = {fs::absolute(path, ec).parent_path()};
+  const fs::path real = fs::canonical(path, ec);
+  if (!ec && real.parent_path() != folders.front()) folders.push_back(real.parent_path());
+  for (const fs::path& folder : folders) {
+    if (::stat(folder.c_str(), &st) != 0) {
+      return "folder '" + folder.string() + "' cannot be examined: " + std::strerror(errno);
+    }
+    if (std::string why = owned_and_closed(st, true); !why.empty()) {
+      return "its folder '" + folder.string() + "' is " + why;
+    }
+  }
+  return "";
 }
 
 void note_open(const Identity& file) {

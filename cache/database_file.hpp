@@ -70,6 +70,13 @@ constexpr off_t kMaxSnapshotBytes = off_t{64} << 20;
 bool create_atomically(const std::string& path,
                        const std::function<void(sqlite3*, const std::string&)>& build);
 
+/// Why the library must not load cubins stored in the database at path, or "" when it may. A
+/// cubin is code the library runs and its checksum proves no origin, so, as ssh treats its key
+/// files: the file (and its -wal, where one exists) must be owned by the current user or root and
+/// writable by neither group nor others, and so must the folder holding it (as given and after
+/// symlinks), unless that folder is sticky (like /tmp: others cannot replace a file there).
+std::string cubin_distrust(const std::string& path);
+
 /// Counts this process's connections per file (by device and inode), so that the checks above
 /// open the file only while none is open.
 void note_open(const Identity& file);

@@ -17,7 +17,6 @@ namespace {
 
 using rows::filter_where;
 using rows::read_best;
-using rows::skip_row;
 using rows::Where;
 using sqlite::Statement;
 
@@ -29,11 +28,12 @@ void Database::for_each_session(const Filter& filter, bool count_trials,
   const Where where = filter_where(filter, "id = ?");
   // The latest sessions (a limit keeps the most recent), listed oldest first; each one's trials
   // counted through the index on trials.session_id, and its ok ones summed, for that row only.
-  std::string latest = "SELECT id, device_uuid, op, strategy, budget_s, started_at FROM sessions" +
+  std::string latest = "SELECT id, device_uuid, op, strategy, budget_s, started_at, " +
+                       rows::session_origin_column(version_) + " AS origin FROM sessions" +
                        where.sql() + " ORDER BY id DESC";
   if (filter.limit > 0) latest += " LIMIT " + std::to_string(filter.limit);
   const std::string sql =
-      "SELECT id, device_uuid, op, strategy, budget_s, started_at, " +
+      "SELECT id, device_uuid, op, strategy, budget_s, started_at, origin, " +
       std::string(count_trials ? "(SELECT COUNT(*) FROM trials WHERE trials.session_id = s.id), "
                                  "(SELECT COALESCE(SUM(disposition = 'ok'), 0) FROM trials "
                                  "WHERE trials.session_id = s.id)"
@@ -51,10 +51,11 @@ void Database::for_each_session(const Filter& filter, bool count_trials,
       r.strategy = s.text(3);
       r.budget_s = s.real(4);
       r.started_at = s.text(5);
-      summary.trials = s.int64(6);
-      summary.ok = s.int64(7);
+      r.origin = s.text(6);
+      summary.trials = s.int64(7);
+      summary.ok = s.int64(8);
     } catch (const Error& e) {
-      skip_row(path_, "sessions", sqlite3_column_int64(s.handle(), 0), e);
+      skip("sessions", sqlite3_column_int64(s.handle(), 0), e);
       continue;
     }
     visit(summary);
@@ -75,10 +76,48 @@ void Database::for_each_best(const Filter& filter,
     try {
       b = read_best(s, path_);
     } catch (const Error& e) {
-      skip_row(path_, "best", sqlite3_column_int64(s.handle(), 12), e);
+      skip("best", sqlite3_column_int64(s.handle(), 12), e);
       continue;
     }
     visit(b);
+  }
+}
+
+int64_t Database::cubin_count() {
+  std::lock_guard lock(mutex_);
+  Statement s(db_, path_, "SELECT count(*) FROM cubins", "count cubins");
+  return s.step() ? s.int64(0) : 0;
+}
+
+void Database::for_each_cubin(const std::function<void(const StoredCubin&)>& visit) {
+  std::lock_guard lock(mutex_);
+  Statement s(db_, path_,
+              std::string("SELECT rowid, source_hash, options, arch, nvrtc_version, image, "
+                          "kernel_name, log, registers, spill_bytes, stack_bytes, "
+                          "static_smem_bytes, compile_ms, ") +
+                  (version_ >= 2 ? "image_checksum" : "NULL") + " FROM cubins ORDER BY rowid",
+              "list cubins");
+  while (s.step()) {
+    StoredCubin c;
+    try {
+      c.key.source_hash = s.text(1);
+      c.key.options = s.text(2);
+      c.key.arch = s.text(3);
+      c.key.nvrtc_version = s.text(4);
+      c.cubin.image = s.blob(5);
+      c.cubin.kernel_name = s.text(6);
+      c.cubin.log = s.text(7);
+      c.cubin.registers = s.integer(8);
+      c.cubin.spill_bytes = s.integer(9);
+      c.cubin.stack_bytes = s.integer(10);
+      c.cubin.static_smem_bytes = s.integer(11);
+      c.cubin.compile_ms = s.real(12);
+      c.checksum = s.text(13);
+    } catch (const Error& e) {
+      skip("cubins", sqlite3_column_int64(s.handle(), 0), e);
+      continue;
+    }
+    visit(c);
   }
 }
 

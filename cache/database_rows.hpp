@@ -33,12 +33,29 @@ inline void skip_row(const std::string& path, const char* table, int64_t id, con
 }
 
 // The best table's columns as read_best reads them; a file of schema version 1 has no origin
-// (every row of it came from autotune).
+// (every row of it came from autotune), one older than 4 no template hash (unknown) and no source
+// (measured there).
 inline std::string best_columns(int version) {
   return std::string(
              "device_uuid, op, layout, shape, alignment, config, kernel_name, ms, tflops, "
              "baseline_ms, session_id, updated_at, id, ") +
-         (version >= 2 ? "origin" : "'autotune'");
+         (version >= 2 ? "origin" : "'autotune'") +
+         (version >= 4 ? ", template_hash, source" : ", '', ''");
+}
+
+// A best measured on another template is no answer for serving: rows of the given hash, or rows
+// that name none (older than schema version 4). Binds nothing where no hash is asked for.
+inline std::string best_template_clause(int version, const std::string& template_hash) {
+  return version >= 4 && !template_hash.empty() ? " AND template_hash IN ('', ?)" : "";
+}
+
+// Who a session is across databases (SessionRecord::origin), as SQL over its own row: what
+// begin_session stores (followed by a random part), and what a session begun before schema
+// version 4 is (migrated or read as).
+inline const std::string kSessionIdentity = "device_uuid || '|' || started_at || '|' || id";
+inline std::string session_origin_column(int version) {
+  return version >= 4 ? "CASE WHEN origin = '' THEN " + kSessionIdentity + " ELSE origin END"
+                      : kSessionIdentity;
 }
 
 inline BestRecord read_best(const Statement& s, const std::string& path) {
@@ -56,6 +73,8 @@ inline BestRecord read_best(const Statement& s, const std::string& path) {
   b.session_id = s.int64(10);
   b.updated_at = s.text(11);
   b.origin = s.text(13);
+  b.template_hash = s.text(14);
+  b.source = s.text(15);
   return b;
 }
 

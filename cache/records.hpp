@@ -52,6 +52,11 @@ struct SessionRecord {
   std::string strategy;
   double budget_s = 0;
   std::string started_at;  // ISO 8601 UTC, filled by the database
+  // Who the session is across databases: "<device uuid>|<started_at>|<id in the database that
+  // began it>|<random>", filled by the database (sessions begun before schema version 4 have no
+  // random part). A merge copies a session under a new id and keeps this, so merging the same
+  // source again finds it.
+  std::string origin;
 };
 
 /// One candidate measured (or rejected) during a session.
@@ -89,6 +94,12 @@ struct BestRecord {
   // Who measured it: "autotune" (a tuning session) or "first-use" (the runtime, timing a few
   // candidates on a shape's first call).
   std::string origin = "autotune";
+  // Hash of the op template's source it was measured on (KernelSpec::source_hash): a best of
+  // another template is never served. "" in rows older than schema version 4 (unknown: served).
+  std::string template_hash;
+  // Where it came from: "" where measured in this database, else the database or file it was
+  // merged or imported from ("host:/path"), kept as it travels on.
+  std::string source;
 };
 
 }  // namespace tuned::cache

@@ -1,12 +1,16 @@
-// tunedb: lists and exports the tuning database. Argument parsing and printing only; all reads go
-// through tuned::cache::Database.
+// tunedb: lists, exports, merges and imports the tuning database. Argument parsing and printing
+// only; all reads and writes go through tuned::cache::Database (and cache/portable.hpp).
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -15,12 +19,14 @@
 #include <vector>
 
 #include "cache/database.hpp"
+#include "cache/portable.hpp"
 #include "cache/shipped_defaults.hpp"
-#include "templates/op_catalog.hpp"
 #include "generator/log.hpp"
+#include "templates/op_catalog.hpp"
 #include "tools/terminal_text.hpp"
 #include "tools/tool_version.hpp"
 #include "tuned/error.hpp"
+#include "tuner/stored_config.hpp"
 
 namespace {
 
@@ -40,6 +46,11 @@ struct Options {
   std::string format;  // empty: aligned table (export: json)
   std::string table = "best";
   Filter filter;
+  std::vector<std::string> merge_paths;  // merge: [DEST] SRC
+  std::string import_path;               // import: FILE
+  std::string portable_path;             // export --portable FILE
+  bool with_cubins = false;              // merge, import, export --portable
+  bool with_trials = false;              // export --portable
 };
 
 std::string fixed(double value, int decimals) {
@@ -163,7 +174,7 @@ std::string rate_text(const std::string& op, double rate) {
 void print_best(Database& db, const Filter& filter) {
   const auto names = device_names(db.devices());
   Table table({"device", "op", "layout", "shape", "align", "config", "ms", "rate", "baseline ms",
-               "baseline/ms"},
+               "baseline/ms", "source"},
               {4, 6, 7, 8, 9});
   table.print(
       std::cout,
@@ -172,7 +183,7 @@ void print_best(Database& db, const Filter& filter) {
           row({device_name(names, b.key.device_uuid), b.key.op, b.key.layout, b.key.shape_string(),
                std::to_string(b.key.alignment), b.config, fixed(b.ms, 4),
                rate_text(b.key.op, b.tflops), b.baseline_ms > 0 ? fixed(b.baseline_ms, 4) : "-",
-               ratio_text(b.baseline_ms, b.ms, 3)});
+               ratio_text(b.baseline_ms, b.ms, 3), b.source.empty() ? "here" : b.source});
         });
       },
       "no best configurations recorded");
@@ -304,9 +315,9 @@ class RowStream {
 const std::vector<std::string> kDeviceColumns = {"uuid",     "name",         "cc_major", "cc_minor",
                                                  "sm_count", "memory_bytes", "clock_khz"};
 const std::vector<std::string> kBestColumns = {
-    "device_uuid", "device_name", "op",          "layout", "shape",      "dims",      "alignment",
-    "config",      "kernel_name", "ms",          "tflops", "baseline_ms", "ratio",    "session_id",
-    "updated_at"};
+    "device_uuid", "device_name", "op",          "layout", "shape",         "dims",
+    "alignment",   "config",      "kernel_name", "ms",     "tflops",        "baseline_ms",
+    "ratio",       "session_id",  "updated_at",  "origin", "template_hash", "source"};
 const std::vector<std::string> kTrialColumns = {
     "session_id", "device_uuid", "op",          "layout",      "shape",      "dims",
     "alignment",  "config",      "kernel_name", "disposition", "message",    "ms_median",
@@ -342,7 +353,10 @@ void export_best(Database& db, const Filter& filter, RowStream& out) {
              real_col("baseline_ms", b.baseline_ms),
              real_col("ratio", ratio),
              int_col("session_id", b.session_id),
-             text_col("updated_at", b.updated_at)});
+             text_col("updated_at", b.updated_at),
+             text_col("origin", b.origin),
+             text_col("template_hash", b.template_hash),
+             text_col("source", b.source)});
   });
 }
 
@@ -474,6 +488,105 @@ void run_listing_as(Database& db, const Options& options) {
   if (options.format != "csv") std::cout << "\n";
 }
 
+// ----- results that travel --------------------------------------------------------------------
+
+// Where rows come from, as their provenance says it: "host:/absolute/path".
+std::string provenance(const std::string& path) {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "?");
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  return std::string(host) + ":" + (ec ? path : absolute.lexically_normal().string());
+}
+
+void print_report(const std::string& what, const tuned::cache::MergeReport& r) {
+  auto n = [](int64_t v) { return std::to_string(v); };
+  std::cout << what << "\n"
+            << "devices: " << n(r.devices_added) << " added, " << n(r.devices_present)
+            << " present\n"
+            << "sessions: " << n(r.sessions_added) << " added, " << n(r.sessions_present)
+            << " present, " << n(r.sessions_malformed) << " malformed\n"
+            << "trials: " << n(r.trials_added) << " added, " << n(r.trials_present) << " present, "
+            << n(r.trials_malformed) << " malformed\n"
+            << "bests: " << n(r.bests_taken) << " taken, " << n(r.bests_kept) << " kept, "
+            << n(r.bests_refused) << " refused, " << n(r.bests_malformed) << " malformed\n"
+            << "cubins: " << n(r.cubins_added) << " added, " << n(r.cubins_present) << " present, "
+            << n(r.cubins_refused) << " refused";
+  if (r.cubins_not_asked > 0) {
+    std::cout << ", " << r.cubins_not_asked
+              << " not copied (--with-cubins copies them, for a source you trust)";
+  }
+  std::cout << "\n";
+}
+
+tuned::cache::MergeOptions merge_options(const Options& options) {
+  tuned::cache::MergeOptions merge;
+  merge.with_cubins = options.with_cubins;
+  merge.check_best = tuned::check_stored_best;
+  return merge;
+}
+
+int run_merge(const std::string& dest, const std::string& src, const Options& options) {
+  Database source(src, tuned::cache::Access::kRead);
+  tuned::cache::DatabaseSource rows(source, provenance(src));
+  Database db(dest, tuned::cache::Access::kWrite);
+  const auto report = db.merge(rows, merge_options(options));
+  print_report("merged '" + escape_text(src) + "' into '" + escape_text(dest) + "'", report);
+  return 0;
+}
+
+int run_import(const std::string& dest, const std::string& file, const Options& options) {
+  tuned::cache::PortableSource rows(file, provenance(file));  // read whole before any write
+  Database db(dest, tuned::cache::Access::kWrite);
+  const auto report = db.merge(rows, merge_options(options));
+  print_report("imported '" + escape_text(file) + "' into '" + escape_text(dest) + "'", report);
+  return 0;
+}
+
+// Written aside and renamed into place: a failed export leaves no partial file at FILE.
+int run_export_portable(Database& db, const Options& options) {
+  tuned::cache::PortableOptions portable;
+  portable.filter = options.filter;
+  portable.trials = options.with_trials;
+  portable.cubins = options.with_cubins;
+  portable.label = provenance(options.db_path);
+  const std::string& path = options.portable_path;
+  if (path == "-") {
+    tuned::cache::write_portable(std::cout, db, portable);
+    return 0;
+  }
+  const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
+  tuned::cache::PortableCounts counts;
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      std::cerr << "tunedb: --portable " << escape_text(path)
+                << ": cannot write it: " << std::strerror(errno) << "\n";
+      return 2;
+    }
+    counts = tuned::cache::write_portable(out, db, portable);
+    out.flush();
+    if (!out) {
+      out.close();
+      std::remove(temporary.c_str());
+      std::cerr << "tunedb: --portable " << escape_text(path) << ": cannot write it\n";
+      return 2;
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::cerr << "tunedb: --portable " << escape_text(path)
+              << ": cannot write it: " << std::strerror(errno) << "\n";
+    std::remove(temporary.c_str());
+    return 2;
+  }
+  std::cout << "exported to '" << escape_text(path) << "': " << counts.devices << " devices, "
+            << counts.bests << " bests, " << counts.sessions << " sessions, " << counts.trials
+            << " trials, " << counts.cubins << " cubins";
+  if (counts.left_out > 0) std::cout << " (" << counts.left_out << " rows left out)";
+  std::cout << "\n";
+  return 0;
+}
+
 // --device accepts a unique prefix of a recorded uuid ("GPU-1a2b").
 std::string resolve_device(Database& db, const std::string& given) {
   if (given.empty()) return given;
@@ -489,7 +602,7 @@ std::string resolve_device(Database& db, const std::string& given) {
 
 int main(int argc, char** argv) {
   Options options;
-  CLI::App app{"Lists and exports the tuning database of tuned.", "tunedb"};
+  CLI::App app{"Lists, exports, merges and imports the tuning database of tuned.", "tunedb"};
   tuned::tools::add_version_flag(app, "tunedb");  // checked before the command is required
   app.fallthrough();  // common options may follow the command: tunedb best --op gemm
   app.require_subcommand(1, 1);
@@ -518,11 +631,31 @@ int main(int argc, char** argv) {
   app.add_subcommand("sessions", "autotune runs");
   app.add_subcommand("upgrade",
                      "migrate an older database to this build's schema, so the library records "
-                     "in it again (the only command that writes)");
+                     "in it again (besides merge and import, the only command that writes)");
   CLI::App* export_cmd = app.add_subcommand(
-      "export", "best configs and trials as JSON (default), or one table as CSV");
+      "export",
+      "best configs and trials as JSON (default), or one table as CSV; --portable FILE: a file "
+      "that 'tunedb import' reads");
   export_cmd->add_option("--table", options.table, "table for --format csv (default best)")
       ->check(CLI::IsMember({"best", "trials", "devices", "sessions"}));
+  export_cmd->add_option("--portable", options.portable_path,
+                         "write devices and best configs (with template hash and provenance) to "
+                         "FILE ('-': stdout), for 'tunedb import'");
+  export_cmd->add_flag("--with-trials", options.with_trials, "--portable: sessions and trials too");
+  CLI::App* merge_cmd = app.add_subcommand(
+      "merge",
+      "merge [DEST] SRC: bring SRC's devices, sessions, trials and faster bests into DEST "
+      "(default: --db); SRC is only read; idempotent");
+  merge_cmd->add_option("DEST_SRC", options.merge_paths, "[DEST] SRC")->required()->expected(1, 2);
+  CLI::App* import_cmd =
+      app.add_subcommand("import", "import FILE: merge a portable file into the database");
+  import_cmd->add_option("FILE", options.import_path, "portable file (tunedb export --portable)")
+      ->required();
+  for (CLI::App* command : {export_cmd, merge_cmd, import_cmd}) {
+    command->add_flag("--with-cubins", options.with_cubins,
+                      "cubins too (compiled code: only from a source you trust); without it "
+                      "kernels are compiled here from the configs");
+  }
 
   try {
     app.parse(argc, argv);
@@ -534,8 +667,11 @@ int main(int argc, char** argv) {
     // One line, like every tunedb error (CLI11 would add the usage).
     std::string message = e.what();
     std::replace(message.begin(), message.end(), '\n', ' ');
+    if (message.rfind("DEST_SRC", 0) == 0) message = "merge [DEST] SRC" + message.substr(8);
     if (app.get_subcommands().empty() && message == "A subcommand is required") {
-      message = "a command is required: devices, best, trials, sessions, export or upgrade";
+      message =
+          "a command is required: devices, best, trials, sessions, export, merge, import or "
+          "upgrade";
     }
     std::cerr << "tunedb: " << message << " (tunedb --help lists commands and options)\n";
     return 2;
@@ -549,13 +685,41 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (options.command == "export" && options.format.empty()) options.format = "json";
+  const bool portable = options.command == "export" && !options.portable_path.empty();
+  auto usage_error = [](const std::string& message) {
+    std::cerr << "tunedb: " << message << " (tunedb --help lists commands and options)\n";
+    return 2;
+  };
+  if (options.command == "export" && !portable && (options.with_cubins || options.with_trials)) {
+    return usage_error(std::string(options.with_cubins ? "--with-cubins" : "--with-trials") +
+                       " is for export --portable only");
+  }
+  if (portable && (options.format != "json" || options.filter.limit > 0)) {
+    return usage_error("export --portable takes no --format and no --limit");
+  }
+  const Filter& f = options.filter;
+  if ((options.command == "merge" || options.command == "import") &&
+      (!f.op.empty() || !f.device_uuid.empty() || f.session_id != 0 || f.limit > 0 ||
+       !options.format.empty())) {
+    return usage_error(options.command +
+                       " takes everything its source holds: no --op, --device, --session, --limit "
+                       "or --format");
+  }
+  if (options.command == "merge" && options.merge_paths.size() == 2 && !options.db_path.empty()) {
+    return usage_error("merge: DEST is given twice (as --db and as the first path)");
+  }
 
   // A row this build cannot read is skipped with a warning: shown unless the user set a level.
   if (std::getenv("TUNED_LOG_LEVEL") == nullptr) tuned::set_log_level(tuned::LogLevel::kWarn);
+  if (options.command == "merge" && options.merge_paths.size() == 2) {
+    options.db_path = options.merge_paths.front();
+  }
   if (options.db_path.empty()) options.db_path = tuned::cache::default_database_path();
   std::error_code ec;
-  // Database would create an empty file; a listing of nothing would hide a wrong path.
-  if (!std::filesystem::exists(options.db_path, ec) && !ec) {  // a symlink loop: Database says
+  // Database would create an empty file; a listing of nothing would hide a wrong path. (Merges
+  // and imports write: they create their destination.)
+  const bool writes = options.command == "merge" || options.command == "import";
+  if (!writes && !std::filesystem::exists(options.db_path, ec) && !ec) {
     std::cerr << "tunedb: no tuning database at '" << options.db_path
               << "' (run autotune first, or pass --db PATH or set TUNED_DB)\n";
     return 2;
@@ -570,9 +734,22 @@ int main(int argc, char** argv) {
       std::cout << "\n";
       return 0;
     }
+    if (options.command == "merge") {
+      const std::string& src = options.merge_paths.back();
+      if (!std::filesystem::exists(src, ec) && !ec) {
+        std::cerr << "tunedb: merge: no database at '" << escape_text(src) << "'\n";
+        return 2;
+      }
+      return run_merge(options.db_path, src, options);
+    }
+    if (options.command == "import")
+      return run_import(options.db_path, options.import_path, options);
     Database db(options.db_path, tuned::cache::Access::kRead);
     options.filter.device_uuid = resolve_device(db, options.filter.device_uuid);
-    if (options.command == "export") {
+    if (portable) {
+      const int rc = run_export_portable(db, options);
+      if (rc != 0) return rc;
+    } else if (options.command == "export") {
       run_export(db, options);
     } else if (options.format == "shipped") {
       std::cerr << "tunedb: --format shipped is for export only\n";

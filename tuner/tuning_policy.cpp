@@ -49,7 +49,10 @@ std::vector<Config> starting_configs(cache::Database& db, const TuningTask& task
 
 bool keep_best(cache::Database& db, const cache::BestRecord& best, const KernelSpec& spec,
                const DeviceInfo& device, const CubinRecord* cubin) {
-  if (!db.offer_best(best)) return false;
+  // Marked with the template it was measured on, so that a template change never serves it.
+  cache::BestRecord marked = best;
+  if (marked.template_hash.empty()) marked.template_hash = spec.source_hash;
+  if (!db.offer_best(marked)) return false;
   if (cubin != nullptr) db.put_cubin(cubin_key(spec, device), *cubin);
   return true;
 }

@@ -25,9 +25,9 @@ namespace tuned {
 std::vector<Config> starting_configs(cache::Database& db, const TuningTask& task,
                                      const DeviceInfo& device);
 
-/// Offers best to the database (kept only if faster than what it holds) and, when kept and a
-/// cubin is given, stores the cubin too, so a new process loads instead of compiling. Returns
-/// whether it was kept.
+/// Offers best to the database (kept only if faster than what it holds), marked with the hash of
+/// the template spec compiles (unless it names one), and, when kept and a cubin is given, stores
+/// the cubin too, so a new process loads instead of compiling. Returns whether it was kept.
 bool keep_best(cache::Database& db, const cache::BestRecord& best, const KernelSpec& spec,
                const DeviceInfo& device, const CubinRecord* cubin);
 

@@ -22,6 +22,8 @@ class TempDir {
                                                   info->test_suite_name() + "_" + info->name());
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
+    // Ours alone whatever the umask: the library loads cubins only from such a folder.
+    std::filesystem::permissions(path_, std::filesystem::perms::owner_all);
   }
   ~TempDir() {
     std::error_code ec;

@@ -164,7 +164,7 @@ TEST(CacheDatabase, CreatesFoldersAndSchemaVersion) {
     EXPECT_EQ(db.path(), path);
   }
   EXPECT_TRUE(fs::is_regular_file(path));
-  EXPECT_EQ(Database::schema_version(), 3);
+  EXPECT_EQ(Database::schema_version(), 4);
   EXPECT_EQ(sqlite_user_version(path), Database::schema_version());
   Database again(path);  // opening a current schema is a no-op
   EXPECT_EQ(sqlite_user_version(path), Database::schema_version());
@@ -1569,7 +1569,7 @@ TEST(CacheDatabase, Version2IsReadAsIsAndTrialsOfATemplateAreFoundForResuming) {
   ASSERT_EQ(sqlite_user_version(path), 2);
 
   Database db(path);
-  EXPECT_EQ(sqlite_user_version(path), 3);
+  EXPECT_EQ(sqlite_user_version(path), Database::schema_version());
   auto made = [&](const std::string& config, const std::string& hash, Disposition d, double ms,
                   const ProblemKey& on) {
     TrialRecord t = trial(0, on, d);
@@ -1597,8 +1597,8 @@ TEST(CacheDatabase, Version2IsReadAsIsAndTrialsOfATemplateAreFoundForResuming) {
 namespace tuned::cache {
 namespace {
 
-// tunedb lists a database of every schema this project wrote (1, 2, 3) without changing a byte or
-// creating a file; `upgrade` migrates an older one (the only command that writes).
+// tunedb lists a database of every schema this project wrote (1 to 4) without changing a byte or
+// creating a file; `upgrade` migrates an older one.
 TEST_F(TunedbTest, EverySchemaIsListedUnchangedAndUpgradeMigrates) {
   const std::string insert_best =
       "INSERT INTO best (device_uuid, op, layout, shape, d0, d1, d2, alignment, config, "
@@ -1607,14 +1607,21 @@ TEST_F(TunedbTest, EverySchemaIsListedUnchangedAndUpgradeMigrates) {
       "', 'gemm', 'NN', '1024x1024x1024', 1024, 1024, 1024, 4, 'BM=64', 'gemm_nn', 0.5, 4.25, "
       "0.55, NULL, '2026-01-01T00:00:00Z');";
   const std::string v1 = dir_.file("v1.db"), v2 = dir_.file("v2.db"), v3 = dir_.file("v3.db");
+  const std::string v4 = dir_.file("v4.db");
   sqlite_exec(v1, std::string(kSchemaV1) + insert_best);
   sqlite_exec(v2, std::string(kSchemaV1) + insert_best +
                       "ALTER TABLE cubins ADD COLUMN image_bytes INTEGER;"
                       "ALTER TABLE cubins ADD COLUMN image_checksum TEXT;"
                       "ALTER TABLE best ADD COLUMN origin TEXT NOT NULL DEFAULT 'autotune';"
                       "PRAGMA user_version = 2;");
+  sqlite_exec(v3, std::string(kSchemaV1) + insert_best +
+                      "ALTER TABLE cubins ADD COLUMN image_bytes INTEGER;"
+                      "ALTER TABLE cubins ADD COLUMN image_checksum TEXT;"
+                      "ALTER TABLE best ADD COLUMN origin TEXT NOT NULL DEFAULT 'autotune';"
+                      "ALTER TABLE trials ADD COLUMN template_hash TEXT NOT NULL DEFAULT '';"
+                      "PRAGMA user_version = 3;");
   {
-    Database db(v3);
+    Database db(v4);
     ASSERT_TRUE(db.offer_best(best(key(kH100, {1024, 1024, 1024}), 0.5, "BM=64")));
   }
   auto files = [&] {
@@ -1625,7 +1632,7 @@ TEST_F(TunedbTest, EverySchemaIsListedUnchangedAndUpgradeMigrates) {
     }
     return names;
   };
-  for (const auto& path : {v1, v2, v3}) {
+  for (const auto& path : {v1, v2, v3, v4}) {
     SCOPED_TRACE(path);
     const std::string before = file_bytes(path), listed = files();
     Result r = run("--db '" + path + "' best");
@@ -1639,16 +1646,25 @@ TEST_F(TunedbTest, EverySchemaIsListedUnchangedAndUpgradeMigrates) {
   EXPECT_TRUE(contains(older.err, "schema version 1 is older")) << older.err;
   Result up = run("--db '" + v1 + "' upgrade");
   EXPECT_EQ(up.exit_code, 0) << up.err;
-  EXPECT_TRUE(contains(up.out, "schema version 1 -> 3")) << up.out;
+  EXPECT_TRUE(contains(up.out, "schema version 1 -> 4")) << up.out;
   EXPECT_EQ(sqlite_user_version(v1), Database::schema_version());
   Result again = run("--db '" + v1 + "' upgrade");
   EXPECT_TRUE(contains(again.out, "already at")) << again.out;
   Result listed = run("--db '" + v1 + "' best");
   EXPECT_TRUE(contains(listed.out, "BM=64")) << listed.out;
   EXPECT_EQ(listed.err, "");
+  // A version 3 file gains its bests' template hash and provenance, its sessions their origin.
+  Result from3 = run("--db '" + v3 + "' upgrade");
+  EXPECT_TRUE(contains(from3.out, "schema version 3 -> 4")) << from3.out;
+  {
+    Database upgraded(v3, Access::kRead);
+    ASSERT_EQ(upgraded.bests({}).size(), 1u);
+    EXPECT_EQ(upgraded.bests({})[0].template_hash, "");  // unknown: still served
+    EXPECT_EQ(upgraded.bests({})[0].source, "");
+  }
   // A newer schema is not written: one line, exit 2.
-  sqlite_exec(v3, "PRAGMA user_version = 9");
-  Result newer = run("--db '" + v3 + "' upgrade");
+  sqlite_exec(v4, "PRAGMA user_version = 9");
+  Result newer = run("--db '" + v4 + "' upgrade");
   EXPECT_EQ(newer.exit_code, 2);
   EXPECT_TRUE(contains(newer.err, "schema version 9 is newer")) << newer.err;
 }
