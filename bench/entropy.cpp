@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> sizes = {400, 2560, 10240, 20480};
   int radius = 2, levels = 16, runs = 10;
   std::string json;
-  app.add_option("--sizes", sizes, "square sizes");
+  app.add_option("--sizes", sizes, "square sizes (comma-separated or repeated)")->delimiter(',');
   app.add_option("--radius", radius);
   app.add_option("--levels", levels);
   app.add_option("--runs", runs, "timed runs per measurement (median)");
