@@ -44,8 +44,8 @@ std::string slurp(const std::string& path) {
 }
 
 // A config the runtime will serve for the problem as an exact best, and the cubin key it looks
-// up for it: one of the op's space that fit leaves as it is, with one kernel (no companions, no
-// workspace) and no precompiled image (else the library would never ask the database).
+// up for it: one of the op's space that fit leaves as it is, needing no workspace, with no
+// precompiled image (else the library would never ask the database).
 struct Planted {
   std::string config;
   KernelSpec spec;
@@ -61,12 +61,12 @@ std::vector<Planted> plantable(const DeviceInfo& device, size_t count) {
   request.shape = {kM, kN, kK};
   request.layout = "NN";
   std::vector<Planted> found;
+  size_t visited = 0;  // the first configs of the space serve; never a walk of all of it
   request_space(request, device).for_each([&](const Config& config) {
     try {
       if (!(gemm.face->fit(config, device, id) == config)) return true;
       if (gemm.face->workspace_bytes(config, id) != 0) return true;
       KernelSpec spec = gemm.face->kernel_spec(config, id);
-      if (!spec.companions.empty()) return true;
       const CubinKey key = cubin_key(spec, device);
       if (find_precompiled(key, spec.kernel_name)) return true;
       for (const auto& p : found) {
@@ -75,14 +75,19 @@ std::vector<Planted> plantable(const DeviceInfo& device, size_t count) {
       found.push_back({config.canonical(), std::move(spec), key});
     } catch (const Error&) {
     }
-    return found.size() < count;
+    return found.size() < count && ++visited < 10000;
   });
   return found;
 }
 
-// A kernel of the expected name that writes nothing.
+// An image holding kernels of the expected names (the config's, and its companions', which the
+// loader looks up too) that write nothing.
 CubinRecord wrong_kernel(const Planted& plant, const DeviceInfo& device) {
-  const std::string source = "extern \"C\" __global__ void " + plant.spec.kernel_name + "() {}\n";
+  std::string source;
+  for (const std::string& name : plant.spec.companions) {
+    source += "extern \"C\" __global__ void " + name + "() {}\n";
+  }
+  source += "extern \"C\" __global__ void " + plant.spec.kernel_name + "() {}\n";
   CompileRequest request;
   request.source_name = "planted.cu";
   request.source = source;
