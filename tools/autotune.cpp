@@ -186,6 +186,7 @@ void tune_task(Shared& run, const tuned::DeviceInfo& device, tuned::KernelCache&
   session_options.strategy = options.strategy;
   session_options.budget_s = grant.budget_s;
   session_options.max_trials = options.max_trials;
+  session_options.patience = options.patience;
   session_options.compile_threads = run.compile_threads;
   session_options.seed =
       options.seed

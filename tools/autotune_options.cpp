@@ -700,8 +700,8 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
 
   // Values are taken as text and checked here, so that every error names the flag and the rule
   // in the same words as the TOML file's errors.
-  std::string device, op, layout, budget, max_trials, strategy, db, config, seed, shapes_from,
-      json_path;
+  std::string device, op, layout, budget, max_trials, patience, strategy, db, config, seed,
+      shapes_from, json_path;
   std::vector<std::string> shapes;
   bool verbose = false;
   bool no_wait = false;
@@ -741,6 +741,9 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
              "takes about 1/N of it");
   CLI::Option* max_trials_opt = scalar("--max-trials", max_trials, "N",
                                        "most candidates timed per shape (default: no limit)");
+  CLI::Option* patience_opt =
+      scalar("--patience", patience, "N",
+             "end a shape after N trials in a row find nothing faster (default: never)");
   CLI::Option* strategy_opt =
       scalar("--strategy", strategy, "NAME",
              "search strategy: " + join(kStrategies, "|") + " (default " + tuned::kDefaultStrategy +
@@ -817,6 +820,10 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
     if (max_trials_opt->count() > 0) {
       options.max_trials =
           check_max_trials(cli_integer(max_trials, "--max-trials", kMaxTrialsRule), "--max-trials");
+    }
+    if (patience_opt->count() > 0) {
+      options.patience =
+          check_max_trials(cli_integer(patience, "--patience", kMaxTrialsRule), "--patience");
     }
     if (strategy_opt->count() > 0)
       options.strategy = check_choice(strategy, kStrategies, "--strategy");

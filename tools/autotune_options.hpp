@@ -34,6 +34,7 @@ struct AutotuneOptions {
   std::string layout;                       // the op's variant (upper-cased); "": its first
   double budget_s = 0;                      // whole run, wall seconds; 0: 60 per shape
   int max_trials = 0;                       // per shape; 0: no limit besides the budget
+  int patience = 0;  // per shape: stop after this many trials without a faster one; 0: never
   std::string strategy = kDefaultStrategy;  // tuner/strategy.hpp's strategy_names()
   std::string db_path;                      // empty: default_database_path()
   std::string config_file;                  // the TOML file, if any

@@ -102,7 +102,7 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
     batch.clear();
   };
 
-  int submitted = 0, ok = 0;
+  int submitted = 0, ok = 0, since_better = 0;
   bool strategy_done = false;
   std::optional<BuiltKernel> best_kernel;
 
@@ -211,6 +211,10 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
       result.stop_reason = "trial limit";
       break;
     }
+    if (options.patience > 0 && since_better >= options.patience) {
+      result.stop_reason = "patience";
+      break;
+    }
     while (!strategy_done && pool->in_flight() < depth &&
            (options.max_trials == 0 || submitted < options.max_trials)) {
       auto config = strategy->next();
@@ -242,6 +246,7 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
     const bool is_best = is_ok && (!result.best || t.ms_median < result.best->ms_median);
     if (is_ok) ++ok;
     if (is_best) result.best = t;
+    since_better = is_best ? 0 : since_better + 1;
     result.trials.push_back(t);
     batch.push_back(t);
     if (is_best && improved && best_kernel) {

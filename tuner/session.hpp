@@ -22,6 +22,7 @@ struct SessionOptions {
   std::string strategy = kDefaultStrategy;
   double budget_s = 60;  // wall time for this task
   int max_trials = 0;    // 0: no limit
+  int patience = 0;      // stop after this many trials in a row without a faster one; 0: never
   uint64_t seed = 1;
   int compile_threads = 0;  // 0: hardware threads - 1
   std::vector<Config> first;  // tried before the strategy's own picks
@@ -67,7 +68,7 @@ struct SessionResult {
   BaselineTiming final_best;
   BaselineTiming final_baseline;
   double elapsed_s = 0;
-  std::string stop_reason;  // "budget", "trial limit", "space exhausted", "interrupted"
+  std::string stop_reason;  // "budget", "trial limit", "patience", "space exhausted", "interrupted"
   int resumed = 0;          // configs the strategy proposed that were measured before
 };
 

@@ -24,6 +24,9 @@ std::vector<Config> starting_configs(cache::Database& db, const TuningTask& task
     }
   };
   if (auto previous = db.find_best(key)) add(previous->config);
+  // A twin GPU's best for this problem (same model, compute capability and SM count: a merged or
+  // imported database from another machine of the cluster) is as good a start as our own.
+  if (auto twin = db.find_best_on_twin(key, cache::device_record(device))) add(twin->config);
   std::vector<std::pair<double, std::string>> others;
   for (const auto& best : db.bests({key.device_uuid, key.op, 0, 0})) {
     if (best.key.layout != key.layout || best.key.shape == key.shape) continue;

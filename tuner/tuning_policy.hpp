@@ -18,10 +18,10 @@
 namespace tuned {
 
 /// Where a search starts: the stored best for this key (re-measured, so tuning again never ends
-/// worse than before), the bests of the nearest other tuned shapes of this variant (good configs
-/// transfer between neighbouring shapes), the selection model's top picks and the shipped entry
-/// for this GPU model, then the op's own seeds. Configs outside the task's space (its rules, its
-/// pruning and any [space] restriction) are left out.
+/// worse than before), a twin GPU's best for it, the bests of the nearest other tuned shapes of
+/// this variant (good configs transfer between neighbouring shapes), the selection model's top
+/// picks and the shipped entry for this GPU model, then the op's own seeds. Configs outside the
+/// task's space (its rules, its pruning and any [space] restriction) are left out.
 std::vector<Config> starting_configs(cache::Database& db, const TuningTask& task,
                                      const DeviceInfo& device);
 

@@ -130,7 +130,8 @@ TEST(AutotuneOptionsTest, EveryFlag) {
   ParseResult result =
       parse({"--device", "3", "--op", "gemm", "--shape", "1024x2048x512", "--shape", "64x64x8",
              "--layout", "tn", "--budget", "12.5", "--max-trials", "40", "--strategy",
-             "exhaustive", "--db", "/tmp/x.db", "--seed", "18446744073709551615", "--verbose"});
+             "exhaustive", "--db", "/tmp/x.db", "--seed", "18446744073709551615", "--verbose",
+             "--patience", "25"});
   // clang-format on
   ASSERT_FALSE(result.exit_now) << result.message;
   const AutotuneOptions& o = result.options;
@@ -140,6 +141,7 @@ TEST(AutotuneOptionsTest, EveryFlag) {
   EXPECT_EQ(o.layout, "TN");
   EXPECT_DOUBLE_EQ(o.budget_s, 12.5);
   EXPECT_EQ(o.max_trials, 40);
+  EXPECT_EQ(o.patience, 25);
   EXPECT_EQ(o.strategy, "exhaustive");
   EXPECT_EQ(o.db_path, "/tmp/x.db");
   EXPECT_EQ(o.seed, 18446744073709551615ull);
@@ -305,6 +307,7 @@ TEST(AutotuneOptionsTest, BadBudget) {
 TEST(AutotuneOptionsTest, BadMaxTrials) {
   expect_usage_error({"--max-trials", "0"}, {"--max-trials", ">= 1", "'0'"});
   expect_usage_error({"--max-trials", "x"}, {"--max-trials", ">= 1", "'x'"});
+  expect_usage_error({"--patience", "0"}, {"--patience", ">= 1", "'0'"});
 }
 
 TEST(AutotuneOptionsTest, BadSeedAndEmptyPaths) {
