@@ -505,8 +505,8 @@ std::shared_ptr<const Runtime::Choice> Runtime::resolve(const OpRegistration& op
   return shared;
 }
 
-void Runtime::run(const OpRegistration& op, const ProblemId& problem, const Launcher& launch,
-                  cudaStream_t stream) {
+std::pair<const DeviceInfo*, std::shared_ptr<const Runtime::Choice>> Runtime::loaded_choice(
+    const OpRegistration& op, const ProblemId& problem, cudaStream_t stream) {
   const DeviceInfo* device;
   std::shared_ptr<const Choice> choice;
   {
@@ -517,6 +517,12 @@ void Runtime::run(const OpRegistration& op, const ProblemId& problem, const Laun
     }
   }
   if (!choice) choice = resolve(op, *device, problem, stream, /*with_kernel=*/true);
+  return {device, std::move(choice)};
+}
+
+void Runtime::run(const OpRegistration& op, const ProblemId& problem, const Launcher& launch,
+                  cudaStream_t stream) {
+  const auto [device, choice] = loaded_choice(op, problem, stream);
   if (choice->workspace_bytes == 0) {
     launch(*choice->kernel, choice->config, nullptr, stream);
     return;
@@ -531,17 +537,7 @@ void Runtime::run(const OpRegistration& op, const ProblemId& problem, const Laun
 }
 
 Config Runtime::choice(const OpRegistration& op, const ProblemId& problem, cudaStream_t stream) {
-  const DeviceInfo* device;
-  std::shared_ptr<const Choice> choice;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    device = &current_device();
-    if (auto found = memo_.find(MemoKey{device->index, &op, problem})) {
-      if ((*found)->kernel) choice = *found;
-    }
-  }
-  if (!choice) choice = resolve(op, *device, problem, stream, /*with_kernel=*/true);
-  return choice->config;
+  return loaded_choice(op, problem, stream).second->config;
 }
 
 std::shared_ptr<const LoadedKernel> Runtime::kernel(const OpRegistration& op,

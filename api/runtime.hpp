@@ -30,6 +30,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "api/bounded_memo.hpp"
 #include "api/shape_recorder.hpp"
@@ -115,6 +116,10 @@ class Runtime {
   struct DatabaseSlot;
 
   const DeviceInfo& current_device();  // mutex_ held
+  // The current device and the choice for problem there with its kernel: the memo's, else
+  // resolved (what run and choice serve).
+  std::pair<const DeviceInfo*, std::shared_ptr<const Choice>> loaded_choice(
+      const OpRegistration& op, const ProblemId& problem, cudaStream_t stream);
   std::shared_ptr<const Choice> resolve(const OpRegistration& op, const DeviceInfo& device,
                                         const ProblemId& problem, cudaStream_t stream,
                                         bool with_kernel);

@@ -19,6 +19,7 @@
 #include "generator/device.hpp"
 #include "generator/kernel_cache.hpp"
 #include "templates/check/device_check.hpp"
+#include "templates/problem_key.hpp"
 #include "templates/registry.hpp"
 #include "tuned/error.hpp"
 #include "tuner/compile_pool.hpp"
@@ -29,18 +30,6 @@
 namespace {
 
 using namespace tuned;
-
-std::vector<int64_t> parse_shape(const std::string& text) {
-  std::vector<int64_t> shape;
-  size_t at = 0;
-  while (at <= text.size()) {
-    const size_t x = text.find('x', at);
-    shape.push_back(std::stoll(text.substr(at, x == std::string::npos ? x : x - at)));
-    if (x == std::string::npos) break;
-    at = x + 1;
-  }
-  return shape;
-}
 
 // The configs to measure: see the header comment.
 std::vector<Config> configs_to_record(const Space& space, const std::vector<Config>& first,
@@ -89,7 +78,9 @@ int run(int argc, char** argv) {
   const DeviceInfo device = query_device(0);
   KernelCache kernels;
   DeviceCheck check(kernels, device);
-  TaskRequest request{op, parse_shape(shape_text), layout, {}};
+  const auto shape = parse_shape_string(shape_text);
+  if (!shape) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--shape " + shape_text + ": not AxBx...");
+  TaskRequest request{op, *shape, layout, {}};
   validate_request(request);
   auto task = make_task(request, device, check);
 

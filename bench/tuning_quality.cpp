@@ -52,19 +52,15 @@ struct Replayable {
 
 Replayable load(const std::string& path) {
   Replayable r{read_recorded_space(path), {}, {}, path};
-  const DeviceInfo device = reference_device(r.record.compute_capability);
-  TaskRequest request{r.record.op, r.record.shape, r.record.variant, {}};
-  r.space = request_space(request, device);
-  std::vector<Config> recorded;
-  for (const auto& t : r.record.trials) recorded.push_back(Config::parse(t.config));
-  const size_t kept = r.space.restrict_to(recorded);
-  if (kept != recorded.size()) {
+  size_t dropped = 0;
+  r.space = recorded_problem_space(r.record, &dropped);
+  if (dropped > 0) {
     std::fprintf(stderr,
-                 "tuning_quality: %s: %zu of %zu recorded configs are outside the space "
-                 "this build declares; replayed without them\n",
-                 path.c_str(), recorded.size() - kept, recorded.size());
+                 "tuning_quality: %s: %zu of %zu recorded configs are outside the space this "
+                 "build declares; replayed without them\n",
+                 path.c_str(), dropped, r.record.trials.size());
   }
-  for (const auto& c : r.record.first) r.first.push_back(Config::parse(c));
+  r.first = recorded_first(r.record);
   return r;
 }
 

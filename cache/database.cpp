@@ -25,6 +25,7 @@ namespace tuned::cache {
 namespace {
 
 using rows::best_columns;
+using rows::bind_dims;
 using rows::filter_where;
 using rows::parse_shape;
 using rows::read_best;
@@ -42,16 +43,6 @@ constexpr int kSchemaVersion = 4;
 constexpr int kApplicationId = 0x74756e64;
 
 #define TUNED_NOW "strftime('%Y-%m-%dT%H:%M:%SZ','now')"
-
-void bind_dims(Statement& s, int first, const std::vector<int64_t>& shape) {
-  for (int i = 0; i < 3; ++i) {
-    if (i < static_cast<int>(shape.size())) {
-      s.bind(first + i, shape[i]);
-    } else {
-      s.bind_null(first + i);
-    }
-  }
-}
 
 // Step 0 -> 1. Later versions add a function here; each runs inside the opening transaction.
 void migrate_to_1(sqlite3* db, const std::string& path) {
@@ -615,26 +606,7 @@ void Database::record_trials(const std::vector<TrialRecord>& trials) {
               "record trials");
   for (const TrialRecord& t : trials) {
     s.reset();
-    s.bind_id(1, t.session_id)
-        .bind(2, t.key.device_uuid)
-        .bind(3, t.key.op)
-        .bind(4, t.key.layout)
-        .bind(5, t.key.shape_string());
-    bind_dims(s, 6, t.key.shape);
-    s.bind(9, t.key.alignment)
-        .bind(10, t.config)
-        .bind(11, t.kernel_name)
-        .bind(12, std::string(to_string(t.disposition)))
-        .bind(13, t.message)
-        .bind(14, t.ms_median)
-        .bind(15, t.ms_min)
-        .bind(16, t.runs)
-        .bind(17, t.tflops)
-        .bind(18, t.rel_error)
-        .bind(19, t.registers)
-        .bind(20, t.spill_bytes)
-        .bind(21, t.compile_ms)
-        .bind(22, t.template_hash);
+    rows::bind_trial(s, t.session_id, t);
     s.run();
   }
   transaction.commit();

@@ -24,15 +24,7 @@ using sqlite::Transaction;
 
 #define TUNED_NOW "strftime('%Y-%m-%dT%H:%M:%SZ','now')"
 
-void bind_dims(Statement& s, int first, const std::vector<int64_t>& shape) {
-  for (int i = 0; i < 3; ++i) {
-    if (i < static_cast<int>(shape.size())) {
-      s.bind(first + i, shape[i]);
-    } else {
-      s.bind_null(first + i);
-    }
-  }
-}
+using rows::bind_dims;
 
 std::string describe_key(const ProblemKey& key) {
   return key.op + " " + key.layout + " " + key.shape_string() + " align " +
@@ -158,27 +150,8 @@ MergeReport Database::merge(MergeSource& source, const MergeOptions& options) {
         }
       }
       insert.reset();
-      insert.bind_id(1, session)
-          .bind(2, t.key.device_uuid)
-          .bind(3, t.key.op)
-          .bind(4, t.key.layout)
-          .bind(5, shape);
-      bind_dims(insert, 6, t.key.shape);
-      insert.bind(9, t.key.alignment)
-          .bind(10, t.config)
-          .bind(11, t.kernel_name)
-          .bind(12, disposition)
-          .bind(13, t.message)
-          .bind(14, t.ms_median)
-          .bind(15, t.ms_min)
-          .bind(16, t.runs)
-          .bind(17, t.tflops)
-          .bind(18, t.rel_error)
-          .bind(19, t.registers)
-          .bind(20, t.spill_bytes)
-          .bind(21, t.compile_ms)
-          .bind(22, t.template_hash)
-          .bind(23, t.created_at);
+      rows::bind_trial(insert, session, t);
+      insert.bind(23, t.created_at);
       insert.run();
       ++report.trials_added;
     });

@@ -25,6 +25,42 @@ inline std::vector<int64_t> parse_shape(const std::string& path, const std::stri
   return *shape;
 }
 
+// A shape's d0..d2 columns from `first` on (NULL past its rank).
+inline void bind_dims(Statement& s, int first, const std::vector<int64_t>& shape) {
+  for (int i = 0; i < 3; ++i) {
+    if (i < static_cast<int>(shape.size())) {
+      s.bind(first + i, shape[i]);
+    } else {
+      s.bind_null(first + i);
+    }
+  }
+}
+
+// The trials table's columns session_id .. template_hash (1 to 22, in schema order) of a trial
+// under `session`: what record_trials and a merge insert (created_at, 23, is theirs to give).
+inline void bind_trial(Statement& s, int64_t session, const TrialRecord& t) {
+  s.bind_id(1, session)
+      .bind(2, t.key.device_uuid)
+      .bind(3, t.key.op)
+      .bind(4, t.key.layout)
+      .bind(5, t.key.shape_string());
+  bind_dims(s, 6, t.key.shape);
+  s.bind(9, t.key.alignment)
+      .bind(10, t.config)
+      .bind(11, t.kernel_name)
+      .bind(12, std::string(to_string(t.disposition)))
+      .bind(13, t.message)
+      .bind(14, t.ms_median)
+      .bind(15, t.ms_min)
+      .bind(16, t.runs)
+      .bind(17, t.tflops)
+      .bind(18, t.rel_error)
+      .bind(19, t.registers)
+      .bind(20, t.spill_bytes)
+      .bind(21, t.compile_ms)
+      .bind(22, t.template_hash);
+}
+
 // A row this build cannot read is left out of listings and lookups, named once in the log.
 inline void skip_row(const std::string& path, const char* table, int64_t id, const Error& e) {
   log_once(LogLevel::kWarn, "malformed row|" + path + "|" + table + "|" + std::to_string(id),

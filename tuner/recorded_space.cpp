@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "cache/records.hpp"
+#include "generator/device.hpp"
+#include "templates/registry.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned {
@@ -116,6 +118,22 @@ RecordedSpace read_recorded_space(const std::string& path) {
     throw Error(TUNED_STATUS_CONFIG_ERROR, path + ": needs op, shape and trial lines");
   }
   return r;
+}
+
+Space recorded_problem_space(const RecordedSpace& record, size_t* dropped) {
+  Space space = request_space({record.op, record.shape, record.variant, {}},
+                              reference_device(record.compute_capability));
+  std::vector<Config> recorded;
+  for (const auto& t : record.trials) recorded.push_back(Config::parse(t.config));
+  const size_t kept = space.restrict_to(recorded);
+  if (dropped) *dropped = recorded.size() - kept;
+  return space;
+}
+
+std::vector<Config> recorded_first(const RecordedSpace& record) {
+  std::vector<Config> first;
+  for (const auto& c : record.first) first.push_back(Config::parse(c));
+  return first;
 }
 
 void write_recorded_space(const std::string& path, const RecordedSpace& r) {

@@ -17,6 +17,12 @@ namespace tuned {
 /// Reads a recorded space (gzip or plain). Throws Error(TUNED_STATUS_CONFIG_ERROR) naming the
 /// file and line of a malformed one, or the file that cannot be read.
 RecordedSpace read_recorded_space(const std::string& path);
+/// The record's problem space on a reference GPU of its compute capability, narrowed to the
+/// recorded configs (Space::restrict_to): what a replay searches. dropped (optional) gets how many
+/// recorded configs this build's space no longer has.
+Space recorded_problem_space(const RecordedSpace& record, size_t* dropped = nullptr);
+/// The record's starting configs, parsed.
+std::vector<Config> recorded_first(const RecordedSpace& record);
 /// Writes it gzip-compressed (throws Error(TUNED_STATUS_IO_ERROR) naming the path on failure).
 void write_recorded_space(const std::string& path, const RecordedSpace& record);
 

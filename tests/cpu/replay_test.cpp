@@ -213,17 +213,13 @@ TEST(TuningQuality, TheDefaultStrategyFindsTheRecordedBestsQuickly) {
   std::vector<double> at100, at300;
   for (const auto& file : files) {
     const RecordedSpace record = read_recorded_space(file);
-    Space space = request_space({record.op, record.shape, record.variant, {}},
-                                reference_device(record.compute_capability));
-    std::vector<Config> recorded;
-    for (const auto& t : record.trials) recorded.push_back(Config::parse(t.config));
-    space.restrict_to(recorded);
+    const Space space = recorded_problem_space(record);
     std::vector<double> f100, f300;
     for (uint64_t seed = 1; seed <= 5; ++seed) {
       ReplayOptions options;
       options.strategy = strategy;
       options.seed = seed;
-      for (const auto& c : record.first) options.first.push_back(Config::parse(c));
+      options.first = recorded_first(record);
       options.compile_threads = record.compile_threads;
       options.max_evals = 300;
       const ReplayResult r = replay(space, record, options);
