@@ -33,8 +33,8 @@ constexpr size_t kMaxWorkspaceBytes = size_t{2} << 30;
 // pool (H100: a 100 MB split-K workspace made a 50 ms first call of a 52 MB problem).
 constexpr size_t kWorkspaceFreeBytes = size_t{32} << 20;
 // First-use tuning: candidates timed, and the time they may take (the first is always timed):
-// a few in 250 ms for a short product, up to 16 in up to 150 of its run times (at most 5 s) for
-// a long one, where what the pick gains is paid at every call.
+// a few in 250 ms for a short product, up to 24 in up to 150 of its run times (at most 1 s, the
+// leaders' second look included) for a long one, where what the pick gains is paid at every call.
 constexpr QuickPickBudget kFirstUseBudget{};
 
 bool env_is(const char* name, const char* value) {
@@ -425,6 +425,16 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
   const auto started = Clock::now();
   DeviceCheck check(kernels_, device);
   auto task = face.scratch_task(device, problem, check);
+  if (db) {
+    // Then where a tuning session starts: a twin GPU's best and the bests of nearby tuned shapes
+    // (their kernels are in the database when autotune tuned them; quick_pick passes over any
+    // that would need NVRTC).
+    for (const Config& c : starting_configs(*db, *task, device)) {
+      if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) {
+        candidates.push_back(c);
+      }
+    }
+  }
   Stream stream = Stream::create();
   auto pick = quick_pick(*task, kernels_, device, candidates, kFirstUseBudget, stream.get());
   if (!pick) return std::nullopt;

@@ -17,6 +17,12 @@ bool image_is_loadable(const std::vector<char>& image) {
   return !image.empty() && image.back() == '\0';
 }
 
+// One image may hold several kernels (check.cu does): the name is part of what was loaded.
+std::string loaded_key(const CubinKey& key, const KernelSpec& spec, const DeviceInfo& device) {
+  return std::to_string(device.index) + "|" + key.arch + "|" + key.source_hash + "|" + key.options +
+         "|" + spec.kernel_name;
+}
+
 }  // namespace
 
 CubinKey cubin_key(const KernelSpec& spec, const DeviceInfo& device) {
@@ -111,13 +117,22 @@ std::shared_ptr<const LoadedKernel> KernelCache::load_or_recompile(BuiltKernel& 
   return load(built, spec);
 }
 
+bool KernelCache::ready(const KernelSpec& spec, const DeviceInfo& device) {
+  const CubinKey key = cubin_key(spec, device);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (loaded_.count(loaded_key(key, spec, device))) return true;
+  }
+  if (find_precompiled(key, spec.kernel_name)) return true;
+  const std::shared_ptr<CubinStore> store = this->store();
+  return store && store->find(key).has_value();
+}
+
 std::shared_ptr<const LoadedKernel> KernelCache::get(const KernelSpec& spec,
                                                      const DeviceInfo& device,
                                                      std::string* source) {
   const CubinKey key = cubin_key(spec, device);
-  // One image may hold several kernels (check.cu does): the name is part of what was loaded.
-  const std::string map_key = std::to_string(device.index) + "|" + key.arch + "|" +
-                              key.source_hash + "|" + key.options + "|" + spec.kernel_name;
+  const std::string map_key = loaded_key(key, spec, device);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = loaded_.find(map_key); it != loaded_.end()) {

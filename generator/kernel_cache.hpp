@@ -57,6 +57,9 @@ class KernelCache {
   std::shared_ptr<const LoadedKernel> get(const KernelSpec& spec, const DeviceInfo& device,
                                           std::string* source = nullptr);
 
+  /// Whether get() would serve spec without NVRTC: loaded already, precompiled, or in the store.
+  bool ready(const KernelSpec& spec, const DeviceInfo& device);
+
   /// Loads a built kernel on the current device (no caching).
   static std::shared_ptr<const LoadedKernel> load(const BuiltKernel& built, const KernelSpec& spec);
 

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# Issue 32's measurements on a GPU machine of one or more GPUs, from binaries in $BIN (default
-# carry/bin): each argument one step; logs and results under $OUT. Jobs are spread over the GPUs,
+# Issue 32's measurements on a GPU machine of one or more GPUs, from a build folder $BIN (default
+# build: bench/record_space, tools/autotune, bench/gemm_networks): each argument one step; logs and results under $OUT. Jobs are spread over the GPUs,
 # one at a time per GPU, each pinned to its share of the cores (a tuner's compile threads follow its
 # affinity, tuner/compile_pool.hpp), so a job sees what a one-GPU machine of that share would.
 #   record[:S]   bench/record_space on the replay problems below (7 GEMM layers of bench/
 #                gemm_networks and an odd TT shape, one transpose, one entropy): every config of
 #                each space (or of what a search meets there) measured once, at most S seconds a
 #                problem (default 360): $OUT/replay.tar of <op>_<variant>_<shape>_<gpu>.tsv.gz
-#   tune-quality[:S]  autotune on the eight large layers: S seconds (default 300), then 10 s and
-#                3 s, each from an empty database: $OUT/tune_<budget>_<shape>.json
-#   first-use    gemm_networks --first-use (every layer's first call tunes within its bound)
+#   tune-quality[:S]  autotune on the eight large layers (or those of $LAYERS, indices 0-7): S
+#                seconds (default 300), then 10 s and 3 s, each from an empty database:
+#                $OUT/tune_<budget>_<layout>_<shape>.json
+#   first-use    gemm_networks --first-use on the four models of those layers, on GPU $FIRST_USE_GPU
+#                (default 0; every layer's first call tunes within its bound): $OUT/first_use.json
+#   summary[:S]  each layer's 3 s, 10 s and first-use result as a fraction of its S s best, and
+#                their medians (from the files above, of this run or earlier ones in $OUT)
 set -uo pipefail
-BIN=${BIN:-carry/bin}
+BIN=${BIN:-build}
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 gpus=$(nvidia-smi -L | wc -l)
@@ -63,7 +67,7 @@ for step in "$@"; do
       list=$(mktemp)
       job() {  # op variant shape
         local name="$1${2:+_$2}_$3"
-        echo "timeout $((budget + 60)) $BIN/record_space --op $1 ${2:+--layout $2} --shape $3 \
+        echo "timeout $((budget + 60)) $BIN/bench/record_space --op $1 ${2:+--layout $2} --shape $3 \
           --budget $budget --out $OUT/replay/${name}_$gpu_name.tsv.gz \
           >>$OUT/record-logs/record.log 2>$OUT/record-logs/$name.err"
       }
@@ -82,17 +86,28 @@ for step in "$@"; do
       ;;
     tune-quality)
       list=$(mktemp)
-      for p in "${LARGE[@]}"; do
-        set -- $p
+      for i in ${LAYERS:-0 1 2 3 4 5 6 7}; do
+        set -- ${LARGE[$i]}
         cmds=""
         for budget in ${arg:-300} 10 3; do
           db="/tmp/tq_${1}_${2}_$budget.db"
-          cmds+="rm -f $db*; $BIN/autotune --op gemm --layout $1 --shape $2 --budget $budget \
+          cmds+="rm -f $db*; $BIN/tools/autotune --op gemm --layout $1 --shape $2 --budget $budget \
             --seed 1 --db $db --json $OUT/tune_${budget}_$1_$2.json >$OUT/tune_${budget}_$1_$2.log 2>&1; "
         done
         echo "$cmds"
       done >"$list"
       spread "$list"
+      tail -n 4 "$OUT"/tune_*.log
+      ;;
+    first-use)
+      CUDA_VISIBLE_DEVICES=${FIRST_USE_GPU:-0} "$BIN/bench/gemm_networks" --first-use --json "$OUT/first_use.json" \
+        --model Mistral-7B --model Llama-2-13B --model "GPT-2 large" --model "GPT-2 medium" \
+        >"$OUT/first_use.log" 2>&1
+      tail -n 8 "$OUT/first_use.log"
+      ;;
+    summary)
+      # Fractions of ratios to cuBLAS, each timed side by side with cuBLAS in its own run: clocks
+      # and temperature of one run do not bias the comparison with another.
       python3 - "$OUT" "${arg:-300}" <<'PY'
 import json, sys, glob, statistics
 out, long_budget = sys.argv[1], sys.argv[2]
@@ -100,25 +115,27 @@ rows = {}
 for f in glob.glob(f"{out}/tune_*.json"):
     budget = f.split("/")[-1].split("_")[1]
     for r in json.load(open(f))["rows"]:
-        rows.setdefault((r["layout"], r["shape"]), {})[budget] = r
-print(f"{'layer':24} {'budget':>6} {'ms':>9} {'ratio':>6} {'of best':>7}")
-fr = {b: [] for b in ("3", "10")}
+        rows.setdefault((r["layout"], r["shape"]), {})[budget] = (r["ratio"], r["ms"], "")
+try:
+    for r in json.load(open(f"{out}/first_use.json"))["rows"]:
+        key = (r["layout"], r["shape"])
+        if key in rows:
+            rows[key]["first-use"] = (r["ratio"], r["tuned_ms"], f"{r['first_use_ms']:.0f} ms call")
+except FileNotFoundError:
+    pass
+print(f"{'layer':24} {'run':>9} {'ms':>9} {'vs cuBLAS':>9} {'of best':>7}")
+fr = {b: [] for b in ("3", "10", "first-use")}
 for key, by in sorted(rows.items()):
     best = by.get(long_budget)
-    for b in (long_budget, "10", "3"):
+    for b in (long_budget, "10", "3", "first-use"):
         if b not in by: continue
-        r = by[b]
-        f = best["ms"] / r["ms"] if best and r["ms"] > 0 else 0
-        if b in fr: fr[b].append(f)
-        print(f"{key[0]+' '+key[1]:24} {b:>6} {r['ms']:9.4f} {r['ratio']:6.3f} {f:7.3f}")
+        ratio, ms, note = by[b]
+        f = ratio / best[0] if best else 0
+        if b in fr and best: fr[b].append(f)
+        print(f"{key[0]+' '+key[1]:24} {b:>9} {ms:9.4f} {ratio:9.3f} {f:7.3f} {note}")
 for b, v in fr.items():
-    if v: print(f"median fraction of the {long_budget} s best after {b} s: {statistics.median(v):.3f}")
+    if v: print(f"median fraction of the {long_budget} s best, {b}: {statistics.median(v):.3f} over {len(v)} layers")
 PY
-      ;;
-    first-use)
-      CUDA_VISIBLE_DEVICES=0 "$BIN/gemm_networks" --first-use --json "$OUT/first_use.json" \
-        >"$OUT/first_use.log" 2>&1
-      tail -n 8 "$OUT/first_use.log"
       ;;
     *)
       echo "issue32_runs: unknown step $step" >&2

@@ -187,6 +187,7 @@ void tune_task(Shared& run, const tuned::DeviceInfo& device, tuned::KernelCache&
   session_options.budget_s = grant.budget_s;
   session_options.max_trials = options.max_trials;
   session_options.patience = options.patience;
+  session_options.flush_l2 = options.flush_l2;
   session_options.compile_threads = run.compile_threads;
   session_options.seed =
       options.seed
@@ -480,8 +481,11 @@ int run(const AutotuneOptions& options) {
       gpus += (gpus.empty() ? "" : ", ") +
               (several_gpus ? "GPU " + std::to_string(d.index) + ": " : "") + d.name;
     }
-    std::printf("(ratio = %s time / tuned time, both re-timed side by side at the end; %s)\n",
-                head.baseline_name.c_str(), gpus.c_str());
+    std::printf(
+        "(ratio = %s time / tuned time, both re-timed side by side at the end%s, the tuned time "
+        "the fastest of the shape's leaders; %s)\n",
+        head.baseline_name.c_str(), options.flush_l2 ? " with the L2 cache flushed" : "",
+        gpus.c_str());
     first = end;
   }
   if (g_interrupted) {

@@ -706,6 +706,7 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
   bool verbose = false;
   bool no_wait = false;
   bool remeasure = false;
+  bool flush_l2 = false;
   auto scalar = [&](const std::string& name, std::string& target, const std::string& type,
                     const std::string& description) {
     return app.add_option(name, target, description)
@@ -758,6 +759,10 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
   app.add_flag("--remeasure", remeasure,
                "measure again configs that earlier runs measured for a shape (default: resume, "
                "skipping them)");
+  app.add_flag("--flush-l2", flush_l2,
+               "time the final round of each shape's leaders (and the baseline) with the L2 cache "
+               "flushed before every call, as for operands that were evicted (default: calls back "
+               "to back)");
   // Extras are collected rather than thrown: CLI11 lists them in reverse order and without a
   // hint, while naming the first one and the flag it resembles reads better.
   app.allow_extras();
@@ -837,6 +842,7 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
     options.verbose = verbose;
     options.no_wait = no_wait;
     options.remeasure = remeasure;
+    options.flush_l2 = flush_l2;
     // Every task the run would tune, checked now: no input error waits for the device.
     for (const ShapeRequest& problem : shape_requests(options)) {
       validate_request(task_request(options, problem));

@@ -42,6 +42,7 @@ struct AutotuneOptions {
   bool verbose = false;
   bool no_wait = false;  // another tuner holds the GPU: refuse instead of waiting
   bool remeasure = false;  // measure configs again that earlier runs measured (no resume)
+  bool flush_l2 = false;   // the leaders' final round timed with the L2 cache flushed
   /// Restrictions of the space: parameter name -> allowed values (TOML [space] table); they
   /// apply to the problems of `op`.
   std::map<std::string, std::vector<int>> space;

@@ -5,13 +5,17 @@
 // The images depend on nothing but the sources and the NVRTC version: NVRTC writes its working
 // directory into the line information (-lineinfo), so precompile works in "/" wherever it runs, and
 // two build directories of one commit give byte-identical precompiled.bin.
-//   precompile --out-dir DIR [--jobs N] [--max-kernels N]
+// Images already built by an earlier run in --reuse DIR are taken from there (they are exact:
+// keyed by source hash, options, arch and NVRTC version), so a rebuild after a change elsewhere in
+// the library does not compile the whole portfolio again.
+//   precompile --out-dir DIR [--reuse DIR] [--jobs N] [--max-kernels N]
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -36,6 +40,51 @@ struct Job {
   std::string error;
 };
 
+// Earlier runs' images, one file each: a header line (registers spill stack smem) and the image.
+class ImageDirectory : public CubinStore {
+ public:
+  explicit ImageDirectory(std::string dir) : dir_(std::move(dir)) {
+    std::filesystem::create_directories(dir_);
+  }
+  std::optional<CubinRecord> find(const CubinKey& key) override {
+    std::ifstream in(path(key), std::ios::binary);
+    CubinRecord cubin;
+    if (!(in >> cubin.registers >> cubin.spill_bytes >> cubin.stack_bytes >>
+          cubin.static_smem_bytes) ||
+        in.get() != '\n') {
+      return std::nullopt;
+    }
+    cubin.image.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (cubin.image.empty()) return std::nullopt;
+    return cubin;
+  }
+  void put(const CubinKey& key, const CubinRecord& cubin) override {
+    // Written aside and renamed, so an interrupted build leaves no truncated image behind.
+    const std::string final_path = path(key), part = final_path + ".part";
+    {
+      std::ofstream out(part, std::ios::binary);
+      out << cubin.registers << ' ' << cubin.spill_bytes << ' ' << cubin.stack_bytes << ' '
+          << cubin.static_smem_bytes << '\n';
+      out.write(cubin.image.data(), static_cast<std::streamsize>(cubin.image.size()));
+      if (!out) return;
+    }
+    std::error_code ignored;
+    std::filesystem::rename(part, final_path, ignored);
+  }
+  void drop(const CubinKey& key) override {
+    std::error_code ignored;
+    std::filesystem::remove(path(key), ignored);
+  }
+
+ private:
+  std::string path(const CubinKey& key) const {
+    const std::string text =
+        key.source_hash + "|" + key.options + "|" + key.arch + "|" + key.nvrtc_version;
+    return dir_ + "/" + cubin_checksum(std::vector<char>(text.begin(), text.end())) + ".img";
+  }
+  std::string dir_;
+};
+
 std::string c_string(const std::string& s) {
   std::string out = "\"";
   for (char ch : s) {
@@ -45,7 +94,8 @@ std::string c_string(const std::string& s) {
   return out + "\"";
 }
 
-int run(const std::string& out_dir, int jobs_wanted, size_t max_kernels) {
+int run(const std::string& out_dir, const std::string& reuse_dir, int jobs_wanted,
+        size_t max_kernels) {
   std::map<std::string, Job> jobs;  // by arch|kernel|options: each image once
   auto add = [&](const KernelSpec& spec, int cc) {
     Job job;
@@ -139,7 +189,9 @@ int run(const std::string& out_dir, int jobs_wanted, size_t max_kernels) {
     list.push_back(&job);
   }
   std::atomic<size_t> next{0};
-  KernelCache kernels;  // no store: every image is compiled here
+  std::unique_ptr<ImageDirectory> reuse;
+  if (!reuse_dir.empty()) reuse = std::make_unique<ImageDirectory>(reuse_dir);
+  KernelCache kernels(reuse.get());  // without --reuse, every image is compiled here
   auto work = [&] {
     for (size_t i; (i = next++) < list.size();) {
       Job& job = *list[i];
@@ -204,8 +256,12 @@ int main(int argc, char** argv) {
   std::string out_dir;
   int jobs = 0;
   size_t max_kernels = 0;
+  std::string reuse_dir;
   app.add_option("--out-dir", out_dir, "where precompiled.bin and precompiled_table.cpp go")
       ->required();
+  app.add_option("--reuse", reuse_dir,
+                 "a directory of earlier runs' images, reused where their key matches (and "
+                 "where new ones are kept)");
   app.add_option("--jobs", jobs, "compile threads (default: all cores)");
   app.add_option("--max-kernels", max_kernels,
                  "build only the first N images (the reproducibility test; default: all)");
@@ -213,8 +269,9 @@ int main(int argc, char** argv) {
   try {
     // NVRTC records the working directory in every image: the same one for every build.
     out_dir = std::filesystem::absolute(out_dir).string();
+    if (!reuse_dir.empty()) reuse_dir = std::filesystem::absolute(reuse_dir).string();
     std::filesystem::current_path("/");
-    return run(out_dir, jobs, max_kernels);
+    return run(out_dir, reuse_dir, jobs, max_kernels);
   } catch (const tuned::Error& e) {
     std::fprintf(stderr, "precompile: %s\n", e.what());
     return 1;

@@ -23,6 +23,14 @@ struct SessionOptions {
   double budget_s = 60;  // wall time for this task
   int max_trials = 0;    // 0: no limit
   int patience = 0;      // stop after this many trials in a row without a faster one; 0: never
+  // The fastest few candidates (up to `leaders`, within leader_margin of the best) are timed
+  // again side by side at the end, and the fastest of that round is the result: one lucky sample
+  // in the search does not decide the winner.
+  int leaders = 4;
+  double leader_margin = 0.10;
+  // Time that final round with the L2 cache flushed before every call (a cold cache, as a
+  // product whose operands were evicted meets it), not back to back.
+  bool flush_l2 = false;
   uint64_t seed = 1;
   int compile_threads = 0;  // 0: hardware threads - 1
   std::vector<Config> first;  // tried before the strategy's own picks
@@ -67,6 +75,8 @@ struct SessionResult {
   // reported compares the two under the same clocks and temperature.
   BaselineTiming final_best;
   BaselineTiming final_baseline;
+  int leaders_timed = 0;  // candidates in that final round (the best among them is `best`)
+  bool flushed_l2 = false;
   double elapsed_s = 0;
   std::string stop_reason;  // "budget", "trial limit", "patience", "space exhausted", "interrupted"
   int resumed = 0;          // configs the strategy proposed that were measured before
@@ -83,9 +93,20 @@ using BestSink =
 
 /// Median and minimum over `runs` samples after warm-up, in ms per call: a sample is enough
 /// back-to-back calls to last about 1 ms (one call for longer ones), with events around the
-/// sample. Stops early when a sample's time per call exceeds give_up_ms.
+/// sample. Stops early when a sample's time per call exceeds give_up_ms. With `cold` (which
+/// evicts the L2 cache), every sample is one call after `cold`, the events around the call only.
 BaselineTiming time_runs(const std::function<void(cudaStream_t)>& run, cudaStream_t stream,
-                         int runs, double give_up_ms = 0);
+                         int runs, double give_up_ms = 0,
+                         const std::function<void(cudaStream_t)>& cold = {});
+
+/// Times each of `runs` (and `baseline`, when given) `rounds` times in turn, `samples` samples a
+/// time (time_runs, with `cold` if given), keeping each one's fastest round: candidates compared
+/// side by side, so drift in clocks or temperature hits them alike. The last entry of the result
+/// is the baseline's, when one was given.
+std::vector<BaselineTiming> time_side_by_side(
+    const std::vector<std::function<void(cudaStream_t)>>& runs,
+    const std::function<void(cudaStream_t)>& baseline, cudaStream_t stream, int rounds, int samples,
+    const std::function<void(cudaStream_t)>& cold = {});
 
 SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCache& kernels,
                           const SessionOptions& options, int64_t session_id,

@@ -41,18 +41,25 @@ struct QuickPick {
 
 /// How much timing a quick pick may spend: a short product gets a few candidates in a fixed time,
 /// a long one more candidates and time in proportion to its own run time (what a first-use pick
-/// gains on a 20 ms product, a program waits for at every call; the time is repaid within a few
-/// hundred calls).
+/// gains on a 5 ms product, a program waits for at every call; the time is repaid within a few
+/// hundred calls), but never more than a second: a first call waits for it.
 struct QuickPickBudget {
   size_t candidates = 6;        // timed at most where the first candidate runs under long_ms
-  size_t long_candidates = 16;  // timed at most otherwise
+  size_t long_candidates = 24;  // timed at most otherwise
   double long_ms = 0.1;
   double budget_ms = 250;       // the time candidates may take: this,
   double first_runs = 150;      // or this many runs of the first candidate where that is longer,
-  double max_budget_ms = 5000;  // but never more than this
+  double max_budget_ms = 1000;  // but never more than this
+  // The leaders (up to this many, within leader_margin of the fastest) are timed again side by
+  // side before one is picked, as a tuning session's are; their time is kept out of the budget.
+  size_t leaders = 3;
+  double leader_margin = 0.10;
+  int leader_rounds = 2;
+  int samples = 5;  // timed samples per candidate (and per leader and round)
   /// The time allowed once the first candidate took first_ms a run.
   double allowed_ms(double first_ms) const {
-    return std::min(max_budget_ms, std::max(budget_ms, first_runs * first_ms));
+    const double retiming = static_cast<double>(leaders * leader_rounds * samples) * first_ms;
+    return std::max(budget_ms, std::min(max_budget_ms, first_runs * first_ms) - retiming);
   }
   size_t allowed_candidates(double first_ms) const {
     return first_ms >= long_ms ? long_candidates : candidates;
@@ -60,9 +67,11 @@ struct QuickPickBudget {
 };
 
 /// Times candidates (best guess first) on the task's own buffers, a few runs each, until the
-/// budget's time or count for the product is spent (the first candidate is always timed), and
-/// returns the fastest one that passes the task's check (right result on fresh inputs, and the
-/// op's accuracy contract); nothing if none does. Synchronizes the stream.
+/// budget's time or count for the product is spent (the first candidate is always timed); a
+/// candidate whose kernel would need NVRTC (not precompiled, loaded or stored) is passed over, as
+/// its compile alone could take the whole budget. The leaders are timed again side by side, and
+/// the fastest that passes the task's check (right result on fresh inputs, and the op's accuracy
+/// contract) is returned; nothing if none does. Synchronizes the stream.
 std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
                                     const DeviceInfo& device, const std::vector<Config>& candidates,
                                     const QuickPickBudget& budget, cudaStream_t stream);

@@ -122,6 +122,7 @@ TEST(AutotuneOptionsTest, DefaultsWithNoArguments) {
   EXPECT_EQ(o.config_file, "");
   EXPECT_EQ(o.seed, 0u);
   EXPECT_FALSE(o.verbose);
+  EXPECT_FALSE(o.flush_l2);
   EXPECT_TRUE(o.space.empty());
 }
 
@@ -131,7 +132,7 @@ TEST(AutotuneOptionsTest, EveryFlag) {
       parse({"--device", "3", "--op", "gemm", "--shape", "1024x2048x512", "--shape", "64x64x8",
              "--layout", "tn", "--budget", "12.5", "--max-trials", "40", "--strategy",
              "exhaustive", "--db", "/tmp/x.db", "--seed", "18446744073709551615", "--verbose",
-             "--patience", "25"});
+             "--patience", "25", "--flush-l2"});
   // clang-format on
   ASSERT_FALSE(result.exit_now) << result.message;
   const AutotuneOptions& o = result.options;
@@ -146,6 +147,7 @@ TEST(AutotuneOptionsTest, EveryFlag) {
   EXPECT_EQ(o.db_path, "/tmp/x.db");
   EXPECT_EQ(o.seed, 18446744073709551615ull);
   EXPECT_TRUE(o.verbose);
+  EXPECT_TRUE(o.flush_l2);
 }
 
 TEST(AutotuneOptionsTest, EqualsSyntaxShortVerboseAndCommaSeparatedShapes) {
