@@ -27,8 +27,16 @@ devices=${DEVICES:-all}
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(autotune entropy)
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$bin"  # after the machine's own
-for tool in tools/autotune tools/tunedb bench/entropy; do
-  [ -x "$bin/$tool" ] || { echo "multigpu_check: $bin/$tool is missing (BIN=build folder)"; exit 2; }
+# Only what the steps asked for must be there.
+for step in "${steps[@]}"; do
+  case "$step" in
+    autotune) tools=(tools/autotune tools/tunedb) ;;
+    entropy) tools=(bench/entropy) ;;
+    *) tools=() ;;
+  esac
+  for tool in "${tools[@]}"; do
+    [ -x "$bin/$tool" ] || { echo "multigpu_check: $bin/$tool is missing (BIN=build folder)"; exit 2; }
+  done
 done
 gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)

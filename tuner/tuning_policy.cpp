@@ -73,10 +73,13 @@ std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
   std::vector<QuickPick> timed;
   double allowed_ms = budget.budget_ms;
   size_t allowed = candidates.size();
+  double one_ms = 0;    // what timing one candidate took (the first): the next must fit in the rest
+  double first_ms = 0;  // the first candidate's run time, which sized the budget
   for (const Config& config : candidates) {
-    if (!timed.empty() && (spent_ms() > allowed_ms || timed.size() >= allowed)) break;
+    if (!timed.empty() && (spent_ms() + one_ms > allowed_ms || timed.size() >= allowed)) break;
     QuickPick pick;
     pick.config = config;
+    const double before_ms = spent_ms();
     try {
       const KernelSpec spec = task.kernel_spec(config);
       if (!timed.empty() && !kernels.ready(spec, device)) continue;
@@ -89,6 +92,8 @@ std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
     if (timed.empty()) {  // the first run time says how much more the product is worth
       allowed_ms = budget.allowed_ms(pick.ms);
       allowed = budget.allowed_candidates(pick.ms);
+      one_ms = spent_ms() - before_ms;
+      first_ms = pick.ms;
     }
     timed.push_back(std::move(pick));
   }
@@ -96,7 +101,8 @@ std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
             [](const QuickPick& a, const QuickPick& b) { return a.ms < b.ms; });
   // The leaders again, side by side: one lucky sample of five does not decide the pick.
   size_t leaders = 0;
-  while (leaders < std::min(budget.leaders, timed.size()) &&
+  const size_t affordable = timed.empty() ? 0 : budget.leaders_for(first_ms);
+  while (leaders < std::min(affordable, timed.size()) &&
          timed[leaders].ms <= timed.front().ms * (1 + budget.leader_margin)) {
     ++leaders;
   }

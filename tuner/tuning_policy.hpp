@@ -42,24 +42,41 @@ struct QuickPick {
 /// How much timing a quick pick may spend: a short product gets a few candidates in a fixed time,
 /// a long one more candidates and time in proportion to its own run time (what a first-use pick
 /// gains on a 5 ms product, a program waits for at every call; the time is repaid within a few
-/// hundred calls), but never more than a second: a first call waits for it.
+/// hundred calls), but the whole pick (the leaders' second look and the winner's check included)
+/// within a second: a first call waits for it.
 struct QuickPickBudget {
   size_t candidates = 6;        // timed at most where the first candidate runs under long_ms
   size_t long_candidates = 24;  // timed at most otherwise
   double long_ms = 0.1;
   double budget_ms = 250;       // the time candidates may take: this,
   double first_runs = 150;      // or this many runs of the first candidate where that is longer,
-  double max_budget_ms = 1000;  // but never more than this
+  double max_budget_ms = 1000;  // but the whole pick never more than this
   // The leaders (up to this many, within leader_margin of the fastest) are timed again side by
-  // side before one is picked, as a tuning session's are; their time is kept out of the budget.
+  // side before one is picked, as a tuning session's are, as many as leader_share of the bound
+  // affords.
   size_t leaders = 3;
   double leader_margin = 0.10;
   int leader_rounds = 2;
-  int samples = 5;  // timed samples per candidate (and per leader and round)
-  /// The time allowed once the first candidate took first_ms a run.
+  double leader_share = 0.4;
+  int samples = 5;     // timed samples per candidate (and per leader and round)
+  int check_runs = 4;  // what the winner's check costs, in runs of the product (reference too)
+
+  /// Runs of the product that timing one candidate takes: its samples, a warm-up and the call
+  /// that sizes the samples.
+  double runs_per_timing() const { return samples + 2; }
+  /// The leaders a second look can afford once the first candidate took first_ms a run.
+  size_t leaders_for(double first_ms) const {
+    const double one = runs_per_timing() * leader_rounds * std::max(first_ms, 1e-6);
+    return std::min(leaders, static_cast<size_t>(leader_share * max_budget_ms / one));
+  }
+  /// The time the candidates may take once the first took first_ms a run, leaving the leaders'
+  /// rounds and the check their part of the bound.
   double allowed_ms(double first_ms) const {
-    const double retiming = static_cast<double>(leaders * leader_rounds * samples) * first_ms;
-    return std::max(budget_ms, std::min(max_budget_ms, first_runs * first_ms) - retiming);
+    const double reserved =
+        (static_cast<double>(leaders_for(first_ms)) * leader_rounds * runs_per_timing() +
+         check_runs) *
+        first_ms;
+    return std::min(max_budget_ms, std::max(budget_ms, first_runs * first_ms)) - reserved;
   }
   size_t allowed_candidates(double first_ms) const {
     return first_ms >= long_ms ? long_candidates : candidates;

@@ -73,15 +73,38 @@ TEST(AccuracyContract, InaccurateIsADispositionOfItsOwn) {
 
 TEST(QuickPickBudget, ShortProductsGetAFewCandidatesLongOnesTimeInProportion) {
   const QuickPickBudget budget;
-  // 10 us a run: 6 candidates in 250 ms.
+  // 10 us a run: 6 candidates in 250 ms (less the leaders' rounds and the check: well under 1 ms).
   EXPECT_EQ(budget.allowed_candidates(0.01), 6u);
-  EXPECT_DOUBLE_EQ(budget.allowed_ms(0.01), 250.0);
-  // 20 ms a run: 16 candidates in 150 runs' time (3 s).
-  EXPECT_EQ(budget.allowed_candidates(20.0), 16u);
-  EXPECT_DOUBLE_EQ(budget.allowed_ms(20.0), 3000.0);
-  // 100 ms a run: never past 5 s.
-  EXPECT_DOUBLE_EQ(budget.allowed_ms(100.0), 5000.0);
+  EXPECT_EQ(budget.leaders_for(0.01), 3u);
+  EXPECT_NEAR(budget.allowed_ms(0.01), 250.0, 1.0);
+  // 2 ms a run: 24 candidates in 150 runs' time (300 ms), 3 leaders' rounds kept out of it.
+  EXPECT_EQ(budget.allowed_candidates(2.0), 24u);
+  EXPECT_EQ(budget.leaders_for(2.0), 3u);
+  EXPECT_DOUBLE_EQ(budget.allowed_ms(2.0), 300.0 - (3 * 2 * 7 + 4) * 2.0);
   EXPECT_EQ(budget.allowed_candidates(budget.long_ms), budget.long_candidates);
+}
+
+// First use must stay within its bound (a second) however long the product: the candidates, the
+// leaders' second look and the winner's check together, where the first candidate alone fits.
+TEST(QuickPickBudget, TheWholePickKeepsWithinTheBound) {
+  const QuickPickBudget budget;
+  size_t last_leaders = budget.leaders;
+  for (double first_ms = 0.001; first_ms < 200; first_ms *= 1.5) {
+    SCOPED_TRACE(first_ms);
+    const size_t leaders = budget.leaders_for(first_ms);
+    EXPECT_LE(leaders, last_leaders) << "a longer product affords no more leaders";
+    last_leaders = leaders;
+    const double rounds = leaders * budget.leader_rounds * budget.runs_per_timing() * first_ms;
+    const double check = budget.check_runs * first_ms;
+    EXPECT_LE(rounds, budget.leader_share * budget.max_budget_ms + 1e-9);
+    // Candidates are timed while their time fits in allowed_ms.
+    if (first_ms * (budget.runs_per_timing() + budget.check_runs) <= budget.max_budget_ms) {
+      EXPECT_LE(budget.allowed_ms(first_ms) + rounds + check, budget.max_budget_ms + 1e-9);
+    }
+  }
+  // 30 ms a run: no second look (two rounds of one leader would take 420 ms of the second).
+  EXPECT_EQ(budget.leaders_for(30.0), 0u);
+  EXPECT_EQ(budget.leaders_for(10.0), 2u);
 }
 
 }  // namespace
