@@ -12,6 +12,9 @@
 #                $OUT/tune_<budget>_<layout>_<shape>.json
 #   first-use    gemm_networks --first-use on the four models of those layers, on GPU $FIRST_USE_GPU
 #                (default 0; every layer's first call tunes within its bound): $OUT/first_use.json
+#   picks[:S]    per layer, gemm_picks times the S s, 10 s and 3 s runs' bests (their databases,
+#                kept in $DBDIR, default /tmp, by tune-quality in the same lease) and first-use
+#                tuning's pick side by side with cuBLAS in one process: $OUT/picks_<layout>_<shape>.json
 #   summary[:S]  each layer's 3 s, 10 s and first-use result as a fraction of its S s best, and
 #                their medians (from the files above, of this run or earlier ones in $OUT)
 set -uo pipefail
@@ -92,7 +95,7 @@ for step in "$@"; do
         set -- ${LARGE[$i]}
         cmds=""
         for budget in ${arg:-300} 10 3; do
-          db="/tmp/tq_${1}_${2}_$budget.db"
+          db="${DBDIR:-/tmp}/tq_${1}_${2}_$budget.db"
           cmds+="rm -f $db*; $BIN/tools/autotune --op gemm --layout $1 --shape $2 --budget $budget \
             --seed 1 --db $db --json $OUT/tune_${budget}_$1_$2.json >$OUT/tune_${budget}_$1_$2.log 2>&1; "
         done
@@ -106,6 +109,18 @@ for step in "$@"; do
         --model Mistral-7B --model Llama-2-13B --model "GPT-2 large" --model "GPT-2 medium" \
         >"$OUT/first_use.log" 2>&1
       tail -n 8 "$OUT/first_use.log"
+      ;;
+    picks)
+      list=$(mktemp)
+      for i in ${LAYERS:-0 1 2 3 4 5 6 7}; do
+        set -- ${LARGE[$i]}
+        db="${DBDIR:-/tmp}/tq_${1}_${2}"
+        echo "$BIN/bench/gemm_picks --pick ${arg:-300}s=${db}_${arg:-300}.db --pick 10s=${db}_10.db \
+          --pick 3s=${db}_3.db --first-use --shape $1:$2 --json $OUT/picks_$1_$2.json \
+          >$OUT/picks_$1_$2.log 2>&1"
+      done >"$list"
+      spread "$list"
+      cat "$OUT"/picks_*.log | grep -v "^gemm_picks on\|^problem\|^ALL"
       ;;
     summary)
       # Fractions of ratios to cuBLAS, each timed side by side with cuBLAS in its own run: clocks
@@ -137,6 +152,16 @@ for key, by in sorted(rows.items()):
         print(f"{key[0]+' '+key[1]:24} {b:>9} {ms:9.4f} {ratio:9.3f} {f:7.3f} {note}")
 for b, v in fr.items():
     if v: print(f"median fraction of the {long_budget} s best, {b}: {statistics.median(v):.3f} over {len(v)} layers")
+# gemm_picks' figures: every pick timed in one process beside the reference (the S s run's best).
+side = {}
+for f in glob.glob(f"{out}/picks_*.json"):
+    for r in json.load(open(f))["rows"]:
+        side.setdefault(r["pick"], []).append(r["of_reference"])
+        if r["first_call_ms"] is not None:
+            side.setdefault("first-use call ms", []).append(r["first_call_ms"])
+for pick, v in side.items():
+    what = "median" if pick.endswith("ms") else f"median fraction of the {long_budget} s best"
+    print(f"side by side, {pick}: {what} {statistics.median(v):.3f}, worst {min(v) if not pick.endswith('ms') else max(v):.3f} over {len(v)} layers")
 PY
       ;;
     *)

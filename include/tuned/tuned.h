@@ -158,8 +158,9 @@ tuned_status_t tuned_set_database(const char* path);
 typedef enum tuned_tuning_t {
   /// Use the selection model's pick (a precompiled kernel): no timing, no compilation. Default.
   TUNED_TUNING_OFF = 0,
-  /// Time the model's top candidates (precompiled) on scratch buffers, at most about a quarter
-  /// of a second, check the winner against cuBLAS, record it in the user's database (origin
+  /// Time the model's top candidates and the database's nearby bests (kernels at hand, never
+  /// compiled) on scratch buffers, the whole pick planned within a second (a quarter of one for
+  /// short products), check the winner against cuBLAS, record it in the user's database (origin
   /// "first-use") and use it from then on. Never inside a CUDA graph capture (the model's pick is
   /// used there). Also set by the environment variable TUNED_TUNING=first-use.
   TUNED_TUNING_FIRST_USE = 1
