@@ -33,8 +33,9 @@ constexpr size_t kMaxWorkspaceBytes = size_t{2} << 30;
 // pool (H100: a 100 MB split-K workspace made a 50 ms first call of a 52 MB problem).
 constexpr size_t kWorkspaceFreeBytes = size_t{32} << 20;
 // First-use tuning: candidates timed, and the time they may take (the first is always timed):
-// a few in 250 ms for a short product, up to 24 in up to 150 of its run times (at most 1 s, the
-// leaders' second look included) for a long one, where what the pick gains is paid at every call.
+// a few in 250 ms for a short product, up to 24 in up to 150 of its run times for a long one,
+// where what the pick gains is paid at every call; the whole pick (the leaders' second look and
+// the winner's check included) planned within a second.
 constexpr QuickPickBudget kFirstUseBudget{};
 
 bool env_is(const char* name, const char* value) {
