@@ -3,8 +3,8 @@
 # build: bench/record_space, tools/autotune, bench/gemm_networks): each argument one step; logs and results under $OUT. Jobs are spread over the GPUs,
 # one at a time per GPU, each pinned to its share of the cores (a tuner's compile threads follow its
 # affinity, tuner/compile_pool.hpp), so a job sees what a one-GPU machine of that share would.
-#   record[:S]   bench/record_space on the replay problems below (7 GEMM layers of bench/
-#                gemm_networks and an odd TT shape, one transpose, one entropy): every config of
+#   record[:S]   bench/record_space on the replay problems below (8 GEMM problems near the
+#                networks' layers, one transpose, one entropy): every config of
 #                each space (or of what a search meets there) measured once, at most S seconds a
 #                problem (default 360): $OUT/replay.tar of <op>_<variant>_<shape>_<gpu>.tsv.gz
 #   tune-quality[:S]  autotune on the eight large layers (or those of $LAYERS, indices 0-7): S
@@ -49,11 +49,12 @@ spread() {
   wait
 }
 
-# The replay problems: large and small, all layouts (TT from the seeds: no network layer is TT).
+# The replay problems: large and small, all layouts, none held out (bench/held_out.hpp: the
+# acceptance benchmarks' shapes, which no test may use): near the networks' layers, not on them.
 # The two smallest first: on 8 GPUs they share theirs with the transpose and entropy jobs.
 REPLAY_GEMM=(
-  "TT 777x1000x555" "TN 1024x512x1024" "TN 4096x2048x14336" "TN 5120x8192x1280"
-  "NT 4096x1024x8192" "NN 1024x8192x3072" "NN 1280x512x3840" "NT 1280x1280x2048")
+  "TT 777x1000x555" "TN 1000x600x1200" "TN 4096x2048x12288" "TN 6144x8192x1536"
+  "NT 4096x1536x6144" "NN 1536x8192x2560" "NN 1536x768x3584" "NT 1536x1536x2560")
 # The eight large layers of issue 32's second acceptance (bench/gemm_networks).
 LARGE=(
   "TN 4096x2048x14336" "TN 5120x2048x13824" "TN 5120x8192x1280" "NT 4096x1024x8192"
