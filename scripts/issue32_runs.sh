@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Issue 32's measurements on a GPU machine of one or more GPUs, from a build folder $BIN (default
-# build: bench/record_space, tools/autotune, bench/gemm_networks): each argument one step; logs and results under $OUT. Jobs are spread over the GPUs,
-# one at a time per GPU, each pinned to its share of the cores (a tuner's compile threads follow its
-# affinity, tuner/compile_pool.hpp), so a job sees what a one-GPU machine of that share would.
+# build: bench/record_space, bench/gemm_picks, bench/gemm_networks, tools/autotune): each argument
+# one step; logs and results under $OUT. Jobs are spread over the GPUs, one at a time per GPU, each
+# pinned to its share of the cores (a tuner's compile threads follow its affinity,
+# tuner/compile_pool.hpp), so a job sees what a one-GPU machine of that share would.
 #   record[:S]   bench/record_space on the replay problems below (8 GEMM problems near the
-#                networks' layers, one transpose, one entropy): every config of
-#                each space (or of what a search meets there) measured once, at most S seconds a
-#                problem (default 360): $OUT/replay.tar of <op>_<variant>_<shape>_<gpu>.tsv.gz
+#                networks' layers, one transpose, one entropy): every config of each space (or of
+#                what a search meets there) measured once, at most S seconds a problem (default
+#                360): $OUT/replay.tar of <op>_<variant>_<shape>_<gpu>.tsv.gz
 #   tune-quality[:S]  autotune on the eight large layers (or those of $LAYERS, indices 0-7): S
 #                seconds (default 300), then 10 s and 3 s, each from an empty database:
 #                $OUT/tune_<budget>_<layout>_<shape>.json
