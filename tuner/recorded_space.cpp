@@ -8,6 +8,7 @@
 
 #include "cache/records.hpp"
 #include "generator/device.hpp"
+#include "templates/problem_key.hpp"
 #include "templates/registry.hpp"
 #include "tuned/error.hpp"
 
@@ -92,9 +93,9 @@ RecordedSpace read_recorded_space(const std::string& path) {
     } else if (name == "variant") {
       r.variant = value;
     } else if (name == "shape") {
-      for (const auto& d : split(value, 'x')) {
-        r.shape.push_back(static_cast<int64_t>(number(d, where)));
-      }
+      auto shape = parse_shape_string(value);
+      if (!shape) throw Error(TUNED_STATUS_CONFIG_ERROR, where + ": '" + value + "' is no shape");
+      r.shape = std::move(*shape);
     } else if (name == "alignment") {
       r.alignment = static_cast<int>(number(value, where));
     } else if (name == "device") {

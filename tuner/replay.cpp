@@ -46,22 +46,28 @@ double modelled_session_start_ms(double baseline_ms) {
   return 2.0 + 2.0 * baseline_ms + 22 * sample_ms(baseline_ms);
 }
 
-double ReplayResult::fraction_after_evals(int evals, double space_best_ms) const {
+namespace {
+
+// The space's best over the best found among the steps up to `limit` on `axis` (0: none passed).
+template <typename Axis>
+double fraction_after(const std::vector<ReplayStep>& steps, Axis ReplayStep::*axis, Axis limit,
+                      double space_best_ms) {
   double best = 0;
   for (const auto& s : steps) {
-    if (s.evals > evals) break;
+    if (s.*axis > limit) break;
     best = s.best_ms;
   }
   return best > 0 ? space_best_ms / best : 0;
 }
 
+}  // namespace
+
+double ReplayResult::fraction_after_evals(int evals, double space_best_ms) const {
+  return fraction_after(steps, &ReplayStep::evals, evals, space_best_ms);
+}
+
 double ReplayResult::fraction_after_seconds(double seconds, double space_best_ms) const {
-  double best = 0;
-  for (const auto& s : steps) {
-    if (s.seconds > seconds) break;
-    best = s.best_ms;
-  }
-  return best > 0 ? space_best_ms / best : 0;
+  return fraction_after(steps, &ReplayStep::seconds, seconds, space_best_ms);
 }
 
 ReplayResult replay(const Space& space, const RecordedSpace& record, const ReplayOptions& options) {
