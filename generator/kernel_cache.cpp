@@ -66,8 +66,7 @@ BuiltKernel KernelCache::compile(const KernelSpec& spec, const DeviceInfo& devic
   return built;
 }
 
-BuiltKernel KernelCache::build(const KernelSpec& spec, const DeviceInfo& device) {
-  const CubinKey key = cubin_key(spec, device);
+std::optional<BuiltKernel> KernelCache::find_built(const KernelSpec& spec, const CubinKey& key) {
   if (auto cubin = find_precompiled(key, spec.kernel_name)) {
     BuiltKernel built;
     built.cubin = std::move(*cubin);
@@ -78,7 +77,13 @@ BuiltKernel KernelCache::build(const KernelSpec& spec, const DeviceInfo& device)
   if (store) {
     if (auto found = store->find(key)) return BuiltKernel{std::move(*found), true};
   }
-  return compile(spec, device, key, store.get());
+  return std::nullopt;
+}
+
+BuiltKernel KernelCache::build(const KernelSpec& spec, const DeviceInfo& device) {
+  const CubinKey key = cubin_key(spec, device);
+  if (auto built = find_built(spec, key)) return std::move(*built);
+  return compile(spec, device, key, store().get());
 }
 
 std::shared_ptr<const LoadedKernel> KernelCache::load(const BuiltKernel& built,
@@ -117,20 +122,21 @@ std::shared_ptr<const LoadedKernel> KernelCache::load_or_recompile(BuiltKernel& 
   return load(built, spec);
 }
 
-bool KernelCache::ready(const KernelSpec& spec, const DeviceInfo& device) {
-  const CubinKey key = cubin_key(spec, device);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (loaded_.count(loaded_key(key, spec, device))) return true;
-  }
-  if (find_precompiled(key, spec.kernel_name)) return true;
-  const std::shared_ptr<CubinStore> store = this->store();
-  return store && store->find(key).has_value();
-}
-
 std::shared_ptr<const LoadedKernel> KernelCache::get(const KernelSpec& spec,
                                                      const DeviceInfo& device,
                                                      std::string* source) {
+  return get_or_build(spec, device, source, true);
+}
+
+std::shared_ptr<const LoadedKernel> KernelCache::get_if_ready(const KernelSpec& spec,
+                                                              const DeviceInfo& device) {
+  return get_or_build(spec, device, nullptr, false);
+}
+
+std::shared_ptr<const LoadedKernel> KernelCache::get_or_build(const KernelSpec& spec,
+                                                              const DeviceInfo& device,
+                                                              std::string* source,
+                                                              bool may_compile) {
   const CubinKey key = cubin_key(spec, device);
   const std::string map_key = loaded_key(key, spec, device);
   {
@@ -141,7 +147,9 @@ std::shared_ptr<const LoadedKernel> KernelCache::get(const KernelSpec& spec,
     }
   }
   // Built outside the lock: compiling takes tens of milliseconds and other keys must not wait.
-  BuiltKernel built = build(spec, device);
+  std::optional<BuiltKernel> found = find_built(spec, key);
+  if (!found && !may_compile) return nullptr;
+  BuiltKernel built = found ? std::move(*found) : compile(spec, device, key, store().get());
   auto kernel = load_or_recompile(built, spec, device);
   if (source) {
     *source = built.precompiled ? "precompiled" : built.from_store ? "from the database" : "compiled";

@@ -57,8 +57,9 @@ class KernelCache {
   std::shared_ptr<const LoadedKernel> get(const KernelSpec& spec, const DeviceInfo& device,
                                           std::string* source = nullptr);
 
-  /// Whether get() would serve spec without NVRTC: loaded already, precompiled, or in the store.
-  bool ready(const KernelSpec& spec, const DeviceInfo& device);
+  /// get() where it needs no NVRTC (loaded already, precompiled, or in the store); else null.
+  std::shared_ptr<const LoadedKernel> get_if_ready(const KernelSpec& spec,
+                                                   const DeviceInfo& device);
 
   /// Loads a built kernel on the current device (no caching).
   static std::shared_ptr<const LoadedKernel> load(const BuiltKernel& built, const KernelSpec& spec);
@@ -74,6 +75,10 @@ class KernelCache {
 
  private:
   std::shared_ptr<CubinStore> store();
+  std::shared_ptr<const LoadedKernel> get_or_build(const KernelSpec& spec, const DeviceInfo& device,
+                                                   std::string* source, bool may_compile);
+  /// The cubin for spec without NVRTC: precompiled, else from the store.
+  std::optional<BuiltKernel> find_built(const KernelSpec& spec, const CubinKey& key);
   BuiltKernel compile(const KernelSpec& spec, const DeviceInfo& device, const CubinKey& key,
                       CubinStore* store);
 

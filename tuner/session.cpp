@@ -157,7 +157,7 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
 
   int submitted = 0, ok = 0, since_better = 0;
   bool strategy_done = false;
-  std::optional<BuiltKernel> best_kernel;
+  // The fastest candidates so far with their cubins, fastest first: the best's is the first.
   std::vector<Leader> leaders;
 
   auto evaluate = [&](CompileJob& job) {
@@ -244,7 +244,6 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
       t.tflops = task.rate(t.ms_median);
       t.disposition = cache::Disposition::kOk;
       if (!spilled.empty()) t.message += (t.message.empty() ? "" : "; ") + spilled;
-      if (!result.best || t.ms_median < result.best->ms_median) best_kernel = job.built;
     } catch (const Error& e) {
       t.disposition = cache::Disposition::kLaunchError;
       t.message = first_lines(e.what(), 2000);
@@ -304,9 +303,9 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
     since_better = is_best ? 0 : since_better + 1;
     result.trials.push_back(t);
     batch.push_back(t);
-    if (is_best && improved && best_kernel) {
+    if (is_best && improved) {
       flush();  // the best's trial is recorded before the best itself
-      improved(t, *best_kernel, result.baseline.ms_median);
+      improved(t, leaders.front().built, result.baseline.ms_median);
     }
     flush();  // every measured trial is durable before the next one starts
 
@@ -333,7 +332,7 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
   // Compiles still queued or running when the budget ends would share the CPU with the final
   // timing: a baseline that runs on the CPU (entropy's) measured 10-100x slow beside them.
   pool.reset();
-  if (best_kernel && result.best && result.stop_reason.rfind("device error", 0) != 0 &&
+  if (!leaders.empty() && result.stop_reason.rfind("device error", 0) != 0 &&
       result.stop_reason != "interrupted") {
     // The final round: the leaders close to the best, each timed again beside the others and the
     // baseline, three times over in turn (so drift in clocks or temperature hits them alike); the
@@ -367,9 +366,9 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
     result.leaders_timed = static_cast<int>(leaders.size());
     result.final_best = timing[winner];
     result.best = leaders[winner].trial;
-    best_kernel = leaders[winner].built;
+    std::swap(leaders[0], leaders[winner]);
   }
-  result.best_kernel = std::move(best_kernel);
+  if (!leaders.empty()) result.best_kernel = std::move(leaders.front().built);
   result.elapsed_s = seconds_since(started);
   return result;
 }

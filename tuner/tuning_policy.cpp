@@ -82,8 +82,9 @@ std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
     const double before_ms = spent_ms();
     try {
       const KernelSpec spec = task.kernel_spec(config);
-      if (!timed.empty() && !kernels.ready(spec, device)) continue;
-      pick.kernel = kernels.get(spec, device);
+      // After the first, a candidate whose kernel would need NVRTC is passed over.
+      pick.kernel = timed.empty() ? kernels.get(spec, device) : kernels.get_if_ready(spec, device);
+      if (!pick.kernel) continue;
       auto run = [&](cudaStream_t s) { task.run(*pick.kernel, config, s); };
       pick.ms = time_runs(run, stream, budget.samples).ms_median;
     } catch (const Error&) {
