@@ -7,7 +7,8 @@
 #   record[:S]   bench/record_space on the replay problems below (8 GEMM problems near the
 #                networks' layers, one transpose, one entropy): every config of each space (or of
 #                what a search meets there) measured once, at most S seconds a problem (default
-#                360): $OUT/replay.tar of <op>_<variant>_<shape>_<gpu>.tsv.gz
+#                360): $OUT/replay.tar of <op>_<variant>_<shape>_<gpu>.tsv.gz; $RECORD_OPS (default
+#                "transpose entropy gemm") names the ops to record
 #   tune-quality[:S]  autotune on the eight large layers (or those of $LAYERS, indices 0-7): S
 #                seconds (default 300), then 10 s and 3 s, each from an empty database:
 #                $OUT/tune_<budget>_<layout>_<shape>.json
@@ -78,12 +79,15 @@ for step in "$@"; do
           --budget $budget --out $OUT/replay/${name}_$gpu_name.tsv.gz \
           >>$OUT/record-logs/record.log 2>$OUT/record-logs/$name.err"
       }
-      job transpose "" 4096x4096 >>"$list"
-      job entropy "" 2560x2560x2x16 >>"$list"
-      for p in "${REPLAY_GEMM[@]}"; do
-        set -- $p
-        job gemm "$1" "$2" >>"$list"
-      done
+      ops=" ${RECORD_OPS:-transpose entropy gemm} "
+      [[ $ops == *" transpose "* ]] && job transpose "" 4096x4096 >>"$list"
+      [[ $ops == *" entropy "* ]] && job entropy "" 2560x2560x2x16 >>"$list"
+      if [[ $ops == *" gemm "* ]]; then
+        for p in "${REPLAY_GEMM[@]}"; do
+          set -- $p
+          job gemm "$1" "$2" >>"$list"
+        done
+      fi
       spread "$list"
       cat "$OUT/record-logs/record.log"
       ls -la "$OUT/replay"
