@@ -402,26 +402,52 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
   return choice;
 }
 
+std::vector<Config> Runtime::first_use_candidates(const OpRegistration& op,
+                                                  const DeviceInfo& device,
+                                                  const ProblemId& problem,
+                                                  const Config& fallback) {
+  const OpFace& face = *op.face;
+  const int cc = device.compute_capability();
+  std::vector<Config> candidates = {fallback};
+  const auto features = selection_features(op, device);
+  const auto& model = cache::SelectionModel::builtin();
+  auto add_ranked = [&](const std::string& model_device, size_t picks, size_t skip) {
+    const auto ranked = model.rank(
+        op.name, model_device, cc, op.variants[face.data_variant(problem.variant)], problem.shape(),
+        problem.alignment,
+        [&](const std::string& text) { return runs_as_is(op, text, device, problem); },
+        skip + picks, &features);
+    for (size_t i = skip; i < ranked.size(); ++i) {
+      // Completed like the fallback (fit's), so an entry older than a parameter is not timed
+      // twice.
+      const Config c =
+          face.serve(with_absent_params(Config::parse(ranked[i].config), op.params), problem);
+      if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) {
+        candidates.push_back(c);
+      }
+    }
+  };
+  // This GPU's model's top picks first, as many as a short product's budget times with the
+  // fallback; then the top picks of the models of other GPUs of its architecture (their kernels
+  // run here, and a table fitted before a kernel family existed never ranks it), early enough
+  // that a long product's budget reaches them (on an H200 it stopped before the 13th); then the
+  // rest of its own.
+  const size_t own_first = kFirstUseBudget.candidates - 1;
+  add_ranked(device.name, own_first, 0);
+  for (const auto& other : model.same_arch_devices(op.name, device.name, cc)) {
+    add_ranked(other, kFirstUseBudget.same_arch_picks, 0);
+  }
+  add_ranked(device.name, kFirstUseBudget.long_candidates - own_first, own_first);
+  return candidates;
+}
+
 std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
                                                        const DeviceInfo& device,
                                                        const ProblemId& problem,
                                                        const Choice& fallback,
                                                        cache::Database* db) {
   const OpFace& face = *op.face;
-  const int cc = device.compute_capability();
-  std::vector<Config> candidates = {fallback.config};
-  const auto features = selection_features(op, device);
-  for (const auto& r : cache::SelectionModel::builtin().rank(
-           op.name, device.name, cc, op.variants[face.data_variant(problem.variant)],
-           problem.shape(), problem.alignment,
-           [&](const std::string& text) { return runs_as_is(op, text, device, problem); },
-           kFirstUseBudget.long_candidates, &features)) {
-    // Completed like the fallback (fit's), so an entry older than a parameter is not timed twice.
-    const Config c = face.serve(with_absent_params(Config::parse(r.config), op.params), problem);
-    if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) {
-      candidates.push_back(c);
-    }
-  }
+  std::vector<Config> candidates = first_use_candidates(op, device, problem, fallback.config);
   std::lock_guard<std::mutex> one_at_a_time(tune_mutex_);
   const auto started = Clock::now();
   DeviceCheck check(kernels_, device);

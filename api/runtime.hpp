@@ -86,6 +86,13 @@ class Runtime {
   /// "origin: config" of the choice run() makes for this problem (chosen now if needed; no kernel
   /// is loaded and nothing is tuned).
   std::string describe(const OpRegistration& op, const ProblemId& problem);
+  /// What first-use tuning times for a problem, in order (before the database's starting
+  /// configs; at most as many as its budget affords): the fallback, this GPU's model's picks
+  /// with those of the models of other GPUs of its architecture among them. Each runs as it is
+  /// (precompiled kernels). No GPU needed.
+  static std::vector<Config> first_use_candidates(const OpRegistration& op,
+                                                  const DeviceInfo& device,
+                                                  const ProblemId& problem, const Config& fallback);
 
   /// Choices remembered per (device, op, problem): at most 2 x kMemoCapacity
   /// (api/bounded_memo.hpp).

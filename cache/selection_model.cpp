@@ -351,6 +351,16 @@ const SelectionModel::Model* SelectionModel::find_model(const std::string& op,
   return same_cc;
 }
 
+std::vector<std::string> SelectionModel::same_arch_devices(const std::string& op,
+                                                           const std::string& device_name,
+                                                           int cc) const {
+  std::vector<std::string> names;
+  for (const auto& m : models_) {
+    if (m.op == op && m.cc == cc && m.device_name != device_name) names.push_back(m.device_name);
+  }
+  return names;
+}
+
 std::vector<SelectionModel::Ranked> SelectionModel::rank(
     const std::string& op, const std::string& device_name, int cc, const std::string& variant,
     const std::vector<int64_t>& shape, int alignment,

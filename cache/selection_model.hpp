@@ -92,6 +92,11 @@ class SelectionModel {
                            const std::string& variant, const std::vector<int64_t>& shape,
                            int alignment, const std::function<bool(const std::string&)>& accept,
                            size_t max_results = 0, const Features* features = nullptr) const;
+  /// The other GPU models of this compute capability with a model for op, in table order. Their
+  /// kernels run here (one architecture, one portfolio), and a table fitted before a kernel
+  /// family existed never ranks it: a caller asks them for a few picks too.
+  std::vector<std::string> same_arch_devices(const std::string& op, const std::string& device_name,
+                                             int cc) const;
   /// Extra log-time per unit of log2 distance when a config tuned for one shape runs another
   /// (measured over the sweep); 0 when there is no model.
   double transfer_regret(const std::string& op, const std::string& device_name, int cc) const;

@@ -212,10 +212,10 @@ void Space::for_each(const std::function<bool(const Config&)>& visit) const {
   walk(visit, nullptr);
 }
 
-void Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_64* rng,
-                 size_t max_steps) const {
+bool Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_64* rng,
+                 size_t max_steps, const std::vector<std::optional<int>>* pinned) const {
   const size_t n = params_.size();
-  if (n == 0) return;
+  if (n == 0) return false;
   auto names = std::make_shared<std::vector<std::string>>();
   for (const auto& p : params_) names->push_back(p.name);
 
@@ -225,29 +225,38 @@ void Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_6
   }
   // checks_at[i]: constraints whose last used parameter is i, tested once parameter i is set.
   // Each carries the set of the other parameters it reads (bit j: parameter j), for backjumping.
+  // A pinned parameter is set from the start: a rule is tested as soon as the others it reads
+  // are (one pinning MMA prunes TM at TM's depth, not at MMA's), and is never blamed on it.
   using Depths = std::uint64_t;
   struct Check {
     const Constraint* constraint;
     Depths reads_before;
   };
+  auto is_pinned = [&](size_t i) { return pinned && (*pinned)[i].has_value(); };
   std::vector<std::vector<Check>> checks_at(n);
   for (const auto& c : constraints_) {
     std::vector<size_t> used;
+    bool reads_any = false;
     for (const auto& name : c.uses) {
       const auto it = std::find(names->begin(), names->end(), name);
       if (it == names->end()) {
         throw Error(TUNED_STATUS_INTERNAL_ERROR,
                     "constraint " + c.name + " uses unknown parameter " + name);
       }
-      used.push_back(static_cast<size_t>(it - names->begin()));
+      reads_any = true;
+      const auto u = static_cast<size_t>(it - names->begin());
+      if (!is_pinned(u)) used.push_back(u);
     }
-    const size_t last = used.empty() ? n - 1 : *std::max_element(used.begin(), used.end());
+    // A rule reading pinned parameters only is tested first, blamed on none: if it fails, the
+    // pins leave no config.
+    const size_t last =
+        used.empty() ? (reads_any ? 0 : n - 1) : *std::max_element(used.begin(), used.end());
     Depths reads = 0;
     for (size_t u : used) {
       if (u != last) reads |= Depths{1} << u;
     }
     // A rule reading no parameter is blamed on all of them (never jumped over).
-    if (used.empty()) reads = (Depths{1} << last) - 1;
+    if (!reads_any) reads = (Depths{1} << last) - 1;
     checks_at[last].push_back({&c, reads});
   }
 
@@ -260,6 +269,9 @@ void Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_6
   // enumeration does. The order of the configs visited is unchanged; only barren branches are
   // skipped (with contradictory restrictions on late parameters, the whole space at once).
   Config config(names, std::vector<int>(n, 0));
+  for (size_t i = 0; i < n; ++i) {
+    if (is_pinned(i)) config.set_value(i, *(*pinned)[i]);
+  }
   std::vector<size_t> index(n, 0);
   std::vector<Depths> conflicts(n, 0);
   std::vector<bool> found(n, false);  // a valid config was visited below this depth's values
@@ -269,14 +281,18 @@ void Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_6
     index[d] = 0;
     conflicts[d] = 0;
     found[d] = false;
-    order[d] = params_[d].values;
-    if (rng) std::shuffle(order[d].begin(), order[d].end(), *rng);
+    if (pinned && (*pinned)[d]) {
+      order[d].assign(1, *(*pinned)[d]);
+    } else {
+      order[d] = params_[d].values;
+      if (rng) std::shuffle(order[d].begin(), order[d].end(), *rng);
+    }
   };
   enter(0);
   size_t depth = 0;
   size_t steps = 0;
   while (true) {
-    if (max_steps > 0 && ++steps > max_steps) return;
+    if (max_steps > 0 && ++steps > max_steps) return true;
     if (index[depth] < order[depth].size()) {
       config.set_value(depth, order[depth][index[depth]++]);
       const Check* failed = nullptr;
@@ -292,17 +308,17 @@ void Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_6
       }
       if (depth + 1 == n) {
         found[depth] = true;
-        if (!visit(config)) return;
+        if (!visit(config)) return false;
       } else {
         enter(++depth);
       }
     } else if (depth == 0) {
-      return;
+      return false;
     } else if (found[depth]) {
       found[--depth] = true;
     } else {
       const Depths blamed = conflicts[depth];
-      if (blamed == 0) return;  // no earlier parameter can make any value valid
+      if (blamed == 0) return false;  // no earlier parameter can make any value valid
       const size_t back = 63 - static_cast<size_t>(__builtin_clzll(blamed));
       conflicts[back] |= blamed & ~(Depths{1} << back);
       depth = back;  // the deepest parameter blamed moves to its next value
@@ -337,9 +353,41 @@ constexpr int kSampleWalks = 10;  // fresh orders: a walk stuck in a barren bran
 
 std::optional<Config> Space::sample(std::mt19937_64& rng, int max_tries) const {
   if (params_.empty()) return std::nullopt;
-  if (members_) {
+  std::vector<std::optional<int>> pinned(params_.size());
+  std::vector<size_t> families;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (params_[i].family) families.push_back(i);
+  }
+  // A family value drawn that holds no config here (a tensor-core family on an older GPU) is
+  // drawn again; after a few such, any config.
+  constexpr int kFamilyDraws = 6;
+  for (int f = 0; f < kFamilyDraws && !families.empty(); ++f) {
+    for (size_t i : families) pinned[i] = params_[i].values[rng() % params_[i].values.size()];
+    if (auto config = sample_within(rng, max_tries, pinned)) return config;
+  }
+  std::fill(pinned.begin(), pinned.end(), std::nullopt);
+  return sample_within(rng, max_tries, pinned);
+}
+
+std::optional<Config> Space::sample_within(std::mt19937_64& rng, int max_tries,
+                                           const std::vector<std::optional<int>>& pinned) const {
+  auto matches = [&](const Config& c) {
+    for (size_t i = 0; i < pinned.size(); ++i) {
+      if (pinned[i] && c.value(i) != *pinned[i]) return false;
+    }
+    return true;
+  };
+  if (members_) {  // uniform over the listed configs the pins allow (reservoir of one)
     if (members_->list.empty()) return std::nullopt;
-    return members_->list[rng() % members_->list.size()];
+    if (std::none_of(pinned.begin(), pinned.end(), [](const auto& p) { return p.has_value(); })) {
+      return members_->list[rng() % members_->list.size()];
+    }
+    const Config* chosen = nullptr;
+    size_t seen = 0;
+    for (const Config& c : members_->list) {
+      if (matches(c) && rng() % ++seen == 0) chosen = &c;
+    }
+    return chosen ? std::optional<Config>(*chosen) : std::nullopt;
   }
   auto names = std::make_shared<std::vector<std::string>>();
   for (const auto& p : params_) names->push_back(p.name);
@@ -347,20 +395,22 @@ std::optional<Config> Space::sample(std::mt19937_64& rng, int max_tries) const {
   for (int t = 0; t < max_tries; ++t) {
     for (size_t i = 0; i < params_.size(); ++i) {
       const auto& values = params_[i].values;
-      config.set_value(i, values[rng() % values.size()]);
+      config.set_value(i, pinned[i] ? *pinned[i] : values[rng() % values.size()]);
     }
     if (!violation(config)) return config;
   }
   // Valid configs are rare (a narrow problem prunes most tiles, splits and host options): a walk
   // in random order finds one, not uniformly but from anywhere in the space.
+  // A walk that ends before its step bound has seen the whole space (within the pins) is empty.
   std::optional<Config> found;
-  for (int w = 0; w < kSampleWalks && !found; ++w) {
-    walk(
+  bool cut_short = true;
+  for (int w = 0; w < kSampleWalks && !found && cut_short; ++w) {
+    cut_short = walk(
         [&](const Config& c) {
           found = c;
           return false;
         },
-        &rng, kSampleWalkSteps);
+        &rng, kSampleWalkSteps, &pinned);
   }
   return found;
 }

@@ -58,6 +58,10 @@ struct Param {
   /// For a parameter added after configs were recorded without it: the value those configs
   /// meant (the behaviour before it existed). None: every config names it.
   std::optional<int> absent_value = std::nullopt;
+  /// A kernel family (GEMM's math: FFMA, FP64 or TF32 tensor cores): a random draw takes one of
+  /// its values first, each as likely, then the rest. Without it a family whose rules fix many
+  /// parameters is a sliver of the space that draws never meet, however fast its kernels.
+  bool family = false;
 };
 
 /// config in params' order with each parameter it leaves out that has an absent_value set to it,
@@ -105,11 +109,13 @@ class Space {
   std::vector<Config> enumerate() const;
   /// Number of valid configs.
   size_t count() const;
-  /// A random valid config, or nothing if the space is empty. First each parameter drawn
-  /// uniformly, rejected until every constraint holds (up to max_tries draws: uniform over the
-  /// valid configs where they are not rare); then, where they are, the first config of a walk
-  /// like for_each's over values in random order (bounded walks, restarted a few times: an empty
-  /// space is for_each's to prove, not every draw's).
+  /// A random valid config, or nothing if the space is empty. The family parameters' values are
+  /// drawn first (uniformly; drawn again a few times where that family holds no config here),
+  /// then within them: each other parameter drawn uniformly, rejected until every constraint
+  /// holds (up to max_tries draws: uniform over the family's valid configs where they are not
+  /// rare); then, where they are, the first config of a walk like for_each's over values in
+  /// random order (bounded walks, restarted a few times: an empty space is for_each's to prove,
+  /// not every draw's).
   std::optional<Config> sample(std::mt19937_64& rng, int max_tries = 200) const;
   /// Valid configs one step away: one parameter moved to the next lower or higher value of its
   /// list, or two parameters moved together (so coupled ones like BM and WM can move in step).
@@ -124,9 +130,14 @@ class Space {
 
  private:
   /// for_each's walk; with rng, each parameter's values are tried in a fresh random order. Stops
-  /// after max_steps values tried (0: no limit).
-  void walk(const std::function<bool(const Config&)>& visit, std::mt19937_64* rng,
-            size_t max_steps = 0) const;
+  /// after max_steps values tried (0: no limit), and then returns true (false: it saw the whole
+  /// space, or visit stopped it). With pinned, a parameter whose entry is set takes that value
+  /// only.
+  bool walk(const std::function<bool(const Config&)>& visit, std::mt19937_64* rng,
+            size_t max_steps = 0, const std::vector<std::optional<int>>* pinned = nullptr) const;
+  /// sample's draw with the pinned parameters (sized like params_) held at their values.
+  std::optional<Config> sample_within(std::mt19937_64& rng, int max_tries,
+                                      const std::vector<std::optional<int>>& pinned) const;
 
   std::vector<Param> params_;
   std::vector<Constraint> constraints_;

@@ -35,11 +35,22 @@ std::vector<Config> starting_configs(cache::Database& db, const TuningTask& task
   std::sort(others.begin(), others.end());
   constexpr size_t kTransferred = 6;
   for (size_t i = 0; i < others.size() && i < kTransferred; ++i) add(others[i].second);
+  // The selection model's picks, and a few of each model of another GPU of this architecture
+  // (see SelectionModel::same_arch_devices).
   constexpr size_t kModelPicks = 8;
-  for (const auto& r : cache::SelectionModel::builtin().rank(
-           key.op, device.name, device.compute_capability(), key.layout, key.shape, key.alignment,
-           [&](const std::string&) { return true; }, kModelPicks)) {
-    add(r.config);
+  constexpr size_t kSameArchPicks = 4;
+  const auto& model = cache::SelectionModel::builtin();
+  const int cc = device.compute_capability();
+  auto add_ranked = [&](const std::string& model_device, size_t picks) {
+    for (const auto& r : model.rank(
+             key.op, model_device, cc, key.layout, key.shape, key.alignment,
+             [&](const std::string&) { return true; }, picks)) {
+      add(r.config);
+    }
+  };
+  add_ranked(device.name, kModelPicks);
+  for (const auto& other : model.same_arch_devices(key.op, device.name, cc)) {
+    add_ranked(other, kSameArchPicks);
   }
   auto& shipped = cache::ShippedDefaults::builtin();
   if (auto s = shipped.find_best(key, device.name, device.compute_capability())) add(s->config);

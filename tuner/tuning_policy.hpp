@@ -20,7 +20,8 @@ namespace tuned {
 /// Where a search starts: the stored best for this key (re-measured, so tuning again never ends
 /// worse than before), a twin GPU's best for it, the bests of the nearest other tuned shapes of
 /// this variant (good configs transfer between neighbouring shapes), the selection model's top
-/// picks and the shipped entry for this GPU model, then the op's own seeds. Configs outside the
+/// picks (and a few of the models of other GPUs of this architecture) and the shipped entry for
+/// this GPU model, then the op's own seeds. Configs outside the
 /// task's space (its rules, its pruning and any [space] restriction) are left out.
 std::vector<Config> starting_configs(cache::Database& db, const TuningTask& task,
                                      const DeviceInfo& device);
@@ -47,6 +48,7 @@ struct QuickPick {
 struct QuickPickBudget {
   size_t candidates = 6;        // timed at most where the first candidate runs under long_ms
   size_t long_candidates = 24;  // timed at most otherwise
+  size_t same_arch_picks = 4;   // picks of each other model of the GPU's architecture
   double long_ms = 0.1;
   double budget_ms = 250;       // the time candidates may take: this,
   double first_runs = 150;      // or this many runs of the first candidate where that is longer,

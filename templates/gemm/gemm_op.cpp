@@ -49,6 +49,7 @@ const std::vector<Param>& parameters() {
       // Came with issue 10: configs recorded before it are FFMA kernels.
       // 2 came with issue 28: split TF32 on the tensor cores; 3 with issue 31: the same on wgmma;
       // 4 with issue 31's second kernel: the same fed by the TMA; 5 with its compute types.
+      // A family: the wgmma kernels fix most tile parameters, so uniform draws never met them.
       {"MMA",
        {0, 1, 2, 3, 4, 5},
        "0: FFMA; 1: products and sums in FP64 on the tensor cores (sm_90+); 2: split TF32 "
@@ -56,7 +57,8 @@ const std::vector<Param>& parameters() {
        "TF32 on wgmma, warpgroups of 64 x WN, operands split through registers (sm_90a); 4: split "
        "TF32 on wgmma, operands copied by the TMA, A split in registers (sm_90a); 5: plain TF32 "
        "(one product) in MMA = 4's kernel, for the TF32 compute type only",
-       0},
+       0,
+       /*family=*/true},
       // Came with issue 10's small-k products: configs recorded before it store C directly.
       {"CSTAGE", {0, 1}, "C written through shared memory, whole column runs per warp", 0},
       // Came with issue 28's accuracy contract: configs recorded before it sum k in one chain.

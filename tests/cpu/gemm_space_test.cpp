@@ -1102,7 +1102,8 @@ TEST_P(GemmCompileSample, SampleOfTheSpaceCompilesWithResourceReport) {
     ASSERT_TRUE(sampled.has_value());
     const Config& c = *sampled;
     const KernelSpec spec = kernel_spec(c, p);
-    CompileRequest request{spec.source_name, spec.source, spec.kernel_name, spec.options, cc};
+    CompileRequest request{spec.source_name,  spec.source, spec.kernel_name, spec.options, cc,
+                           spec.arch_specific};  // wgmma draws build for sm_90a, as the cache does
     CompiledKernel k;
     ASSERT_NO_THROW(k = compile_kernel(request)) << c.canonical();
     EXPECT_GT(k.image.size(), 1000u);
