@@ -17,6 +17,11 @@
 #   picks[:S]    per layer, gemm_picks times the S s, 10 s and 3 s runs' bests (their databases,
 #                kept in $DBDIR, default /tmp, by tune-quality in the same lease) and first-use
 #                tuning's pick side by side with cuBLAS in one process: $OUT/picks_<layout>_<shape>.json
+#   saved-picks:FILE  as picks, with one saved run's bests as the reference: FILE is a portable file
+#                of them (tunedb export --portable; bench/results/tuning_speed_bests_<gpu>.portable
+#                holds 300 s bests), imported into a fresh database, which serves them on any twin
+#                GPU; first-use tuning's pick beside them, for the layers FILE has a best of:
+#                $OUT/picks_<layout>_<shape>.json, as picks writes (no 300 s run needed)
 #   summary[:S]  each layer's 3 s, 10 s and first-use result as a fraction of its S s best, and
 #                their medians (from the files above, of this run or earlier ones in $OUT)
 set -uo pipefail
@@ -124,6 +129,20 @@ for step in "$@"; do
         echo "$BIN/bench/gemm_picks --pick ${arg:-300}s=${db}_${arg:-300}.db --pick 10s=${db}_10.db \
           --pick 3s=${db}_3.db --first-use --shape $1:$2 --json $OUT/picks_$1_$2.json \
           >$OUT/picks_$1_$2.log 2>&1"
+      done >"$list"
+      spread "$list"
+      cat "$OUT"/picks_*.log | grep -v "^gemm_picks on\|^problem\|^ALL"
+      ;;
+    saved-picks)
+      db="${DBDIR:-/tmp}/saved_bests.db"
+      rm -f "$db"*
+      "$BIN/tools/tunedb" import "$arg" --db "$db" || exit 1
+      list=$(mktemp)
+      for i in ${LAYERS:-0 1 2 3 4 5 6 7}; do
+        set -- ${LARGE[$i]}
+        grep -q "shape = '$2'" "$arg" || continue
+        echo "$BIN/bench/gemm_picks --pick saved=$db --first-use --shape $1:$2 \
+          --json $OUT/picks_$1_$2.json >$OUT/picks_$1_$2.log 2>&1"
       done >"$list"
       spread "$list"
       cat "$OUT"/picks_*.log | grep -v "^gemm_picks on\|^problem\|^ALL"
