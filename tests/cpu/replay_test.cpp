@@ -275,7 +275,7 @@ TEST(TuningQuality, NoRecordedSpaceIsHeldOut) {
   EXPECT_GE(gemm, 8u);
 }
 
-// Issue 32's acceptance on the recorded GEMM spaces (H100, bench/replay): the default strategy's
+// Issue 32's acceptance on the recorded GEMM spaces (H200, bench/replay): the default strategy's
 // median over the problems reaches 0.97 of each space's best within 100 evaluations and 0.99
 // within 300 (median over 5 seeds per problem).
 TEST(TuningQuality, TheDefaultStrategyFindsTheRecordedBestsQuickly) {
