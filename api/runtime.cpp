@@ -411,20 +411,18 @@ std::vector<Config> Runtime::first_use_candidates(const OpRegistration& op,
   std::vector<Config> candidates = {fallback};
   const auto features = selection_features(op, device);
   const auto& model = cache::SelectionModel::builtin();
-  auto add_ranked = [&](const std::string& model_device, size_t picks, size_t skip) {
-    const auto ranked = model.rank(
+  auto ranked = [&](const std::string& model_device, size_t picks) {
+    return model.rank(
         op.name, model_device, cc, op.variants[face.data_variant(problem.variant)], problem.shape(),
         problem.alignment,
-        [&](const std::string& text) { return runs_as_is(op, text, device, problem); },
-        skip + picks, &features);
-    for (size_t i = skip; i < ranked.size(); ++i) {
-      // Completed like the fallback (fit's), so an entry older than a parameter is not timed
-      // twice.
-      const Config c =
-          face.serve(with_absent_params(Config::parse(ranked[i].config), op.params), problem);
-      if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) {
-        candidates.push_back(c);
-      }
+        [&](const std::string& text) { return runs_as_is(op, text, device, problem); }, picks,
+        &features);
+  };
+  auto add = [&](const cache::SelectionModel::Ranked& r) {
+    // Completed like the fallback (fit's), so an entry older than a parameter is not timed twice.
+    const Config c = face.serve(with_absent_params(Config::parse(r.config), op.params), problem);
+    if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) {
+      candidates.push_back(c);
     }
   };
   // This GPU's model's top picks first, as many as a short product's budget times with the
@@ -432,12 +430,13 @@ std::vector<Config> Runtime::first_use_candidates(const OpRegistration& op,
   // run here, and a table fitted before a kernel family existed never ranks it), early enough
   // that a long product's budget reaches them (on an H200 it stopped before the 13th); then the
   // rest of its own.
-  const size_t own_first = kFirstUseBudget.candidates - 1;
-  add_ranked(device.name, own_first, 0);
+  const auto own = ranked(device.name, kFirstUseBudget.long_candidates);
+  const size_t own_first = std::min(own.size(), kFirstUseBudget.candidates - 1);
+  for (size_t i = 0; i < own_first; ++i) add(own[i]);
   for (const auto& other : model.same_arch_devices(op.name, device.name, cc)) {
-    add_ranked(other, kFirstUseBudget.same_arch_picks, 0);
+    for (const auto& r : ranked(other, kFirstUseBudget.same_arch_picks)) add(r);
   }
-  add_ranked(device.name, kFirstUseBudget.long_candidates - own_first, own_first);
+  for (size_t i = own_first; i < own.size(); ++i) add(own[i]);
   return candidates;
 }
 

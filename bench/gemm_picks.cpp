@@ -102,8 +102,7 @@ int run(const Options& o) {
       for (size_t j = 0; j < results.size(); ++j) {
         const size_t i = round % 2 ? results.size() - 1 - j : j;
         use_database(dbs[i]);
-        calls.tuned(
-            bench.stream.get());  // the choice for this database, resolved outside the timing
+        calls.tuned(bench.stream.get());  // this database's choice, resolved outside the timing
         const PairTiming t =
             time_side_by_side([&](cudaStream_t st) { calls.tuned(st); },
                               [&](cudaStream_t st) { calls.cublas(st); }, bench.stream.get(), 3);

@@ -21,8 +21,8 @@ namespace tuned {
 /// worse than before), a twin GPU's best for it, the bests of the nearest other tuned shapes of
 /// this variant (good configs transfer between neighbouring shapes), the selection model's top
 /// picks (and a few of the models of other GPUs of this architecture) and the shipped entry for
-/// this GPU model, then the op's own seeds. Configs outside the
-/// task's space (its rules, its pruning and any [space] restriction) are left out.
+/// this GPU model, then the op's own seeds. Configs outside the task's space (its rules, its
+/// pruning and any [space] restriction) are left out.
 std::vector<Config> starting_configs(cache::Database& db, const TuningTask& task,
                                      const DeviceInfo& device);
 
