@@ -6,6 +6,7 @@
 #include "cache/selection_model.hpp"
 #include "cache/shipped_defaults.hpp"
 #include "generator/cuda_check.hpp"
+#include "generator/log.hpp"
 #include "tuner/session.hpp"
 
 namespace tuned {
@@ -75,19 +76,37 @@ std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
                                     const DeviceInfo& device, const std::vector<Config>& candidates,
                                     const QuickPickBudget& budget, cudaStream_t stream) {
   using Clock = std::chrono::steady_clock;
-  const auto started = Clock::now();
-  auto spent_ms = [&] {
-    return std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
   };
+  const auto setup_started = Clock::now();
   task.allocate();
   task.fresh_inputs(1, stream);
+  // The buffers, inputs and references of a large product take 150 ms on an H200, as much as
+  // timing a dozen candidates: the candidates' time is counted from here, the setup counts
+  // against the whole pick's bound only.
+  const double setup_ms = ms_since(setup_started);
+  const auto started = Clock::now();
+  auto spent_ms = [&] { return ms_since(started); };
   std::vector<QuickPick> timed;
   double allowed_ms = budget.budget_ms;
   size_t allowed = candidates.size();
   double one_ms = 0;    // what timing one candidate took (the first): the next must fit in the rest
   double first_ms = 0;  // the first candidate's run time, which sized the budget
-  for (const Config& config : candidates) {
-    if (!timed.empty() && (spent_ms() + one_ms > allowed_ms || timed.size() >= allowed)) break;
+  // What became of each candidate, at debug level: why a pick is what it is.
+  const bool debug = log_enabled(LogLevel::kDebug);
+  auto note = [&](size_t i, const Config& config, const std::string& what) {
+    if (debug) {
+      log(LogLevel::kDebug, "quick pick: candidate " + std::to_string(i) + " " + what + " (" +
+                                std::to_string(spent_ms()) + " ms spent): " + config.canonical());
+    }
+  };
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Config& config = candidates[i];
+    if (!timed.empty() && (spent_ms() + one_ms > allowed_ms || timed.size() >= allowed)) {
+      note(i, config, "and the rest not timed: budget spent");
+      break;
+    }
     QuickPick pick;
     pick.config = config;
     const double before_ms = spent_ms();
@@ -95,14 +114,19 @@ std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
       const KernelSpec spec = task.kernel_spec(config);
       // After the first, a candidate whose kernel would need NVRTC is passed over.
       pick.kernel = timed.empty() ? kernels.get(spec, device) : kernels.get_if_ready(spec, device);
-      if (!pick.kernel) continue;
+      if (!pick.kernel) {
+        note(i, config, "passed over: its kernel needs NVRTC");
+        continue;
+      }
       auto run = [&](cudaStream_t s) { task.run(*pick.kernel, config, s); };
       pick.ms = time_runs(run, stream, budget.samples).ms_median;
-    } catch (const Error&) {
+    } catch (const Error& e) {
+      note(i, config, std::string("skipped: ") + e.what());
       continue;  // a candidate that does not run is skipped, never fatal
     }
+    note(i, config, "ran in " + std::to_string(pick.ms) + " ms");
     if (timed.empty()) {  // the first run time says how much more the product is worth
-      allowed_ms = budget.allowed_ms(pick.ms);
+      allowed_ms = budget.allowed_ms(pick.ms, setup_ms);
       allowed = budget.allowed_candidates(pick.ms);
       one_ms = spent_ms() - before_ms;
       first_ms = pick.ms;
@@ -125,16 +149,27 @@ std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
           [&task, &pick = timed[i]](cudaStream_t s) { task.run(*pick.kernel, pick.config, s); });
     }
     const auto again = time_side_by_side(runs, {}, stream, budget.leader_rounds, budget.samples);
-    for (size_t i = 0; i < leaders; ++i) timed[i].ms = again[i].ms_median;
+    for (size_t i = 0; i < leaders; ++i) {
+      timed[i].ms = again[i].ms_median;
+      if (debug) {
+        log(LogLevel::kDebug, "quick pick: leader again in " + std::to_string(timed[i].ms) +
+                                  " ms: " + timed[i].config.canonical());
+      }
+    }
     std::sort(timed.begin(), timed.begin() + static_cast<std::ptrdiff_t>(leaders),
               [](const QuickPick& a, const QuickPick& b) { return a.ms < b.ms; });
   }
   // The winner must compute the function (on fresh inputs, poisoned output); else the next.
   for (auto& pick : timed) {
     task.fresh_inputs(2, stream);
-    if (task.check(*pick.kernel, pick.config, stream).passed(task.tolerance())) {
+    const MatrixCheck result = task.check(*pick.kernel, pick.config, stream);
+    if (result.passed(task.tolerance())) {
       pick.timed = static_cast<int>(timed.size());
       return pick;
+    }
+    if (debug) {
+      log(LogLevel::kDebug,
+          "quick pick: failed its check (" + result.describe() + "): " + pick.config.canonical());
     }
   }
   return std::nullopt;

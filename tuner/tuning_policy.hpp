@@ -72,13 +72,15 @@ struct QuickPickBudget {
     return std::min(leaders, static_cast<size_t>(leader_share * max_budget_ms / one));
   }
   /// The time the candidates may take once the first took first_ms a run, leaving the leaders'
-  /// rounds and the check their part of the bound.
-  double allowed_ms(double first_ms) const {
+  /// rounds and the check their part of the bound (and setup_ms, what the buffers and references
+  /// took before the first was timed).
+  double allowed_ms(double first_ms, double setup_ms = 0) const {
     const double reserved =
         (static_cast<double>(leaders_for(first_ms)) * leader_rounds * runs_per_timing() +
          check_runs) *
         first_ms;
-    return std::min(max_budget_ms, std::max(budget_ms, first_runs * first_ms)) - reserved;
+    return std::min(max_budget_ms - setup_ms, std::max(budget_ms, first_runs * first_ms)) -
+           reserved;
   }
   size_t allowed_candidates(double first_ms) const {
     return first_ms >= long_ms ? long_candidates : candidates;

@@ -749,7 +749,10 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
   };
   const Space space = make_space(device, problem);
   std::vector<Config> seeds = {default_config(device, problem)};
-  auto add = [&](const Config& c) {
+  auto add = [&](const Config& family) {
+    // Slice sums bounded on this k as the op serves them (past 128 slices every wgmma family,
+    // written in one chain, would be refused).
+    const Config c = with_bounded_slice_sums(family, problem);
     if (!space.violation(c, /*include_pruning=*/true) &&
         std::find(seeds.begin(), seeds.end(), c) == seeds.end()) {
       seeds.push_back(c);

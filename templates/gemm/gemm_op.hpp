@@ -178,7 +178,10 @@ int64_t longest_ffma_sum(const Config& config, const Problem& problem);
 /// (GemmTask::check_probe, H100, split TF32) one chain was within the contract at 32-128 slices
 /// (1.0-1.9x cuBLAS SGEMM's error), beyond it at 512-2048 (1.6-2.5x); chains of 32 were 0.5-1.0x
 /// at 512-2048 slices. So a float sequence of slice sums is at most kMaxSliceSum long: KSUM = 2
-/// (fit_config turns a TMA-fed KSUM = 1 config into it where needed) or split-K past it.
+/// (fit_config turns a TMA-fed KSUM = 1 config into it where needed) or split-K past it. Within
+/// it one chain is near the bound on TN: on an H200 (probe 131x77, seeds 1-4, 128 slices) one
+/// chain was 1.4-2.1x in the four layouts (TN the highest: first-use's check refused all nine
+/// one-chain candidates of TN 5120x8192x1280 on seed 2), partial chains 1.1-1.3x.
 constexpr int64_t kMaxSliceSum = 128;
 constexpr int64_t kSliceChain = 32;
 /// The longest float sequence of slice sums a wgmma config makes per output on this problem.

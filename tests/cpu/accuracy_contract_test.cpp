@@ -100,8 +100,16 @@ TEST(QuickPickBudget, TheWholePickKeepsWithinTheBound) {
     // Candidates are timed while their time fits in allowed_ms.
     if (first_ms * (budget.runs_per_timing() + budget.check_runs) <= budget.max_budget_ms) {
       EXPECT_LE(budget.allowed_ms(first_ms) + rounds + check, budget.max_budget_ms + 1e-9);
+      // The buffers and references made before (150 ms for a large product on an H200) count
+      // against the bound, not against the candidates' time where the bound has room.
+      for (const double setup_ms : {150.0, 600.0}) {
+        EXPECT_LE(setup_ms + budget.allowed_ms(first_ms, setup_ms) + rounds + check,
+                  budget.max_budget_ms + 1e-9);
+      }
     }
   }
+  EXPECT_DOUBLE_EQ(budget.allowed_ms(2.0, 150), budget.allowed_ms(2.0));
+  EXPECT_DOUBLE_EQ(budget.allowed_ms(5.0, 600), 400.0 - (3 * 2 * 7 + 4) * 5.0);
   // 30 ms a run: no second look (two rounds of one leader would take 420 ms of the second).
   EXPECT_EQ(budget.leaders_for(30.0), 0u);
   EXPECT_EQ(budget.leaders_for(10.0), 2u);

@@ -1239,6 +1239,19 @@ TEST(GemmSpace, WgmmaSliceSumsLongerThanTheContractAllowsAreRefused) {
   split.set("SPLITK", 4);
   split.set("REDUCE", 1);
   EXPECT_EQ(refusal(fit_config(split, dev, problem(401408)), 401408), "");  // 98 chains a split
+  // The tuner's seeds take the wgmma families as the op serves them past the bound, not refused
+  // for their one chain: in partial chains (MMA = 4), and split (MMA = 3) where few tiles let a
+  // split pass the pruning.
+  int tma_chains = 0, wgmma_split = 0;
+  for (const Problem& p : {problem(8192), packed_problem("NN", 512, 512, 8192)}) {
+    for (const Config& seed : seed_configs(dev, p)) {
+      EXPECT_FALSE(make_space(dev, p).violation(seed, false).has_value()) << seed.canonical();
+      tma_chains += seed.get("MMA") == 4 && seed.get("KSUM") == 2;
+      wgmma_split += seed.get("MMA") == 3 && seed.get("SPLITK") >= 2;
+    }
+  }
+  EXPECT_GE(tma_chains, 5);
+  EXPECT_GE(wgmma_split, 2);
   // The TF32 compute type's one-product form takes partial chains where the split form would.
   Problem tf32 = problem(8192);
   tf32.compute = Compute::kTf32;
