@@ -6,7 +6,7 @@
 #   probe        autotune the suite's shapes (their shipped entries) and a few layer-like shapes of
 #                every layout, full space, into $WORK/tune.db: the fastest configs of each become
 #                sweep candidates
-#   sweep[:S]    gemm_sweep of the portfolio plus the issue's candidates (bench/results/
+#   sweep[:S]    gemm_sweep of the portfolio plus the issue's candidates (bench/data/sweep_candidates/
 #                gemm_sweep_candidates_issue28_<gpu>.txt: the probe's bests and variants; with the
 #                probe's database on this machine, its top 4 per problem too) on SETS below: the
 #                layers of public networks no benchmark uses, then the large random stratum (seeds
@@ -19,11 +19,11 @@
 #   probe-more   autotune three convolution weight gradients of the second fitting set (k of
 #                100352 to 1605632), full space, into $WORK/tune.db
 #   more[:S]     the second fitting set (gemm_sweep --more-networks, at most 200 GFLOP a problem):
-#                the portfolio, both candidate files (bench/results/gemm_sweep_candidates_issue28*
+#                the portfolio, both candidate files (bench/data/sweep_candidates/gemm_sweep_candidates_issue28*
 #                _<gpu>.txt) and the probes' top 4 per problem, for at most S seconds (default
 #                420; gemm_sweep_<gpu>_issue28-more.tsv.gz)
 #   ksum[:S]     the table's FFMA entries beside their KSUM=1 variants (partial chains of k,
-#                bench/results/gemm_sweep_candidates_ksum_<gpu>.txt) on the middle stratum's first
+#                bench/data/sweep_candidates/gemm_sweep_candidates_ksum_<gpu>.txt) on the middle stratum's first
 #                seeds, for at most S seconds (default 240; gemm_sweep_<gpu>_issue28-ksum.tsv.gz)
 #   ksum-fit[:S] the KSUM=1 variants alone on the rest of the middle stratum, the small one, the
 #                networks set, the large stratum and the second fitting set (not yet swept: its
@@ -33,19 +33,19 @@
 #                results/gemm_sweep_candidates_tf32_<gpu>.txt) on the networks set, the second
 #                fitting set and the large and middle strata, for at most S seconds
 #                (default 500; gemm_sweep_<gpu>_issue28-tf32-<set>.tsv.gz)
-#   wgmma[:S]    the split TF32 wgmma configs (MMA=3, issue 31: bench/results/gemm_sweep_
+#   wgmma[:S]    the split TF32 wgmma configs (MMA=3, issue 31: bench/data/sweeps/gemm_sweep_
 #                candidates_wgmma.txt) on the networks set, the large stratum, the second fitting
 #                set and the middle stratum, for at most S seconds (default 300;
 #                gemm_sweep_<gpu>_issue28-wgmma-<set>.tsv.gz)
-#   tma[:S]      the split TF32 wgmma configs fed by the TMA (MMA=4, issue 31: bench/results/
+#   tma[:S]      the split TF32 wgmma configs fed by the TMA (MMA=4, issue 31: bench/data/sweep_candidates/
 #                gemm_sweep_candidates_tma.txt) on the wgmma step's sets, for at most S seconds
 #                (default 240; gemm_sweep_<gpu>_issue28-tma-<set>.tsv.gz)
 #   tma-splits[:S]  the TMA-fed split TF32 configs with 8-32 splits summed by a second pass
-#                (bench/results/gemm_sweep_candidates_tma_splits.txt) on the problems of k >= 16384
+#                (bench/data/sweep_candidates/gemm_sweep_candidates_tma_splits.txt) on the problems of k >= 16384
 #                of the second fitting set, the networks set and the long products, for at most S
 #                seconds (default 200; gemm_sweep_<gpu>_issue28-tma-splits-<set>.tsv.gz)
 #   long-sums[:S]  the TMA-fed split TF32 configs with slice sums in partial chains (KSUM = 2) and
-#                4-64 splits, packed where unaligned (bench/results/gemm_sweep_candidates_tma_
+#                4-64 splits, packed where unaligned (bench/data/sweep_candidates/gemm_sweep_candidates_tma_
 #                chains.txt) and the shipped portfolio on long sums under a moderate output
 #                (gemm_sweep --long-sums), for at most S seconds (default 400;
 #                gemm_sweep_<gpu>_issue28-long-sums.tsv.gz)
@@ -53,14 +53,14 @@
 #                networks set and the long products, for at most S seconds (default 200;
 #                gemm_sweep_<gpu>_issue28-chains-<set>.tsv.gz)
 #   served[:S]   the table's TMA-fed entries with partial chains of slice sums (KSUM = 2: the form
-#                the op serves them in past 128 slice sums, bench/results/gemm_sweep_candidates_
+#                the op serves them in past 128 slice sums, bench/data/sweep_candidates/gemm_sweep_candidates_
 #                tma_served.txt) on the networks set and the second fitting set where k > 4096, for
 #                at most S seconds (default 120; gemm_sweep_<gpu>_issue28-served-<set>.tsv.gz)
-#   thin-c[:S]   staged-C FP64 tiles of 32 rows (bench/results/gemm_sweep_candidates_thin_c.txt)
+#   thin-c[:S]   staged-C FP64 tiles of 32 rows (bench/data/sweep_candidates/gemm_sweep_candidates_thin_c.txt)
 #                on the long products, for at most S seconds (default 60;
 #                gemm_sweep_<gpu>_issue28-thin-c-long.tsv.gz)
 #   wgmma-waves[:S]  the split TF32 wgmma configs with 3, 6 and 12 splits and packed splits
-#                (bench/results/gemm_sweep_candidates_wgmma_waves.txt) on the wgmma step's sets,
+#                (bench/data/sweep_candidates/gemm_sweep_candidates_wgmma_waves.txt) on the wgmma step's sets,
 #                for at most S seconds (default 420; gemm_sweep_<gpu>_issue28-wgmma-waves-<set>
 #                .tsv.gz)
 #   layer-grid[:S]  the shipped portfolio and both wgmma candidate files on the linear layers of
@@ -84,16 +84,16 @@
 #                (gemm_sweep --layer-grid --layer-ffn: 768-2048 up to and down from 3072-8192,
 #                256-1536 tokens), for at most S seconds (default 360;
 #                gemm_sweep_<gpu>_issue28-ffn-grid.tsv.gz)
-#   tma-packed[:S]  the shipped H100 table's unpacked TMA-fed entries (bench/results/
+#   tma-packed[:S]  the shipped H100 table's unpacked TMA-fed entries (bench/data/sweep_candidates/
 #                gemm_sweep_candidates_tma_portfolio.txt), which the library serves packed on
 #                unaligned problems, on the unaligned problems of the vocabulary set and the first
 #                sets, for at most S seconds
 #                (default 360; gemm_sweep_<gpu>_issue28-<set>-tma-packed.tsv.gz)
-#   wgmma-n32[:S]  the split TF32 wgmma configs of 64 x 32 warpgroup tiles (bench/results/
+#   wgmma-n32[:S]  the split TF32 wgmma configs of 64 x 32 warpgroup tiles (bench/data/sweep_candidates/
 #                gemm_sweep_candidates_wgmma_n32.txt) on the products of n up to 48 of the wgmma
 #                step's sets, for at most S seconds (default 300; gemm_sweep_<gpu>_issue28-
 #                wgmma-n32-<set>.tsv.gz)
-#   rows-first[:S]  the split TF32 wgmma configs with VEC = 4 (bench/results/gemm_sweep_candidates_
+#   rows-first[:S]  the split TF32 wgmma configs with VEC = 4 (bench/data/sweep_candidates/gemm_sweep_candidates_
 #                wgmma_rows_first.txt: the candidate files' and the H100 table's), again on the
 #                networks set, the second fitting set and the layer grid after their rows-adjacent
 #                loads changed (gemm.cu kRowsFirst), for at most S seconds (default 420;
@@ -123,27 +123,27 @@
 #                fastest configs per shape on the third fitting set (gemm_sweep --decode-networks),
 #                for at most S seconds (default 300; gemm_sweep_<gpu>_issue28-decode.tsv.gz)
 #   splits[:S]   split-count and occupancy variants of the table's split TF32 wgmma tiles up to
-#                64 x 64 (bench/results/gemm_sweep_candidates_wgmma_splits_<gpu>.txt: SPLITK 2-12
+#                64 x 64 (bench/data/sweep_candidates/gemm_sweep_candidates_wgmma_splits_<gpu>.txt: SPLITK 2-12
 #                summed by the last block, MINB 1 and 2, PIPE 2 and 3) on the large stratum's hard
 #                families, for at most S seconds (default 300; -hard-large-splits.tsv.gz)
 #   minb3[:S]    the split TF32 wgmma 64 x 32 tile at three blocks per SM
-#                (bench/results/gemm_sweep_candidates_wgmma_minb3_<gpu>.txt) on the hard families
+#                (bench/data/sweep_candidates/gemm_sweep_candidates_wgmma_minb3_<gpu>.txt) on the hard families
 #                and the decoding set, for at most S seconds (default 300; -minb3.tsv.gz)
 #   ahead[:S]    the 64 x 64 and 64 x 32 split TF32 wgmma tiles with the producer two slices
-#                ahead (bench/results/gemm_sweep_candidates_wgmma_ahead_<gpu>.txt) on the hard
+#                ahead (bench/data/sweep_candidates/gemm_sweep_candidates_wgmma_ahead_<gpu>.txt) on the hard
 #                families, the decoding set and the large stratum's fitting seeds (default 300 s;
 #                -ahead.tsv.gz)
 #   long[:S]     the shipped portfolio and the long-k configs (small tiles, 32-256 splits) on
 #                products with one very long dimension (gemm_sweep --long: convolution-like
 #                weight gradients and first layers), for at most S seconds (default 300;
 #                gemm_sweep_<gpu>_issue28-long.tsv.gz)
-#   fill[:S]     the table entries that came with the long set (bench/results/gemm_sweep_candidates_
+#   fill[:S]     the table entries that came with the long set (bench/data/sweep_candidates/gemm_sweep_candidates_
 #                issue28-fill_<gpu>.txt) on the second fitting set, the networks set and the large,
 #                middle and small strata, so that the model judges them near every shape, not only
 #                on the long products they were first timed on, for at most S seconds (default
 #                300; gemm_sweep_<gpu>_issue28-<set>-fill.tsv.gz)
 #   refresh[:S]  a GPU whose table predates issue 28 (H200): its own portfolio and another GPU's
-#                table (bench/results/gemm_sweep_candidates_refresh_<gpu>.txt: the H100 table's
+#                table (bench/data/sweep_candidates/gemm_sweep_candidates_refresh_<gpu>.txt: the H100 table's
 #                entries) on the fitting sets above, fewer seeds of each stratum, the long set and
 #                the decoding products, for at most S seconds (default 540;
 #                gemm_sweep_<gpu>_issue28-<set>-refresh.tsv.gz): the table refitted from them
@@ -263,7 +263,7 @@ TF32_SETS=("tf32-networks --networks --max-gflop 600" "tf32-more --more-networks
 
 # sweep_sets SUFFIX SECONDS ARGS...: gemm_sweep ARGS on every set of SWEEP (default SETS),
 # resumed, for at most SECONDS in all; each set's rows in $WORK/<set>SUFFIX.tsv and back in $OUT
-# as the file bench/results keeps. A set cut short on an earlier machine goes on from the rows
+# as the file bench/data/sweeps keeps. A set cut short on an earlier machine goes on from the rows
 # carried in carry/sweeps/.
 sweep_sets() {
   local suffix=$1 deadline=$(( $(date +%s) + $2 )) set name args
@@ -318,40 +318,40 @@ for step in "$@"; do
       from_db=()
       [ -f "$WORK/tune.db" ] && from_db=(--candidates-from-db "$WORK/tune.db" --top 4)
       sweep_step sweep 500 SETS "" --portfolio \
-        --candidates "bench/results/gemm_sweep_candidates_issue28_${tag}.txt" "${from_db[@]}" ;;
+        --candidates "bench/data/sweep_candidates/gemm_sweep_candidates_issue28_${tag}.txt" "${from_db[@]}" ;;
     probe-more)
       tune NT 25 147x64x1605632 576x64x401408 1152x128x100352
       summary+=("probe-more: $(grep -c . "$OUT/probe_autotune.txt") lines of autotune output") ;;
     more|more:*)
-      cat bench/results/gemm_sweep_candidates_issue28*_"${tag}".txt > "$WORK/candidates.txt"
+      cat bench/data/sweep_candidates/gemm_sweep_candidates_issue28*_"${tag}".txt > "$WORK/candidates.txt"
       from_db=()
       [ -f "$WORK/tune.db" ] && from_db=(--candidates-from-db "$WORK/tune.db" --top 4)
       sweep_step more 420 MORE_SETS "" --portfolio --candidates "$WORK/candidates.txt" \
         "${from_db[@]}" ;;
     ksum|ksum:*)
       sweep_step ksum 240 KSUM_SETS "" --portfolio \
-        --candidates "bench/results/gemm_sweep_candidates_ksum_${tag}.txt" ;;
+        --candidates "bench/data/sweep_candidates/gemm_sweep_candidates_ksum_${tag}.txt" ;;
     ksum-fit|ksum-fit:*)
       sweep_step ksum-fit 300 KSUM_FIT_SETS "" \
-        --candidates "bench/results/gemm_sweep_candidates_ksum_${tag}.txt" ;;
+        --candidates "bench/data/sweep_candidates/gemm_sweep_candidates_ksum_${tag}.txt" ;;
     tf32|tf32:*)
       sweep_step tf32 500 TF32_SETS "" \
-        --candidates "bench/results/gemm_sweep_candidates_tf32_${tag}.txt" ;;
+        --candidates "bench/data/sweep_candidates/gemm_sweep_candidates_tf32_${tag}.txt" ;;
     wgmma|wgmma:*)
-      sweep_step wgmma 300 WGMMA_SETS "" --candidates bench/results/gemm_sweep_candidates_wgmma.txt ;;
+      sweep_step wgmma 300 WGMMA_SETS "" --candidates bench/data/sweep_candidates/gemm_sweep_candidates_wgmma.txt ;;
     tma-splits|tma-splits:*)
       sweep_step tma-splits 200 TMA_SPLITS_SETS "" \
-        --candidates bench/results/gemm_sweep_candidates_tma_splits.txt ;;
+        --candidates bench/data/sweep_candidates/gemm_sweep_candidates_tma_splits.txt ;;
     thin-c|thin-c:*)
-      sweep_step thin-c 60 THIN_C_SETS "" --candidates bench/results/gemm_sweep_candidates_thin_c.txt ;;
+      sweep_step thin-c 60 THIN_C_SETS "" --candidates bench/data/sweep_candidates/gemm_sweep_candidates_thin_c.txt ;;
     tma|tma:*)
-      sweep_step tma 240 TMA_SETS "" --candidates bench/results/gemm_sweep_candidates_tma.txt ;;
+      sweep_step tma 240 TMA_SETS "" --candidates bench/data/sweep_candidates/gemm_sweep_candidates_tma.txt ;;
     wgmma-waves|wgmma-waves:*)
       sweep_step wgmma-waves 420 WGMMA_WAVES_SETS "" \
-        --candidates bench/results/gemm_sweep_candidates_wgmma_waves.txt ;;
+        --candidates bench/data/sweep_candidates/gemm_sweep_candidates_wgmma_waves.txt ;;
     layer-grid|layer-grid:*)
-      cat bench/results/gemm_sweep_candidates_wgmma.txt \
-        bench/results/gemm_sweep_candidates_wgmma_waves.txt > "$WORK/layer_candidates.txt"
+      cat bench/data/sweep_candidates/gemm_sweep_candidates_wgmma.txt \
+        bench/data/sweep_candidates/gemm_sweep_candidates_wgmma_waves.txt > "$WORK/layer_candidates.txt"
       sweep_step layer-grid 420 LAYER_GRID_SETS "" --portfolio \
         --candidates "$WORK/layer_candidates.txt" ;;
     refill|refill:*)
@@ -366,21 +366,21 @@ for step in "$@"; do
       sweep_step ffn-grid 360 FFN_GRID_SETS "" --portfolio ;;
     tma-packed|tma-packed:*)
       sweep_step tma-packed 360 TMA_PACKED_SETS -tma-packed --unaligned \
-        --candidates bench/results/gemm_sweep_candidates_tma_portfolio.txt ;;
+        --candidates bench/data/sweep_candidates/gemm_sweep_candidates_tma_portfolio.txt ;;
     wgmma-n32|wgmma-n32:*)
       sweep_step wgmma-n32 300 WGMMA_N32_SETS "" \
-        --candidates bench/results/gemm_sweep_candidates_wgmma_n32.txt ;;
+        --candidates bench/data/sweep_candidates/gemm_sweep_candidates_wgmma_n32.txt ;;
     rows-first|rows-first:*)
       sweep_step rows-first 420 ROWS_FIRST_SETS "" \
-        --candidates bench/results/gemm_sweep_candidates_wgmma_rows_first.txt ;;
+        --candidates bench/data/sweep_candidates/gemm_sweep_candidates_wgmma_rows_first.txt ;;
     rows-first-packed|rows-first-packed:*)
-      grep -v '^#' bench/results/gemm_sweep_candidates_wgmma_rows_first.txt | grep 'PACK=1' \
+      grep -v '^#' bench/data/sweep_candidates/gemm_sweep_candidates_wgmma_rows_first.txt | grep 'PACK=1' \
         > "$WORK/packed_candidates.txt"
       sweep_step rows-first-packed 240 ROWS_FIRST_PACKED_SETS "" \
         --candidates "$WORK/packed_candidates.txt" ;;
     lanes|lanes:*)
-      cat bench/results/gemm_sweep_candidates_wgmma_lanes.txt \
-        bench/results/gemm_sweep_candidates_wgmma_lanes_"${tag}".txt 2>/dev/null | grep -v '^#' \
+      cat bench/data/sweep_candidates/gemm_sweep_candidates_wgmma_lanes.txt \
+        bench/data/sweep_candidates/gemm_sweep_candidates_wgmma_lanes_"${tag}".txt 2>/dev/null | grep -v '^#' \
         > "$WORK/lanes_candidates.txt"
       sweep_step lanes 300 LANES_SETS "" --candidates "$WORK/lanes_candidates.txt" ;;
     gemv|gemv:*)
@@ -405,19 +405,19 @@ for step in "$@"; do
       # table's 64 x 64 tile faster on an NT loser at 6 splits and two blocks per SM). Measured,
       # not fitted: refitted in, its picks ran slower (gemm_hard_families_probe_nvidia-h100.txt).
       sweep_step splits 300 HARD_SETS -splits \
-        --candidates "bench/results/gemm_sweep_candidates_wgmma_splits_${tag}.txt" ;;
+        --candidates "bench/data/sweep_candidates/gemm_sweep_candidates_wgmma_splits_${tag}.txt" ;;
     minb3|minb3:*)
       # The split TF32 wgmma 64 x 32 tile at three blocks per SM (more loads in flight: on skinny
       # long-k TN and TT products its producer waits on memory at two), on the hard families and
       # the decoding set: gemm_sweep_<gpu>_issue28-{hard-large,decode}-minb3.tsv.gz.
       sweep_step minb3 300 MINB3_SETS -minb3 \
-        --candidates "bench/results/gemm_sweep_candidates_wgmma_minb3_${tag}.txt" ;;
+        --candidates "bench/data/sweep_candidates/gemm_sweep_candidates_wgmma_minb3_${tag}.txt" ;;
     ahead|ahead:*)
       # The small split TF32 wgmma tiles with the producer two slices ahead (AHEAD=1), on the hard
       # families, the decoding set and the large stratum's fitting seeds:
       # gemm_sweep_<gpu>_issue28-{hard-large,decode,lanes-large}-ahead.tsv.gz.
       sweep_step ahead 300 AHEAD_SETS -ahead \
-        --candidates "bench/results/gemm_sweep_candidates_wgmma_ahead_${tag}.txt" ;;
+        --candidates "bench/data/sweep_candidates/gemm_sweep_candidates_wgmma_ahead_${tag}.txt" ;;
     decode|decode:*)
       # Decoding steps past the matrix-vector kernel's reach (16-32 tokens): configs autotune finds
       # on 6 of them, beside the portfolio, on all of the third fitting set's.
@@ -433,19 +433,19 @@ for step in "$@"; do
       sweep_step long 300 LONG_SETS "" --portfolio ;;
     chains|chains:*)
       sweep_step chains 200 CHAINS_SETS "" \
-        --candidates bench/results/gemm_sweep_candidates_tma_chains.txt ;;
+        --candidates bench/data/sweep_candidates/gemm_sweep_candidates_tma_chains.txt ;;
     served|served:*)
       sweep_step served 120 SERVED_SETS "" \
-        --candidates bench/results/gemm_sweep_candidates_tma_served.txt ;;
+        --candidates bench/data/sweep_candidates/gemm_sweep_candidates_tma_served.txt ;;
     long-sums|long-sums:*)
       sweep_step long-sums 400 LONG_SUMS_SETS "" --portfolio \
-        --candidates bench/results/gemm_sweep_candidates_tma_chains.txt ;;
+        --candidates bench/data/sweep_candidates/gemm_sweep_candidates_tma_chains.txt ;;
     fill|fill:*)
       sweep_step fill 300 FILL_SETS -fill \
-        --candidates "bench/results/gemm_sweep_candidates_issue28-fill_${tag}.txt" ;;
+        --candidates "bench/data/sweep_candidates/gemm_sweep_candidates_issue28-fill_${tag}.txt" ;;
     refresh|refresh:*)
       sweep_step refresh 540 REFRESH_SETS -refresh --portfolio \
-        --candidates "bench/results/gemm_sweep_candidates_refresh_${tag}.txt" ;;
+        --candidates "bench/data/sweep_candidates/gemm_sweep_candidates_refresh_${tag}.txt" ;;
     networks)
       build/bench/gemm_networks --no-user-db --json "$OUT/gemm_networks_${tag}.json" \
         > "$OUT/gemm_networks_${tag}.txt" 2>&1

@@ -18,7 +18,7 @@
 #                kept in $DBDIR, default /tmp, by tune-quality in the same lease) and first-use
 #                tuning's pick side by side with cuBLAS in one process: $OUT/picks_<layout>_<shape>.json
 #   saved-picks:FILE  as picks, with one saved run's bests as the reference: FILE is a portable file
-#                of them (tunedb export --portable; bench/results/tuning_speed_bests_<gpu>.portable
+#                of them (tunedb export --portable; bench/data/tuning_speed_bests_<gpu>.portable
 #                holds 300 s bests), imported into a fresh database, which serves them on any twin
 #                GPU; first-use tuning's pick beside them, for the layers FILE has a best of:
 #                $OUT/picks_<layout>_<shape>.json, as picks writes (no 300 s run needed)

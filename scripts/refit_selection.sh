@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the shipped selection-model tables from the committed sweeps:
-#   scripts/refit_selection.sh [SWEEP_TSV_GZ...]   (default: every bench/results/gemm_sweep_*.tsv.gz)
-# The sweeps bench/results/<op>_sweep_<gpu>*.tsv.gz of one GPU model (a first sweep and later
+#   scripts/refit_selection.sh [SWEEP_TSV_GZ...]   (default: every bench/data/sweeps/gemm_sweep_*.tsv.gz)
+# The sweeps bench/data/sweeps/<op>_sweep_<gpu>*.tsv.gz of one GPU model (a first sweep and later
 # additions, e.g. gemm_sweep_nvidia-h100_families.tsv.gz) become one table,
 # cache/shipped/<op>_selection_<tag>.tsv, the
 # GPU model and compute capability taken from the sweep's first line, the tag made from the model
@@ -10,7 +10,7 @@
 #
 # A sweep is measured on the GPU (about an hour on an H100; rows are flushed per problem):
 #   build/bench/gemm_sweep --seeds 1-40 --grid --out gemm_sweep_<tag>.tsv
-#   gzip gemm_sweep_<tag>.tsv && mv gemm_sweep_<tag>.tsv.gz bench/results/
+#   gzip gemm_sweep_<tag>.tsv && mv gemm_sweep_<tag>.tsv.gz bench/data/sweeps/
 # Denser data where picks miss most (minutes; F: configs from autotune runs on family shapes):
 #   build/bench/gemm_sweep --seeds 1000-1099 --hard-families [--candidates F] --out FILE
 # Variants of the portfolio's entries with a parameter it lacks (a file of configs, one per line;
@@ -32,12 +32,12 @@
 # sweep of issue 31, whose leave-one-out rose at 112 in every layout, 112 before the refill sweeps,
 # with which 128 rose in NN, NT and TT and held in TN; the default time weight) on the first sweep, the matrix-vector one and issue 28's (gemm_sweep_nvidia-h100.tsv.gz, _gemv, _issue28-*, the last
 # with the matrix-vector sweeps _issue28-gemv-*, the long set _issue28-long and _issue28-*-fill):
-#   ENTRIES=96 scripts/refit_selection.sh bench/results/gemm_sweep_nvidia-h100_issue28*.tsv.gz \
-#     bench/results/gemm_sweep_nvidia-h100_gemv.tsv.gz bench/results/gemm_sweep_nvidia-h100.tsv.gz
+#   ENTRIES=96 scripts/refit_selection.sh bench/data/sweeps/gemm_sweep_nvidia-h100_issue28*.tsv.gz \
+#     bench/data/sweeps/gemm_sweep_nvidia-h100_gemv.tsv.gz bench/data/sweeps/gemm_sweep_nvidia-h100.tsv.gz
 # (issue 31: the _issue28-wgmma-* sweeps of the split TF32 wgmma candidates among them) and H200
 # on its refresh and wgmma sweeps (ENTRIES=112 now, see below):
-#   ENTRIES=112 scripts/refit_selection.sh bench/results/gemm_sweep_nvidia-h200_issue28-*-refresh.tsv.gz \
-#     bench/results/gemm_sweep_nvidia-h200_issue28-wgmma-*.tsv.gz
+#   ENTRIES=112 scripts/refit_selection.sh bench/data/sweeps/gemm_sweep_nvidia-h200_issue28-*-refresh.tsv.gz \
+#     bench/data/sweeps/gemm_sweep_nvidia-h200_issue28-wgmma-*.tsv.gz
 # Where a later sweep measured a changed kernel again (the _issue28-rows-first-* sweeps: the wgmma
 # configs of VEC = 4 after their loads changed; then _issue28-lanes-*: those of one consumer
 # warpgroup after narrow loads changed, at MINB 1 and 2), it comes last: fit_selection keeps the
@@ -45,7 +45,7 @@
 # `hard-nt`: configs autotune found on skinny and tiny-k fitting shapes) after them, then the
 # decoding sweep (`issue28_runs.sh decode`: the fitting models decoding 16-32 tokens), then the
 # wgmma tiles at three blocks per SM and with the producer two slices ahead (`issue28_runs.sh minb3`
-# and `ahead`). So the shipped H100 table is (H=bench/results/gemm_sweep_nvidia-h100)
+# and `ahead`). So the shipped H100 table is (H=bench/data/sweeps/gemm_sweep_nvidia-h100)
 #   ENTRIES=128 scripts/refit_selection.sh $(ls ${H}_issue28*.tsv.gz |
 #     grep -v -e rows-first -e lanes -e hard-large -e issue28-decode -e long-sums -e chains -e served \
 #       -e layer-tokens -e grid-portfolio -e refill -e vocab -e ffn-grid -e tma-packed) \
@@ -99,10 +99,10 @@ time_weight_ms=${TIME_WEIGHT_MS:-0.05}
 sweeps=("$@")
 if [ ${#sweeps[@]} -eq 0 ]; then
   shopt -s nullglob
-  sweeps=(bench/results/gemm_sweep_*.tsv.gz)
+  sweeps=(bench/data/sweeps/gemm_sweep_*.tsv.gz)
 fi
 if [ ${#sweeps[@]} -eq 0 ]; then
-  echo "refit_selection: no sweep given and none in bench/results/" >&2
+  echo "refit_selection: no sweep given and none in bench/data/sweeps/" >&2
   exit 2
 fi
 

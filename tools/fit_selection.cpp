@@ -11,7 +11,7 @@
 // changes the config: the library would run another kernel there), are left out;
 // the held-out problems (bench/held_out.hpp) are dropped: the model is never fitted on them.
 // Prints the expected quality per variant (leave-one-out) to stderr.
-//   zcat bench/results/gemm_sweep_nvidia-h100.tsv.gz |
+//   zcat bench/data/sweeps/gemm_sweep_nvidia-h100.tsv.gz |
 //     fit_selection - --op gemm --entries 16 --neighbours 5 --out TABLE
 // scripts/refit_selection.sh regenerates the shipped tables.
 #include <CLI/CLI.hpp>
