@@ -70,7 +70,7 @@ struct Curve {
 };
 
 Curve measure(const Replayable& r, const std::string& strategy, int seeds) {
-  const double best = r.record.best_ms();
+  const double best = recorded_best_ms(r.record, r.space);
   std::vector<std::vector<double>> fe(kEvals.size()), fs(kSeconds.size()), se(kEvals.size()),
       es(kSeconds.size());
   for (int seed = 1; seed <= seeds; ++seed) {

@@ -11,7 +11,7 @@
 #                "transpose entropy gemm") names the ops to record
 #   tune-quality[:S]  autotune on the eight large layers (or those of $LAYERS, indices 0-7): S
 #                seconds (default 300), then 10 s and 3 s, each from an empty database:
-#                $OUT/tune_<budget>_<layout>_<shape>.json
+#                $OUT/tune_<budget>_<layout>_<shape>.json ($BUDGETS, e.g. "10 3", names others)
 #   first-use    gemm_networks --first-use on the four models of those layers, on GPU $FIRST_USE_GPU
 #                (default 0; every layer's first call tunes within its bound): $OUT/first_use.json
 #   picks[:S]    per layer, gemm_picks times the S s, 10 s and 3 s runs' bests (their databases,
@@ -20,7 +20,8 @@
 #   saved-picks:FILE  as picks, with one saved run's bests as the reference: FILE is a portable file
 #                of them (tunedb export --portable; bench/data/tuning_speed_bests_<gpu>.portable
 #                holds 300 s bests), imported into a fresh database, which serves them on any twin
-#                GPU; first-use tuning's pick beside them, for the layers FILE has a best of:
+#                GPU; first-use tuning's pick (and tune-quality's 10 s and 3 s bests, where this
+#                lease made them) beside them, for the layers FILE has a best of:
 #                $OUT/picks_<layout>_<shape>.json, as picks writes (no 300 s run needed)
 #   summary[:S]  each layer's 3 s, 10 s and first-use result as a fraction of its S s best, and
 #                their medians (from the files above, of this run or earlier ones in $OUT)
@@ -54,6 +55,12 @@ spread() {
     ) &
   done
   wait
+}
+
+# gemm_picks runs spread over the GPUs, then their tables (without the headers).
+spread_picks() {
+  spread "$1"
+  cat "$OUT"/picks_*.log | grep -v "^gemm_picks on\|^problem\|^ALL"
 }
 
 # The replay problems: large and small, all layouts, none held out (bench/held_out.hpp: the
@@ -105,7 +112,7 @@ for step in "$@"; do
       for i in ${LAYERS:-0 1 2 3 4 5 6 7}; do
         set -- ${LARGE[$i]}
         cmds=""
-        for budget in ${arg:-300} 10 3; do
+        for budget in ${BUDGETS:-${arg:-300} 10 3}; do
           db="${DBDIR:-/tmp}/tq_${1}_${2}_$budget.db"
           cmds+="rm -f $db*; $BIN/tools/autotune --op gemm --layout $1 --shape $2 --budget $budget \
             --seed 1 --db $db --json $OUT/tune_${budget}_$1_$2.json >$OUT/tune_${budget}_$1_$2.log 2>&1; "
@@ -130,8 +137,7 @@ for step in "$@"; do
           --pick 3s=${db}_3.db --first-use --shape $1:$2 --json $OUT/picks_$1_$2.json \
           >$OUT/picks_$1_$2.log 2>&1"
       done >"$list"
-      spread "$list"
-      cat "$OUT"/picks_*.log | grep -v "^gemm_picks on\|^problem\|^ALL"
+      spread_picks "$list"
       ;;
     saved-picks)
       db="${DBDIR:-/tmp}/saved_bests.db"
@@ -141,11 +147,15 @@ for step in "$@"; do
       for i in ${LAYERS:-0 1 2 3 4 5 6 7}; do
         set -- ${LARGE[$i]}
         grep -q "shape = '$2'" "$arg" || continue
-        echo "$BIN/bench/gemm_picks --pick saved=$db --first-use --shape $1:$2 \
+        runs=""  # the 10 s and 3 s runs' bests too, where tune-quality made them in this lease
+        for budget in 10 3; do
+          tq="${DBDIR:-/tmp}/tq_${1}_${2}_$budget.db"
+          [ -e "$tq" ] && runs+=" --pick ${budget}s=$tq"
+        done
+        echo "$BIN/bench/gemm_picks --pick saved=$db$runs --first-use --shape $1:$2 \
           --json $OUT/picks_$1_$2.json >$OUT/picks_$1_$2.log 2>&1"
       done >"$list"
-      spread "$list"
-      cat "$OUT"/picks_*.log | grep -v "^gemm_picks on\|^problem\|^ALL"
+      spread_picks "$list"
       ;;
     summary)
       # Fractions of ratios to cuBLAS, each timed side by side with cuBLAS in its own run: clocks

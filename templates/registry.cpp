@@ -1,5 +1,7 @@
 #include "templates/registry.hpp"
 
+#include <algorithm>
+
 #include "templates/entropy/entropy_face.hpp"
 #include "templates/gemm/gemm_face.hpp"
 #include "templates/transpose/transpose_face.hpp"
@@ -20,6 +22,16 @@ const std::vector<OpRegistration>& op_registrations() {
   static const std::vector<OpRegistration> ops = {
       gemm_op::registration(), transpose_op::registration(), entropy_op::registration()};
   return ops;
+}
+
+ProblemId OpRegistration::problem_id(const std::string& variant, const std::vector<int64_t>& shape,
+                                     int alignment) const {
+  ProblemId id;
+  id.variant = variant.empty() ? 0 : variant_index(variant);
+  id.rank = static_cast<int>(std::min<size_t>(shape.size(), ProblemId::kMaxRank));
+  std::copy(shape.begin(), shape.begin() + id.rank, id.dims.begin());
+  id.alignment = alignment;
+  return id;
 }
 
 const OpRegistration& find_op(const std::string& name) {

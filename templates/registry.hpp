@@ -32,6 +32,11 @@ struct OpRegistration : OpInfo {
   std::function<std::unique_ptr<TuningTask>(const TaskRequest&, const DeviceInfo&, DeviceCheck&)>
       make_task;
   const OpFace* face = nullptr;    // what the runtime serves calls through
+
+  /// The identity of a problem of this op ("" is the first variant); throws
+  /// Error(TUNED_STATUS_INVALID_ARGUMENT) for an unknown variant.
+  ProblemId problem_id(const std::string& variant, const std::vector<int64_t>& shape,
+                       int alignment) const;
 };
 
 /// Every registered op.

@@ -281,7 +281,7 @@ bool Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_6
     index[d] = 0;
     conflicts[d] = 0;
     found[d] = false;
-    if (pinned && (*pinned)[d]) {
+    if (is_pinned(d)) {
       order[d].assign(1, *(*pinned)[d]);
     } else {
       order[d] = params_[d].values;

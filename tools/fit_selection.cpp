@@ -97,17 +97,6 @@ double entry_ms(const std::string& config, const std::function<std::string()>& s
   return -1;
 }
 
-// The op's identity of a sweep problem (throws where the op has no such variant).
-tuned::ProblemId problem_id(const tuned::OpRegistration& op, const std::string& variant,
-                            const std::vector<int64_t>& shape, int alignment) {
-  tuned::ProblemId id;
-  id.rank = static_cast<int>(shape.size());
-  std::copy(shape.begin(), shape.end(), id.dims.begin());
-  id.alignment = alignment;
-  id.variant = op.variant_index(variant);
-  return id;
-}
-
 double distance(const Problem& a, const Problem& b) {
   double d = 0;
   for (size_t i = 0; i < a.coords.size(); ++i) d += std::fabs(a.coords[i] - b.coords[i]);
@@ -182,7 +171,7 @@ void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& 
       if (opt.sm_count > 0) device->sm_count = opt.sm_count;
     }
     try {
-      const tuned::ProblemId id = problem_id(op, key.first, key.second, alignment);
+      const tuned::ProblemId id = op.problem_id(key.first, key.second, alignment);
       // The library runs the config as the op fits it there: a config it would serve otherwise
       // (a bound newer than the sweep, e.g. a longer float sum split) measured another kernel.
       const tuned::Config served = op.face->fit(tuned::Config::parse(config), *device, id);
@@ -470,7 +459,7 @@ int run(Options opt) {
     // An entry as the op serves it on a problem (where it was not measured itself).
     const auto served_text = [&](size_t e, const Problem& p) -> std::string {
       try {
-        return op.face->serve(chosen_configs[e], problem_id(op, variant, p.shape, p.alignment))
+        return op.face->serve(chosen_configs[e], op.problem_id(variant, p.shape, p.alignment))
             .canonical();
       } catch (const Error&) {
         return chosen[e];

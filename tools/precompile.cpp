@@ -126,13 +126,13 @@ int run(const std::string& out_dir, const std::string& reuse_dir, int jobs_wante
     }
     // An entry that runs as it is on problems of narrower alignment too (GEMM: one that packs
     // its operands) may need another kernel there (GEMM: C stored narrower), and on large
-    // problems of its own alignment another form (GEMM: slice sums in partial chains or k split
-    // past k = 4096): built as well, or a fresh process's first call of such a problem would wait
-    // for NVRTC (60-80 ms on an H100).
-    // Both at the entry's own size and a large one: an unaligned problem of either needs its
-    // own form (GEMM: a TMA-fed entry packed with C stored narrower, in one chain of slice sums
-    // up to k = 4096 and in partial chains past it; with the large size alone, a random TN
-    // product of k = 1093 compiled for 1.2 s at its first call).
+    // problems of its own alignment another form (GEMM: slice sums in partial chains past
+    // k = 1024, or k split past 4096): built as well, or a fresh process's first call of such a
+    // problem would wait for NVRTC (60-80 ms on an H100). Both at the entry's own size and a large
+    // one: an unaligned problem of either needs its own form (GEMM: a TMA-fed entry packed with C
+    // stored narrower, in one chain of slice sums up to k = 1024 and in partial chains past it;
+    // with the large size alone, a random TN product of k = 1093 compiled for 1.2 s at its first
+    // call).
     for (const int64_t size : {int64_t{1024}, int64_t{8192}}) {
       for (int alignment : {4, 2, 1}) {
         ProblemId at = id;
@@ -159,7 +159,14 @@ int run(const std::string& out_dir, const std::string& reuse_dir, int jobs_wante
     id.rank = op.rank();
     for (int i = 0; i < id.rank; ++i) id.dims[i] = row.best.key.shape.at(i);
     id.alignment = row.best.key.alignment;
-    add(op.face->kernel_spec(Config::parse(row.best.config), id), row.cc);
+    // As the runtime takes it (served, then fitted: GEMM's slice sums in partial chains on a
+    // k the row's one chain does not reach).
+    const Config config = Config::parse(row.best.config);
+    try {
+      const Config served = op.face->serve(config, id);
+      add(op.face->kernel_spec(op.face->fit(served, reference_device(row.cc), id), id), row.cc);
+    } catch (const Error&) {  // not valid there: the runtime would not run it
+    }
     archs.insert(row.cc);
   }
   for (int cc : archs) {

@@ -131,9 +131,20 @@ Space recorded_problem_space(const RecordedSpace& record, size_t* dropped) {
   return space;
 }
 
+double recorded_best_ms(const RecordedSpace& record, const Space& space) {
+  double best = 0;
+  for (const auto& t : record.trials) {
+    if (!t.ok || t.ms <= 0 || (best > 0 && t.ms >= best)) continue;
+    if (!space.violation(Config::parse(t.config))) best = t.ms;
+  }
+  return best;
+}
+
 std::vector<Config> recorded_first(const RecordedSpace& record) {
+  const OpRegistration& op = find_op(record.op);
+  const ProblemId id = op.problem_id(record.variant, record.shape, record.alignment);
   std::vector<Config> first;
-  for (const auto& c : record.first) first.push_back(Config::parse(c));
+  for (const auto& c : record.first) first.push_back(op.face->serve(Config::parse(c), id));
   return first;
 }
 

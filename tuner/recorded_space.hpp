@@ -21,7 +21,13 @@ RecordedSpace read_recorded_space(const std::string& path);
 /// recorded configs (Space::restrict_to): what a replay searches. dropped (optional) gets how many
 /// recorded configs this build's space no longer has.
 Space recorded_problem_space(const RecordedSpace& record, size_t* dropped = nullptr);
-/// The record's starting configs, parsed.
+/// The fastest ok trial among the configs space holds (a rule added since the recording, such as
+/// a bound of the accuracy contract, may refuse the record's best): what a replay on it can find,
+/// the space's best that the tuning-quality figures are fractions of.
+double recorded_best_ms(const RecordedSpace& record, const Space& space);
+/// The record's starting configs, parsed and served as the op serves them on the record's problem
+/// today (as a session's starting configs are adapted: GEMM's one chain of slice sums turned into
+/// partial chains where the contract's bound has moved since the recording).
 std::vector<Config> recorded_first(const RecordedSpace& record);
 /// Writes it gzip-compressed (throws Error(TUNED_STATUS_IO_ERROR) naming the path on failure).
 void write_recorded_space(const std::string& path, const RecordedSpace& record);

@@ -40,6 +40,6 @@ std::vector<std::string> strategy_names();
 
 /// The strategy autotune and sessions use unless told otherwise: the one the tuning-quality replay
 /// (bench/tuning_quality, bench/results/tuning_quality.json) finds best.
-inline constexpr const char* kDefaultStrategy = "guided";
+inline constexpr const char* kDefaultStrategy = "anneal";
 
 }  // namespace tuned

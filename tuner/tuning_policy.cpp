@@ -39,7 +39,6 @@ std::vector<Config> starting_configs(cache::Database& db, const TuningTask& task
   // The selection model's picks, and a few of each model of another GPU of this architecture
   // (see SelectionModel::same_arch_devices).
   constexpr size_t kModelPicks = 8;
-  constexpr size_t kSameArchPicks = 4;
   const auto& model = cache::SelectionModel::builtin();
   const int cc = device.compute_capability();
   auto add_ranked = [&](const std::string& model_device, size_t picks) {
@@ -72,6 +71,42 @@ bool keep_best(cache::Database& db, const cache::BestRecord& best, const KernelS
   return true;
 }
 
+namespace {
+
+// What became of a quick pick's candidate, at debug level: why a pick is what it is.
+void note_candidate(const std::string& what, const Config& config) {
+  if (log_enabled(LogLevel::kDebug)) {
+    log(LogLevel::kDebug, "quick pick: " + what + ": " + config.canonical());
+  }
+}
+
+// The leaders of timed (sorted; up to what first_ms affords, within the budget's margin of the
+// fastest) timed again side by side and sorted anew: one lucky sample of five does not decide.
+void retime_leaders(TuningTask& task, std::vector<QuickPick>& timed, double first_ms,
+                    const QuickPickBudget& budget, cudaStream_t stream) {
+  size_t leaders = 0;
+  const size_t affordable = timed.empty() ? 0 : budget.leaders_for(first_ms);
+  while (leaders < std::min(affordable, timed.size()) &&
+         timed[leaders].ms <= timed.front().ms * (1 + budget.leader_margin)) {
+    ++leaders;
+  }
+  if (leaders < 2) return;
+  std::vector<std::function<void(cudaStream_t)>> runs;
+  for (size_t i = 0; i < leaders; ++i) {
+    runs.push_back(
+        [&task, &pick = timed[i]](cudaStream_t s) { task.run(*pick.kernel, pick.config, s); });
+  }
+  const auto again = time_side_by_side(runs, {}, stream, budget.leader_rounds, budget.samples);
+  for (size_t i = 0; i < leaders; ++i) {
+    timed[i].ms = again[i].ms_median;
+    note_candidate("leader again in " + std::to_string(timed[i].ms) + " ms", timed[i].config);
+  }
+  std::sort(timed.begin(), timed.begin() + static_cast<std::ptrdiff_t>(leaders),
+            [](const QuickPick& a, const QuickPick& b) { return a.ms < b.ms; });
+}
+
+}  // namespace
+
 std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
                                     const DeviceInfo& device, const std::vector<Config>& candidates,
                                     const QuickPickBudget& budget, cudaStream_t stream) {
@@ -93,18 +128,16 @@ std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
   size_t allowed = candidates.size();
   double one_ms = 0;    // what timing one candidate took (the first): the next must fit in the rest
   double first_ms = 0;  // the first candidate's run time, which sized the budget
-  // What became of each candidate, at debug level: why a pick is what it is.
-  const bool debug = log_enabled(LogLevel::kDebug);
-  auto note = [&](size_t i, const Config& config, const std::string& what) {
-    if (debug) {
-      log(LogLevel::kDebug, "quick pick: candidate " + std::to_string(i) + " " + what + " (" +
-                                std::to_string(spent_ms()) + " ms spent): " + config.canonical());
-    }
-  };
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Config& config = candidates[i];
+    auto note = [&](const std::string& what) {
+      if (!log_enabled(LogLevel::kDebug)) return;
+      note_candidate("candidate " + std::to_string(i) + " " + what + " (" +
+                         std::to_string(spent_ms()) + " ms spent)",
+                     config);
+    };
     if (!timed.empty() && (spent_ms() + one_ms > allowed_ms || timed.size() >= allowed)) {
-      note(i, config, "and the rest not timed: budget spent");
+      note("and the rest not timed: budget spent");
       break;
     }
     QuickPick pick;
@@ -115,16 +148,16 @@ std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
       // After the first, a candidate whose kernel would need NVRTC is passed over.
       pick.kernel = timed.empty() ? kernels.get(spec, device) : kernels.get_if_ready(spec, device);
       if (!pick.kernel) {
-        note(i, config, "passed over: its kernel needs NVRTC");
+        note("passed over: its kernel needs NVRTC");
         continue;
       }
       auto run = [&](cudaStream_t s) { task.run(*pick.kernel, config, s); };
       pick.ms = time_runs(run, stream, budget.samples).ms_median;
     } catch (const Error& e) {
-      note(i, config, std::string("skipped: ") + e.what());
+      note(std::string("skipped: ") + e.what());
       continue;  // a candidate that does not run is skipped, never fatal
     }
-    note(i, config, "ran in " + std::to_string(pick.ms) + " ms");
+    note("ran in " + std::to_string(pick.ms) + " ms");
     if (timed.empty()) {  // the first run time says how much more the product is worth
       allowed_ms = budget.allowed_ms(pick.ms, setup_ms);
       allowed = budget.allowed_candidates(pick.ms);
@@ -135,30 +168,7 @@ std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
   }
   std::sort(timed.begin(), timed.end(),
             [](const QuickPick& a, const QuickPick& b) { return a.ms < b.ms; });
-  // The leaders again, side by side: one lucky sample of five does not decide the pick.
-  size_t leaders = 0;
-  const size_t affordable = timed.empty() ? 0 : budget.leaders_for(first_ms);
-  while (leaders < std::min(affordable, timed.size()) &&
-         timed[leaders].ms <= timed.front().ms * (1 + budget.leader_margin)) {
-    ++leaders;
-  }
-  if (leaders > 1) {
-    std::vector<std::function<void(cudaStream_t)>> runs;
-    for (size_t i = 0; i < leaders; ++i) {
-      runs.push_back(
-          [&task, &pick = timed[i]](cudaStream_t s) { task.run(*pick.kernel, pick.config, s); });
-    }
-    const auto again = time_side_by_side(runs, {}, stream, budget.leader_rounds, budget.samples);
-    for (size_t i = 0; i < leaders; ++i) {
-      timed[i].ms = again[i].ms_median;
-      if (debug) {
-        log(LogLevel::kDebug, "quick pick: leader again in " + std::to_string(timed[i].ms) +
-                                  " ms: " + timed[i].config.canonical());
-      }
-    }
-    std::sort(timed.begin(), timed.begin() + static_cast<std::ptrdiff_t>(leaders),
-              [](const QuickPick& a, const QuickPick& b) { return a.ms < b.ms; });
-  }
+  retime_leaders(task, timed, first_ms, budget, stream);
   // The winner must compute the function (on fresh inputs, poisoned output); else the next.
   for (auto& pick : timed) {
     task.fresh_inputs(2, stream);
@@ -167,10 +177,7 @@ std::optional<QuickPick> quick_pick(TuningTask& task, KernelCache& kernels,
       pick.timed = static_cast<int>(timed.size());
       return pick;
     }
-    if (debug) {
-      log(LogLevel::kDebug,
-          "quick pick: failed its check (" + result.describe() + "): " + pick.config.canonical());
-    }
+    note_candidate("failed its check (" + result.describe() + ")", pick.config);
   }
   return std::nullopt;
 }

@@ -40,6 +40,10 @@ struct QuickPick {
   int timed = 0;  // candidates timed before the budget ran out
 };
 
+/// Picks of each other model of the GPU's architecture that a session starts from and first-use
+/// times (SelectionModel::same_arch_devices: their kernels run here).
+constexpr size_t kSameArchPicks = 4;
+
 /// How much timing a quick pick may spend: a short product gets a few candidates in a fixed time,
 /// a long one more candidates and time in proportion to its own run time (what a first-use pick
 /// gains on a 5 ms product, a program waits for at every call; the time is repaid within a few
@@ -48,7 +52,7 @@ struct QuickPick {
 struct QuickPickBudget {
   size_t candidates = 6;        // timed at most where the first candidate runs under long_ms
   size_t long_candidates = 24;  // timed at most otherwise
-  size_t same_arch_picks = 4;   // picks of each other model of the GPU's architecture
+  size_t same_arch_picks = kSameArchPicks;
   double long_ms = 0.1;
   double budget_ms = 250;       // the time candidates may take: this,
   double first_runs = 150;      // or this many runs of the first candidate where that is longer,

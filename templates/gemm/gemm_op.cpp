@@ -173,9 +173,13 @@ int64_t longest_slice_sum(const Config& c, const Problem& p) {
   return std::max(std::min(slices, kSliceChain), (slices + kSliceChain - 1) / kSliceChain);
 }
 
+int64_t max_slice_sum(const Config& c) {
+  return is_tma(c) && c.get("KSUM") == 1 ? kSliceChain : kMaxSliceSum;
+}
+
 bool sums_within_contract(const Config& c, const Problem& p) {
   if (sums_in_double(c)) return true;
-  if (is_wgmma(c)) return longest_slice_sum(c, p) <= kMaxSliceSum;
+  if (is_wgmma(c)) return longest_slice_sum(c, p) <= max_slice_sum(c);
   return longest_ffma_sum(c, p) <= kMaxFfmaSum;
 }
 
@@ -846,9 +850,11 @@ Config for_compute(Config config, const Problem& problem) {
 }
 
 Config with_bounded_slice_sums(Config config, const Problem& problem) {
-  if (!is_wgmma(config) || longest_slice_sum(config, problem) <= kMaxSliceSum) return config;
+  if (!is_wgmma(config) || longest_slice_sum(config, problem) <= max_slice_sum(config)) {
+    return config;
+  }
   if (is_tma(config)) {
-    // One chain of slice sums past the contract's bound: partial chains (2 % slower) instead.
+    // One chain of slice sums past a chain's length: partial chains (2 % slower) instead.
     if (config.get("KSUM") == 1) config.set("KSUM", 2);
   } else if (config.get("TAIL") == 0) {
     // MMA = 3 has no partial chains: k split in more parts (the least count that bounds them).

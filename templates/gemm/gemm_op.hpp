@@ -175,23 +175,29 @@ int64_t longest_ffma_sum(const Config& config, const Problem& problem);
 /// The wgmma kernels (MMA = 3-5) sum each slice of BK in the tensor cores from zero and add the
 /// slice sums in float: in one chain (KSUM = 1), or (KSUM = 2, the TMA-fed kernels) in partial
 /// chains of kSliceChain slices and then the chains (gemm.cu). On the wide-range probe
-/// (GemmTask::check_probe, H100, split TF32) one chain was within the contract at 32-128 slices
-/// (1.0-1.9x cuBLAS SGEMM's error), beyond it at 512-2048 (1.6-2.5x); chains of 32 were 0.5-1.0x
-/// at 512-2048 slices. So a float sequence of slice sums is at most kMaxSliceSum long: KSUM = 2
-/// (fit_config turns a TMA-fed KSUM = 1 config into it where needed) or split-K past it. Within
-/// it one chain is near the bound on TN: on an H200 (probe 131x77, seeds 1-4, 128 slices) one
-/// chain was 1.4-2.1x in the four layouts (TN the highest: first-use's check refused all nine
-/// one-chain candidates of TN 5120x8192x1280 on seed 2), partial chains 1.1-1.3x.
+/// (GemmTask::check_probe, split TF32) one chain was beyond the contract at 512-2048 slices on an
+/// H100 (1.6-2.5x cuBLAS SGEMM's error), chains of 32 0.5-1.0x. On an H200 (probe 131x77, seeds
+/// 1-8, four layouts) one chain was 1.2-2.0x at 64 slices and 1.0-2.1x at 128 (TN the highest:
+/// first-use's check refused all nine one-chain candidates of TN 5120x8192x1280 on seed 2),
+/// partial chains 1.2-1.8x and 0.9-1.5x. So a float sequence of slice sums is at most
+/// kMaxSliceSum long, and a TMA-fed kernel's one chain at most kSliceChain (max_slice_sum): past
+/// it partial chains (fit_config turns KSUM = 1 into 2), MMA = 3 (no chains) split-K past 128.
+/// Within 32 slices the chains change nothing: there split TF32's own error sets the ratio (one
+/// chain and chains alike 1.3-2.1x at k = 1024, 0.9-5x at k = 96, where cuBLAS's short FFMA sums
+/// are the more exact), which the probe at the longest k a config may meet does not see.
 constexpr int64_t kMaxSliceSum = 128;
 constexpr int64_t kSliceChain = 32;
 /// The longest float sequence of slice sums a wgmma config makes per output on this problem.
 int64_t longest_slice_sum(const Config& config, const Problem& problem);
-/// config with its slice sums within kMaxSliceSum on problem where it was past it: a TMA-fed one
+/// The longest such sequence config may make: kSliceChain for a TMA-fed kernel in one chain (it
+/// has partial chains for more), kMaxSliceSum for the others.
+int64_t max_slice_sum(const Config& config);
+/// config with its slice sums within max_slice_sum on problem where it was past it: a TMA-fed one
 /// in one chain (KSUM = 1) turned into partial chains (KSUM = 2), MMA = 3 split in more parts of k;
 /// fit_config, the op's serve (shipped and predicted entries) and its tuning task's adapt apply it.
 Config with_bounded_slice_sums(Config config, const Problem& problem);
 /// Whether config's float sums on problem are within the contract's bounds: kMaxFfmaSum (FFMA,
-/// MMA = 2, the matrix-vector kernel), kMaxSliceSum (the wgmma kernels); always for the FP64
+/// MMA = 2, the matrix-vector kernel), max_slice_sum (the wgmma kernels); always for the FP64
 /// tensor cores.
 bool sums_within_contract(const Config& config, const Problem& problem);
 /// Whether the main kernel reads B as (n, k), n contiguous: B transposed, or PRETB.

@@ -64,8 +64,8 @@ class GemmTask : public TuningTask {
   const Problem& probe_problem() const { return probe_; }
   /// The probe's lengths of k: a candidate's contract is checked at the longest on which its
   /// float sums stay within the contract's bound (sums_within_contract; a config that breaks it
-  /// there is never used there).
-  static constexpr int64_t kProbeKs[] = {65536, 16384, 4096, 96};  // longest first
+  /// there is never used there): 1024 is a TMA-fed kernel's longest one chain of slice sums.
+  static constexpr int64_t kProbeKs[] = {65536, 16384, 4096, 1024, 96};  // longest first
   /// Exponents of the probe's inputs spread over 2^+-kProbeSpread (by row and by element).
   static constexpr int kProbeSpread = 20;
   /// check() without the probe: the tuned problem and the edge problem on uniform inputs (for a
@@ -75,7 +75,7 @@ class GemmTask : public TuningTask {
   /// longest k it may meet (or at k, one of kProbeKs), beta = 0 on a poisoned C; exact_inputs names
   /// the probe. On an H100 it found what uniform inputs did not: the wgmma kernels' one float
   /// chain of slice sums past the contract at 512-2048 slices (131 x 77 x 65536: 2.5x cuBLAS
-  /// SGEMM's error), which the partial chains of gemm.cu and the bound kMaxSliceSum keep within it.
+  /// SGEMM's error), which gemm.cu's partial chains and the bound max_slice_sum keep within it.
   MatrixCheck check_probe(const LoadedKernel& kernel, const Config& config, cudaStream_t stream,
                           int64_t k = 0);
   /// What this task's launches of PRETB configs transpose B with (for launches of one's own).

@@ -117,7 +117,7 @@ TEST(AutotuneOptionsTest, DefaultsWithNoArguments) {
   EXPECT_EQ(o.layout, "");  // the op's first variant
   EXPECT_EQ(o.budget_s, 0);
   EXPECT_EQ(o.max_trials, 0);
-  EXPECT_EQ(o.strategy, "guided");
+  EXPECT_EQ(o.strategy, "anneal");
   EXPECT_EQ(o.db_path, "");
   EXPECT_EQ(o.config_file, "");
   EXPECT_EQ(o.seed, 0u);

@@ -720,7 +720,7 @@ TEST(GemmSpace, FfmaSumsLongerThanTheContractAllowsAreRefused) {
 TEST(GemmSpace, TmaWgmmaConfigsReadSixteenByteRunsAndTurnATransposedBOver) {
   const Config tma = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=4,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,KSUM=1,GCOLS=1,"
+      "PIPE=4,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,KSUM=2,GCOLS=1,"
       "AHEAD=0");
   const DeviceInfo h100 = reference_device(90);
   const Problem nn = packed_problem("NN", 4096, 4096, 4096);
@@ -768,7 +768,7 @@ TEST(GemmSpace, TmaWgmmaConfigsReadSixteenByteRunsAndTurnATransposedBOver) {
 TEST(GemmSpace, TmaEntriesAreServedPackedWhereTheCallIsUnaligned) {
   Config tma = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=4,SWZ=8,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,KSUM=1,GCOLS=1,"
+      "PIPE=4,SWZ=8,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,KSUM=2,GCOLS=1,"
       "AHEAD=0");
   const DeviceInfo h100 = reference_device(90);
   const OpFace& face = *registration().face;
@@ -819,7 +819,7 @@ TEST(GemmSpace, ComputeTypesAreVariantsWithTheirOwnArithmetic) {
   }
   const Config split = Config::parse(
       "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=4,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,KSUM=1,GCOLS=1,"
+      "PIPE=4,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,KSUM=2,GCOLS=1,"
       "AHEAD=0");
   Config plain = split;
   plain.set("MMA", 5);
@@ -867,8 +867,11 @@ TEST(GemmSpace, ComputeTypesAreVariantsWithTheirOwnArithmetic) {
   EXPECT_GT(count_mma(tf32, 5), 0);
   EXPECT_EQ(count_mma(nn, 5), 0);
   for (const Config& c : seed_configs(h100, pedantic)) EXPECT_EQ(c.get("MMA"), 0) << c.canonical();
-  // The plain kernel compiles for sm_90a without spills.
-  const KernelSpec spec = kernel_spec(plain, tf32);
+  // The plain kernel compiles for sm_90a without spills in one chain of slice sums (k up to
+  // 1024; the partial chains' second set of sums may spill lightly, see WgmmaSliceSums...).
+  Config one_chain = plain;
+  one_chain.set("KSUM", 1);
+  const KernelSpec spec = kernel_spec(one_chain, packed_problem("NN-tf32", 4096, 4096, 1024));
   CompiledKernel k;
   ASSERT_NO_THROW(k = compile_kernel({spec.source_name, spec.source, spec.kernel_name, spec.options,
                                       90, spec.arch_specific}));
@@ -1209,11 +1212,11 @@ TEST(GemmSpace, SamplingFindsVariedConfigsWhereValidOnesAreRare) {
   }
 }
 
-// The wgmma kernels' float sums of slice sums are bounded too (kMaxSliceSum, 128): one chain of a
-// split's slice sums (KSUM = 1) up to 128 slices of 32, k = 4096; past it the TMA-fed kernel sums
+// The wgmma kernels' float sums of slice sums are bounded too (max_slice_sum): the TMA-fed kernel
+// sums one chain of a split's slice sums (KSUM = 1) up to 32 slices of 32, k = 1024, and past it
 // partial chains of 32 slices and then the chains (KSUM = 2, which fit_config turns KSUM = 1 into
-// there), up to 128 x 32 slices a split; MMA = 3, which has no partial chains, splits k (fit_config
-// as well).
+// there), up to 128 x 32 slices a split; MMA = 3, which has no partial chains, one chain up to
+// 128 slices, k = 4096, and split k past it (fit_config as well).
 TEST(GemmSpace, WgmmaSliceSumsLongerThanTheContractAllowsAreRefused) {
   const DeviceInfo dev = reference_device(90);
   const Config tma = Config::parse(
@@ -1225,11 +1228,13 @@ TEST(GemmSpace, WgmmaSliceSumsLongerThanTheContractAllowsAreRefused) {
     return make_space(dev, problem(k)).violation(c, false).value_or("");
   };
   EXPECT_EQ(longest_slice_sum(tma, problem(4096)), 128);
-  EXPECT_EQ(refusal(tma, 4096), "");
-  EXPECT_EQ(refusal(tma, 4128), "float_sums_within_contract");
-  EXPECT_EQ(fit_config(tma, dev, problem(4096)).get("KSUM"), 1);
+  EXPECT_EQ(refusal(tma, 1024), "");
+  EXPECT_EQ(refusal(tma, 1056), "float_sums_within_contract");
+  EXPECT_EQ(fit_config(tma, dev, problem(1024)).get("KSUM"), 1);
+  EXPECT_EQ(fit_config(tma, dev, problem(1056)).get("KSUM"), 2);
   const Config chains = fit_config(tma, dev, problem(4128));
   EXPECT_EQ(chains.get("KSUM"), 2);
+  EXPECT_EQ(refusal(chains, 1024), "");                     // the same sums there: one chain of 32
   EXPECT_EQ(longest_slice_sum(chains, problem(4096)), 32);  // 4 chains of 32
   EXPECT_EQ(longest_slice_sum(chains, problem(65536)), 64);
   EXPECT_EQ(refusal(chains, 128 * 32 * 32), "");
@@ -1277,18 +1282,19 @@ TEST(GemmSpace, WgmmaSliceSumsLongerThanTheContractAllowsAreRefused) {
   EXPECT_TRUE(face.transfers_to(one_chain, problem_id(problem(8192))));
   EXPECT_FALSE(face.transfers_to(one_chain, problem_id(problem(8224))));
   EXPECT_TRUE(face.transfers_to(tma, problem_id(problem(4128))));
+  EXPECT_TRUE(face.transfers_to(tma, problem_id(problem(1056))));
   // Split TF32 on wgmma needs more than 16 rows and columns (skinny products' wide-range probe
   // was beyond the contract); plain TF32, the TF32 compute type's, does not.
   for (const auto& [m, n] : {std::pair{16, 4096}, std::pair{4096, 7}}) {
     const Problem skinny = packed_problem("NN", m, n, 4096);
-    EXPECT_EQ(make_space(dev, skinny).violation(tma, false).value_or(""),
+    EXPECT_EQ(make_space(dev, skinny).violation(chains, false).value_or(""),
               "wgmma_split_tf32_past_16_rows_and_columns");
     Problem plain = skinny;
     plain.compute = Compute::kTf32;
-    EXPECT_FALSE(make_space(dev, plain).violation(for_compute(tma, plain), false).has_value());
+    EXPECT_FALSE(make_space(dev, plain).violation(for_compute(chains, plain), false).has_value());
   }
   EXPECT_FALSE(
-      make_space(dev, packed_problem("NN", 17, 17, 4096)).violation(tma, false).has_value());
+      make_space(dev, packed_problem("NN", 17, 17, 4096)).violation(chains, false).has_value());
   // The kernel takes the chain's length from the host's constant, and compiles for sm_90a with
   // its second set of sums at most lightly spilled (128 bytes at WN = 128 with NVRTC 13.0).
   const KernelSpec spec = kernel_spec(chains, problem(8192));

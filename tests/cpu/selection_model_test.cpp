@@ -725,7 +725,7 @@ TEST_F(FitSelectionTest, LeavesOutConfigsTheOpRefusesOnTheirProblem) {
 // A config the op serves otherwise on a row's problem measured a kernel the library never runs
 // there: a TMA-fed split TF32 config summing 256 slices in one float chain (k = 8192) is served
 // with partial chains (KSUM = 2), so its rows there are left out however fast, and the chained
-// config measured beside it is the point's entry; at k = 2048 (64 slices) it runs as it is. Where
+// config measured beside it is the point's entry; at k = 1024 (32 slices) it runs as it is. Where
 // its own time is left out, the point gives it the time of what it is served as (the chains').
 TEST_F(FitSelectionTest, LeavesOutConfigsTheOpServesOtherwiseOnTheirProblem) {
   const std::string one_chain =
@@ -739,8 +739,8 @@ TEST_F(FitSelectionTest, LeavesOutConfigsTheOpServesOtherwiseOnTheirProblem) {
     sweep += row("NN", m, m, 8192, 4, one_chain, 1.0);
     sweep += row("NN", m, m, 8192, 4, chains, 1.1);
   }
-  sweep += row("NN", 2048, 2048, 2048, 4, one_chain, 1.0);
-  sweep += row("NN", 2048, 2048, 2048, 4, chains, 1.1);
+  sweep += row("NN", 2048, 2048, 1024, 4, one_chain, 1.0);
+  sweep += row("NN", 2048, 2048, 1024, 4, chains, 1.1);
   const Fit fit = this->fit(sweep, "--entries 2");
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
   EXPECT_NE(fit.output.find("3 of configs the op refuses or serves otherwise there left out"),
@@ -748,7 +748,7 @@ TEST_F(FitSelectionTest, LeavesOutConfigsTheOpServesOtherwiseOnTheirProblem) {
       << fit.output;
   EXPECT_NE(fit.table.find("entry\tNN\t0\t" + chains + "\n"), std::string::npos) << fit.table;
   EXPECT_NE(fit.table.find("\t2048x2048x8192\t1.1,1.1\t1\n"), std::string::npos) << fit.table;
-  EXPECT_NE(fit.table.find("\t2048x2048x2048\t1.1,1\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("\t2048x2048x1024\t1.1,1\n"), std::string::npos) << fit.table;
 }
 
 // An entry not measured on a problem itself takes the time of what the op serves it as there: a
@@ -762,13 +762,13 @@ TEST_F(FitSelectionTest, AnEntryTakesTheTimeOfWhatItIsServedAs) {
   std::string packed = unpacked;
   packed.replace(packed.find("PACK=0"), 6, "PACK=1");
   std::string sweep = kHopperHeader;
-  for (int64_t m : {1024, 1536, 2048}) sweep += row("NT", m, 50000, 2048, 4, unpacked, 0.5);
-  sweep += row("NT", 1024, 50001, 2048, 1, packed, 0.6);
+  for (int64_t m : {1024, 1536, 2048}) sweep += row("NT", m, 50000, 1024, 4, unpacked, 0.5);
+  sweep += row("NT", 1024, 50001, 1024, 1, packed, 0.6);
   const Fit fit = this->fit(sweep, "--entries 1");
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
   EXPECT_NE(fit.table.find("entry\tNT\t0\t" + unpacked + "\n"), std::string::npos) << fit.table;
-  EXPECT_NE(fit.table.find("\t1\t1024x50001x2048\t0.6\n"), std::string::npos) << fit.table;
-  EXPECT_NE(fit.table.find("\t4\t1536x50000x2048\t0.5\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("\t1\t1024x50001x1024\t0.6\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("\t4\t1536x50000x1024\t0.5\n"), std::string::npos) << fit.table;
 }
 
 // A problem only configs outside the portfolio were measured on (matrix-vector configs of a

@@ -99,7 +99,7 @@ void pad_leading_dims(Problem& p) {
 // and must meet it everywhere, the split TF32 ones where they sum in partial chains (k up to
 // 96 x 112; on wgmma, MMA = 3 and 4, each slice's products from zero) of at least one mma step
 // (k >= 8: rule split_tf32_from_k_8); on wgmma, MMA = 3 and 4, wherever the space allows them
-// (k >= 128, slice sums within kMaxSliceSum, more than 16 rows and columns), on the wide-range
+// (k >= 128, slice sums within max_slice_sum, more than 16 rows and columns), on the wide-range
 // probe of the check too.
 void expect_right(const DeviceInfo& device, const MatrixCheck& result, const Config& c,
                   const Problem& p, double tolerance) {
@@ -695,8 +695,8 @@ TEST(GemmFamilies, AccuracyCheckRefusesASplitThatDropsATerm) {
 // The wide-range probe (GemmTask::check_probe, part of the check) at k = 65536 holds the TMA-fed
 // split TF32 kernel with partial chains of slice sums (KSUM = 2) to the contract in one split, in
 // three layouts; and it refuses the same kernel with one chain of its 2048 slice sums (KSUM = 1,
-// which the rule float_sums_within_contract allows to 128 slices): on an H100 2.1-2.5x cuBLAS
-// SGEMM's error there against 0.5-0.8x in chains.
+// which the rule float_sums_within_contract allows to 32 slices, where the probe takes it): on an
+// H100 2.1-2.5x cuBLAS SGEMM's error there against 0.5-0.8x in chains.
 TEST(GemmFamilies, ProbeHoldsWgmmaSliceSumsToTheContract) {
   TUNED_REQUIRE_GPU();
   const DeviceInfo device = query_device(0);
@@ -727,9 +727,15 @@ TEST(GemmFamilies, ProbeHoldsWgmmaSliceSumsToTheContract) {
         task.check_probe(*kernels.get(kernel_spec(chains, p), device), chains, stream.get());
     EXPECT_NE(probe.exact_inputs.find("x65536"), std::string::npos) << probe.exact_inputs;
     EXPECT_FALSE(probe.breaks_contract()) << probe.describe();
-    const Config one_chain = fit_config(Config::parse(kTmaConfig), device, p);
-    ASSERT_EQ(one_chain.get("KSUM"), 1);
+    // (Fitting turns it into chains on this k: its one chain is past 32 slices.)
+    Config one_chain = chains;
+    one_chain.set("KSUM", 1);
+    EXPECT_EQ(fit_config(one_chain, device, p), chains);
     EXPECT_FALSE(sums_within_contract(one_chain, at_longest));
+    const MatrixCheck at_its_longest =
+        task.check_probe(*kernels.get(kernel_spec(one_chain, p), device), one_chain, stream.get());
+    EXPECT_NE(at_its_longest.exact_inputs.find("x1024"), std::string::npos)
+        << at_its_longest.exact_inputs;
     const MatrixCheck refused = task.check_probe(*kernels.get(kernel_spec(one_chain, p), device),
                                                  one_chain, stream.get(), longest);
     EXPECT_TRUE(refused.breaks_contract()) << refused.describe();
