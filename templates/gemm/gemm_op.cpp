@@ -8,6 +8,7 @@
 #include "generator/cuda_check.hpp"
 #include "templates/extent.hpp"
 #include "templates/gemm/gemm_tma.hpp"
+#include "templates/gemm/math_family.hpp"
 #include "templates/template_source.hpp"
 #include "tuned/error.hpp"
 
@@ -110,18 +111,6 @@ const std::vector<std::pair<const char*, int>>& mma_placeholders() {
       {"TM", 2}, {"TN", 2}, {"LM", 8}, {"UNROLL", 8}, {"PAD", 0}};
   return values;
 }
-
-// Tensor-core configs (the mma's fragment layout), and those of them that sum in double.
-bool is_mma(const Config& c) { return c.has("MMA") && c.get("MMA") != 0; }
-bool sums_in_double(const Config& c) { return c.has("MMA") && c.get("MMA") == 1; }
-// MMA = 3, 4, 5: warpgroup mma (wgmma), whose tiles and stages follow their own rules; 4 and 5
-// are fed by the TMA (tensor maps at launch, 16-byte rows, B read k-contiguous); 5 takes one
-// TF32 product, not three.
-bool is_wgmma(const Config& c) { return c.has("MMA") && c.get("MMA") >= 3; }
-bool is_tma(const Config& c) { return c.has("MMA") && c.get("MMA") >= 4; }
-bool is_plain_tf32(const Config& c) { return c.has("MMA") && c.get("MMA") == 5; }
-// KSUM = 1: k summed in partial chains, a second set of sums beside the running ones.
-bool sums_in_chains(const Config& c) { return c.has("KSUM") && c.get("KSUM") == 1; }
 
 constexpr int kGemvThreads = 256;  // gemm.cu's kGemvThreads
 constexpr int kWgmmaProducers = 128;  // gemm.cu's kProducers (MMA = 3: one producer warpgroup)
@@ -282,22 +271,33 @@ void validate_arguments(int op_a, int op_b, int64_t m, int64_t n, int64_t k, con
   }
 }
 
-Space make_space(const DeviceInfo& device, const Problem& problem) {
-  Space space;
-  for (const auto& p : parameters()) space.add(p);
-  const int64_t m_cap = std::max<int64_t>(16, pow2_at_least(problem.m));
-  const int64_t n_cap = std::max<int64_t>(16, pow2_at_least(problem.n));
-  const int64_t k_cap = std::max<int64_t>(8, pow2_at_least(problem.k));
-  const int max_threads = std::min(1024, device.max_threads_per_block);
-  const int threads_per_sm = device.max_threads_per_sm > 0 ? device.max_threads_per_sm : 2048;
-  const int regs_per_sm = device.regs_per_sm > 0 ? device.regs_per_sm : 65536;
-  const size_t smem_limit = device.smem_per_block_optin;
-  const size_t smem_per_sm = device.smem_per_sm > 0 ? device.smem_per_sm : smem_limit;
-  const int alignment = problem.alignment;
-  const int cc = device.compute_capability();
-  const int64_t sms = std::max(1, device.sm_count);
+namespace {
 
-  // Validity: what the kernel needs to compile, launch and compute the right result.
+// What the space's rules read of the device and the problem (defaults where the device does not
+// say).
+struct SpaceLimits {
+  SpaceLimits(const DeviceInfo& device, const Problem& problem)
+      : m_cap(std::max<int64_t>(16, pow2_at_least(problem.m))),
+        n_cap(std::max<int64_t>(16, pow2_at_least(problem.n))),
+        k_cap(std::max<int64_t>(8, pow2_at_least(problem.k))),
+        max_threads(std::min(1024, device.max_threads_per_block)),
+        threads_per_sm(device.max_threads_per_sm > 0 ? device.max_threads_per_sm : 2048),
+        regs_per_sm(device.regs_per_sm > 0 ? device.regs_per_sm : 65536),
+        smem_limit(device.smem_per_block_optin),
+        smem_per_sm(device.smem_per_sm > 0 ? device.smem_per_sm : smem_limit),
+        alignment(problem.alignment),
+        cc(device.compute_capability()),
+        sms(std::max(1, device.sm_count)) {}
+  int64_t m_cap, n_cap, k_cap;  // the largest tile sides worth trying on the problem
+  int max_threads, threads_per_sm, regs_per_sm;
+  size_t smem_limit, smem_per_sm;
+  int alignment, cc;
+  int64_t sms;
+};
+
+// Validity of the matrix-vector kernel and of the tiles: what compiles, launches and computes the
+// right result.
+void add_gemv_and_tile_rules(Space& space, const SpaceLimits& lim, const Problem& problem) {
   // GCOLS: the fewest columns (a power of two) that hold the product's vectors, so no kernel
   // computes columns it throws away and one config serves each class of them.
   space.require({"gemv_gcols_holds_the_vectors", {"GEMV", "GCOLS"}, [=](const Config& c) {
@@ -324,7 +324,7 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   // Rules calling threads_per_block, shared_bytes or estimated_registers read GEMV too.
   space.require({"threads_per_block",
                  {"GEMV", "BM", "BN", "WM", "WN", "MMA"},
-                 [=](const Config& c) { return threads_per_block(c) <= max_threads; }});
+                 [=](const Config& c) { return threads_per_block(c) <= lim.max_threads; }});
   // A lane holds WM*WN/32 accumulators; past 128 the kernel spills (MMA = 1: doubles, past 64;
   // KSUM: a second set for the partial chain's sums).
   space.require({"accumulators_per_thread", {"WM", "WN", "MMA", "KSUM"}, [](const Config& c) {
@@ -336,15 +336,15 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                    return c.get("KSUM") == 0 || !sums_in_double(c);
                  }});
   // FP64 mma.sync m16n8k8 came with sm_90, TF32 with sm_80.
-  space.require(
-      {"mma_needs_sm90", {"MMA"}, [=](const Config& c) { return c.get("MMA") != 1 || cc >= 90; }});
+  space.require({"mma_needs_sm90", {"MMA"}, [=](const Config& c) {
+                   return c.get("MMA") != 1 || lim.cc >= 90;
+                 }});
   space.require({"split_tf32_needs_sm80", {"MMA"}, [=](const Config& c) {
-                   return c.get("MMA") != 2 || cc >= 80;
+                   return c.get("MMA") != 2 || lim.cc >= 80;
                  }});
   // wgmma exists on sm_90a only (the architecture-specific target: not on later GPUs).
-  space.require({"wgmma_needs_sm90", {"MMA"}, [=](const Config& c) {
-                   return !is_wgmma(c) || cc == 90;
-                 }});
+  space.require(
+      {"wgmma_needs_sm90", {"MMA"}, [=](const Config& c) { return !is_wgmma(c) || lim.cc == 90; }});
   // Compute types (tuned_gemm_ex): plain TF32 only where the caller accepts TF32 rounding; the
   // pedantic type computes in FFMA alone. (The default and the TF32 type may pick any FP32-accurate
   // arithmetic by speed: the accuracy contract holds for them.)
@@ -354,6 +354,10 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"pedantic_type_computes_in_ffma", {"MMA"}, [=](const Config& c) {
                    return problem.compute != Compute::kPedantic || c.get("MMA") == 0;
                  }});
+}
+
+// Validity of the tensor-core families (mma.sync, wgmma, the TMA-fed kernels) and the lanes' grid.
+void add_tensor_core_rules(Space& space, const Problem& problem) {
   // A warpgroup (4 warps of 16 rows) owns 64 rows and one wgmma's WN columns; k comes in slices of
   // one 32-float row of the 128-byte swizzle (each slice's sum from zero: slices of 64 were beyond
   // the accuracy contract on an H200, 2.2x cuBLAS's error at k = 127 with 3 splits); stages filled
@@ -415,6 +419,10 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                    return 32 % lm == 0 && c.get("WM") % (lm * c.get("TM")) == 0 &&
                           c.get("WN") % (ln * c.get("TN")) == 0;
                  }});
+}
+
+// Validity of the launch: vectors, splits, shared memory, blocks per SM, the B transpose.
+void add_launch_rules(Space& space, const SpaceLimits& lim, const Problem& problem) {
   space.require({"vec_divides_tiles", {"BM", "BN", "BK", "VEC"}, [](const Config& c) {
                    const int v = c.get("VEC");
                    return c.get("BM") % v == 0 && c.get("BN") % v == 0 && c.get("BK") % v == 0;
@@ -422,7 +430,7 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   // (The matrix-vector kernel checks its operands at launch and reads one float at a time where
   // they allow no vectors; it writes C one float at a time.)
   space.require({"vec_fits_alignment", {"GEMV", "VEC", "PACK"}, [=](const Config& c) {
-                   return c.get("VEC") <= alignment || c.get("PACK") == 1 || c.get("GEMV") > 0;
+                   return c.get("VEC") <= lim.alignment || c.get("PACK") == 1 || c.get("GEMV") > 0;
                  }});
   space.require({"reduce_pass_needs_splits", {"SPLITK", "REDUCE"}, [](const Config& c) {
                    return c.get("REDUCE") == 0 || c.get("SPLITK") > 1;
@@ -434,17 +442,18 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                  [](const Config& c) { return c.get("PAD") % 4 == 0; }});
   space.require({"shared_memory",
                  {"GEMV", "BM", "BN", "BK", "PAD", "AKM", "BKM", "PIPE", "MMA", "CSTAGE"},
-                 [=](const Config& c) { return shared_bytes(c) <= smem_limit; }});
+                 [=](const Config& c) { return shared_bytes(c) <= lim.smem_limit; }});
   space.require({"unroll_divides_bk", {"BK", "UNROLL"},
                  [](const Config& c) { return c.get("BK") % c.get("UNROLL") == 0; }});
-  space.require({"cp_async_needs_sm80", {"PIPE"},
-                 [=](const Config& c) { return c.get("PIPE") < 2 || cc >= 80; }});
+  space.require({"cp_async_needs_sm80", {"PIPE"}, [=](const Config& c) {
+                   return c.get("PIPE") < 2 || lim.cc >= 80;
+                 }});
   space.require({"min_blocks_fit_sm", {"GEMV", "BM", "BN", "WM", "WN", "BK", "PAD", "AKM", "BKM",
                                        "PIPE", "MINB", "MMA", "CSTAGE"},
                  [=](const Config& c) {
                    const int b = c.get("MINB");
-                   return threads_per_block(c) * b <= threads_per_sm &&
-                          shared_bytes(c) * b <= smem_per_sm;
+                   return threads_per_block(c) * b <= lim.threads_per_sm &&
+                          shared_bytes(c) * b <= lim.smem_per_sm;
                  }});
   space.require({"split_grid", {"SPLITK"}, [](const Config& c) { return c.get("SPLITK") <= 65535; }});
   // PRETB turns B's layout over: k-contiguous to n-contiguous for the FFMA kernels, the other
@@ -452,31 +461,39 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
   space.require({"pretranspose_needs_k_contiguous_b", {"PRETB", "MMA"}, [=](const Config& c) {
                    return c.get("PRETB") == 0 || problem.trans_b == is_tma(c);
                  }});
+}
 
-  // Pruning: valid configs that cannot be worth measuring on this problem.
-  space.require({"bm_fits_m", {"BM"}, [=](const Config& c) { return c.get("BM") <= m_cap; }, true});
-  space.require({"bn_fits_n", {"BN"}, [=](const Config& c) { return c.get("BN") <= n_cap; }, true});
-  space.require({"bk_fits_k", {"BK"}, [=](const Config& c) { return c.get("BK") <= k_cap; }, true});
+// Pruning: valid configs that cannot be worth measuring on this problem.
+void add_pruning_rules(Space& space, const SpaceLimits& lim, const Problem& problem) {
+  space.require(
+      {"bm_fits_m", {"BM"}, [=](const Config& c) { return c.get("BM") <= lim.m_cap; }, true});
+  space.require(
+      {"bn_fits_n", {"BN"}, [=](const Config& c) { return c.get("BN") <= lim.n_cap; }, true});
+  space.require(
+      {"bk_fits_k", {"BK"}, [=](const Config& c) { return c.get("BK") <= lim.k_cap; }, true});
   // The compiler's register cap is 255, or less when MINB blocks must fit the register file;
   // configs whose estimate exceeds it spill (measured: about a quarter of unpruned trials).
   space.require({"registers_fit",
                  {"GEMV", "BM", "BN", "BK", "WM", "WN", "TM", "TN", "LM", "VEC", "AKM", "BKM",
                   "PIPE", "MINB", "MMA", "KSUM", "AHEAD"},
                  [=](const Config& c) {
-                   const int cap = std::min(255, regs_per_sm / (threads_per_block(c) * c.get("MINB")));
+                   const int cap =
+                       std::min(255, lim.regs_per_sm / (threads_per_block(c) * c.get("MINB")));
                    return estimated_registers(c) <= cap;
                  },
                  true});
   // Packing is a pass over A and B: only for vectors the operands' alignment does not allow.
-  space.require({"pack_for_wider_vectors", {"VEC", "PACK"},
-                 [=](const Config& c) { return c.get("PACK") == 0 || c.get("VEC") > alignment; },
-                 true});
+  space.require(
+      {"pack_for_wider_vectors",
+       {"VEC", "PACK"},
+       [=](const Config& c) { return c.get("PACK") == 0 || c.get("VEC") > lim.alignment; },
+       true});
   // A tail exists only past one full wave (at one block per SM, the most a wave can be short of).
-  space.require({"tail_after_full_waves", {"GEMV", "BM", "BN", "TAIL"},
-                 [=](const Config& c) {
-                   return c.get("TAIL") == 0 || tile_count(c, problem) > sms;
-                 },
-                 true});
+  space.require(
+      {"tail_after_full_waves",
+       {"GEMV", "BM", "BN", "TAIL"},
+       [=](const Config& c) { return c.get("TAIL") == 0 || tile_count(c, problem) > lim.sms; },
+       true});
   // Transposing B costs a pass over it: worth it only when many block rows reuse it.
   // (MMA = 4 needs it for a transposed B; its product costs ~3x an FFMA one's per flop less, so
   // from m = 256.)
@@ -502,7 +519,7 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                    const int64_t tiles = tile_count(c, problem);
                    const int64_t step = is_gemv(c) ? 32 : c.get("BK");
                    const int64_t slices = (problem.k + step - 1) / step;
-                   return tiles < 2 * sms && slices >= 2 * s;
+                   return tiles < 2 * lim.sms && slices >= 2 * s;
                  },
                  true});
   // MMA: the operands as stored (a transposing copy would only undo the layout the fragments
@@ -518,8 +535,14 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                  [](const Config& c) { return c.get("MMA") == 0 || c.get("PIPE") >= 2; }, true});
   // Staging C pays where its stores cannot be vector-wide (an unaligned C writes a lane's strided
   // rows one float each); with 16-byte stores the fragments' runs are whole sectors already.
-  space.require({"stage_c_where_stores_are_narrow", {"CSTAGE"},
-                 [=](const Config& c) { return c.get("CSTAGE") == 0 || alignment < 4; }, true});
+  space.require({"stage_c_where_stores_are_narrow",
+                 {"CSTAGE"},
+                 [=](const Config& c) { return c.get("CSTAGE") == 0 || lim.alignment < 4; },
+                 true});
+}
+
+// The accuracy contract's rules, last, so a config that breaks another rule too is named by it.
+void add_contract_rules(Space& space, const Problem& problem) {
   // The accuracy contract for split TF32: its products keep ~22 of float's 24 bits, hidden by the
   // sums' roundings from one mma step of k on, not below (on an H100, 1x1x1 products were 2-3x
   // cuBLAS's error; k = 7 to 200704 within it, median 0.3x).
@@ -542,12 +565,25 @@ Space make_space(const DeviceInfo& device, const Problem& problem) {
                           (problem.m > kGemvMaxCols && problem.n > kGemvMaxCols);
                  }});
   // The accuracy contract: no float sum (FFMA, split TF32, the matrix-vector kernel) longer than
-  // kMaxFfmaSum, no sequence of wgmma slice sums longer than kMaxSliceSum (KSUM = 1, partial
+  // kMaxFfmaSum, no sequence of wgmma slice sums longer than max_slice_sum (KSUM = 1, partial
   // chains or split-K past them). Last, so a config that breaks another rule too is named by that
   // one.
   space.require({"float_sums_within_contract",
                  {"GEMV", "BK", "VEC", "SPLITK", "MMA", "KSUM", "GCOLS"},
                  [=](const Config& c) { return sums_within_contract(c, problem); }});
+}
+
+}  // namespace
+
+Space make_space(const DeviceInfo& device, const Problem& problem) {
+  Space space;
+  for (const auto& p : parameters()) space.add(p);
+  const SpaceLimits lim(device, problem);
+  add_gemv_and_tile_rules(space, lim, problem);
+  add_tensor_core_rules(space, problem);
+  add_launch_rules(space, lim, problem);
+  add_pruning_rules(space, lim, problem);
+  add_contract_rules(space, problem);
   return space;
 }
 
@@ -597,226 +633,6 @@ int estimated_registers(const Config& c) {
   // MINB 2 where one more set was estimated at 108).
   const int slice_sums = sums_in_chains(c) ? 2 * frag_m * frag_n : 0;
   return frag_m * frag_n + slice_sums + read_m + read_n + staging + 32;
-}
-
-Config default_config(const DeviceInfo& device, const Problem& problem) {
-  // The classic 128x128x8 tile with 8x8 per thread (two strided 4x4 sub-tiles each way) for
-  // problems that fill the GPU; smaller tiles where there would be too few blocks.
-  const Config large = Config::parse(
-      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0");
-  const Config medium = Config::parse(
-      "GEMV=0,BM=64,BN=64,BK=8,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
-      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0");
-  const Config small = Config::parse(
-      "GEMV=0,BM=32,BN=32,BK=8,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
-      "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0");
-  const double blocks_large = static_cast<double>((problem.m + 127) / 128) * ((problem.n + 127) / 128);
-  const double blocks_medium = static_cast<double>((problem.m + 63) / 64) * ((problem.n + 63) / 64);
-  const int sms = std::max(1, device.sm_count);
-  const Config& tile = blocks_large >= sms ? large : blocks_medium >= sms ? medium : small;
-  Config pick = with_absent_params(tile, parameters());
-  // The accuracy contract: k summed in partial chains past kMaxFfmaSum (the large tile's 64
-  // accumulators would not fit a second set: the medium tile then), and split where even the
-  // chains' sum would be longer.
-  if (longest_ffma_sum(pick, problem) > kMaxFfmaSum) {
-    if (&tile == &large) pick = with_absent_params(medium, parameters());
-    pick.set("KSUM", 1);
-    for (int splits : {1, 2, 4, 8, 16, 32, 64, 128, 256}) {
-      pick.set("SPLITK", splits);
-      if (longest_ffma_sum(pick, problem) <= kMaxFfmaSum) break;
-    }
-  }
-  return fit_config(pick, device, problem);
-}
-
-std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& problem) {
-  // Known-good families (measured on H100/H200, and CUTLASS's best SIMT shapes), tried first so
-  // the search starts in a good region: large register tiles with register prefetch or cp.async
-  // pipelines, medium tiles, and small or split-K tiles for shapes with few tiles.
-  static const char* const kFamilies[] = {
-      // The best NT and TT tiles, reading B transposed into the workspace (NN and TN, large m),
-      // and the best large NN tile found on an H200.
-      "GEMV=0,BM=128,BN=256,BK=16,WM=128,WN=32,TM=4,TN=8,LM=8,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=128,BN=128,BK=16,WM=128,WN=32,TM=8,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=4,SWZ=4,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=128,BN=256,BK=16,WM=32,WN=128,TM=4,TN=4,LM=2,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=1,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=256,BN=128,BK=16,WM=32,WN=128,TM=8,TN=8,LM=4,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=256,BN=128,BK=16,WM=128,WN=32,TM=4,TN=8,LM=16,VEC=4,PAD=0,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=256,BN=128,BK=8,WM=64,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=3,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=128,BN=256,BK=8,WM=64,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=3,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=128,BN=128,BK=8,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,"
-      "PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=128,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=32,BN=64,BK=32,WM=32,WN=16,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=64,BN=32,BK=32,WM=16,WN=32,TM=4,TN=4,LM=4,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=32,BN=32,BK=16,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=2,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=32,BN=32,BK=32,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0",
-      // Skinny products (n or m of 64-128 against thousands): tall or wide tiles, few splits.
-      "GEMV=0,BM=256,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=256,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=2,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=2,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=64,BN=256,BK=16,WM=32,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=64,BN=128,BK=16,WM=32,WN=64,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=2,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=4,TN=2,LM=8,VEC=1,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=1,SPLITK=4,PACK=0,REDUCE=0,TAIL=0",
-      // Operands kept k-contiguous in shared memory (AKM/BKM = 0: no transpose on the way in,
-      // fragments read four steps of k at once): the best measured for a medium NN product
-      // (1000^3) and for a skinny TN one (16384x64x8192, both operands k-contiguous).
-      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=32,TM=4,TN=1,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=16,"
-      "PIPE=4,SWZ=8,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0",
-      "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=1,TN=1,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0",
-      // Long k under a small output: many splits, summed by a second pass.
-      "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=2,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=0,UNROLL=16,PIPE=2,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0",
-      "GEMV=0,BM=128,BN=64,BK=16,WM=64,WN=32,TM=2,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=0,UNROLL=16,PIPE=2,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=64,PACK=0,REDUCE=1,TAIL=0",
-      "GEMV=0,BM=128,BN=64,BK=32,WM=32,WN=64,TM=4,TN=4,LM=2,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=4,PIPE=4,"
-      "SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0",
-      "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=64,PACK=0,REDUCE=1,TAIL=0",
-      "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=0,BKM=0,UNROLL=8,PIPE=3,"
-      "SWZ=0,MINB=2,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0",
-      "GEMV=0,BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0",
-      // FP64 tensor cores (MMA = 1; sm_90+), the best of a first probe on an H100 (docs/
-      // experiments/gemm_dmma_probe.cu): 64x64 tiles for medium products (1000^3, 3000^3, TN
-      // 1024^3), 128x64 with split-K for skinny ones (TN 16384x64x8192). AKM and BKM are set
-      // from the layout below (operands as stored).
-      "GEMV=0,BM=64,BN=64,BK=16,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1",
-      "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1",
-      "GEMV=0,BM=64,BN=64,BK=16,WM=32,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1",
-      "GEMV=0,BM=128,BN=32,BK=16,WM=32,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1",
-      "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1",
-      "GEMV=0,BM=128,BN=64,BK=32,WM=64,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1",
-      "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=1",
-      // Split TF32 on wgmma (MMA = 3; sm_90a), the best of the first probes on an H200 (issue 31:
-      // 1.24-1.35x cuBLAS at 4096^3 and 8192^3 in every layout): 128x128 tiles of two consumer
-      // warpgroups, and 64-row and 64-column variants for products with fewer tiles.
-      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,KSUM=1",
-      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,KSUM=1",
-      "GEMV=0,BM=64,BN=128,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,KSUM=1",
-      "GEMV=0,BM=128,BN=64,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=3,KSUM=1",
-      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=2,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=3,KSUM=1",
-      "GEMV=0,BM=64,BN=64,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=3,KSUM=1",
-      // Split TF32 on wgmma fed by the TMA (MMA = 4; sm_90a; PRETB set by the layout), the best of
-      // the lab runs on an H100 (scripts/issue31/wglab.sh: 128 x 128, 4 stages, 8-row groups:
-      // 4096^3 NN 103 TFLOP/s, 2.0x cuBLAS), and smaller tiles and splits for fewer tiles.
-      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=4,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,KSUM=1",
-      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,KSUM=1",
-      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=3,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,KSUM=1",
-      "GEMV=0,BM=64,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,KSUM=1",
-      "GEMV=0,BM=128,BN=64,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,KSUM=1",
-      "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
-      "PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=4,PACK=0,REDUCE=0,TAIL=0,MMA=4,KSUM=1",
-  };
-  const Space space = make_space(device, problem);
-  std::vector<Config> seeds = {default_config(device, problem)};
-  auto add = [&](const Config& family) {
-    // Slice sums bounded on this k as the op serves them (past 128 slices every wgmma family,
-    // written in one chain, would be refused).
-    const Config c = with_bounded_slice_sums(family, problem);
-    if (!space.violation(c, /*include_pruning=*/true) &&
-        std::find(seeds.begin(), seeds.end(), c) == seeds.end()) {
-      seeds.push_back(c);
-    }
-  };
-  for (const char* text : kFamilies) {
-    Config c = with_operands_as_stored(with_absent_params(Config::parse(text), parameters()),
-                                       problem);
-    // Unaligned operands: each family packed (wide vectors kept) and narrowed (no copies).
-    Config packed = c;
-    packed.set("PACK", 1);
-    add(packed);
-    c.set("VEC", std::min(c.get("VEC"), problem.alignment));
-    add(c);
-    // Split families also with the summing pass spread over many blocks, the others with their
-    // last wave's tiles split.
-    Config spread = c;
-    spread.set("REDUCE", 1);
-    add(spread);
-    Config tail = c;
-    tail.set("TAIL", 1);
-    add(tail);
-    // FFMA families also with each k slice summed apart (the accuracy contract may refuse the
-    // single chain).
-    if (!is_mma(c)) {
-      Config slices = c;
-      slices.set("KSUM", 1);
-      add(slices);
-    }
-    // TMA-fed split TF32 families also in plain TF32 (the TF32 compute type's).
-    if (is_tma(c)) add(for_compute(c, problem));
-    // FP64 tensor-core families also in split TF32, in one chain and in partial chains.
-    if (sums_in_double(c)) {
-      Config tf32 = c;
-      tf32.set("MMA", 2);
-      add(tf32);
-      tf32.set("KSUM", 1);
-      add(tf32);
-    }
-    if (packed.get("VEC") > c.get("VEC")) {
-      packed.set("TAIL", 1);
-      add(packed);
-    }
-  }
-  // m or n up to 16: the matrix-vector kernel, with and without splitting k, its columns the
-  // fewest that hold the product's.
-  if (std::min(problem.m, problem.n) <= kGemvMaxCols) {
-    const int64_t vectors = problem.n <= kGemvMaxCols ? problem.n : problem.m;
-    const int cols = static_cast<int>(pow2_at_least(std::max<int64_t>(1, vectors)));
-    // Vectors of 4 wherever the operands allow them (the class counts C, which the kernel
-    // writes one float at a time), and of the class's width.
-    for (int vec : {4, problem.alignment}) {
-      for (int rows : {32, 64, 128}) {
-        for (int splits : {1, 4, 16}) {
-          add(gemv_config(rows, vec, splits, cols));
-        }
-      }
-    }
-  }
-  return seeds;
 }
 
 std::string math_family(const Config& c) {
