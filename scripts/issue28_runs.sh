@@ -29,12 +29,12 @@
 #                networks set, the large stratum and the second fitting set (not yet swept: its
 #                decoding shapes lost most to the longest-sum rule), for at most S seconds (default 300; gemm_sweep_<gpu>_issue28-
 #                ksum-<set>.tsv.gz): rows for the fit where single FFMA chains break the contract
-#   tf32[:S]     the split TF32 (MMA=2) variants of the table's FP64 tensor-core entries (bench/
-#                results/gemm_sweep_candidates_tf32_<gpu>.txt) on the networks set, the second
+#   tf32[:S]     the split TF32 (MMA=2) variants of the table's FP64 tensor-core entries (bench/data/
+#                sweep_candidates/gemm_sweep_candidates_tf32_<gpu>.txt) on the networks set, the second
 #                fitting set and the large and middle strata, for at most S seconds
 #                (default 500; gemm_sweep_<gpu>_issue28-tf32-<set>.tsv.gz)
-#   wgmma[:S]    the split TF32 wgmma configs (MMA=3, issue 31: bench/data/sweeps/gemm_sweep_
-#                candidates_wgmma.txt) on the networks set, the large stratum, the second fitting
+#   wgmma[:S]    the split TF32 wgmma configs (MMA=3, issue 31: bench/data/
+#                sweep_candidates/gemm_sweep_candidates_wgmma.txt) on the networks set, the large stratum, the second fitting
 #                set and the middle stratum, for at most S seconds (default 300;
 #                gemm_sweep_<gpu>_issue28-wgmma-<set>.tsv.gz)
 #   tma[:S]      the split TF32 wgmma configs fed by the TMA (MMA=4, issue 31: bench/data/sweep_candidates/
@@ -99,8 +99,8 @@
 #                loads changed (gemm.cu kRowsFirst), for at most S seconds (default 420;
 #                gemm_sweep_<gpu>_issue28-rows-first-<set>.tsv.gz): the refit reads them last, so
 #                their rows replace the older kernels' of the same problem and config
-#   lanes[:S]    the split TF32 wgmma configs of one consumer warpgroup at MINB 1 and 2 (bench/
-#                results/gemm_sweep_candidates_wgmma_lanes.txt, and _<gpu>.txt where that GPU's
+#   lanes[:S]    the split TF32 wgmma configs of one consumer warpgroup at MINB 1 and 2 (bench/data/
+#                sweep_candidates/gemm_sweep_candidates_wgmma_lanes.txt, and _<gpu>.txt where that GPU's
 #                table holds more) on the large and middle strata, the networks set, the second
 #                fitting set and the layer grid after narrow loads of rows-adjacent operands
 #                changed (gemm.cu kLanesAlongRows), for at most S seconds (default 300;

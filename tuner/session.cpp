@@ -95,7 +95,8 @@ BaselineTiming time_runs(const std::function<void(cudaStream_t)>& run, cudaStrea
   // benchmarks time it: a launch then overlaps the previous one's tail, as it does in use, and
   // kernels that chain several launches (a packing or summing pass) are not charged a launch gap
   // per pass that back-to-back calls do not pay. Timed alone, a 60 us product read 10% faster
-  // against cuBLAS than it runs in a loop (bench/results/history/gemm_issue10_probes_nvidia-h100.txt).
+  // against cuBLAS than it runs in a loop
+  // (bench/results/history/gemm_issue10_probes_nvidia-h100.txt).
   auto timed = [&](int calls) {
     start.record(stream);
     for (int c = 0; c < calls; ++c) run(stream);

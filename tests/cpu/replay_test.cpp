@@ -303,6 +303,7 @@ TEST(TuningQuality, TheDefaultStrategyFindsTheRecordedBestsQuickly) {
   for (const auto& file : files) {
     const RecordedSpace record = read_recorded_space(file);
     const Space space = recorded_problem_space(record);
+    const double best = recorded_best_ms(record, space);
     std::vector<double> f100, f300;
     for (uint64_t seed = 1; seed <= 5; ++seed) {
       ReplayOptions options;
@@ -312,8 +313,8 @@ TEST(TuningQuality, TheDefaultStrategyFindsTheRecordedBestsQuickly) {
       options.compile_threads = record.compile_threads;
       options.max_evals = 300;
       const ReplayResult r = replay(space, record, options);
-      f100.push_back(r.fraction_after_evals(100, recorded_best_ms(record, space)));
-      f300.push_back(r.fraction_after_evals(300, recorded_best_ms(record, space)));
+      f100.push_back(r.fraction_after_evals(100, best));
+      f300.push_back(r.fraction_after_evals(300, best));
     }
     std::sort(f100.begin(), f100.end());
     std::sort(f300.begin(), f300.end());
