@@ -22,9 +22,10 @@
 
 #include "api/runtime.hpp"
 #include "cache/database.hpp"
-#include "generator/cuda_check.hpp"
-#include "generator/cuda_raii.hpp"
-#include "templates/entropy/entropy_face.hpp"
+#include "core/cuda_check.hpp"
+#include "core/cuda_raii.hpp"
+#include "generator/device.hpp"
+#include "templates/entropy/entropy_descriptor.hpp"
 #include "templates/extent.hpp"
 #include "tuned/error.hpp"
 

@@ -2,7 +2,7 @@
 
 #include "api/runtime.hpp"
 #include "api/transpose_api.hpp"
-#include "templates/gemm/gemm_face.hpp"
+#include "templates/gemm/gemm_descriptor.hpp"
 #include "tuned/tuned.h"
 
 namespace tuned::api {

@@ -10,9 +10,10 @@
 
 #include "cache/selection_model.hpp"
 #include "cache/shipped_defaults.hpp"
-#include "generator/cuda_check.hpp"
-#include "generator/cuda_raii.hpp"
-#include "generator/log.hpp"
+#include "core/cuda_check.hpp"
+#include "core/cuda_raii.hpp"
+#include "core/log.hpp"
+#include "generator/device.hpp"
 #include "tuner/tuning_policy.hpp"
 
 namespace tuned {

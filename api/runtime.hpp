@@ -36,7 +36,7 @@
 #include "api/shape_recorder.hpp"
 #include "api/workspaces.hpp"
 #include "cache/database.hpp"
-#include "generator/device.hpp"
+#include "core/device_info.hpp"
 #include "generator/kernel_cache.hpp"
 #include "templates/registry.hpp"
 

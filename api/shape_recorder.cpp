@@ -8,8 +8,8 @@
 #include <cstring>
 #include <sstream>
 
-#include "generator/log.hpp"
-#include "templates/problem_key.hpp"
+#include "core/log.hpp"
+#include "core/problem_key.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned {

@@ -1,7 +1,7 @@
 #include "api/transpose_api.hpp"
 
 #include "api/runtime.hpp"
-#include "templates/transpose/transpose_face.hpp"
+#include "templates/transpose/transpose_descriptor.hpp"
 
 namespace tuned::api {
 namespace {

@@ -3,15 +3,16 @@
 #include <stdlib.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
 
-#include "generator/cuda_check.hpp"
-#include "templates/problem_key.hpp"
+#include "core/cuda_check.hpp"
+#include "core/problem_key.hpp"
+#include "generator/device.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::bench {

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "generator/cuda_raii.hpp"
-#include "generator/device.hpp"
+#include "core/cuda_raii.hpp"
+#include "core/device_info.hpp"
 #include "generator/kernel_cache.hpp"
 #include "templates/check/device_check.hpp"
 #include "templates/gemm/gemm_reference.hpp"

@@ -31,8 +31,8 @@
 #include <vector>
 
 #include "api/runtime.hpp"
-#include "generator/cuda_raii.hpp"
-#include "templates/entropy/entropy_face.hpp"
+#include "core/cuda_raii.hpp"
+#include "templates/entropy/entropy_descriptor.hpp"
 #include "tuned/tuned.hpp"
 
 namespace {

@@ -22,7 +22,8 @@
 #include <vector>
 
 #include "bench/bench_util.hpp"
-#include "generator/cuda_check.hpp"
+#include "core/cuda_check.hpp"
+#include "generator/device.hpp"
 #include "templates/gemm/gemm_op.hpp"
 #include "templates/gemm/gemm_task.hpp"
 #include "tuned/tuned.h"

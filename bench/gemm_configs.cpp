@@ -18,7 +18,7 @@
 
 #include "api/transpose_api.hpp"
 #include "bench/bench_util.hpp"
-#include "generator/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "templates/gemm/gemm_op.hpp"
 #include "templates/gemm/gemm_task.hpp"
 #include "tuned/error.hpp"

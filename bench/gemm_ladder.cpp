@@ -4,13 +4,14 @@
 // runs (the user's tuning, else the shipped defaults).
 //   gemm_ladder [--device N] [--db PATH] [--json FILE] [--markdown FILE]
 #include <CLI/CLI.hpp>
-#include <cstdio>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 
 #include "bench/bench_util.hpp"
-#include "generator/cuda_check.hpp"
+#include "core/cuda_check.hpp"
+#include "generator/device.hpp"
 #include "templates/template_source.hpp"
 #include "tuned/error.hpp"
 #include "tuned/tuned.h"

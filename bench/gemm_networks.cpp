@@ -39,7 +39,7 @@
 
 #include "bench/bench_util.hpp"
 #include "bench/network_shapes.hpp"
-#include "generator/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "templates/gemm/gemm_op.hpp"
 #include "templates/gemm/gemm_reference.hpp"
 #include "tuned/error.hpp"

@@ -38,7 +38,7 @@
 
 #include "bench/bench_util.hpp"
 #include "bench/random_shapes.hpp"
-#include "generator/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "templates/gemm/gemm_op.hpp"
 #include "templates/gemm/gemm_task.hpp"
 #include "tuned/error.hpp"

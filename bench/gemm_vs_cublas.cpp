@@ -9,16 +9,16 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <cmath>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "bench/bench_util.hpp"
 #include "bench/gemm_suite.hpp"
-#include "generator/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "tuned/error.hpp"
 #include "tuned/tuned.h"
 

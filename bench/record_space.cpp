@@ -16,10 +16,10 @@
 #include <thread>
 
 #include "cache/database.hpp"
+#include "core/problem_key.hpp"
 #include "generator/device.hpp"
 #include "generator/kernel_cache.hpp"
 #include "templates/check/device_check.hpp"
-#include "templates/problem_key.hpp"
 #include "templates/registry.hpp"
 #include "tuned/error.hpp"
 #include "tuner/compile_pool.hpp"

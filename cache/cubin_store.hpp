@@ -3,7 +3,7 @@
 #pragma once
 
 #include "cache/database.hpp"
-#include "generator/cubin.hpp"
+#include "core/cubin.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::cache {

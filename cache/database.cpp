@@ -18,7 +18,7 @@
 
 #include "cache/database_rows.hpp"
 #include "cache/sqlite_statement.hpp"
-#include "generator/log.hpp"
+#include "core/log.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::cache {

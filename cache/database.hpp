@@ -14,7 +14,7 @@
 #include "cache/database_file.hpp"
 #include "cache/merge.hpp"
 #include "cache/records.hpp"
-#include "generator/cubin.hpp"
+#include "core/cubin.hpp"
 #include "tuned/error.hpp"
 
 struct sqlite3;

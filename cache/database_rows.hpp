@@ -10,7 +10,7 @@
 #include "cache/database.hpp"
 #include "cache/records.hpp"
 #include "cache/sqlite_statement.hpp"
-#include "generator/log.hpp"
+#include "core/log.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::cache::rows {

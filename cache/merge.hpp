@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cache/records.hpp"
-#include "generator/cubin.hpp"
+#include "core/cubin.hpp"
 
 namespace tuned::cache {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <utility>
 
-#include "generator/log.hpp"
+#include "core/log.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::cache {

@@ -1,14 +1,14 @@
 // Plain records stored in the tuning database. No SQLite here: templates/, tuner/ and api/ build
 // and read these; only cache/database.cpp knows how they are stored. Cubins and their key belong
-// to the generator (generator/cubin.hpp).
+// to the generator (core/cubin.hpp).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "generator/device.hpp"
-#include "templates/problem_key.hpp"
+#include "core/device_info.hpp"
+#include "core/problem_key.hpp"
 
 namespace tuned::cache {
 
@@ -26,7 +26,7 @@ struct DeviceRecord {
 /// The record of a queried device (what autotune and first-use tuning store, what lookups match).
 DeviceRecord device_record(const DeviceInfo& device);
 
-// ProblemKey and shape_distance are the ops' vocabulary (templates/problem_key.hpp).
+// ProblemKey and shape_distance are the ops' vocabulary (core/problem_key.hpp).
 using tuned::ProblemKey;
 using tuned::shape_distance;
 

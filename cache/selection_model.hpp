@@ -1,7 +1,7 @@
 // The selection model shipped with the library: per GPU model and op, a small portfolio of configs
 // per variant and the measured times of that portfolio on many shapes (a sweep). For a shape nobody
 // tuned, the portfolio is ranked by its regret on the nearest measured shapes. Data, not code: the
-// tables are cache/shipped/*_selection_*.tsv, written by tools/fit_selection
+// tables are cache/shipped/*_selection_*.tsv, written by bench/fit_selection
 // (scripts/refit_selection.sh). Nothing here knows an op.
 #pragma once
 
@@ -68,7 +68,7 @@ class SelectionModel {
   /// last wave). A neighbour measures the config where its inefficiency may differ from the
   /// call's, so each neighbour regret is moved by sum_f weight_f * (f(call) - f(neighbour)), at
   /// most kMaxFeatureMove either way: the weights and the SM count of the measuring GPU come from
-  /// the model's features line (chosen by leave-one-out over the sweep, tools/fit_selection
+  /// the model's features line (chosen by leave-one-out over the sweep, bench/fit_selection
   /// --feature-weights); a name the table lacks weighs 0.
   struct Features {
     std::vector<std::string> names;

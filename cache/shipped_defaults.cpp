@@ -3,7 +3,7 @@
 #include <sstream>
 #include <vector>
 
-#include "templates/problem_key.hpp"
+#include "core/problem_key.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned::cache {

@@ -1,32 +1,10 @@
-// What the generator and tuner need to know of a GPU: identity (for cache keys) and limits (for
-// constraints).
+// The GPUs of this machine: how many, and each one's record (core/device_info.hpp), refused where
+// this NVRTC cannot target it.
 #pragma once
 
-#include <cstddef>
-#include <string>
+#include "core/device_info.hpp"
 
 namespace tuned {
-
-struct DeviceInfo {
-  int index = 0;
-  std::string name;
-  std::string uuid;  // "GPU-8-4-4-4-12 hex", as nvidia-smi prints it
-  int cc_major = 0;
-  int cc_minor = 0;
-  int sm_count = 0;
-  int clock_khz = 0;
-  int max_threads_per_block = 0;
-  int max_threads_per_sm = 0;
-  size_t smem_per_block_optin = 0;  // the most dynamic shared memory a block may opt in to
-  size_t smem_per_sm = 0;
-  int regs_per_sm = 0;
-  int regs_per_block = 0;
-  size_t l2_bytes = 0;
-  size_t memory_bytes = 0;
-
-  int compute_capability() const { return cc_major * 10 + cc_minor; }
-  std::string arch() const { return "sm_" + std::to_string(compute_capability()); }
-};
 
 /// Number of CUDA devices; throws Error(TUNED_STATUS_NO_DEVICE) when there is no driver or device.
 int device_count();
@@ -34,8 +12,5 @@ int device_count();
 /// Queries device `index`. Throws Error(TUNED_STATUS_NO_DEVICE) naming the index and how many
 /// devices there are, and Error(TUNED_STATUS_UNSUPPORTED_ARCH) for GPUs NVRTC cannot target.
 DeviceInfo query_device(int index);
-
-/// A device with no GPU: the limits of an sm_80/sm_90 part, for CPU-only enumeration and tests.
-DeviceInfo reference_device(int compute_capability);
 
 }  // namespace tuned

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "generator/log.hpp"
+#include "core/log.hpp"
 #include "generator/precompiled.hpp"
 #include "tuned/error.hpp"
 

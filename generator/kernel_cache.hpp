@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "generator/cubin.hpp"
-#include "generator/device.hpp"
+#include "core/cubin.hpp"
+#include "core/device_info.hpp"
 #include "generator/kernel.hpp"
 #include "generator/nvrtc_compiler.hpp"
 

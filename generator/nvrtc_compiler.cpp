@@ -6,7 +6,7 @@
 #include <chrono>
 #include <regex>
 
-#include "generator/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 
 namespace tuned {
 namespace {

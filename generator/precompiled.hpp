@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "generator/cubin.hpp"
+#include "core/cubin.hpp"
 
 namespace tuned {
 

@@ -147,7 +147,7 @@ for out in "${order[@]}"; do
     zcat -f "$f" > "$tmp/${plain[-1]}"
   done
   # Run from the folder of the unpacked sweeps so the table's header names them, not $tmp.
-  (cd "$tmp" && "$OLDPWD/$build/tools/fit_selection" "${plain[@]}" --op "$op" \
+  (cd "$tmp" && "$OLDPWD/$build/bench/fit_selection" "${plain[@]}" --op "$op" \
     --entries "$entries" --neighbours "$neighbours" --time-weight-ms "$time_weight_ms" \
     ${feature_weights:+--feature-weights "$feature_weights"} --out "$OLDPWD/$out")
 done

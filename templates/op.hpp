@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "templates/problem_key.hpp"
+#include "core/problem_key.hpp"
+#include "core/space.hpp"
 #include "generator/kernel.hpp"
 #include "generator/kernel_cache.hpp"
 #include "templates/check/device_check.hpp"
-#include "templates/space.hpp"
 
 namespace tuned {
 

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "generator/device.hpp"
+#include "core/device_info.hpp"
+#include "core/space.hpp"
 #include "generator/kernel_cache.hpp"
 #include "templates/check/device_check.hpp"
 #include "templates/op.hpp"
-#include "templates/space.hpp"
 
 namespace tuned {
 

@@ -1,8 +1,7 @@
 // What an op is, without any of its GPU machinery: name, shape dimensions and their ranges,
-// variants, default tuning shapes, rate unit and parameters. Each op folder's descriptor
-// (<op>_op.cpp) returns its OpInfo; the registry (registry.hpp) adds the factories and runtime face,
-// and tools that only read the database (tunedb) take names and units from the catalog
-// (op_catalog.hpp) without linking kernels, tasks or cuBLAS.
+// variants, default tuning shapes, rate unit and parameters. Each op's info() (<op>_op.cpp) returns
+// its OpInfo; its descriptor's registration (registered_op.hpp) adds the factories and runtime
+// face, and the registry (registry.hpp) lists them.
 #pragma once
 
 #include <climits>
@@ -12,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "templates/space.hpp"
+#include "core/space.hpp"
 
 namespace tuned {
 

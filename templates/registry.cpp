@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "templates/entropy/entropy_face.hpp"
-#include "templates/gemm/gemm_face.hpp"
-#include "templates/transpose/transpose_face.hpp"
+#include "templates/entropy/entropy_descriptor.hpp"
+#include "templates/gemm/gemm_descriptor.hpp"
+#include "templates/transpose/transpose_descriptor.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned {
@@ -18,10 +18,26 @@ std::string join(const std::vector<std::string>& items) {
 
 }  // namespace
 
+// The op list: one line per op, its descriptor's registration (templates/registered_op.hpp).
 const std::vector<OpRegistration>& op_registrations() {
   static const std::vector<OpRegistration> ops = {
-      gemm_op::registration(), transpose_op::registration(), entropy_op::registration()};
+      gemm_op::registration(),
+      transpose_op::registration(),
+      entropy_op::registration(),
+  };
   return ops;
+}
+
+const std::vector<OpInfo>& op_infos() {
+  static const std::vector<OpInfo> infos(op_registrations().begin(), op_registrations().end());
+  return infos;
+}
+
+const OpInfo* find_op_info(const std::string& name) {
+  for (const auto& info : op_infos()) {
+    if (info.name == name) return &info;
+  }
+  return nullptr;
 }
 
 ProblemId OpRegistration::problem_id(const std::string& variant, const std::vector<int64_t>& shape,

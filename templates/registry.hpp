@@ -1,6 +1,7 @@
 // The ops tuned knows, each registered once: its name, shape, variants, default tuning shapes,
-// rate unit, tuning-task factory and runtime face. Adding an op means adding its folder and one
-// entry in registry.cpp; the runtime, tuner, cache and tools take everything from here.
+// rate unit, tuning-task factory and runtime face, all derived from its descriptor
+// (registered_op.hpp). Adding an op means adding its folder and one line in registry.cpp; the
+// runtime, tuner, cache and tools take everything from here.
 #pragma once
 
 #include <climits>
@@ -41,6 +42,10 @@ struct OpRegistration : OpInfo {
 
 /// Every registered op.
 const std::vector<OpRegistration>& op_registrations();
+/// What each registered op is (names, dims, variants, units), in the same order.
+const std::vector<OpInfo>& op_infos();
+/// The op called name, or null.
+const OpInfo* find_op_info(const std::string& name);
 /// The op called name; throws Error(TUNED_STATUS_INVALID_ARGUMENT) listing the known ones.
 const OpRegistration& find_op(const std::string& name);
 

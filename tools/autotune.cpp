@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "cache/database.hpp"
-#include "generator/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "generator/device.hpp"
 #include "generator/kernel_cache.hpp"
 #include "templates/check/device_check.hpp"

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/space.hpp"
 #include "generator/kernel_cache.hpp"
-#include "templates/space.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned {

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "cache/records.hpp"
+#include "core/problem_key.hpp"
 #include "generator/device.hpp"
-#include "templates/problem_key.hpp"
 #include "templates/registry.hpp"
 #include "tuned/error.hpp"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "templates/space.hpp"
+#include "core/space.hpp"
 
 namespace tuned {
 

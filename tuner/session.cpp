@@ -7,7 +7,7 @@
 #include <optional>
 #include <thread>
 
-#include "generator/cuda_raii.hpp"
+#include "core/cuda_raii.hpp"
 #include "tuner/compile_pool.hpp"
 #include "tuner/strategy.hpp"
 

@@ -8,7 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "templates/space.hpp"
+#include "core/space.hpp"
 
 namespace tuned {
 

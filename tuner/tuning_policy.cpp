@@ -5,8 +5,8 @@
 
 #include "cache/selection_model.hpp"
 #include "cache/shipped_defaults.hpp"
-#include "generator/cuda_check.hpp"
-#include "generator/log.hpp"
+#include "core/cuda_check.hpp"
+#include "core/log.hpp"
 #include "tuner/session.hpp"
 
 namespace tuned {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "generator/cuda_raii.hpp"
+#include "core/cuda_raii.hpp"
 #include "generator/kernel_cache.hpp"
 
 namespace tuned {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "generator/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "templates/extent.hpp"
 #include "templates/template_source.hpp"
 #include "tuned/error.hpp"

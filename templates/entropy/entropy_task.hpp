@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "generator/cuda_raii.hpp"
+#include "core/cuda_raii.hpp"
 #include "templates/entropy/entropy_op.hpp"
 #include "templates/op.hpp"
 

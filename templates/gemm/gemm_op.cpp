@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "generator/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "templates/extent.hpp"
 #include "templates/gemm/gemm_tma.hpp"
 #include "templates/gemm/math_family.hpp"

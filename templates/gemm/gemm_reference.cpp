@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "generator/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "templates/template_source.hpp"
 
 namespace tuned::gemm_op {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "generator/cuda_raii.hpp"
+#include "core/cuda_raii.hpp"
 #include "generator/kernel_cache.hpp"
 #include "templates/gemm/gemm_op.hpp"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "generator/cuda_raii.hpp"
+#include "core/cuda_raii.hpp"
 #include "templates/check/cublas_handle.hpp"
 #include "templates/gemm/gemm_op.hpp"
 #include "templates/gemm/gemm_reference.hpp"

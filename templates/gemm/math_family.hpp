@@ -2,7 +2,7 @@
 // seeds and the launch ask it.
 #pragma once
 
-#include "templates/space.hpp"
+#include "core/space.hpp"
 
 namespace tuned::gemm_op {
 

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "generator/device.hpp"
+#include "core/device_info.hpp"
+#include "core/problem_key.hpp"
+#include "core/space.hpp"
 #include "generator/kernel.hpp"
 #include "generator/kernel_cache.hpp"
 #include "templates/op_info.hpp"
-#include "templates/problem_key.hpp"
-#include "templates/space.hpp"
 
 namespace tuned::transpose_op {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "generator/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "templates/extent.hpp"
 #include "templates/template_source.hpp"
 

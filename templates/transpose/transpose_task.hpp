@@ -4,7 +4,7 @@
 // also get exactly right.
 #pragma once
 
-#include "generator/cuda_raii.hpp"
+#include "core/cuda_raii.hpp"
 #include "templates/check/cublas_handle.hpp"
 #include "templates/op.hpp"
 #include "templates/transpose/transpose_op.hpp"

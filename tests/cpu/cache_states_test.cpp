@@ -1,6 +1,8 @@
 // A cache can only help (issue 29), without a GPU: the runtime's choices with the user database in
 // every state a user may leave it in (tests/common/cache_states.hpp), its memo's bound, and
 // processes creating one database together.
+#include "tests/common/cache_states.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -15,11 +17,10 @@
 
 #include "api/runtime.hpp"
 #include "cache/database.hpp"
-#include "generator/log.hpp"
-#include "templates/entropy/entropy_face.hpp"
-#include "templates/gemm/gemm_face.hpp"
-#include "templates/transpose/transpose_face.hpp"
-#include "tests/common/cache_states.hpp"
+#include "core/log.hpp"
+#include "templates/entropy/entropy_descriptor.hpp"
+#include "templates/gemm/gemm_descriptor.hpp"
+#include "templates/transpose/transpose_descriptor.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned {

@@ -2,13 +2,13 @@
 // bound that decides which accumulations may serve a window (fixed point always; float sums only
 // for few updates), the space's rules on shared memory and the register ring, and the CPU/GPU
 // threshold read from best records (kernel plus copies against the CPU path's time).
+#include "templates/entropy/entropy_op.hpp"
+
 #include <gtest/gtest.h>
 
 #include "api/entropy_api.hpp"
 #include "cache/shipped_defaults.hpp"
 #include "generator/device.hpp"
-#include "templates/entropy/entropy_op.hpp"
-#include "templates/op_catalog.hpp"
 #include "templates/registry.hpp"
 #include "tuned/error.hpp"
 
@@ -26,19 +26,6 @@ TEST(EntropyOp, RegisteredWithItsDimensionRanges) {
     EXPECT_THROW(validate_request(TaskRequest{"entropy", bad, "", {}}), Error);
   }
   EXPECT_THROW(validate_request(TaskRequest{"entropy", {64, 64, 2, 16}, "f16", {}}), Error);
-}
-
-// The catalog (what tunedb reads) and the registry list the same ops, in the same order.
-TEST(EntropyOp, CatalogAndRegistryAgree) {
-  ASSERT_EQ(op_infos().size(), op_registrations().size());
-  for (size_t i = 0; i < op_infos().size(); ++i) {
-    EXPECT_EQ(op_infos()[i].name, op_registrations()[i].name);
-    EXPECT_EQ(op_infos()[i].rate_unit, op_registrations()[i].rate_unit);
-    EXPECT_EQ(op_infos()[i].variants, op_registrations()[i].variants);
-  }
-  ASSERT_NE(find_op_info("entropy"), nullptr);
-  EXPECT_EQ(find_op_info("entropy")->rate_unit, "GB/s");
-  EXPECT_EQ(find_op_info("conv"), nullptr);
 }
 
 TEST(EntropyOp, ErrorBoundAdmitsFixedPointAlwaysAndFloatSumsOnlyForFewUpdates) {

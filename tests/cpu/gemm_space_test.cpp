@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include "generator/nvrtc_compiler.hpp"
-#include "templates/gemm/gemm_face.hpp"
+#include "templates/gemm/gemm_descriptor.hpp"
 #include "templates/gemm/gemm_op.hpp"
 #include "templates/template_source.hpp"
 #include "tuned/error.hpp"
@@ -255,7 +255,8 @@ TEST(GemmSpace, PackedOperandsAndSplitSumsHaveTheirWorkspace) {
     call.alignment = alignment_class(pa, pb, operand, lda, ldb, call.ldc);
     call.unaligned_operands = unaligned_operands(pa, lda, pb, ldb);
     EXPECT_GT(workspace_bytes(c, call), 0u);
-    EXPECT_EQ(workspace_bytes(c, problem_of(problem_id(call))), workspace_bytes(c, call))
+    EXPECT_EQ(workspace_bytes(c, Descriptor::problem_of(problem_id(call))),
+              workspace_bytes(c, call))
         << "lda " << lda << ", ldb " << ldb;
   }
   // With PRETB, B is already copied (transposed, aligned): only A gets room of its own.

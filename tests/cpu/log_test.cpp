@@ -1,7 +1,7 @@
-// The library's log (generator/log.hpp): silent by default, levels, log_once, file destination.
+// The library's log (core/log.hpp): silent by default, levels, log_once, file destination.
 // The environment is read once per process, so those cases run this binary again as a child with
 // the environment under test.
-#include "generator/log.hpp"
+#include "core/log.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "cache/database.hpp"
-#include "generator/log.hpp"
-#include "templates/gemm/gemm_face.hpp"
+#include "core/log.hpp"
+#include "templates/gemm/gemm_descriptor.hpp"
 
 namespace tuned {
 namespace {

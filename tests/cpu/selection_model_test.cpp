@@ -1,5 +1,5 @@
 // The selection model (cache/selection_model.*): parsing, kNN ranking, model fallback, the
-// builtin tables, and tools/fit_selection run as a subprocess on small synthetic sweeps.
+// builtin tables, and bench/fit_selection run as a subprocess on small synthetic sweeps.
 #include "cache/selection_model.hpp"
 
 #include <gtest/gtest.h>
@@ -440,10 +440,10 @@ TEST(SelectionModel, BuiltinHasNoHeldOutShapeAndParsesFast) {
   EXPECT_LT(best_ms, 50.0);
 }
 
-// ---- tools/fit_selection as a subprocess ----
+// ---- bench/fit_selection as a subprocess ----
 
 std::filesystem::path fit_selection_path() {
-  return std::filesystem::read_symlink("/proc/self/exe").parent_path() / ".." / "tools" /
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path() / ".." / "bench" /
          "fit_selection";
 }
 

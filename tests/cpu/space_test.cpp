@@ -1,5 +1,7 @@
 // The generic space walk against brute force: for_each must visit exactly the configs of the
 // product that meet every constraint, in lexicographic order, however it prunes and jumps.
+#include "core/space.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -7,7 +9,6 @@
 
 #include "generator/device.hpp"
 #include "templates/gemm/gemm_op.hpp"
-#include "templates/space.hpp"
 
 namespace {
 

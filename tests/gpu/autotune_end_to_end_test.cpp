@@ -1,7 +1,6 @@
 // autotune end to end with a small budget, then tuned_gemm in another process uses the tuned
 // config from the database (exact key, and the nearest shape for an untuned one).
 #include <gtest/gtest.h>
-
 #include <sqlite3.h>
 #include <sys/wait.h>
 
@@ -17,9 +16,9 @@
 #include <vector>
 
 #include "cache/database.hpp"
+#include "core/space.hpp"
 #include "generator/device.hpp"
 #include "gpu_test_util.hpp"
-#include "templates/space.hpp"
 #include "tuned/tuned.h"
 
 namespace {

@@ -17,14 +17,14 @@
 #include <vector>
 
 #include "cache/database.hpp"
-#include "generator/cuda_check.hpp"
+#include "core/cuda_check.hpp"
+#include "core/log.hpp"
 #include "generator/device.hpp"
 #include "generator/kernel_cache.hpp"
-#include "generator/log.hpp"
 #include "generator/nvrtc_compiler.hpp"
 #include "generator/precompiled.hpp"
 #include "gpu_test_util.hpp"
-#include "templates/gemm/gemm_face.hpp"
+#include "templates/gemm/gemm_descriptor.hpp"
 #include "templates/gemm/gemm_op.hpp"
 #include "templates/registry.hpp"
 #include "tuned/tuned.h"

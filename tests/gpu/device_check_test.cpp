@@ -1,15 +1,16 @@
 // The device-side verification itself: the comparison must see wrong values, unwritten elements
 // and NaN, with leading dimensions larger than the rows, or every kernel check built on it is blind.
+#include "templates/check/device_check.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-#include "generator/cuda_check.hpp"
-#include "generator/cuda_raii.hpp"
+#include "core/cuda_check.hpp"
+#include "core/cuda_raii.hpp"
 #include "generator/device.hpp"
 #include "gpu_test_util.hpp"
-#include "templates/check/device_check.hpp"
 
 namespace tuned {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "api/transpose_api.hpp"
 #include "cache/selection_model.hpp"
-#include "generator/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "generator/device.hpp"
 #include "generator/kernel_cache.hpp"
 #include "gpu_test_util.hpp"

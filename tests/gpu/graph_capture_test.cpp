@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "cache/database.hpp"
-#include "generator/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "generator/device.hpp"
 #include "generator/kernel_cache.hpp"
 #include "gpu_test_util.hpp"

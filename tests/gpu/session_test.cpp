@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "generator/cuda_raii.hpp"
+#include "core/cuda_raii.hpp"
 #include "generator/device.hpp"
 #include "templates/check/device_check.hpp"
 #include "templates/registry.hpp"

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "generator/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "templates/gemm/gemm_op.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tuned/tuned.h"

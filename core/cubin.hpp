@@ -1,6 +1,6 @@
-// Compiled kernel images, their key and the interface of their persistent store. The generator
-// owns cubins; cache/ implements the store over SQLite and includes this header, never the
-// reverse.
+// Compiled kernel images, their key and the interface of their persistent store: the generator
+// builds and loads cubins, cache/ implements the store over SQLite, and neither includes the other
+// for it.
 #pragma once
 
 #include <optional>

@@ -1,8 +1,5 @@
-#include "templates/op_catalog.hpp"
+#include "templates/op_info.hpp"
 
-#include "templates/entropy/entropy_op.hpp"
-#include "templates/gemm/gemm_op.hpp"
-#include "templates/transpose/transpose_op.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned {
@@ -20,19 +17,6 @@ int OpInfo::variant_index(const std::string& variant) const {
   }
   throw Error(TUNED_STATUS_INVALID_ARGUMENT,
               name + " variant '" + variant + "': must be one of " + known);
-}
-
-const std::vector<OpInfo>& op_infos() {
-  static const std::vector<OpInfo> infos = {gemm_op::info(), transpose_op::info(),
-                                            entropy_op::info()};
-  return infos;
-}
-
-const OpInfo* find_op_info(const std::string& name) {
-  for (const auto& info : op_infos()) {
-    if (info.name == name) return &info;
-  }
-  return nullptr;
 }
 
 }  // namespace tuned

@@ -1,4 +1,4 @@
-#include "generator/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 
 #include <filesystem>
 
@@ -34,8 +34,8 @@ void throw_cuda_error(cudaError_t error, const char* call, const char* file, int
     message = "no CUDA device: ";
   }
   message += std::string(call) + " failed: " + cudaGetErrorName(error) + " (" +
-             cudaGetErrorString(error) + ") at " +
-             std::filesystem::path(file).filename().string() + ":" + std::to_string(line);
+             cudaGetErrorString(error) + ") at " + std::filesystem::path(file).filename().string() +
+             ":" + std::to_string(line);
   throw Error(status_of(error), message);
 }
 
@@ -45,9 +45,9 @@ void throw_nvrtc_error(nvrtcResult result, const char* call, const char* file, i
                         std::filesystem::path(file).filename().string() + ":" +
                         std::to_string(line);
   if (!log.empty()) message += "\n" + log;
-  throw Error(result == NVRTC_ERROR_COMPILATION ? TUNED_STATUS_COMPILE_ERROR
-                                                : TUNED_STATUS_INTERNAL_ERROR,
-              message);
+  throw Error(
+      result == NVRTC_ERROR_COMPILATION ? TUNED_STATUS_COMPILE_ERROR : TUNED_STATUS_INTERNAL_ERROR,
+      message);
 }
 
 }  // namespace tuned

@@ -1,4 +1,4 @@
-#include "templates/space.hpp"
+#include "core/space.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -35,8 +35,8 @@ void Config::set(const std::string& name, int value) {
       return;
     }
   }
-  auto names = std::make_shared<std::vector<std::string>>(names_->begin(),
-                                                           names_->begin() + values_.size());
+  auto names =
+      std::make_shared<std::vector<std::string>>(names_->begin(), names_->begin() + values_.size());
   names->push_back(name);
   names_ = std::move(names);
   values_.push_back(value);

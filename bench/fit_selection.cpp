@@ -33,9 +33,9 @@
 
 #include "bench/held_out.hpp"
 #include "cache/selection_model.hpp"
+#include "core/space.hpp"
 #include "generator/device.hpp"
 #include "templates/registry.hpp"
-#include "templates/space.hpp"
 #include "tools/tool_version.hpp"
 #include "tuned/error.hpp"
 
@@ -511,7 +511,7 @@ int run(Options opt) {
     std::vector<double> sweep_best, oracle, picked, picked_long;
     size_t uncovered = 0, hits = 0, picked_slow = 0, oracle_slow = 0;
     double baseline_sum = 0, picked_sum = 0, oracle_sum = 0;  // ms, for time-weighted ratios
-    constexpr double kSlow = 0.6;  // the untuned-shape benchmark's floor (x cuBLAS)
+    constexpr double kSlow = 0.6;     // the untuned-shape benchmark's floor (x cuBLAS)
     constexpr double kLongMs = 0.05;  // "where time goes": baselines of 50 us and more
     for (size_t i = 0; i < list.size(); ++i) {
       const Problem& p = *list[i];
@@ -552,8 +552,8 @@ int run(Options opt) {
                   "below %.1fx cuBLAS: %zu picks, %zu oracles; %zu problems with no entry "
                   "measured; time-weighted (sum cuBLAS ms / sum ms): pick %.3f, oracle %.3f; "
                   "problems of cuBLAS >= %.0f us: %zu, pick geomean %.3f",
-                  variant.c_str(), list.size(), chosen.size(), geomean(sweep_best),
-                  geomean(oracle), geomean(picked),
+                  variant.c_str(), list.size(), chosen.size(), geomean(sweep_best), geomean(oracle),
+                  geomean(picked),
                   picked.empty() ? 0.0 : 100.0 * static_cast<double>(hits) / picked.size(), kSlow,
                   picked_slow, oracle_slow, uncovered,
                   picked_sum > 0 ? baseline_sum / picked_sum : 0.0,
@@ -572,7 +572,7 @@ int run(Options opt) {
   std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
   std::ostringstream table;
   table << "# Selection model for " << opt.op << " on " << opt.device_name << " (sm_" << opt.cc
-        << "), written by tools/fit_selection on " << when << ":\n#   " << opt.command_line
+        << "), written by bench/fit_selection on " << when << ":\n#   " << opt.command_line
         << "\n# from";
   for (const auto& in : opt.inputs) {
     table << ' ' << (in == "-" && !opt.input_name.empty() ? opt.input_name : in);

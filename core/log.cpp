@@ -1,4 +1,4 @@
-#include "generator/log.hpp"
+#include "core/log.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "generator/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 
 namespace tuned {
 

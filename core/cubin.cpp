@@ -1,4 +1,4 @@
-#include "generator/cubin.hpp"
+#include "core/cubin.hpp"
 
 #include <cstdint>
 
