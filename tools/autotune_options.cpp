@@ -478,9 +478,11 @@ class TomlReader {
 }  // namespace
 
 std::vector<int64_t> parse_shape(const std::string& text) {
+  // Any rank a ProblemId holds: the op checks its own (validate_request).
   static const std::string kRule =
-      "a shape is 2 to 4 integers in 0..2147483647 separated by 'x', like 4096x4096x4096 (the op "
-      "says how many and each one's range)";
+      "a shape is 1 to " + std::to_string(ProblemId::kMaxRank) +
+      " integers in 0..2147483647 separated by 'x', like 4096x4096x4096 (the op says how many and "
+      "each one's range)";
   auto reject = [&](const std::string& why) -> void {
     throw Error(TUNED_STATUS_INVALID_ARGUMENT,
                 "'" + text + "' is not a shape: " + why + " (" + kRule + ")");
@@ -504,7 +506,7 @@ std::vector<int64_t> parse_shape(const std::string& text) {
     if (end == std::string::npos) break;
     start = end + 1;
   }
-  if (dims.size() < 2 || dims.size() > 4) {
+  if (dims.size() > static_cast<size_t>(ProblemId::kMaxRank)) {
     reject("it has " + std::to_string(dims.size()) + " dimension" + (dims.size() == 1 ? "" : "s"));
   }
   return dims;
@@ -679,12 +681,24 @@ TaskRequest task_request(const AutotuneOptions& options, const ShapeRequest& pro
   return request;
 }
 
-ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
-  ParseResult result;
-  CLI::App app{"Tunes tuned's kernels on one GPU (or several) and records the best configurations.",
-               "autotune"};
-  app.get_formatter()->column_width(24);
-  add_version_flag(app, "autotune");
+namespace {
+
+// The command line's values, taken as text and checked by apply_command_line, so that every error
+// names the flag and the rule in the same words as the TOML file's errors; and each option, which
+// says whether it was given.
+struct CommandLineText {
+  std::string device, op, layout, budget, max_trials, patience, strategy, db, config, seed,
+      shapes_from, json_path;
+  std::vector<std::string> shapes;
+  bool verbose = false, no_wait = false, remeasure = false, flush_l2 = false;
+  CLI::Option *device_opt, *op_opt, *shape_opt, *shapes_from_opt, *json_opt, *layout_opt,
+      *budget_opt, *max_trials_opt, *patience_opt, *strategy_opt, *db_opt, *config_opt, *seed_opt;
+};
+
+bool given(const CLI::Option* option) { return option->count() > 0; }
+
+// The help's last lines: the TOML file's keys and each op's parameters with their values.
+std::string help_footer() {
   std::string footer = "Keys of the TOML file: " + join(kTomlKeys) +
                        ";\n[space] narrows the op's parameters to some of their values, e.g. "
                        "BM = [64, 128]:";
@@ -696,162 +710,168 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
       footer += " " + p.name + " {" + join(values, ",") + "}";
     }
   }
-  app.footer(footer);
+  return footer;
+}
 
-  // Values are taken as text and checked here, so that every error names the flag and the rule
-  // in the same words as the TOML file's errors.
-  std::string device, op, layout, budget, max_trials, patience, strategy, db, config, seed,
-      shapes_from, json_path;
-  std::vector<std::string> shapes;
-  bool verbose = false;
-  bool no_wait = false;
-  bool remeasure = false;
-  bool flush_l2 = false;
+void declare_options(CLI::App& app, CommandLineText& t) {
   auto scalar = [&](const std::string& name, std::string& target, const std::string& type,
                     const std::string& description) {
     return app.add_option(name, target, description)
         ->type_name(type)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last one given wins
   };
-  CLI::Option* device_opt =
-      scalar("--device", device, "N|N,M,...|all",
+  t.device_opt =
+      scalar("--device", t.device, "N|N,M,...|all",
              "CUDA device index (default 0); a list or all shares the shapes out over those GPUs, "
              "one tuner each, into one database");
-  CLI::Option* op_opt =
-      scalar("--op", op, "OP", "operation to tune: " + join(op_choices(), "|") + " (default gemm)");
-  CLI::Option* shape_opt =
-      app.add_option("--shape", shapes,
-                     "problem shape, repeatable or ','-separated (default: the op's set)")
-          ->type_name("MxNxK")
-          ->delimiter(',');
-  CLI::Option* shapes_from_opt = scalar(
-      "--shapes-from", shapes_from, "FILE",
+  t.op_opt = scalar("--op", t.op, "OP",
+                    "operation to tune: " + join(op_choices(), "|") + " (default gemm)");
+  t.shape_opt = app.add_option("--shape", t.shapes,
+                               "problem shape, repeatable or ','-separated (default: the op's set)")
+                    ->type_name("MxNxK")
+                    ->delimiter(',');
+  t.shapes_from_opt = scalar(
+      "--shapes-from", t.shapes_from, "FILE",
       "tune the problems listed in FILE, one per line: [OP] [LAYOUT] SHAPE [align N] (what "
       "TUNED_RECORD=FILE records from a program's calls); --op and --layout fill in what a line "
       "omits");
-  shapes_from_opt->excludes(shape_opt);
-  CLI::Option* json_opt = scalar("--json", json_path, "FILE",
-                                 "also write the results table as JSON to FILE (rewritten after "
-                                 "each problem)");
-  CLI::Option* layout_opt = scalar("--layout", layout, "LAYOUT",
-                                   "the op's variant (default its first): " + variant_help());
-  CLI::Option* budget_opt =
-      scalar("--budget", budget, "SECONDS",
-             "wall-clock budget of the whole run on one GPU (default 60 per shape); "
-             "over several GPUs each shape gets the same share, so the run "
-             "takes about 1/N of it");
-  CLI::Option* max_trials_opt = scalar("--max-trials", max_trials, "N",
-                                       "most candidates timed per shape (default: no limit)");
-  CLI::Option* patience_opt =
-      scalar("--patience", patience, "N",
+  t.shapes_from_opt->excludes(t.shape_opt);
+  t.json_opt = scalar("--json", t.json_path, "FILE",
+                      "also write the results table as JSON to FILE (rewritten after "
+                      "each problem)");
+  t.layout_opt = scalar("--layout", t.layout, "LAYOUT",
+                        "the op's variant (default its first): " + variant_help());
+  t.budget_opt = scalar("--budget", t.budget, "SECONDS",
+                        "wall-clock budget of the whole run on one GPU (default 60 per shape); "
+                        "over several GPUs each shape gets the same share, so the run "
+                        "takes about 1/N of it");
+  t.max_trials_opt = scalar("--max-trials", t.max_trials, "N",
+                            "most candidates timed per shape (default: no limit)");
+  t.patience_opt =
+      scalar("--patience", t.patience, "N",
              "end a shape after N trials in a row find nothing faster (default: never)");
-  CLI::Option* strategy_opt =
-      scalar("--strategy", strategy, "NAME",
+  t.strategy_opt =
+      scalar("--strategy", t.strategy, "NAME",
              "search strategy: " + join(kStrategies, "|") + " (default " + tuned::kDefaultStrategy +
                  ": the best of bench/results/tuning_quality.json)");
-  CLI::Option* db_opt = scalar("--db", db, "PATH", "tuning database (default: the user's one)");
-  CLI::Option* config_opt = scalar("--config", config, "FILE.toml",
-                                   "TOML file of options; the command line overrides it");
-  CLI::Option* seed_opt = scalar("--seed", seed, "N", "random seed (default 0: from the clock)");
-  app.add_flag("-v,--verbose", verbose, "print every trial");
-  app.add_flag("--no-wait", no_wait,
+  t.db_opt = scalar("--db", t.db, "PATH", "tuning database (default: the user's one)");
+  t.config_opt = scalar("--config", t.config, "FILE.toml",
+                        "TOML file of options; the command line overrides it");
+  t.seed_opt = scalar("--seed", t.seed, "N", "random seed (default 0: from the clock)");
+  app.add_flag("-v,--verbose", t.verbose, "print every trial");
+  app.add_flag("--no-wait", t.no_wait,
                "exit 1 if another tuner holds the GPU, instead of waiting for it");
-  app.add_flag("--remeasure", remeasure,
+  app.add_flag("--remeasure", t.remeasure,
                "measure again configs that earlier runs measured for a shape (default: resume, "
                "skipping them)");
-  app.add_flag("--flush-l2", flush_l2,
+  app.add_flag("--flush-l2", t.flush_l2,
                "time the final round of each shape's leaders (and the baseline) with the L2 cache "
                "flushed before every call, as for operands that were evicted (default: calls back "
                "to back)");
-  // Extras are collected rather than thrown: CLI11 lists them in reverse order and without a
-  // hint, while naming the first one and the flag it resembles reads better.
+}
+
+// What is wrong with the first argument CLI11 did not take, or nothing. (Extras are collected
+// rather than thrown: CLI11 lists them in reverse order and without a hint, while naming the first
+// one and the flag it resembles reads better.)
+std::optional<std::string> extras_error(const CLI::App& app) {
+  const std::vector<std::string> extras = app.remaining();
+  if (extras.empty()) return std::nullopt;
+  const std::string& first = extras.front();
+  if (first.size() < 2 || first[0] != '-') {
+    return "unexpected argument '" + first + "': autotune takes only options";
+  }
+  std::string name = first.substr(0, first.find('='));
+  std::string message = "unknown option '" + name + "'";
+  if (std::string hint = closest(name, long_flag_names(app)); !hint.empty()) {
+    message += " (did you mean '" + hint + "'?)";
+  }
+  return message;
+}
+
+// Defaults < TOML file < command line; throws Error naming the flag and the rule.
+void apply_command_line(const CommandLineText& t, AutotuneOptions& options) {
+  if (given(t.config_opt)) {
+    options.config_file = check_path(t.config, "--config");
+    apply_toml_file(options.config_file, options);
+  }
+  if (given(t.device_opt)) set_devices_from_text(t.device, "--device", options);
+  if (given(t.op_opt)) options.op = check_choice(t.op, op_choices(), "--op");
+  if (given(t.shape_opt)) {
+    options.shapes.clear();
+    for (const std::string& text : t.shapes) {
+      try {
+        options.shapes.push_back(parse_shape(text));
+      } catch (const Error& e) {
+        throw Error(e.status(), std::string("--shape: ") + e.what());
+      }
+    }
+  }
+  if (given(t.layout_opt)) options.layout = check_layout(t.layout, "--layout");
+  if (given(t.budget_opt)) options.budget_s = cli_budget(t.budget);
+  if (given(t.max_trials_opt)) {
+    options.max_trials =
+        check_max_trials(cli_integer(t.max_trials, "--max-trials", kMaxTrialsRule), "--max-trials");
+  }
+  if (given(t.patience_opt)) {
+    options.patience =
+        check_max_trials(cli_integer(t.patience, "--patience", kMaxTrialsRule), "--patience");
+  }
+  if (given(t.strategy_opt)) options.strategy = check_choice(t.strategy, kStrategies, "--strategy");
+  if (given(t.db_opt)) options.db_path = check_db_path(t.db, "--db");
+  if (given(t.seed_opt)) options.seed = cli_seed(t.seed);
+  if (given(t.json_opt)) options.json_path = check_path(t.json_path, "--json");
+  if (given(t.shapes_from_opt)) {
+    options.shapes_from = check_path(t.shapes_from, "--shapes-from");
+    options.recorded = read_shapes_file(options.shapes_from, options.op, options.layout);
+  }
+  options.verbose = t.verbose;
+  options.no_wait = t.no_wait;
+  options.remeasure = t.remeasure;
+  options.flush_l2 = t.flush_l2;
+  // Every task the run would tune, checked now: no input error waits for the device.
+  for (const ShapeRequest& problem : shape_requests(options)) {
+    validate_request(task_request(options, problem));
+  }
+}
+
+ParseResult exit_with(int code, const std::string& message) {
+  ParseResult result;
+  result.exit_now = true;
+  result.exit_code = code;
+  result.message = message;
+  return result;
+}
+
+}  // namespace
+
+ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
+  CLI::App app{"Tunes tuned's kernels on one GPU (or several) and records the best configurations.",
+               "autotune"};
+  app.get_formatter()->column_width(24);
+  add_version_flag(app, "autotune");
+  app.footer(help_footer());
+  CommandLineText text;
+  declare_options(app, text);
   app.allow_extras();
 
-  auto usage_error = [&](const std::string& message) {
-    result.exit_now = true;
-    result.exit_code = 2;
-    result.message = "autotune: " + message + " (see autotune --help)";
-    return result;
+  auto usage_error = [](const std::string& message) {
+    return exit_with(2, "autotune: " + message + " (see autotune --help)");
   };
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
-    result.exit_now = true;
-    result.exit_code = 0;
-    result.message = app.help();
-    return result;
+    return exit_with(0, app.help());
   } catch (const CLI::CallForVersion& e) {
-    result.exit_now = true;
-    result.exit_code = 0;
-    result.message = e.what();
-    return result;
+    return exit_with(0, e.what());
   } catch (const CLI::ParseError& e) {
     return usage_error(e.what());
   }
-  if (std::vector<std::string> extras = app.remaining(); !extras.empty()) {
-    const std::string& first = extras.front();
-    if (first.size() < 2 || first[0] != '-') {
-      return usage_error("unexpected argument '" + first + "': autotune takes only options");
-    }
-    std::string name = first.substr(0, first.find('='));
-    std::string message = "unknown option '" + name + "'";
-    if (std::string hint = closest(name, long_flag_names(app)); !hint.empty()) {
-      message += " (did you mean '" + hint + "'?)";
-    }
-    return usage_error(message);
-  }
-
+  if (std::optional<std::string> error = extras_error(app)) return usage_error(*error);
+  ParseResult result;
   try {
-    AutotuneOptions& options = result.options;
-    // Defaults < TOML file < command line.
-    if (config_opt->count() > 0) {
-      options.config_file = check_path(config, "--config");
-      apply_toml_file(options.config_file, options);
-    }
-    if (device_opt->count() > 0) set_devices_from_text(device, "--device", options);
-    if (op_opt->count() > 0) options.op = check_choice(op, op_choices(), "--op");
-    if (shape_opt->count() > 0) {
-      options.shapes.clear();
-      for (const std::string& text : shapes) {
-        try {
-          options.shapes.push_back(parse_shape(text));
-        } catch (const Error& e) {
-          throw Error(e.status(), std::string("--shape: ") + e.what());
-        }
-      }
-    }
-    if (layout_opt->count() > 0) options.layout = check_layout(layout, "--layout");
-    if (budget_opt->count() > 0) options.budget_s = cli_budget(budget);
-    if (max_trials_opt->count() > 0) {
-      options.max_trials =
-          check_max_trials(cli_integer(max_trials, "--max-trials", kMaxTrialsRule), "--max-trials");
-    }
-    if (patience_opt->count() > 0) {
-      options.patience =
-          check_max_trials(cli_integer(patience, "--patience", kMaxTrialsRule), "--patience");
-    }
-    if (strategy_opt->count() > 0)
-      options.strategy = check_choice(strategy, kStrategies, "--strategy");
-    if (db_opt->count() > 0) options.db_path = check_db_path(db, "--db");
-    if (seed_opt->count() > 0) options.seed = cli_seed(seed);
-    if (json_opt->count() > 0) options.json_path = check_path(json_path, "--json");
-    if (shapes_from_opt->count() > 0) {
-      options.shapes_from = check_path(shapes_from, "--shapes-from");
-      options.recorded = read_shapes_file(options.shapes_from, options.op, options.layout);
-    }
-    options.verbose = verbose;
-    options.no_wait = no_wait;
-    options.remeasure = remeasure;
-    options.flush_l2 = flush_l2;
-    // Every task the run would tune, checked now: no input error waits for the device.
-    for (const ShapeRequest& problem : shape_requests(options)) {
-      validate_request(task_request(options, problem));
-    }
+    apply_command_line(text, result.options);
   } catch (const Error& e) {
-    result = ParseResult{};
-    result.exit_now = true;
-    result.exit_code = 2;
-    result.message = "autotune: " + std::string(e.what());
+    return exit_with(2, "autotune: " + std::string(e.what()));
   }
   return result;
 }

@@ -14,6 +14,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -600,12 +601,10 @@ std::string resolve_device(Database& db, const std::string& given) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  Options options;
-  CLI::App app{"Lists, exports, merges and imports the tuning database of tuned.", "tunedb"};
-  tuned::tools::add_version_flag(app, "tunedb");  // checked before the command is required
-  app.fallthrough();  // common options may follow the command: tunedb best --op gemm
-  app.require_subcommand(1, 1);
+namespace {
+
+// The commands and options; values land in options.
+void declare_command_line(CLI::App& app, Options& options) {
   app.add_option("--db", options.db_path, "tuning database (default: $TUNED_DB, else the user's)");
   app.add_option("--op", options.filter.op, "only this op (gemm, ...)");
   app.add_option("--device", options.filter.device_uuid, "only this device (uuid or its prefix)");
@@ -656,65 +655,87 @@ int main(int argc, char** argv) {
                       "cubins too (compiled code: only from a source you trust); without it "
                       "kernels are compiled here from the configs");
   }
+}
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    // One line, like every tunedb error (CLI11 would add the usage).
-    std::string message = e.what();
-    std::replace(message.begin(), message.end(), '\n', ' ');
-    if (message.rfind("DEST_SRC", 0) == 0) message = "merge [DEST] SRC" + message.substr(8);
-    if (app.get_subcommands().empty() && message == "A subcommand is required") {
-      message =
-          "a command is required: devices, best, trials, sessions, export, merge, import or "
-          "upgrade";
-    }
-    std::cerr << "tunedb: " << message << " (tunedb --help lists commands and options)\n";
-    return 2;
+// A parse error as tunedb's one-line message (CLI11 would add the usage).
+std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
+  std::string message = e.what();
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  if (message.rfind("DEST_SRC", 0) == 0) message = "merge [DEST] SRC" + message.substr(8);
+  if (app.get_subcommands().empty() && message == "A subcommand is required") {
+    message =
+        "a command is required: devices, best, trials, sessions, export, merge, import or "
+        "upgrade";
   }
-  options.command = app.get_subcommands().front()->get_name();
-  if (!options.filter.op.empty() && tuned::find_op_info(options.filter.op) == nullptr) {
-    std::string known;
-    for (const auto& info : tuned::op_infos()) known += (known.empty() ? "" : ", ") + info.name;
-    std::cerr << "tunedb: --op: unknown op '" << escape_text(options.filter.op)
-              << "' (this build knows " << known << ")\n";
-    return 2;
-  }
-  if (options.command == "export" && options.format.empty()) options.format = "json";
+  return message;
+}
+
+// What the parsed command and options may not be together, or nothing.
+std::optional<std::string> usage_problem(const Options& options) {
   const bool portable = options.command == "export" && !options.portable_path.empty();
-  auto usage_error = [](const std::string& message) {
-    std::cerr << "tunedb: " << message << " (tunedb --help lists commands and options)\n";
-    return 2;
-  };
   if (options.command == "export" && !portable && (options.with_cubins || options.with_trials)) {
-    return usage_error(std::string(options.with_cubins ? "--with-cubins" : "--with-trials") +
-                       " is for export --portable only");
+    return std::string(options.with_cubins ? "--with-cubins" : "--with-trials") +
+           " is for export --portable only";
   }
   if (portable && (options.format != "json" || options.filter.limit > 0)) {
-    return usage_error("export --portable takes no --format and no --limit");
+    return "export --portable takes no --format and no --limit";
   }
   const Filter& f = options.filter;
   if ((options.command == "merge" || options.command == "import") &&
       (!f.op.empty() || !f.device_uuid.empty() || f.session_id != 0 || f.limit > 0 ||
        !options.format.empty())) {
-    return usage_error(options.command +
-                       " takes everything its source holds: no --op, --device, --session, --limit "
-                       "or --format");
+    return options.command +
+           " takes everything its source holds: no --op, --device, --session, --limit or --format";
   }
   if (options.command == "merge" && options.merge_paths.size() == 2 && !options.db_path.empty()) {
-    return usage_error("merge: DEST is given twice (as --db and as the first path)");
+    return "merge: DEST is given twice (as --db and as the first path)";
   }
+  return std::nullopt;
+}
 
-  // A row this build cannot read is skipped with a warning: shown unless the user set a level.
-  if (std::getenv("TUNED_LOG_LEVEL") == nullptr) tuned::set_log_level(tuned::LogLevel::kWarn);
-  if (options.command == "merge" && options.merge_paths.size() == 2) {
-    options.db_path = options.merge_paths.front();
+int run_upgrade(const Options& options) {
+  const int before = Database(options.db_path, tuned::cache::Access::kRead).file_version();
+  Database db(options.db_path, tuned::cache::Access::kWrite);  // a writer migrates
+  std::cout << (before < Database::schema_version() ? "upgraded" : "already at") << " '"
+            << escape_text(options.db_path) << "': schema version " << before;
+  if (before < Database::schema_version()) std::cout << " -> " << Database::schema_version();
+  std::cout << "\n";
+  return 0;
+}
+
+// The listings and exports: they only read.
+int run_reader(Options& options) {
+  Database db(options.db_path, tuned::cache::Access::kRead);
+  options.filter.device_uuid = resolve_device(db, options.filter.device_uuid);
+  if (options.command == "export" && !options.portable_path.empty()) {
+    const int rc = run_export_portable(db, options);
+    if (rc != 0) return rc;
+  } else if (options.command == "export") {
+    run_export(db, options);
+  } else if (options.format == "shipped") {
+    std::cerr << "tunedb: --format shipped is for export only\n";
+    return 2;
+  } else if (!options.format.empty()) {
+    run_listing_as(db, options);
+  } else if (options.command == "devices") {
+    print_devices(db);
+  } else if (options.command == "best") {
+    print_best(db, options.filter);
+  } else if (options.command == "trials") {
+    print_trials(db, options.filter);
+  } else {
+    print_sessions(db, options.filter);
   }
-  if (options.db_path.empty()) options.db_path = tuned::cache::default_database_path();
+  std::cout.flush();
+  if (!std::cout) {
+    std::cerr << "tunedb: cannot write the output\n";
+    return 2;
+  }
+  return 0;
+}
+
+// The parsed command on its database; errors as one line and exit code 2.
+int run_command(Options& options) {
   std::error_code ec;
   // Database would create an empty file; a listing of nothing would hide a wrong path. (Merges
   // and imports write: they create their destination.)
@@ -725,15 +746,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (options.command == "upgrade") {
-      const int before = Database(options.db_path, tuned::cache::Access::kRead).file_version();
-      Database db(options.db_path, tuned::cache::Access::kWrite);  // a writer migrates
-      std::cout << (before < Database::schema_version() ? "upgraded" : "already at") << " '"
-                << escape_text(options.db_path) << "': schema version " << before;
-      if (before < Database::schema_version()) std::cout << " -> " << Database::schema_version();
-      std::cout << "\n";
-      return 0;
-    }
+    if (options.command == "upgrade") return run_upgrade(options);
     if (options.command == "merge") {
       const std::string& src = options.merge_paths.back();
       if (!std::filesystem::exists(src, ec) && !ec) {
@@ -742,34 +755,10 @@ int main(int argc, char** argv) {
       }
       return run_merge(options.db_path, src, options);
     }
-    if (options.command == "import")
+    if (options.command == "import") {
       return run_import(options.db_path, options.import_path, options);
-    Database db(options.db_path, tuned::cache::Access::kRead);
-    options.filter.device_uuid = resolve_device(db, options.filter.device_uuid);
-    if (portable) {
-      const int rc = run_export_portable(db, options);
-      if (rc != 0) return rc;
-    } else if (options.command == "export") {
-      run_export(db, options);
-    } else if (options.format == "shipped") {
-      std::cerr << "tunedb: --format shipped is for export only\n";
-      return 2;
-    } else if (!options.format.empty()) {
-      run_listing_as(db, options);
-    } else if (options.command == "devices") {
-      print_devices(db);
-    } else if (options.command == "best") {
-      print_best(db, options.filter);
-    } else if (options.command == "trials") {
-      print_trials(db, options.filter);
-    } else {
-      print_sessions(db, options.filter);
     }
-    std::cout.flush();
-    if (!std::cout) {
-      std::cerr << "tunedb: cannot write the output\n";
-      return 2;
-    }
+    return run_reader(options);
   } catch (const tuned::Error& e) {
     std::cerr << "tunedb: " << escape_text(e.what()) << "\n";  // may quote the database's text
     return 2;
@@ -777,5 +766,46 @@ int main(int argc, char** argv) {
     std::cerr << "tunedb: " << escape_text(e.what()) << "\n";
     return 2;
   }
-  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  CLI::App app{"Lists, exports, merges and imports the tuning database of tuned.", "tunedb"};
+  tuned::tools::add_version_flag(app, "tunedb");  // checked before the command is required
+  app.fallthrough();  // common options may follow the command: tunedb best --op gemm
+  app.require_subcommand(1, 1);
+  declare_command_line(app, options);
+  auto usage_error = [](const std::string& message) {
+    std::cerr << "tunedb: " << message << " (tunedb --help lists commands and options)\n";
+    return 2;
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return usage_error(parse_error_message(e, app));
+  }
+  options.command = app.get_subcommands().front()->get_name();
+  if (!options.filter.op.empty() && tuned::find_op_info(options.filter.op) == nullptr) {
+    std::string known;
+    for (const auto& info : tuned::op_infos()) known += (known.empty() ? "" : ", ") + info.name;
+    std::cerr << "tunedb: --op: unknown op '" << escape_text(options.filter.op)
+              << "' (this build knows " << known << ")\n";
+    return 2;
+  }
+  if (options.command == "export" && options.format.empty()) options.format = "json";
+  if (std::optional<std::string> problem = usage_problem(options)) return usage_error(*problem);
+
+  // A row this build cannot read is skipped with a warning: shown unless the user set a level.
+  if (std::getenv("TUNED_LOG_LEVEL") == nullptr) tuned::set_log_level(tuned::LogLevel::kWarn);
+  if (options.command == "merge" && options.merge_paths.size() == 2) {
+    options.db_path = options.merge_paths.front();
+  }
+  if (options.db_path.empty()) options.db_path = tuned::cache::default_database_path();
+  return run_command(options);
 }

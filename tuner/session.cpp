@@ -132,39 +132,103 @@ std::vector<BaselineTiming> time_side_by_side(
   return kept;
 }
 
-SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCache& kernels,
-                          const SessionOptions& options, int64_t session_id,
-                          const TrialSink& record, const ProgressSink& progress,
-                          const BestSink& improved) {
-  const auto started = Clock::now();
-  SessionResult result;
-  Stream stream = Stream::create();
-  task.allocate();
-  uint64_t seed = options.seed * 1000003ull + 17;
-  task.fresh_inputs(seed++, stream.get());
-  result.baseline = time_runs([&](cudaStream_t s) { task.run_baseline(s); }, stream.get(), 20);
+namespace {
 
-  auto strategy = make_strategy(options.strategy, task.space(), options.first, options.seed);
-  const int threads =
-      options.compile_threads > 0 ? options.compile_threads : default_compile_threads();
-  std::optional<CompilePool> pool(std::in_place, kernels, device, threads);
-  const size_t depth = 2 * static_cast<size_t>(pool->threads());
+// One tuning session: candidates from the strategy compiled ahead on a pool, each checked and
+// timed as it comes back, recorded at once; the leaders timed again at the end.
+class SessionRun {
+ public:
+  SessionRun(TuningTask& task, const DeviceInfo& device, KernelCache& kernels,
+             const SessionOptions& options, int64_t session_id, const TrialSink& record,
+             const ProgressSink& progress, const BestSink& improved)
+      : task_(task),
+        device_(device),
+        options_(options),
+        session_id_(session_id),
+        record_(record),
+        progress_(progress),
+        improved_(improved),
+        stream_(Stream::create()),
+        strategy_(make_strategy(options.strategy, task.space(), options.first, options.seed)),
+        pool_(std::in_place, kernels, device,
+              options.compile_threads > 0 ? options.compile_threads : default_compile_threads()),
+        depth_(2 * static_cast<size_t>(pool_->threads())) {}
 
-  std::vector<cache::TrialRecord> batch;
-  auto flush = [&] {
-    if (!batch.empty() && record) record(batch);
-    batch.clear();
-  };
+  SessionResult run() {
+    task_.allocate();
+    task_.fresh_inputs(seed_++, stream_.get());
+    result_.baseline = time_runs([&](cudaStream_t s) { task_.run_baseline(s); }, stream_.get(), 20);
+    while (true) {
+      if (std::optional<std::string> reason = limit_reached()) {
+        result_.stop_reason = *reason;
+        break;
+      }
+      submit_candidates();
+      if (pool_->in_flight() == 0) {
+        result_.stop_reason = strategy_done_ ? "space exhausted" : "trial limit";
+        break;
+      }
+      CompileJob job = pool_->wait();
+      const cache::TrialRecord& t = take(job, evaluate(job));
+      if (t.disposition == cache::Disposition::kLaunchError && context_lost()) {
+        result_.stop_reason = "device error after " + t.kernel_name + ": " + t.message;
+        break;
+      }
+    }
+    flush();
+    // Compiles still queued or running when the budget ends would share the CPU with the final
+    // timing: a baseline that runs on the CPU (entropy's) measured 10-100x slow beside them.
+    pool_.reset();
+    if (!leaders_.empty() && result_.stop_reason.rfind("device error", 0) != 0 &&
+        result_.stop_reason != "interrupted") {
+      final_round();
+    }
+    if (!leaders_.empty()) result_.best_kernel = std::move(leaders_.front().built);
+    result_.elapsed_s = seconds_since(started_);
+    return std::move(result_);
+  }
 
-  int submitted = 0, ok = 0, since_better = 0;
-  bool strategy_done = false;
-  // The fastest candidates so far with their cubins, fastest first: the best's is the first.
-  std::vector<Leader> leaders;
+ private:
+  // The limit that ends the session before the next candidate, if one is reached.
+  std::optional<std::string> limit_reached() const {
+    if (options_.stop && options_.stop->load()) return "interrupted";
+    if (seconds_since(started_) >= options_.budget_s) return "budget";
+    if (options_.max_trials > 0 && static_cast<int>(result_.trials.size()) >= options_.max_trials) {
+      return "trial limit";
+    }
+    if (options_.patience > 0 && since_better_ >= options_.patience) return "patience";
+    return std::nullopt;
+  }
 
-  auto evaluate = [&](CompileJob& job) {
+  // Keeps the pool `depth_` jobs deep with the strategy's next candidates.
+  void submit_candidates() {
+    while (!strategy_done_ && pool_->in_flight() < depth_ &&
+           (options_.max_trials == 0 || submitted_ < options_.max_trials)) {
+      auto config = strategy_->next();
+      if (!config) {
+        strategy_done_ = true;
+        return;
+      }
+      // Measured by an earlier run: its result guides the strategy, nothing is measured again.
+      if (auto before = options_.measured.find(config->canonical());
+          before != options_.measured.end()) {
+        strategy_->report(*config, before->second);
+        ++result_.resumed;
+        continue;
+      }
+      CompileJob job;
+      job.config = *config;
+      job.spec = task_.kernel_spec(*config);
+      pool_->submit(std::move(job));
+      ++submitted_;
+    }
+  }
+
+  // A compiled candidate's trial: refused for what keeps it from running, else checked and timed.
+  cache::TrialRecord evaluate(CompileJob& job) {
     cache::TrialRecord t;
-    t.session_id = session_id;
-    t.key = task.key();
+    t.session_id = session_id_;
+    t.key = task_.key();
     t.config = job.config.canonical();
     t.kernel_name = job.spec.kernel_name;
     t.template_hash = job.spec.source_hash;
@@ -177,18 +241,9 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
     t.registers = cubin.registers;
     t.spill_bytes = cubin.spill_bytes;
     t.compile_ms = cubin.compile_ms;
-    // Spills and a stack frame are measured, not refused: they cost time, which the measurement
-    // sees. Refusing them refused the TMA-fed kernels with partial chains of slice sums (KSUM = 2,
-    // WN = 128), whose stack frame holds the chain: the library serves them at ~2x cuBLAS on long
-    // sums, and the tuner could not even time the selection model's picks (issue 32's records).
-    std::string spilled;
-    if (cubin.spill_bytes > 0 || cubin.stack_bytes > 0) {
-      spilled = std::to_string(cubin.spill_bytes) + " bytes spilled, " +
-                std::to_string(cubin.stack_bytes) + " bytes stack frame";
-    }
-    const LaunchGeometry geometry = task.geometry(job.config);
+    const LaunchGeometry geometry = task_.geometry(job.config);
     const unsigned threads_needed = geometry.block.x * geometry.block.y * geometry.block.z;
-    if (static_cast<long long>(cubin.registers) * threads_needed > device.regs_per_block) {
+    if (static_cast<long long>(cubin.registers) * threads_needed > device_.regs_per_block) {
       t.disposition = cache::Disposition::kResourceLimit;
       t.message = std::to_string(cubin.registers) + " registers x " +
                   std::to_string(threads_needed) + " threads exceed the block's register file";
@@ -209,169 +264,168 @@ SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCach
       return t;
     }
     try {
-      // Fresh inputs for every candidate: it must compute the function, not match one data set.
-      task.fresh_inputs(seed++, stream.get());
-      if (options.before_run) options.before_run(job.config);
-      const MatrixCheck check = task.check(*kernel, job.config, stream.get());
-      t.rel_error = check.rel_error;
-      if (!check.passed(task.tolerance())) {
-        // Right but less accurate than the op's contract allows: refused, and said so.
-        t.disposition = check.computes(task.tolerance()) ? cache::Disposition::kInaccurate
-                                                         : cache::Disposition::kWrongResult;
-        t.message = check.describe();
-        return t;
-      }
-      auto run = [&](cudaStream_t s) { task.run(*kernel, job.config, s); };
-      const double best_ms = result.best ? result.best->ms_median : 0;
-      BaselineTiming first = time_runs(run, stream.get(), 1);
-      int runs = 1;
-      if (first.ms_median > kTimeoutMs) {
-        t.disposition = cache::Disposition::kTimeout;
-        t.message = "one run took " + std::to_string(first.ms_median) + " ms";
-        t.ms_median = t.ms_min = first.ms_median;
-        t.runs = 1;
-        return t;
-      }
-      if (best_ms == 0 || first.ms_median < kAbandonFactor * best_ms) {
-        runs = std::clamp(static_cast<int>(kTimingBudgetMs / std::max(first.ms_median, 1e-3)), 5, 30);
-        first = time_runs(run, stream.get(), runs, kAbandonFactor * std::max(best_ms, 0.0));
-      } else {
-        t.message = "measured once: over " + std::to_string(static_cast<int>(kAbandonFactor)) +
-                    "x the best so far";
-      }
-      t.ms_median = first.ms_median;
-      t.ms_min = first.ms_min;
-      t.runs = first.runs;
-      t.tflops = task.rate(t.ms_median);
-      t.disposition = cache::Disposition::kOk;
-      if (!spilled.empty()) t.message += (t.message.empty() ? "" : "; ") + spilled;
+      check_and_time(*kernel, job.config, t);
     } catch (const Error& e) {
       t.disposition = cache::Disposition::kLaunchError;
       t.message = first_lines(e.what(), 2000);
     }
+    // Spills and a stack frame are measured, not refused: they cost time, which the measurement
+    // sees. Refusing them refused the TMA-fed kernels with partial chains of slice sums (KSUM = 2,
+    // WN = 128), whose stack frame holds the chain: the library serves them at ~2x cuBLAS on long
+    // sums, and the tuner could not even time the selection model's picks (issue 32's records).
+    if (t.disposition == cache::Disposition::kOk &&
+        (cubin.spill_bytes > 0 || cubin.stack_bytes > 0)) {
+      t.message += (t.message.empty() ? "" : "; ") + std::to_string(cubin.spill_bytes) +
+                   " bytes spilled, " + std::to_string(cubin.stack_bytes) + " bytes stack frame";
+    }
     return t;
-  };
+  }
 
-  while (true) {
-    if (options.stop && options.stop->load()) {
-      result.stop_reason = "interrupted";
-      break;
+  // The candidate on fresh inputs against the reference, then timed (once only when it is far
+  // slower than the best so far). Throws Error when a launch fails.
+  void check_and_time(const LoadedKernel& kernel, const Config& config, cache::TrialRecord& t) {
+    // Fresh inputs for every candidate: it must compute the function, not match one data set.
+    task_.fresh_inputs(seed_++, stream_.get());
+    if (options_.before_run) options_.before_run(config);
+    const MatrixCheck check = task_.check(kernel, config, stream_.get());
+    t.rel_error = check.rel_error;
+    if (!check.passed(task_.tolerance())) {
+      // Right but less accurate than the op's contract allows: refused, and said so.
+      t.disposition = check.computes(task_.tolerance()) ? cache::Disposition::kInaccurate
+                                                        : cache::Disposition::kWrongResult;
+      t.message = check.describe();
+      return;
     }
-    if (seconds_since(started) >= options.budget_s) {
-      result.stop_reason = "budget";
-      break;
+    auto run = [&](cudaStream_t s) { task_.run(kernel, config, s); };
+    const double best_ms = result_.best ? result_.best->ms_median : 0;
+    BaselineTiming first = time_runs(run, stream_.get(), 1);
+    if (first.ms_median > kTimeoutMs) {
+      t.disposition = cache::Disposition::kTimeout;
+      t.message = "one run took " + std::to_string(first.ms_median) + " ms";
+      t.ms_median = t.ms_min = first.ms_median;
+      t.runs = 1;
+      return;
     }
-    if (options.max_trials > 0 && static_cast<int>(result.trials.size()) >= options.max_trials) {
-      result.stop_reason = "trial limit";
-      break;
+    if (best_ms == 0 || first.ms_median < kAbandonFactor * best_ms) {
+      const int runs =
+          std::clamp(static_cast<int>(kTimingBudgetMs / std::max(first.ms_median, 1e-3)), 5, 30);
+      first = time_runs(run, stream_.get(), runs, kAbandonFactor * std::max(best_ms, 0.0));
+    } else {
+      t.message = "measured once: over " + std::to_string(static_cast<int>(kAbandonFactor)) +
+                  "x the best so far";
     }
-    if (options.patience > 0 && since_better >= options.patience) {
-      result.stop_reason = "patience";
-      break;
-    }
-    while (!strategy_done && pool->in_flight() < depth &&
-           (options.max_trials == 0 || submitted < options.max_trials)) {
-      auto config = strategy->next();
-      if (!config) {
-        strategy_done = true;
-        break;
-      }
-      // Measured by an earlier run: its result guides the strategy, nothing is measured again.
-      if (auto before = options.measured.find(config->canonical());
-          before != options.measured.end()) {
-        strategy->report(*config, before->second);
-        ++result.resumed;
-        continue;
-      }
-      CompileJob job;
-      job.config = *config;
-      job.spec = task.kernel_spec(*config);
-      pool->submit(std::move(job));
-      ++submitted;
-    }
-    if (pool->in_flight() == 0) {
-      result.stop_reason = strategy_done ? "space exhausted" : "trial limit";
-      break;
-    }
-    CompileJob job = pool->wait();
-    cache::TrialRecord t = evaluate(job);
+    t.ms_median = first.ms_median;
+    t.ms_min = first.ms_min;
+    t.runs = first.runs;
+    t.tflops = task_.rate(t.ms_median);
+    t.disposition = cache::Disposition::kOk;
+  }
+
+  // The trial told to the strategy, kept (best, leaders), recorded durably and reported.
+  const cache::TrialRecord& take(const CompileJob& job, const cache::TrialRecord& t) {
     const bool is_ok = t.disposition == cache::Disposition::kOk;
-    strategy->report(job.config, is_ok ? std::optional<double>(t.ms_median) : std::nullopt);
-    const bool is_best = is_ok && (!result.best || t.ms_median < result.best->ms_median);
-    if (is_ok) ++ok;
-    if (is_best) result.best = t;
-    if (is_ok && job.built) add_leader(leaders, std::max(1, options.leaders), t, *job.built);
-    since_better = is_best ? 0 : since_better + 1;
-    result.trials.push_back(t);
-    batch.push_back(t);
-    if (is_best && improved) {
+    strategy_->report(job.config, is_ok ? std::optional<double>(t.ms_median) : std::nullopt);
+    const bool is_best = is_ok && (!result_.best || t.ms_median < result_.best->ms_median);
+    if (is_ok) ++ok_;
+    if (is_best) result_.best = t;
+    if (is_ok && job.built) add_leader(leaders_, std::max(1, options_.leaders), t, *job.built);
+    since_better_ = is_best ? 0 : since_better_ + 1;
+    result_.trials.push_back(t);
+    batch_.push_back(t);
+    if (is_best && improved_) {
       flush();  // the best's trial is recorded before the best itself
-      improved(t, leaders.front().built, result.baseline.ms_median);
+      improved_(t, leaders_.front().built, result_.baseline.ms_median);
     }
     flush();  // every measured trial is durable before the next one starts
-
-    if (progress) {
-      Progress p;
-      p.trials_done = static_cast<int>(result.trials.size());
-      p.trials_ok = ok;
-      p.trials_limit = options.max_trials;
-      p.resumed = result.resumed;
-      p.elapsed_s = seconds_since(started);
-      p.remaining_s = std::max(0.0, options.budget_s - p.elapsed_s);
-      p.best = result.best;
-      p.baseline_ms = result.baseline.ms_median;
-      p.last = &result.trials.back();
-      p.phase = strategy->phase();
-      progress(p);
-    }
-    if (t.disposition == cache::Disposition::kLaunchError && context_lost()) {
-      result.stop_reason = "device error after " + t.kernel_name + ": " + t.message;
-      break;
-    }
+    if (progress_) report_progress();
+    return result_.trials.back();
   }
-  flush();
-  // Compiles still queued or running when the budget ends would share the CPU with the final
-  // timing: a baseline that runs on the CPU (entropy's) measured 10-100x slow beside them.
-  pool.reset();
-  if (!leaders.empty() && result.stop_reason.rfind("device error", 0) != 0 &&
-      result.stop_reason != "interrupted") {
-    // The final round: the leaders close to the best, each timed again beside the others and the
-    // baseline, three times over in turn (so drift in clocks or temperature hits them alike); the
-    // fastest of the round is the result.
-    const double margin = result.best->ms_median * (1 + std::max(0.0, options.leader_margin));
-    while (leaders.size() > 1 && leaders.back().trial.ms_median > margin) leaders.pop_back();
+
+  void flush() {
+    if (!batch_.empty() && record_) record_(batch_);
+    batch_.clear();
+  }
+
+  void report_progress() {
+    Progress p;
+    p.trials_done = static_cast<int>(result_.trials.size());
+    p.trials_ok = ok_;
+    p.trials_limit = options_.max_trials;
+    p.resumed = result_.resumed;
+    p.elapsed_s = seconds_since(started_);
+    p.remaining_s = std::max(0.0, options_.budget_s - p.elapsed_s);
+    p.best = result_.best;
+    p.baseline_ms = result_.baseline.ms_median;
+    p.last = &result_.trials.back();
+    p.phase = strategy_->phase();
+    progress_(p);
+  }
+
+  // The leaders close to the best, each timed again beside the others and the baseline, three
+  // times over in turn (so drift in clocks or temperature hits them alike); the fastest of the
+  // round is the result.
+  void final_round() {
+    const double margin = result_.best->ms_median * (1 + std::max(0.0, options_.leader_margin));
+    while (leaders_.size() > 1 && leaders_.back().trial.ms_median > margin) leaders_.pop_back();
     std::optional<DeviceBuffer> evict;
     std::function<void(cudaStream_t)> cold;
-    if (options.flush_l2) {
+    if (options_.flush_l2) {
       // Twice the L2 (50 MB on an H100) written over evicts everything a call left there.
-      evict.emplace(std::max<size_t>(2 * device.l2_bytes, size_t{64} << 20));
+      evict.emplace(std::max<size_t>(2 * device_.l2_bytes, size_t{64} << 20));
       cold = [&](cudaStream_t s) {
         TUNED_CUDA_CHECK(cudaMemsetAsync(evict->get(), 0, evict->bytes(), s));
       };
-      result.flushed_l2 = true;
+      result_.flushed_l2 = true;
     }
     std::vector<std::function<void(cudaStream_t)>> runs;
-    for (const auto& l : leaders) {
+    for (const auto& l : leaders_) {
       const Config config = Config::parse(l.trial.config);
-      auto kernel = KernelCache::load(l.built, task.kernel_spec(config));
+      auto kernel = KernelCache::load(l.built, task_.kernel_spec(config));
+      TuningTask& task = task_;
       runs.push_back([&task, kernel, config](cudaStream_t s) { task.run(*kernel, config, s); });
     }
     std::vector<BaselineTiming> timing = time_side_by_side(
-        runs, [&](cudaStream_t s) { task.run_baseline(s); }, stream.get(), 3, 15, cold);
-    result.final_baseline = timing.back();
+        runs, [&](cudaStream_t s) { task_.run_baseline(s); }, stream_.get(), 3, 15, cold);
+    result_.final_baseline = timing.back();
     timing.pop_back();
     size_t winner = 0;
-    for (size_t i = 1; i < leaders.size(); ++i) {
+    for (size_t i = 1; i < leaders_.size(); ++i) {
       if (timing[i].ms_median < timing[winner].ms_median) winner = i;
     }
-    result.leaders_timed = static_cast<int>(leaders.size());
-    result.final_best = timing[winner];
-    result.best = leaders[winner].trial;
-    std::swap(leaders[0], leaders[winner]);
+    result_.leaders_timed = static_cast<int>(leaders_.size());
+    result_.final_best = timing[winner];
+    result_.best = leaders_[winner].trial;
+    std::swap(leaders_[0], leaders_[winner]);
   }
-  if (!leaders.empty()) result.best_kernel = std::move(leaders.front().built);
-  result.elapsed_s = seconds_since(started);
-  return result;
+
+  TuningTask& task_;
+  const DeviceInfo& device_;
+  const SessionOptions& options_;
+  const int64_t session_id_;
+  const TrialSink& record_;
+  const ProgressSink& progress_;
+  const BestSink& improved_;
+  const Clock::time_point started_ = Clock::now();
+  Stream stream_;
+  std::unique_ptr<Strategy> strategy_;
+  std::optional<CompilePool> pool_;
+  const size_t depth_;
+  uint64_t seed_ = options_.seed * 1000003ull + 17;
+  SessionResult result_;
+  std::vector<cache::TrialRecord> batch_;  // measured, not yet handed to record_
+  int submitted_ = 0, ok_ = 0, since_better_ = 0;
+  bool strategy_done_ = false;
+  // The fastest candidates so far with their cubins, fastest first: the best's is the first.
+  std::vector<Leader> leaders_;
+};
+
+}  // namespace
+
+SessionResult run_session(TuningTask& task, const DeviceInfo& device, KernelCache& kernels,
+                          const SessionOptions& options, int64_t session_id,
+                          const TrialSink& record, const ProgressSink& progress,
+                          const BestSink& improved) {
+  return SessionRun(task, device, kernels, options, session_id, record, progress, improved).run();
 }
 
 }  // namespace tuned
