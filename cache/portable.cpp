@@ -248,11 +248,14 @@ class RowReader {
 
 }  // namespace
 
-PortableSource::PortableSource(const std::string& path, std::string label)
-    : label_(std::move(label)) {
-  auto fail = [&](const std::string& what) -> void {
-    throw Error(TUNED_STATUS_INVALID_ARGUMENT, "portable file '" + path + "': " + what);
-  };
+namespace {
+
+[[noreturn]] void refuse_file(const std::string& path, const std::string& what) {
+  throw Error(TUNED_STATUS_INVALID_ARGUMENT, "portable file '" + path + "': " + what);
+}
+
+// The file's TOML, refused unless it says it is a portable file of a version this build reads.
+toml::table parse_portable_file(const std::string& path) {
   toml::table root;
   try {
     root = toml::parse_file(path);
@@ -264,137 +267,162 @@ PortableSource::PortableSource(const std::string& path, std::string label)
     const std::string why(e.description());
     // A missing or unreadable file is said as such, not as bad TOML.
     if (why.find("File could not be opened") != std::string::npos) {
-      fail("cannot be read (missing, a folder, or not readable)");
+      refuse_file(path, "cannot be read (missing, a folder, or not readable)");
     }
-    fail("not a portable file of tuned (TOML" + where + ": " + why + ")");
+    refuse_file(path, "not a portable file of tuned (TOML" + where + ": " + why + ")");
   }
   const toml::node* format = root.get("format");
   if (format == nullptr || !format->is_string() || format->as_string()->get() != kFormat) {
-    fail(std::string("not a portable file of tuned (it must say format = \"") + kFormat +
-         "\"; 'tunedb export --portable' writes one)");
+    refuse_file(path, std::string("not a portable file of tuned (it must say format = \"") +
+                          kFormat + "\"; 'tunedb export --portable' writes one)");
   }
   const toml::node* version = root.get("version");
   if (version == nullptr || !version->is_integer() || version->as_integer()->get() < 1) {
-    fail("'version' must be a positive integer");
+    refuse_file(path, "'version' must be a positive integer");
   }
   if (version->as_integer()->get() > kPortableVersion) {
-    fail("version " + std::to_string(version->as_integer()->get()) +
-         " is newer than this build of tuned reads (" + std::to_string(kPortableVersion) +
-         "); use a newer tuned");
+    refuse_file(path, "version " + std::to_string(version->as_integer()->get()) +
+                          " is newer than this build of tuned reads (" +
+                          std::to_string(kPortableVersion) + "); use a newer tuned");
   }
-  // Each array of tables, row by row; a row this build cannot read is skipped and counted.
-  auto rows = [&](const char* array, const std::function<void(const RowReader&)>& read) {
-    const toml::node* node = root.get(array);
-    if (node == nullptr) return;
-    const toml::array* items = node->as_array();
-    if (items == nullptr) fail(std::string("'") + array + "' must be an array of tables");
-    for (size_t i = 0; i < items->size(); ++i) {
-      const toml::table* row = (*items)[i].as_table();
-      const std::string where = std::string(array) + "[" + std::to_string(i) + "]";
-      if (row == nullptr) fail(where + " must be a table");
-      RowReader reader(path, *row, where);
-      try {
-        read(reader);
-      } catch (const Error& e) {
-        if (e.status() == TUNED_STATUS_INVALID_ARGUMENT) throw;  // the file's shape: refused
-        ++skipped_[array];
-        log_once(LogLevel::kWarn, "portable row|" + path + "|" + where,
-                 "portable file '" + path + "': " + where + " skipped: " + e.what());
-      }
+  return root;
+}
+
+void read_key(const RowReader& r, ProblemKey& key) {
+  key.device_uuid = r.text("device_uuid");
+  key.op = r.text("op");
+  key.layout = r.text("layout");
+  const std::string shape = r.text("shape");
+  key.alignment = r.int32("alignment");
+  const auto dims = parse_shape_string(shape);
+  if (!dims) throw Error(TUNED_STATUS_DATABASE_ERROR, "malformed shape '" + shape + "'");
+  key.shape = *dims;
+}
+
+DeviceRecord read_device(const RowReader& r) {
+  DeviceRecord d;
+  d.uuid = r.text("uuid");
+  d.name = r.text("name");
+  d.cc_major = r.int32("cc_major");
+  d.cc_minor = r.int32("cc_minor");
+  d.sm_count = r.int32("sm_count");
+  d.memory_bytes = r.integer("memory_bytes", 0);
+  d.clock_khz = r.int32("clock_khz", 0);
+  return d;
+}
+
+SessionRecord read_session(const RowReader& r) {
+  SessionRecord s;
+  s.id = r.integer("id");
+  s.device_uuid = r.text("device_uuid");
+  s.op = r.text("op");
+  s.strategy = r.text("strategy", "");
+  s.budget_s = r.number("budget_s", 0.0);
+  s.started_at = r.text("started_at");
+  // Where the file names none, who the session was where it began (as before schema 4).
+  s.origin = r.text("origin", "");
+  if (s.origin.empty()) {
+    s.origin = s.device_uuid + "|" + s.started_at + "|" + std::to_string(s.id);
+  }
+  return s;
+}
+
+TrialRecord read_trial(const RowReader& r) {
+  TrialRecord t;
+  t.session_id = r.integer("session_id", 0);
+  read_key(r, t.key);
+  t.config = r.text("config");
+  t.kernel_name = r.text("kernel_name", "");
+  const std::string disposition = r.text("disposition");
+  t.message = r.text("message", "");
+  t.ms_median = r.number("ms_median", 0.0);
+  t.ms_min = r.number("ms_min", 0.0);
+  t.runs = r.int32("runs", 0);
+  t.tflops = r.number("tflops", 0.0);
+  t.rel_error = r.number("rel_error", 0.0);
+  t.registers = r.int32("registers", 0);
+  t.spill_bytes = r.int32("spill_bytes", 0);
+  t.compile_ms = r.number("compile_ms", 0.0);
+  t.template_hash = r.text("template_hash", "");
+  t.created_at = r.text("created_at", "");
+  t.disposition = disposition_from_string(disposition);  // unknown: the row is skipped
+  return t;
+}
+
+BestRecord read_best(const RowReader& r) {
+  BestRecord b;
+  read_key(r, b.key);
+  b.config = r.text("config");
+  b.kernel_name = r.text("kernel_name", "");
+  b.ms = r.number("ms");
+  b.tflops = r.number("tflops", 0.0);
+  b.baseline_ms = r.number("baseline_ms", 0.0);
+  b.session_id = r.integer("session_id", 0);
+  b.origin = r.text("origin", "autotune");
+  b.template_hash = r.text("template_hash", "");
+  b.source = r.text("source", "");
+  b.updated_at = r.text("updated_at", "");
+  return b;
+}
+
+StoredCubin read_cubin(const RowReader& r, const std::string& path) {
+  StoredCubin c;
+  c.key.source_hash = r.text("source_hash");
+  c.key.options = r.text("options");
+  c.key.arch = r.text("arch");
+  c.key.nvrtc_version = r.text("nvrtc_version");
+  c.cubin.kernel_name = r.text("kernel_name");
+  c.cubin.log = r.text("log", "");
+  c.cubin.registers = r.int32("registers", 0);
+  c.cubin.spill_bytes = r.int32("spill_bytes", 0);
+  c.cubin.stack_bytes = r.int32("stack_bytes", 0);
+  c.cubin.static_smem_bytes = r.int32("static_smem_bytes", 0);
+  c.cubin.compile_ms = r.number("compile_ms", 0.0);
+  c.checksum = r.text("checksum");
+  if (!base64_decode(r.text("image"), c.cubin.image)) {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                "portable file '" + path + "': " + r.where() + ".image must be base64 (RFC 4648)");
+  }
+  return c;
+}
+
+// Each array of tables, row by row, into out; a row this build cannot read is skipped and
+// counted in skipped, a row of the wrong shape refuses the file.
+template <class Row, class Read>
+void read_rows(const toml::table& root, const std::string& path, const char* array,
+               std::vector<Row>& out, std::map<std::string, int64_t>& skipped, Read read) {
+  const toml::node* node = root.get(array);
+  if (node == nullptr) return;
+  const toml::array* items = node->as_array();
+  if (items == nullptr)
+    refuse_file(path, std::string("'") + array + "' must be an array of tables");
+  for (size_t i = 0; i < items->size(); ++i) {
+    const toml::table* row = (*items)[i].as_table();
+    const std::string where = std::string(array) + "[" + std::to_string(i) + "]";
+    if (row == nullptr) refuse_file(path, where + " must be a table");
+    RowReader reader(path, *row, where);
+    try {
+      out.push_back(read(reader));
+    } catch (const Error& e) {
+      if (e.status() == TUNED_STATUS_INVALID_ARGUMENT) throw;  // the file's shape: refused
+      ++skipped[array];
+      log_once(LogLevel::kWarn, "portable row|" + path + "|" + where,
+               "portable file '" + path + "': " + where + " skipped: " + e.what());
     }
-  };
-  auto key_of = [](const RowReader& r, ProblemKey& key) {
-    key.device_uuid = r.text("device_uuid");
-    key.op = r.text("op");
-    key.layout = r.text("layout");
-    const std::string shape = r.text("shape");
-    key.alignment = r.int32("alignment");
-    const auto dims = parse_shape_string(shape);
-    if (!dims) throw Error(TUNED_STATUS_DATABASE_ERROR, "malformed shape '" + shape + "'");
-    key.shape = *dims;
-  };
-  rows("devices", [&](const RowReader& r) {
-    DeviceRecord d;
-    d.uuid = r.text("uuid");
-    d.name = r.text("name");
-    d.cc_major = r.int32("cc_major");
-    d.cc_minor = r.int32("cc_minor");
-    d.sm_count = r.int32("sm_count");
-    d.memory_bytes = r.integer("memory_bytes", 0);
-    d.clock_khz = r.int32("clock_khz", 0);
-    devices_.push_back(std::move(d));
-  });
-  rows("sessions", [&](const RowReader& r) {
-    SessionRecord s;
-    s.id = r.integer("id");
-    s.device_uuid = r.text("device_uuid");
-    s.op = r.text("op");
-    s.strategy = r.text("strategy", "");
-    s.budget_s = r.number("budget_s", 0.0);
-    s.started_at = r.text("started_at");
-    // Where the file names none, who the session was where it began (as before schema 4).
-    s.origin = r.text("origin", "");
-    if (s.origin.empty()) {
-      s.origin = s.device_uuid + "|" + s.started_at + "|" + std::to_string(s.id);
-    }
-    sessions_.push_back(std::move(s));
-  });
-  rows("trials", [&](const RowReader& r) {
-    TrialRecord t;
-    t.session_id = r.integer("session_id", 0);
-    key_of(r, t.key);
-    t.config = r.text("config");
-    t.kernel_name = r.text("kernel_name", "");
-    const std::string disposition = r.text("disposition");
-    t.message = r.text("message", "");
-    t.ms_median = r.number("ms_median", 0.0);
-    t.ms_min = r.number("ms_min", 0.0);
-    t.runs = r.int32("runs", 0);
-    t.tflops = r.number("tflops", 0.0);
-    t.rel_error = r.number("rel_error", 0.0);
-    t.registers = r.int32("registers", 0);
-    t.spill_bytes = r.int32("spill_bytes", 0);
-    t.compile_ms = r.number("compile_ms", 0.0);
-    t.template_hash = r.text("template_hash", "");
-    t.created_at = r.text("created_at", "");
-    t.disposition = disposition_from_string(disposition);  // unknown: the row is skipped
-    trials_.push_back(std::move(t));
-  });
-  rows("bests", [&](const RowReader& r) {
-    BestRecord b;
-    key_of(r, b.key);
-    b.config = r.text("config");
-    b.kernel_name = r.text("kernel_name", "");
-    b.ms = r.number("ms");
-    b.tflops = r.number("tflops", 0.0);
-    b.baseline_ms = r.number("baseline_ms", 0.0);
-    b.session_id = r.integer("session_id", 0);
-    b.origin = r.text("origin", "autotune");
-    b.template_hash = r.text("template_hash", "");
-    b.source = r.text("source", "");
-    b.updated_at = r.text("updated_at", "");
-    bests_.push_back(std::move(b));
-  });
-  rows("cubins", [&](const RowReader& r) {
-    StoredCubin c;
-    c.key.source_hash = r.text("source_hash");
-    c.key.options = r.text("options");
-    c.key.arch = r.text("arch");
-    c.key.nvrtc_version = r.text("nvrtc_version");
-    c.cubin.kernel_name = r.text("kernel_name");
-    c.cubin.log = r.text("log", "");
-    c.cubin.registers = r.int32("registers", 0);
-    c.cubin.spill_bytes = r.int32("spill_bytes", 0);
-    c.cubin.stack_bytes = r.int32("stack_bytes", 0);
-    c.cubin.static_smem_bytes = r.int32("static_smem_bytes", 0);
-    c.cubin.compile_ms = r.number("compile_ms", 0.0);
-    c.checksum = r.text("checksum");
-    if (!base64_decode(r.text("image"), c.cubin.image)) {
-      throw Error(TUNED_STATUS_INVALID_ARGUMENT, "portable file '" + path + "': " + r.where() +
-                                                     ".image must be base64 (RFC 4648)");
-    }
-    cubins_.push_back(std::move(c));
-  });
+  }
+}
+
+}  // namespace
+
+PortableSource::PortableSource(const std::string& path, std::string label)
+    : label_(std::move(label)) {
+  const toml::table root = parse_portable_file(path);
+  read_rows(root, path, "devices", devices_, skipped_, read_device);
+  read_rows(root, path, "sessions", sessions_, skipped_, read_session);
+  read_rows(root, path, "trials", trials_, skipped_, read_trial);
+  read_rows(root, path, "bests", bests_, skipped_, read_best);
+  read_rows(root, path, "cubins", cubins_, skipped_,
+            [&](const RowReader& r) { return read_cubin(r, path); });
 }
 
 void PortableSource::for_each_session(const std::function<void(const SessionRecord&)>& visit) {
