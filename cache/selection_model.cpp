@@ -89,22 +89,80 @@ namespace {
 
 }  // namespace
 
+SelectionModel::Variant& SelectionModel::variant_of(std::string_view name, int line_no) {
+  if (models_.empty()) fail_at(line_no, "entry or point line before any model line");
+  auto& variants = models_.back().variants;
+  for (auto& v : variants) {
+    if (v.name == name) return v;
+  }
+  if (name.empty()) fail_at(line_no, "empty variant");
+  variants.emplace_back();
+  variants.back().name = std::string(name);
+  return variants.back();
+}
+
+void SelectionModel::add_model(const std::vector<std::string_view>& f, int line_no) {
+  auto fail = [&](const std::string& why) { fail_at(line_no, why); };
+  if (f.size() != 6) fail("a model line has 6 fields, got " + std::to_string(f.size()));
+  Model m;
+  m.device_name = std::string(f[1]);
+  m.op = std::string(f[3]);
+  if (m.device_name.empty() || m.op.empty()) fail("empty device name or op");
+  if (!parse_number(f[2], m.cc) || m.cc <= 0) fail("cc '" + std::string(f[2]) + "'");
+  if (!parse_number(f[4], m.neighbours) || m.neighbours < 1) {
+    fail("neighbours '" + std::string(f[4]) + "' (an integer >= 1)");
+  }
+  if (!parse_number(f[5], m.transfer_regret) || !std::isfinite(m.transfer_regret) ||
+      m.transfer_regret < 0) {
+    fail("transfer_regret '" + std::string(f[5]) + "' (a number >= 0)");
+  }
+  for (const auto& other : models_) {
+    if (other.device_name == m.device_name && other.op == m.op) {
+      fail("a second model for " + m.device_name + " " + m.op);
+    }
+  }
+  models_.push_back(std::move(m));
+}
+
+void SelectionModel::add_features(const std::vector<std::string_view>& f, int line_no) {
+  auto fail = [&](const std::string& why) { fail_at(line_no, why); };
+  if (models_.empty()) fail("features line before any model line");
+  Model& m = models_.back();
+  if (m.feature_sm_count > 0) fail("a second features line for the model");
+  if (f.size() < 3) fail("a features line has an SM count and at least one name=weight");
+  if (!parse_number(f[1], m.feature_sm_count) || m.feature_sm_count < 1) {
+    fail("features SM count '" + std::string(f[1]) + "' (an integer >= 1)");
+  }
+  for (size_t i = 2; i < f.size(); ++i) {
+    const size_t eq = f[i].find('=');
+    double weight = 0;
+    if (eq == 0 || eq == std::string_view::npos || !parse_number(f[i].substr(eq + 1), weight) ||
+        !std::isfinite(weight)) {
+      fail("feature '" + std::string(f[i]) + "' (name=weight)");
+    }
+    m.feature_weights.emplace_back(std::string(f[i].substr(0, eq)), weight);
+  }
+}
+
+void SelectionModel::add_entry(const std::vector<std::string_view>& f, int line_no) {
+  auto fail = [&](const std::string& why) { fail_at(line_no, why); };
+  if (f.size() != 4) fail("an entry line has 4 fields, got " + std::to_string(f.size()));
+  Variant& v = variant_of(f[1], line_no);
+  if (!v.pending.empty() || !v.blocks.empty() || v.points() > 0) {
+    fail("entry after the variant's points");
+  }
+  size_t index = 0;
+  if (!parse_number(f[2], index) || index != v.configs.size()) {
+    fail("entry index '" + std::string(f[2]) + "', expected " + std::to_string(v.configs.size()));
+  }
+  if (f[3].empty()) fail("empty config");
+  v.configs.emplace_back(f[3]);
+}
+
 SelectionModel::SelectionModel(std::string_view table, bool lazy) : lazy_(lazy) {
   int line_no = 0;
   auto fail = [&](const std::string& why) { fail_at(line_no, why); };
-  auto variant_of = [&](std::string_view name) -> Variant& {
-    if (models_.empty()) fail("entry or point line before any model line");
-    auto& variants = models_.back().variants;
-    for (auto& v : variants) {
-      if (v.name == name) return v;
-    }
-    if (name.empty()) fail("empty variant");
-    variants.emplace_back();
-    variants.back().name = std::string(name);
-    return variants.back();
-  };
-  std::vector<std::string_view> f, items;
-  std::vector<double> ms;
+  std::vector<std::string_view> f;
   size_t pos = 0;
   Variant* last_points = nullptr;  // the variant of the previous point line (they come in runs)
   while (pos < table.size()) {
@@ -130,7 +188,7 @@ SelectionModel::SelectionModel(std::string_view table, bool lazy) : lazy_(lazy) 
       // A block of point lines whose size is known: skipped here unread (a process touches only
       // the pages of the variant it ranks), split into lines on the variant's first use.
       if (f.size() != 4) fail("a points line has 4 fields, got " + std::to_string(f.size()));
-      Variant& v = variant_of(f[1]);
+      Variant& v = variant_of(f[1], line_no);
       if (v.configs.empty()) fail("points before the variant's entries");
       size_t count = 0, bytes = 0;
       if (!parse_number(f[2], count) || !parse_number(f[3], bytes) ||
@@ -142,63 +200,17 @@ SelectionModel::SelectionModel(std::string_view table, bool lazy) : lazy_(lazy) 
       v.blocks.push_back({table.substr(pos, bytes), line_no + 1, count});
       pos += bytes;
       line_no += static_cast<int>(count);
-      continue;
-    }
-    if (f[0] == "model") {
-      if (f.size() != 6) fail("a model line has 6 fields, got " + std::to_string(f.size()));
-      Model m;
-      m.device_name = std::string(f[1]);
-      m.op = std::string(f[3]);
-      if (m.device_name.empty() || m.op.empty()) fail("empty device name or op");
-      if (!parse_number(f[2], m.cc) || m.cc <= 0) fail("cc '" + std::string(f[2]) + "'");
-      if (!parse_number(f[4], m.neighbours) || m.neighbours < 1) {
-        fail("neighbours '" + std::string(f[4]) + "' (an integer >= 1)");
-      }
-      if (!parse_number(f[5], m.transfer_regret) || !std::isfinite(m.transfer_regret) ||
-          m.transfer_regret < 0) {
-        fail("transfer_regret '" + std::string(f[5]) + "' (a number >= 0)");
-      }
-      for (const auto& other : models_) {
-        if (other.device_name == m.device_name && other.op == m.op) {
-          fail("a second model for " + m.device_name + " " + m.op);
-        }
-      }
-      models_.push_back(std::move(m));
+    } else if (f[0] == "model") {
+      add_model(f, line_no);
     } else if (f[0] == "features") {
-      if (models_.empty()) fail("features line before any model line");
-      Model& m = models_.back();
-      if (m.feature_sm_count > 0) fail("a second features line for the model");
-      if (f.size() < 3) fail("a features line has an SM count and at least one name=weight");
-      if (!parse_number(f[1], m.feature_sm_count) || m.feature_sm_count < 1) {
-        fail("features SM count '" + std::string(f[1]) + "' (an integer >= 1)");
-      }
-      for (size_t i = 2; i < f.size(); ++i) {
-        const size_t eq = f[i].find('=');
-        double weight = 0;
-        if (eq == 0 || eq == std::string_view::npos ||
-            !parse_number(f[i].substr(eq + 1), weight) || !std::isfinite(weight)) {
-          fail("feature '" + std::string(f[i]) + "' (name=weight)");
-        }
-        m.feature_weights.emplace_back(std::string(f[i].substr(0, eq)), weight);
-      }
+      add_features(f, line_no);
     } else if (f[0] == "entry") {
-      if (f.size() != 4) fail("an entry line has 4 fields, got " + std::to_string(f.size()));
-      Variant& v = variant_of(f[1]);
-      if (!v.pending.empty() || !v.blocks.empty() || v.points() > 0) {
-        fail("entry after the variant's points");
-      }
-      size_t index = 0;
-      if (!parse_number(f[2], index) || index != v.configs.size()) {
-        fail("entry index '" + std::string(f[2]) + "', expected " +
-             std::to_string(v.configs.size()));
-      }
-      if (f[3].empty()) fail("empty config");
-      v.configs.emplace_back(f[3]);
+      add_entry(f, line_no);
     } else if (f[0] == "point") {
       if (f.size() != 5 && f.size() != 6) {
         fail("a point line has 5 or 6 fields, got " + std::to_string(f.size()));
       }
-      Variant& v = variant_of(f[1]);
+      Variant& v = variant_of(f[1], line_no);
       if (v.configs.empty()) fail("point before the variant's entries");
       v.pending.emplace_back(line, line_no);
       last_points = &v;

@@ -164,6 +164,11 @@ class SelectionModel {
     std::vector<Variant> variants;
   };
   SelectionModel(std::string_view table, bool lazy);
+  // The table's line kinds (fields split at tabs; errors name line_no): each adds to models_.
+  Variant& variant_of(std::string_view name, int line_no);
+  void add_model(const std::vector<std::string_view>& f, int line_no);
+  void add_features(const std::vector<std::string_view>& f, int line_no);
+  void add_entry(const std::vector<std::string_view>& f, int line_no);
   const Model* find_model(const std::string& op, const std::string& device_name, int cc) const;
   bool lazy_ = false;
   // The variant with its points parsed (throws Error naming the line of a malformed one).

@@ -58,7 +58,7 @@ TEST(Version, EveryToolPrintsTheLibraryVersion) {
   };
   std::vector<Tool> tools = {{"autotune", build_dir() / "tools" / "autotune"},
                              {"tunedb", build_dir() / "tools" / "tunedb"},
-                             {"fit_selection", build_dir() / "tools" / "fit_selection"}};
+                             {"fit_selection", build_dir() / "bench" / "fit_selection"}};
   // The precompiler exists in builds that precompile kernels (the default).
   if (std::filesystem::exists(build_dir() / "tuned_precompile")) {
     tools.push_back({"precompile", build_dir() / "tuned_precompile"});
