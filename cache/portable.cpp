@@ -380,8 +380,7 @@ StoredCubin read_cubin(const RowReader& r, const std::string& path) {
   c.cubin.compile_ms = r.number("compile_ms", 0.0);
   c.checksum = r.text("checksum");
   if (!base64_decode(r.text("image"), c.cubin.image)) {
-    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                "portable file '" + path + "': " + r.where() + ".image must be base64 (RFC 4648)");
+    refuse_file(path, r.where() + ".image must be base64 (RFC 4648)");
   }
   return c;
 }

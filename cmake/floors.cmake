@@ -15,13 +15,15 @@
 # library of each floor's objects with those below it is linked with --no-undefined, so a call
 # into a higher floor (declared by hand, without its header) fails the build too.
 
+# libtuned's floors, bottom up, and what each one may see below it (tools/ sees them all).
+set(TUNED_LIBRARY_FLOORS core generator cache templates tuner api)
 set(TUNED_FLOORS_BELOW_core "")
 set(TUNED_FLOORS_BELOW_generator core)
 set(TUNED_FLOORS_BELOW_cache core)
 set(TUNED_FLOORS_BELOW_templates core generator)
 set(TUNED_FLOORS_BELOW_tuner core generator cache templates)
 set(TUNED_FLOORS_BELOW_api core generator cache templates tuner)
-set(TUNED_FLOORS_BELOW_tools core generator cache templates tuner api)
+set(TUNED_FLOORS_BELOW_tools ${TUNED_LIBRARY_FLOORS})
 
 # What every floor compiles with (the flags libtuned's code always had), and what libtuned's code
 # links (kept apart: the tools see the floors but link libtuned, not these).
@@ -37,7 +39,7 @@ target_link_libraries(tuned_floor_dependencies INTERFACE
 
 # tuned_sees_<floor>: an interface target that gives a target the view of <floor> (its folder and
 # the folders below it). Made for every floor up front, so that a probe can take any floor's view.
-foreach(floor core generator cache templates tuner api tools)
+foreach(floor IN LISTS TUNED_LIBRARY_FLOORS ITEMS tools)
   set(view ${PROJECT_BINARY_DIR}/floors/${floor})
   file(REMOVE_RECURSE ${view})
   file(MAKE_DIRECTORY ${view})
@@ -50,7 +52,7 @@ foreach(floor core generator cache templates tuner api tools)
 endforeach()
 
 # tuned_floor_library(<floor> <sources...>): the floor's object library, tuned_<floor>, which
-# libtuned is made of, and its link check.
+# libtuned is made of.
 function(tuned_floor_library floor)
   add_library(tuned_${floor} OBJECT ${ARGN})
   target_link_libraries(tuned_${floor} PRIVATE tuned_sees_${floor} tuned_floor_dependencies)
@@ -58,19 +60,22 @@ endfunction()
 
 # Every floor's objects: what libtuned is made of.
 set(TUNED_FLOOR_OBJECTS "")
-foreach(floor core generator cache templates tuner api)
+foreach(floor IN LISTS TUNED_LIBRARY_FLOORS)
   list(APPEND TUNED_FLOOR_OBJECTS $<TARGET_OBJECTS:tuned_${floor}>)
 endforeach()
 
+# The empty precompiled kernel table (generator/precompiled_none.cpp), for what links libtuned's
+# objects without the built one: the link checks, tunedb's library, the precompile tool.
+add_library(tuned_floor_no_kernels OBJECT ${PROJECT_SOURCE_DIR}/generator/precompiled_none.cpp)
+target_link_libraries(tuned_floor_no_kernels PRIVATE tuned_sees_generator tuned_floor_dependencies)
+
 # The link checks, once every floor is defined: tuned_floor_link_<floor> is a shared library of the
-# floor's objects and those of the floors below it, with no undefined symbol left. The generator
-# floor's precompiled kernel table is the empty one (libtuned gets the built one).
+# floor's objects and those of the floors below it, with no undefined symbol left (from the
+# generator floor up with the empty kernel table).
 function(tuned_floor_link_checks)
-  add_library(tuned_floor_no_kernels OBJECT ${PROJECT_SOURCE_DIR}/generator/precompiled_none.cpp)
-  target_link_libraries(tuned_floor_no_kernels PRIVATE tuned_sees_generator tuned_floor_dependencies)
-  foreach(floor core generator cache templates tuner api)
-    set(objects $<TARGET_OBJECTS:tuned_${floor}>)
-    foreach(below IN LISTS TUNED_FLOORS_BELOW_${floor})
+  foreach(floor IN LISTS TUNED_LIBRARY_FLOORS)
+    set(objects "")
+    foreach(below IN LISTS TUNED_FLOORS_BELOW_${floor} floor)
       list(APPEND objects $<TARGET_OBJECTS:tuned_${below}>)
     endforeach()
     if(floor STREQUAL "generator" OR "generator" IN_LIST TUNED_FLOORS_BELOW_${floor})

@@ -19,26 +19,28 @@
 #   probe-more   autotune three convolution weight gradients of the second fitting set (k of
 #                100352 to 1605632), full space, into $WORK/tune.db
 #   more[:S]     the second fitting set (gemm_sweep --more-networks, at most 200 GFLOP a problem):
-#                the portfolio, both candidate files (bench/data/sweep_candidates/gemm_sweep_candidates_issue28*
-#                _<gpu>.txt) and the probes' top 4 per problem, for at most S seconds (default
-#                420; gemm_sweep_<gpu>_issue28-more.tsv.gz)
+#                the portfolio, both candidate files (bench/data/sweep_candidates/
+#                gemm_sweep_candidates_issue28*_<gpu>.txt) and the probes' top 4 per problem, for
+#                at most S seconds (default 420; gemm_sweep_<gpu>_issue28-more.tsv.gz)
 #   ksum[:S]     the table's FFMA entries beside their KSUM=1 variants (partial chains of k,
-#                bench/data/sweep_candidates/gemm_sweep_candidates_ksum_<gpu>.txt) on the middle stratum's first
-#                seeds, for at most S seconds (default 240; gemm_sweep_<gpu>_issue28-ksum.tsv.gz)
+#                bench/data/sweep_candidates/gemm_sweep_candidates_ksum_<gpu>.txt) on the middle
+#                stratum's first seeds, for at most S seconds (default 240;
+#                gemm_sweep_<gpu>_issue28-ksum.tsv.gz)
 #   ksum-fit[:S] the KSUM=1 variants alone on the rest of the middle stratum, the small one, the
 #                networks set, the large stratum and the second fitting set (not yet swept: its
 #                decoding shapes lost most to the longest-sum rule), for at most S seconds (default 300; gemm_sweep_<gpu>_issue28-
 #                ksum-<set>.tsv.gz): rows for the fit where single FFMA chains break the contract
-#   tf32[:S]     the split TF32 (MMA=2) variants of the table's FP64 tensor-core entries (bench/data/
-#                sweep_candidates/gemm_sweep_candidates_tf32_<gpu>.txt) on the networks set, the second
-#                fitting set and the large and middle strata, for at most S seconds
+#   tf32[:S]     the split TF32 (MMA=2) variants of the table's FP64 tensor-core entries
+#                (bench/data/sweep_candidates/gemm_sweep_candidates_tf32_<gpu>.txt) on the networks
+#                set, the second fitting set and the large and middle strata, for at most S seconds
 #                (default 500; gemm_sweep_<gpu>_issue28-tf32-<set>.tsv.gz)
-#   wgmma[:S]    the split TF32 wgmma configs (MMA=3, issue 31: bench/data/
-#                sweep_candidates/gemm_sweep_candidates_wgmma.txt) on the networks set, the large stratum, the second fitting
-#                set and the middle stratum, for at most S seconds (default 300;
+#   wgmma[:S]    the split TF32 wgmma configs (MMA=3, issue 31: bench/data/sweep_candidates/
+#                gemm_sweep_candidates_wgmma.txt) on the networks set, the large stratum, the second
+#                fitting set and the middle stratum, for at most S seconds (default 300;
 #                gemm_sweep_<gpu>_issue28-wgmma-<set>.tsv.gz)
-#   tma[:S]      the split TF32 wgmma configs fed by the TMA (MMA=4, issue 31: bench/data/sweep_candidates/
-#                gemm_sweep_candidates_tma.txt) on the wgmma step's sets, for at most S seconds
+#   tma[:S]      the split TF32 wgmma configs fed by the TMA (MMA=4, issue 31:
+#                bench/data/sweep_candidates/gemm_sweep_candidates_tma.txt) on the wgmma step's
+#                sets, for at most S seconds
 #                (default 240; gemm_sweep_<gpu>_issue28-tma-<set>.tsv.gz)
 #   tma-splits[:S]  the TMA-fed split TF32 configs with 8-32 splits summed by a second pass
 #                (bench/data/sweep_candidates/gemm_sweep_candidates_tma_splits.txt) on the problems of k >= 16384
