@@ -245,99 +245,155 @@ struct BandWork {
 // passed the check (the gate), each downloaded chunk is copied out while the next ones are
 // computed and downloaded. The kernel reads bytes with ld = rows; its output slot has ld = rows.
 template <typename T>
+class BandPipeline {
+ public:
+  BandPipeline(Lane& lane, const LoadedKernel& kernel, const Config& config, void* workspace,
+               const Problem& p, const T* in, float* out, bool streaming, BandWork& work)
+      : lane_(lane),
+        kernel_(kernel),
+        config_(config),
+        workspace_(workspace),
+        p_(p),
+        in_(in),
+        out_(out),
+        streaming_(streaming),
+        work_(work),
+        b0_(work.b0),
+        b1_(work.b1),
+        h0_(std::max<int64_t>(0, b0_ - p.radius)),
+        h1_(std::min(p.cols, b1_ + p.radius)),
+        column_in_(static_cast<size_t>(p.rows)),
+        column_out_(column_in_ * sizeof(float)),
+        chunk_(std::clamp<int64_t>(static_cast<int64_t>(kChunkBytes / column_out_), 1, b1_ - b0_)),
+        chunks_((b1_ - b0_ + chunk_ - 1) / chunk_),
+        packed_problem_(p),
+        compute_(lane.compute.get()),
+        h2d_(lane.h2d.get()),
+        d2h_(lane.d2h.get()) {
+    packed_problem_.ld_in = p.rows;
+    packed_problem_.ld_out = p.rows;
+  }
+
+  // The whole band: nothing is written unless ticket passes (every lane's input was valid).
+  void run(Gate::Ticket& ticket) {
+    const auto started = std::chrono::steady_clock::now();
+    size_buffers();
+    for (int64_t k = 0; k < chunks_; ++k) {
+      uploaded_.push_back(Event::create());
+      kernel_start_.push_back(Event::create());
+      kernel_end_.push_back(Event::create());
+      downloaded_.push_back(Event::create());
+    }
+    // Whatever happens, nothing stays in flight into buffers the next call reuses.
+    struct Quiet {
+      cudaStream_t streams[3];
+      ~Quiet() {
+        for (cudaStream_t s : streams) (void)cudaStreamSynchronize(s);
+      }
+    } quiet{{compute_, h2d_, d2h_}};
+
+    check_and_upload();
+    const auto checked = std::chrono::steady_clock::now();
+    work_.pack_ms = std::chrono::duration<double, std::milli>(checked - started).count();
+    if (!ticket.pass(work_.bad == 0)) return;  // a bad value somewhere: nothing is written
+
+    // Stage 2: copy each chunk out while the next ones are computed and downloaded; its slots are
+    // free once it is out.
+    for (int64_t k = 0; k < chunks_; ++k) {
+      drain(k);
+      if (k + kSlots < chunks_) issue(k + kSlots);
+    }
+    for (int64_t k = 0; k < chunks_; ++k) {
+      work_.kernel_ms += kernel_end_[k].elapsed_since(kernel_start_[k]);
+    }
+  }
+
+ private:
+  void size_buffers() {
+    // The first chunk uploads its halo on both sides, the others their own columns.
+    const int64_t slot_columns = std::min<int64_t>(h1_ - h0_, chunk_ + 2 * p_.radius);
+    ensure(lane_.in, column_in_ * static_cast<size_t>(h1_ - h0_));
+    for (int s = 0; s < kSlots; ++s) {
+      ensure(lane_.out[s], column_out_ * static_cast<size_t>(chunk_));
+      ensure(lane_.host_out[s], column_out_ * static_cast<size_t>(chunk_));
+      ensure(lane_.host_in[s], column_in_ * static_cast<size_t>(slot_columns));
+    }
+  }
+
+  // Stage 1: check, pack and upload; the first chunks' kernels and downloads start meanwhile.
+  void check_and_upload() {
+    int64_t packed_to = h0_;
+    for (int64_t k = 0; k < chunks_ && work_.bad == 0; ++k) {
+      const int64_t c1 = std::min(b1_, b0_ + (k + 1) * chunk_);
+      const int64_t need = std::min(p_.cols, c1 + p_.radius);
+      if (need > packed_to) {
+        const int slot = static_cast<int>(k % kSlots);
+        // The slot's previous columns must be on the device before it is packed again.
+        if (k >= kSlots) TUNED_CUDA_CHECK(cudaEventSynchronize(uploaded_[k - kSlots].get()));
+        uint8_t* staged = lane_.host_in[slot].as<uint8_t>();
+        work_.bad = pack_columns(p_, in_, packed_to, need, staged, work_.threads);
+        if (work_.bad > 0) break;
+        TUNED_CUDA_CHECK(cudaMemcpyAsync(lane_.in.as<uint8_t>() + (packed_to - h0_) * column_in_,
+                                         staged, static_cast<size_t>(need - packed_to) * column_in_,
+                                         cudaMemcpyHostToDevice, h2d_));
+        packed_to = need;
+      }
+      uploaded_[k].record(h2d_);
+      if (k < kSlots) issue(k);
+    }
+  }
+
+  // Chunk k: its kernel into device slot k, then down to pinned memory.
+  void issue(int64_t k) {
+    const int64_t c0 = b0_ + k * chunk_, c1 = std::min(b1_, c0 + chunk_);
+    TUNED_CUDA_CHECK(cudaStreamWaitEvent(compute_, uploaded_[k].get(), 0));
+    kernel_start_[k].record(compute_);
+    entropy_op::launch_columns(kernel_, config_, packed_problem_, entropy_op::Band{c0, c1, h0_, c0},
+                               lane_.in.get(), lane_.out[k % kSlots].as<float>(), workspace_,
+                               compute_);
+    kernel_end_[k].record(compute_);
+    TUNED_CUDA_CHECK(cudaStreamWaitEvent(d2h_, kernel_end_[k].get(), 0));
+    TUNED_CUDA_CHECK(cudaMemcpyAsync(lane_.host_out[k % kSlots].get(), lane_.out[k % kSlots].get(),
+                                     static_cast<size_t>(c1 - c0) * column_out_,
+                                     cudaMemcpyDeviceToHost, d2h_));
+    downloaded_[k].record(d2h_);
+  }
+
+  // Chunk k's output, from its pinned slot to the caller's memory.
+  void drain(int64_t k) {
+    TUNED_CUDA_CHECK(cudaEventSynchronize(downloaded_[k].get()));
+    const int64_t c0 = b0_ + k * chunk_, c1 = std::min(b1_, c0 + chunk_);
+    const float* src = lane_.host_out[k % kSlots].as<float>();
+#pragma omp parallel for num_threads(work_.threads) schedule(static)
+    for (int64_t j = c0; j < c1; ++j) {
+      copy_floats(out_ + j * p_.ld_out, src + (j - c0) * p_.rows, column_in_, streaming_);
+    }
+  }
+
+  Lane& lane_;
+  const LoadedKernel& kernel_;
+  const Config& config_;
+  void* const workspace_;
+  const Problem& p_;
+  const T* const in_;
+  float* const out_;
+  const bool streaming_;
+  BandWork& work_;
+  const int64_t b0_, b1_;                // the band's output columns
+  const int64_t h0_, h1_;                // its input columns, with the halo
+  const size_t column_in_, column_out_;  // bytes of a packed input column, of an output column
+  const int64_t chunk_;                  // columns per chunk
+  const int64_t chunks_;
+  Problem packed_problem_;  // the problem as the kernel reads it: packed bytes, ld = rows
+  const cudaStream_t compute_, h2d_, d2h_;
+  std::vector<Event> uploaded_, kernel_start_, kernel_end_, downloaded_;  // per chunk
+};
+
+template <typename T>
 void run_band(Lane& lane, const LoadedKernel& kernel, const Config& config, void* workspace,
               const Problem& p, const T* in, float* out, bool streaming, Gate::Ticket& ticket,
               BandWork& work) {
-  const auto started = std::chrono::steady_clock::now();
-  const int64_t b0 = work.b0, b1 = work.b1;
-  const int64_t h0 = std::max<int64_t>(0, b0 - p.radius), h1 = std::min(p.cols, b1 + p.radius);
-  const size_t column_in = static_cast<size_t>(p.rows), column_out = column_in * sizeof(float);
-  const int64_t chunk =
-      std::clamp<int64_t>(static_cast<int64_t>(kChunkBytes / column_out), 1, b1 - b0);
-  // The first chunk uploads its halo on both sides, the others their own columns.
-  const int64_t slot_columns = std::min<int64_t>(h1 - h0, chunk + 2 * p.radius);
-  ensure(lane.in, column_in * static_cast<size_t>(h1 - h0));
-  for (int s = 0; s < kSlots; ++s) {
-    ensure(lane.out[s], column_out * static_cast<size_t>(chunk));
-    ensure(lane.host_out[s], column_out * static_cast<size_t>(chunk));
-    ensure(lane.host_in[s], column_in * static_cast<size_t>(slot_columns));
-  }
-  Problem packed_problem = p;
-  packed_problem.ld_in = p.rows;
-  packed_problem.ld_out = p.rows;
-  cudaStream_t compute = lane.compute.get(), h2d = lane.h2d.get(), d2h = lane.d2h.get();
-
-  const int64_t chunks = (b1 - b0 + chunk - 1) / chunk;
-  std::vector<Event> uploaded, kernel_start, kernel_end, downloaded;
-  for (int64_t k = 0; k < chunks; ++k) {
-    uploaded.push_back(Event::create());
-    kernel_start.push_back(Event::create());
-    kernel_end.push_back(Event::create());
-    downloaded.push_back(Event::create());
-  }
-  auto issue = [&](int64_t k) {  // chunk k: its kernel into device slot k, then down to pinned
-    const int64_t c0 = b0 + k * chunk, c1 = std::min(b1, c0 + chunk);
-    TUNED_CUDA_CHECK(cudaStreamWaitEvent(compute, uploaded[k].get(), 0));
-    kernel_start[k].record(compute);
-    entropy_op::launch_columns(kernel, config, packed_problem, entropy_op::Band{c0, c1, h0, c0},
-                               lane.in.get(), lane.out[k % kSlots].as<float>(), workspace, compute);
-    kernel_end[k].record(compute);
-    TUNED_CUDA_CHECK(cudaStreamWaitEvent(d2h, kernel_end[k].get(), 0));
-    TUNED_CUDA_CHECK(cudaMemcpyAsync(lane.host_out[k % kSlots].get(), lane.out[k % kSlots].get(),
-                                     static_cast<size_t>(c1 - c0) * column_out,
-                                     cudaMemcpyDeviceToHost, d2h));
-    downloaded[k].record(d2h);
-  };
-  auto drain = [&](int64_t k) {  // chunk k's output, from its pinned slot to the caller's memory
-    TUNED_CUDA_CHECK(cudaEventSynchronize(downloaded[k].get()));
-    const int64_t c0 = b0 + k * chunk, c1 = std::min(b1, c0 + chunk);
-    const float* src = lane.host_out[k % kSlots].as<float>();
-#pragma omp parallel for num_threads(work.threads) schedule(static)
-    for (int64_t j = c0; j < c1; ++j) {
-      copy_floats(out + j * p.ld_out, src + (j - c0) * p.rows, column_in, streaming);
-    }
-  };
-  // Whatever happens, nothing stays in flight into buffers the next call reuses.
-  struct Quiet {
-    cudaStream_t streams[3];
-    ~Quiet() {
-      for (cudaStream_t s : streams) (void)cudaStreamSynchronize(s);
-    }
-  } quiet{{compute, h2d, d2h}};
-
-  // Stage 1: check, pack and upload; the first chunks' kernels and downloads start meanwhile.
-  int64_t packed_to = h0;
-  for (int64_t k = 0; k < chunks && work.bad == 0; ++k) {
-    const int64_t c1 = std::min(b1, b0 + (k + 1) * chunk);
-    const int64_t need = std::min(p.cols, c1 + p.radius);
-    if (need > packed_to) {
-      const int slot = static_cast<int>(k % kSlots);
-      // The slot's previous columns must be on the device before it is packed again.
-      if (k >= kSlots) TUNED_CUDA_CHECK(cudaEventSynchronize(uploaded[k - kSlots].get()));
-      uint8_t* staged = lane.host_in[slot].as<uint8_t>();
-      work.bad = pack_columns(p, in, packed_to, need, staged, work.threads);
-      if (work.bad > 0) break;
-      TUNED_CUDA_CHECK(cudaMemcpyAsync(lane.in.as<uint8_t>() + (packed_to - h0) * column_in, staged,
-                                       static_cast<size_t>(need - packed_to) * column_in,
-                                       cudaMemcpyHostToDevice, h2d));
-      packed_to = need;
-    }
-    uploaded[k].record(h2d);
-    if (k < kSlots) issue(k);
-  }
-  work.pack_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-  if (!ticket.pass(work.bad == 0)) return;  // a bad value somewhere: nothing is written
-
-  // Stage 2: copy each chunk out while the next ones are computed and downloaded; its slots are
-  // free once it is out.
-  for (int64_t k = 0; k < chunks; ++k) {
-    drain(k);
-    if (k + kSlots < chunks) issue(k + kSlots);
-  }
-  for (int64_t k = 0; k < chunks; ++k) {
-    work.kernel_ms += kernel_end[k].elapsed_since(kernel_start[k]);
-  }
+  BandPipeline<T>(lane, kernel, config, workspace, p, in, out, streaming, work).run(ticket);
 }
 
 int visible_devices() {
@@ -364,6 +420,40 @@ bool same_model(int g) {
   return true;
 }
 
+// The lanes of GPUs [0, bands) that the process does not have yet, each made on its device.
+void make_lanes(Staging& st, int bands) {
+  for (int g = 0; g < bands; ++g) {
+    auto& lane = st.lanes[g];
+    if (!lane) {
+      TUNED_CUDA_CHECK(cudaSetDevice(g));
+      lane = std::make_unique<Lane>();
+      lane->compute = Stream::create();
+      lane->h2d = Stream::create();
+      lane->d2h = Stream::create();
+      if (g > 0) lane->thread = std::make_unique<LaneThread>();
+    }
+  }
+}
+
+// Throws the call's failure, if a lane had one: a bad value is named (the first in column-major
+// order) before any other failure.
+void throw_first_failure(const std::vector<BandWork>& work, const Problem& p, Input input,
+                         const void* in) {
+  for (const BandWork& w : work) {
+    if (w.bad > 0) {
+      if (input == Input::kU8) {
+        entropy_op::validate_values(p, static_cast<const uint8_t*>(in));
+      } else {
+        entropy_op::validate_values(p, static_cast<const float*>(in));
+      }
+      throw Error(TUNED_STATUS_INVALID_ARGUMENT, "in: a value is not an integer in [0, levels)");
+    }
+  }
+  for (const BandWork& w : work) {
+    if (w.error) std::rethrow_exception(w.error);
+  }
+}
+
 void run_gpus(const Problem& p, Input input, const void* in, float* out, int gpus,
               EntropyReport& report) {
   Staging& st = staging();
@@ -377,17 +467,7 @@ void run_gpus(const Problem& p, Input input, const void* in, float* out, int gpu
     int device;
     ~Restore() { (void)cudaSetDevice(device); }
   } restore{caller_device};
-  for (int g = 0; g < bands; ++g) {  // lanes made here, before any lane's thread runs
-    auto& lane = st.lanes[g];
-    if (!lane) {
-      TUNED_CUDA_CHECK(cudaSetDevice(g));
-      lane = std::make_unique<Lane>();
-      lane->compute = Stream::create();
-      lane->h2d = Stream::create();
-      lane->d2h = Stream::create();
-      if (g > 0) lane->thread = std::make_unique<LaneThread>();
-    }
-  }
+  make_lanes(st, bands);  // here, before any lane's thread runs
   // One config for every GPU of a model, chosen on GPU 0: each band is then computed as one GPU
   // computes the whole, bit for bit.
   const ProblemId id = entropy_op::problem_id(p, Input::kU8);
@@ -431,20 +511,7 @@ void run_gpus(const Problem& p, Input input, const void* in, float* out, int gpu
   for (int g = 1; g < bands; ++g) st.lanes.at(g)->thread->start([&band, g] { band(g); });
   band(0);
   for (int g = 1; g < bands; ++g) st.lanes.at(g)->thread->wait();
-  for (const BandWork& w : work) {
-    // A bad value is named (the first in column-major order) before any other failure.
-    if (w.bad > 0) {
-      if (input == Input::kU8) {
-        entropy_op::validate_values(p, static_cast<const uint8_t*>(in));
-      } else {
-        entropy_op::validate_values(p, static_cast<const float*>(in));
-      }
-      throw Error(TUNED_STATUS_INVALID_ARGUMENT, "in: a value is not an integer in [0, levels)");
-    }
-  }
-  for (const BandWork& w : work) {
-    if (w.error) std::rethrow_exception(w.error);
-  }
+  throw_first_failure(work, p, input, in);
   report.path = "gpu";
   report.gpus = bands;
   for (const BandWork& w : work) {

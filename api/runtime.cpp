@@ -477,6 +477,7 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
     best.kernel_name = pick->kernel->name();
     best.ms = pick->ms;
     best.tflops = task->rate(pick->ms);
+    best.rate_unit = task->rate_unit();
     best.origin = "first-use";
     try {
       db->upsert_device(cache::device_record(device));

@@ -194,138 +194,174 @@ double split_kernel_ms(const Problem& p, Input input, const void* host_in, int g
   return median(slowest);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"Local entropy: 1 GPU, 2 GPUs, CPU; kernel and end-to-end times"};
+struct Options {
   std::vector<int64_t> sizes = {400, 2560, 10240, 20480};
   int radius = 2, levels = 16, runs = 10;
   std::string json;
-  app.add_option("--sizes", sizes, "square sizes (comma-separated or repeated)")->delimiter(',');
-  app.add_option("--radius", radius);
-  app.add_option("--levels", levels);
-  app.add_option("--runs", runs, "timed runs per measurement (median)");
-  app.add_option("--json", json, "write the results here");
-  CLI11_PARSE(app, argc, argv);
+};
 
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::fprintf(stderr, "entropy bench: no CUDA device\n");
-    return 1;
-  }
-  cudaDeviceProp prop{};
-  cudaGetDeviceProperties(&prop, 0);
-  std::vector<Row> rows;
-  std::vector<Split> splits;
-  std::mt19937 rng(2026);
-  for (const int64_t n : sizes) {
-    Problem p = tuned::entropy_op::packed_problem(n, n, radius, levels);
-    const size_t elements = static_cast<size_t>(n) * static_cast<size_t>(n);
-    std::vector<float> in(elements), cpu_out(elements), gpu_out(elements);
-    std::uniform_int_distribution<int> level(0, levels - 1);
-    for (auto& x : in) x = static_cast<float>(level(rng));
-    std::vector<uint8_t> in8(elements);  // the same values as bytes
-    for (size_t e = 0; e < elements; ++e) in8[e] = static_cast<uint8_t>(in[e]);
-    const int cpu_runs = n >= 20480 ? 1 : n >= 10240 ? 3 : runs;
-    Split split;
-    split.n = n;
+// One size's measurements (see the top of the file): its random input, FP32 and the same values
+// as bytes, and the CPU path's output every result is compared with.
+class SizeBench {
+ public:
+  SizeBench(int64_t n, const Options& opt, int devices, std::mt19937& rng);
+  // Adds the size's rows (CPU, 1 GPU, 2 GPUs) and, where there are 2 GPUs, its split.
+  void run(std::vector<Row>& rows, std::vector<Split>& splits);
 
-    // CPU path.
-    Row cpu{n, n, radius, levels, "cpu", 0};
-    tuned::EntropyReport report;
-    tuned::EntropyOptions cpu_options;
-    cpu_options.path = tuned::EntropyPath::kCpu;
-    cpu.end_to_end_ms = wall_ms(
+ private:
+  Row cpu_path();
+  // 1 GPU (and where there are 2, the split over them) on device data; returns the 1-GPU row.
+  Row on_device();
+  Row one_gpu_on_device(std::vector<float>& single_f32, std::vector<float>& single_u8);
+  void two_gpus_on_device(const std::vector<float>& single_f32,
+                          const std::vector<float>& single_u8);
+  void host_paths(const Row& one, std::vector<Row>& rows);
+
+  const int64_t n_;
+  const int radius_, levels_, runs_, devices_;
+  const Problem p_;
+  const size_t elements_;
+  std::vector<float> in_, cpu_out_, gpu_out_;
+  std::vector<uint8_t> in8_;  // the same values as bytes
+  int cpu_runs_;
+  Split split_;
+  tuned::EntropyReport report_;
+};
+
+SizeBench::SizeBench(int64_t n, const Options& opt, int devices, std::mt19937& rng)
+    : n_(n),
+      radius_(opt.radius),
+      levels_(opt.levels),
+      runs_(opt.runs),
+      devices_(devices),
+      p_(tuned::entropy_op::packed_problem(n, n, opt.radius, opt.levels)),
+      elements_(static_cast<size_t>(n) * static_cast<size_t>(n)),
+      in_(elements_),
+      cpu_out_(elements_),
+      gpu_out_(elements_) {
+  std::uniform_int_distribution<int> level(0, levels_ - 1);
+  for (auto& x : in_) x = static_cast<float>(level(rng));
+  in8_.resize(elements_);
+  for (size_t e = 0; e < elements_; ++e) in8_[e] = static_cast<uint8_t>(in_[e]);
+  cpu_runs_ = n >= 20480 ? 1 : n >= 10240 ? 3 : runs_;
+  split_.n = n;
+}
+
+void SizeBench::run(std::vector<Row>& rows, std::vector<Split>& splits) {
+  rows.push_back(cpu_path());
+  const Row one = on_device();
+  host_paths(one, rows);
+  std::fflush(stdout);
+  if (devices_ >= 2) splits.push_back(split_);
+}
+
+Row SizeBench::cpu_path() {
+  Row cpu{n_, n_, radius_, levels_, "cpu", 0};
+  tuned::EntropyOptions cpu_options;
+  cpu_options.path = tuned::EntropyPath::kCpu;
+  cpu.end_to_end_ms = wall_ms(
+      [&] {
+        tuned::entropy_host(n_, n_, radius_, levels_, in_.data(), n_, cpu_out_.data(), n_,
+                            cpu_options, &report_);
+      },
+      cpu_runs_);
+  cpu.config = report_.path;
+  return cpu;
+}
+
+Row SizeBench::on_device() {
+  cudaSetDevice(0);
+  // Each variant's single-launch output, which its split output must equal byte for byte.
+  std::vector<float> single_f32(elements_), single_u8(elements_);
+  const Row one = one_gpu_on_device(single_f32, single_u8);
+  if (devices_ >= 2) two_gpus_on_device(single_f32, single_u8);
+  return one;
+}
+
+// 1 GPU on device data: the kernel alone (FP32 input and bytes), and the whole call.
+Row SizeBench::one_gpu_on_device(std::vector<float>& single_f32, std::vector<float>& single_u8) {
+  float *d_in = nullptr, *d_out = nullptr;
+  uint8_t* d_in8 = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&d_in), elements_ * sizeof(float));
+  cudaMalloc(reinterpret_cast<void**>(&d_in8), elements_);
+  cudaMalloc(reinterpret_cast<void**>(&d_out), elements_ * sizeof(float));
+  cudaMemcpy(d_in, in_.data(), elements_ * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(d_in8, in8_.data(), elements_, cudaMemcpyHostToDevice);
+  Row one{n_, n_, radius_, levels_, "gpu", 1};
+  std::string config_u8;
+  split_.one_kernel_u8 = kernel_ms(p_, Input::kU8, d_in8, d_out, runs_, &config_u8);
+  cudaMemcpy(single_u8.data(), d_out, elements_ * sizeof(float), cudaMemcpyDeviceToHost);
+  one.kernel_ms = kernel_ms(p_, Input::kF32, d_in, d_out, runs_, &one.config);
+  cudaMemcpy(single_f32.data(), d_out, elements_ * sizeof(float), cudaMemcpyDeviceToHost);
+  split_.one_kernel_f32 = one.kernel_ms;
+  one.call_ms = wall_ms(
+      [&] {
+        tuned::entropy(n_, n_, radius_, levels_, d_in, n_, d_out, n_);
+        cudaDeviceSynchronize();
+      },
+      runs_);
+  // Plain copies: pageable input to the device, the call, pageable output back.
+  one.plain_copies_ms = wall_ms(
+      [&] {
+        cudaMemcpy(d_in, in_.data(), elements_ * sizeof(float), cudaMemcpyHostToDevice);
+        tuned::entropy(n_, n_, radius_, levels_, d_in, n_, d_out, n_);
+        cudaMemcpy(gpu_out_.data(), d_out, elements_ * sizeof(float), cudaMemcpyDeviceToHost);
+      },
+      std::min(runs_, 5));
+  split_.one_plain = one.plain_copies_ms;
+  cudaFree(d_in);
+  cudaFree(d_in8);
+  cudaFree(d_out);
+  return one;
+}
+
+// 2 GPUs on device data: each its band in one launch, both at once.
+void SizeBench::two_gpus_on_device(const std::vector<float>& single_f32,
+                                   const std::vector<float>& single_u8) {
+  std::vector<float> banded;
+  split_.two_kernel_f32 = split_kernel_ms(p_, Input::kF32, in_.data(), 2, runs_, banded);
+  split_.identical_f32 = same_bytes(banded, single_f32);
+  split_.two_kernel_u8 = split_kernel_ms(p_, Input::kU8, in8_.data(), 2, runs_, banded);
+  split_.identical_u8 = same_bytes(banded, single_u8);
+}
+
+// End to end through the pinned, chunked host path, on 1 and 2 GPUs.
+void SizeBench::host_paths(const Row& one, std::vector<Row>& rows) {
+  std::vector<float> host_one;
+  for (int gpus = 1; gpus <= std::min(devices_, 2); ++gpus) {
+    tuned::EntropyOptions options;
+    options.path = tuned::EntropyPath::kGpu;
+    options.gpus = gpus;
+    std::fill(gpu_out_.begin(), gpu_out_.end(), NAN);
+    Row row = gpus == 1 ? one : Row{n_, n_, radius_, levels_, "gpu", gpus};
+    row.end_to_end_ms = wall_ms(
         [&] {
-          tuned::entropy_host(n, n, radius, levels, in.data(), n, cpu_out.data(), n, cpu_options,
-                              &report);
+          tuned::entropy_host(n_, n_, radius_, levels_, in_.data(), n_, gpu_out_.data(), n_,
+                              options, &report_);
         },
-        cpu_runs);
-    cpu.config = report.path;
-    rows.push_back(cpu);
-
-    // 1 GPU on device data: the kernel alone (FP32 input and bytes), and the whole call.
-    cudaSetDevice(0);
-    std::vector<float> single_f32(elements), single_u8(elements);
-    float *d_in = nullptr, *d_out = nullptr;
-    uint8_t* d_in8 = nullptr;
-    cudaMalloc(reinterpret_cast<void**>(&d_in), elements * sizeof(float));
-    cudaMalloc(reinterpret_cast<void**>(&d_in8), elements);
-    cudaMalloc(reinterpret_cast<void**>(&d_out), elements * sizeof(float));
-    cudaMemcpy(d_in, in.data(), elements * sizeof(float), cudaMemcpyHostToDevice);
-    cudaMemcpy(d_in8, in8.data(), elements, cudaMemcpyHostToDevice);
-    Row one{n, n, radius, levels, "gpu", 1};
-    std::string config_u8;
-    split.one_kernel_u8 = kernel_ms(p, Input::kU8, d_in8, d_out, runs, &config_u8);
-    cudaMemcpy(single_u8.data(), d_out, elements * sizeof(float), cudaMemcpyDeviceToHost);
-    one.kernel_ms = kernel_ms(p, Input::kF32, d_in, d_out, runs, &one.config);
-    cudaMemcpy(single_f32.data(), d_out, elements * sizeof(float), cudaMemcpyDeviceToHost);
-    split.one_kernel_f32 = one.kernel_ms;
-    one.call_ms = wall_ms(
-        [&] {
-          tuned::entropy(n, n, radius, levels, d_in, n, d_out, n);
-          cudaDeviceSynchronize();
-        },
-        runs);
-    // Plain copies: pageable input to the device, the call, pageable output back.
-    one.plain_copies_ms = wall_ms(
-        [&] {
-          cudaMemcpy(d_in, in.data(), elements * sizeof(float), cudaMemcpyHostToDevice);
-          tuned::entropy(n, n, radius, levels, d_in, n, d_out, n);
-          cudaMemcpy(gpu_out.data(), d_out, elements * sizeof(float), cudaMemcpyDeviceToHost);
-        },
-        std::min(runs, 5));
-    split.one_plain = one.plain_copies_ms;
-    cudaFree(d_in);
-    cudaFree(d_in8);
-    cudaFree(d_out);
-
-    // 2 GPUs on device data: each its band in one launch, both at once.
-    if (devices >= 2) {
-      std::vector<float> banded;
-      split.two_kernel_f32 = split_kernel_ms(p, Input::kF32, in.data(), 2, runs, banded);
-      split.identical_f32 = same_bytes(banded, single_f32);
-      split.two_kernel_u8 = split_kernel_ms(p, Input::kU8, in8.data(), 2, runs, banded);
-      split.identical_u8 = same_bytes(banded, single_u8);
+        runs_);
+    row.split_kernel_ms = report_.kernel_ms;          // the same measure for 1 and 2 GPUs
+    if (gpus > 1) row.kernel_ms = report_.kernel_ms;  // the slowest GPU's share
+    row.max_abs_diff = max_abs_diff(gpu_out_, cpu_out_);
+    std::printf(
+        "  %s: host path kernel %.3f ms (summed over chunks), checking and packing %.2f ms "
+        "(overlapped with the uploads)\n",
+        (std::to_string(n_) + "^2 " + std::to_string(gpus) + " GPU").c_str(), report_.kernel_ms,
+        report_.pack_ms);
+    if (gpus == 1) {
+      split_.one_host = row.end_to_end_ms;
+      host_one = gpu_out_;
+    } else {
+      split_.two_host = row.end_to_end_ms;
+      split_.identical_host = same_bytes(gpu_out_, host_one);
     }
-    std::vector<float>().swap(single_f32);
-    std::vector<float>().swap(single_u8);
-
-    // End to end through the pinned, chunked host path, on 1 and 2 GPUs.
-    std::vector<float> host_one;
-    for (int gpus = 1; gpus <= std::min(devices, 2); ++gpus) {
-      tuned::EntropyOptions options;
-      options.path = tuned::EntropyPath::kGpu;
-      options.gpus = gpus;
-      std::fill(gpu_out.begin(), gpu_out.end(), NAN);
-      Row row = gpus == 1 ? one : Row{n, n, radius, levels, "gpu", gpus};
-      row.end_to_end_ms = wall_ms(
-          [&] {
-            tuned::entropy_host(n, n, radius, levels, in.data(), n, gpu_out.data(), n, options,
-                                &report);
-          },
-          runs);
-      row.split_kernel_ms = report.kernel_ms;  // the same measure for 1 and 2 GPUs
-      if (gpus > 1) row.kernel_ms = report.kernel_ms;  // the slowest GPU's share
-      row.max_abs_diff = max_abs_diff(gpu_out, cpu_out);
-      std::printf(
-          "  %s: host path kernel %.3f ms (summed over chunks), checking and packing %.2f ms "
-          "(overlapped with the uploads)\n",
-          (std::to_string(n) + "^2 " + std::to_string(gpus) + " GPU").c_str(), report.kernel_ms,
-          report.pack_ms);
-      if (gpus == 1) {
-        split.one_host = row.end_to_end_ms;
-        host_one = gpu_out;
-      } else {
-        split.two_host = row.end_to_end_ms;
-        split.identical_host = same_bytes(gpu_out, host_one);
-      }
-      rows.push_back(row);
-    }
-    std::fflush(stdout);
-    if (devices >= 2) splits.push_back(split);
+    rows.push_back(row);
   }
+}
 
+// The rows' table and the splits' lines; returns whether every result is within 1e-5 of the CPU
+// path's and every split bit-identical.
+bool print_results(const std::vector<Row>& rows, const std::vector<Split>& splits) {
   std::printf("%-13s %-12s %4s %10s %10s %12s %12s %10s  %s\n", "shape", "path", "gpus",
               "kernel_ms", "call_ms", "end_to_end", "plain_copies", "max_diff", "config");
   bool ok = true;
@@ -349,41 +385,71 @@ int main(int argc, char** argv) {
     ok = ok && s.identical();
   }
   std::printf("%s\n", ok ? "ALL WITHIN 1e-5 OF THE CPU PATH" : "MISMATCH");
-  if (!json.empty()) {
-    std::ofstream f(json);
-    auto num = [](double v) { return v < 0 ? std::string("null") : std::to_string(v); };
-    f << "{\"device\": \"" << prop.name << "\", \"devices\": " << devices << ", \"rows\": [\n";
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
-      f << "  {\"rows\": " << r.rows << ", \"cols\": " << r.cols << ", \"radius\": " << r.radius
-        << ", \"levels\": " << r.levels << ", \"path\": \"" << r.path << "\", \"gpus\": " << r.gpus
-        << ", \"kernel_ms\": " << num(r.kernel_ms) << ", \"end_to_end_ms\": "
-        << num(r.end_to_end_ms) << ", \"call_ms\": " << num(r.call_ms)
-        << ", \"plain_copies_ms\": " << num(r.plain_copies_ms) << ", \"split_kernel_ms\": "
-        << num(r.split_kernel_ms) << ", \"max_abs_diff\": "
-        << r.max_abs_diff << ", \"config\": \"" << r.config << "\"}"
-        << (i + 1 < rows.size() ? ",\n" : "\n");
-    }
-    f << "], \"splits\": [\n";
-    for (size_t i = 0; i < splits.size(); ++i) {
-      const Split& s = splits[i];
-      f << "  {\"rows\": " << s.n << ", \"cols\": " << s.n
-        << ", \"one_gpu_kernel_ms\": " << num(s.one_kernel())
-        << ", \"one_gpu_kernel_f32_ms\": " << num(s.one_kernel_f32)
-        << ", \"one_gpu_kernel_u8_ms\": " << num(s.one_kernel_u8)
-        << ", \"two_gpu_kernel_ms\": " << num(s.two_kernel())
-        << ", \"two_gpu_kernel_f32_ms\": " << num(s.two_kernel_f32)
-        << ", \"two_gpu_kernel_u8_ms\": " << num(s.two_kernel_u8)
-        << ", \"kernel_ratio\": " << num(s.two_kernel() / s.one_kernel())
-        << ", \"one_gpu_end_to_end_ms\": " << num(s.one_end_to_end())
-        << ", \"one_gpu_host_path_ms\": " << num(s.one_host)
-        << ", \"one_gpu_plain_copies_ms\": " << num(s.one_plain)
-        << ", \"two_gpu_end_to_end_ms\": " << num(s.two_host)
-        << ", \"end_to_end_ratio\": " << num(s.two_host / s.one_end_to_end())
-        << ", \"bit_identical\": " << (s.identical() ? "true" : "false") << "}"
-        << (i + 1 < splits.size() ? ",\n" : "\n");
-    }
-    f << "]}\n";
+  return ok;
+}
+
+void write_json(const std::string& path, const char* device, int devices,
+                const std::vector<Row>& rows, const std::vector<Split>& splits) {
+  std::ofstream f(path);
+  auto num = [](double v) { return v < 0 ? std::string("null") : std::to_string(v); };
+  f << "{\"device\": \"" << device << "\", \"devices\": " << devices << ", \"rows\": [\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    f << "  {\"rows\": " << r.rows << ", \"cols\": " << r.cols << ", \"radius\": " << r.radius
+      << ", \"levels\": " << r.levels << ", \"path\": \"" << r.path << "\", \"gpus\": " << r.gpus
+      << ", \"kernel_ms\": " << num(r.kernel_ms) << ", \"end_to_end_ms\": " << num(r.end_to_end_ms)
+      << ", \"call_ms\": " << num(r.call_ms) << ", \"plain_copies_ms\": " << num(r.plain_copies_ms)
+      << ", \"split_kernel_ms\": " << num(r.split_kernel_ms)
+      << ", \"max_abs_diff\": " << r.max_abs_diff << ", \"config\": \"" << r.config << "\"}"
+      << (i + 1 < rows.size() ? ",\n" : "\n");
   }
+  f << "], \"splits\": [\n";
+  for (size_t i = 0; i < splits.size(); ++i) {
+    const Split& s = splits[i];
+    f << "  {\"rows\": " << s.n << ", \"cols\": " << s.n
+      << ", \"one_gpu_kernel_ms\": " << num(s.one_kernel())
+      << ", \"one_gpu_kernel_f32_ms\": " << num(s.one_kernel_f32)
+      << ", \"one_gpu_kernel_u8_ms\": " << num(s.one_kernel_u8)
+      << ", \"two_gpu_kernel_ms\": " << num(s.two_kernel())
+      << ", \"two_gpu_kernel_f32_ms\": " << num(s.two_kernel_f32)
+      << ", \"two_gpu_kernel_u8_ms\": " << num(s.two_kernel_u8)
+      << ", \"kernel_ratio\": " << num(s.two_kernel() / s.one_kernel())
+      << ", \"one_gpu_end_to_end_ms\": " << num(s.one_end_to_end())
+      << ", \"one_gpu_host_path_ms\": " << num(s.one_host)
+      << ", \"one_gpu_plain_copies_ms\": " << num(s.one_plain)
+      << ", \"two_gpu_end_to_end_ms\": " << num(s.two_host)
+      << ", \"end_to_end_ratio\": " << num(s.two_host / s.one_end_to_end())
+      << ", \"bit_identical\": " << (s.identical() ? "true" : "false") << "}"
+      << (i + 1 < splits.size() ? ",\n" : "\n");
+  }
+  f << "]}\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Local entropy: 1 GPU, 2 GPUs, CPU; kernel and end-to-end times"};
+  Options opt;
+  app.add_option("--sizes", opt.sizes, "square sizes (comma-separated or repeated)")
+      ->delimiter(',');
+  app.add_option("--radius", opt.radius);
+  app.add_option("--levels", opt.levels);
+  app.add_option("--runs", opt.runs, "timed runs per measurement (median)");
+  app.add_option("--json", opt.json, "write the results here");
+  CLI11_PARSE(app, argc, argv);
+
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "entropy bench: no CUDA device\n");
+    return 1;
+  }
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  std::vector<Row> rows;
+  std::vector<Split> splits;
+  std::mt19937 rng(2026);
+  for (const int64_t n : opt.sizes) SizeBench(n, opt, devices, rng).run(rows, splits);
+  const bool ok = print_results(rows, splits);
+  if (!opt.json.empty()) write_json(opt.json, prop.name, devices, rows, splits);
   return ok ? 0 : 1;
 }

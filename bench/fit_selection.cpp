@@ -149,143 +149,180 @@ void device_from_comment(const std::string& line, std::string& name, int& cc, in
   }
 }
 
-void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& sweep) {
-  const tuned::OpRegistration& op = tuned::find_op(opt.op);
-  const std::vector<tuned::Param>& op_params = op.params;
+// Reads one sweep into a Sweep: the first comment line names the GPU (and gives opt the device
+// name, compute capability and SM count it lacks), the header names the columns, and each row adds
+// its config's time to its problem or counts why it is left out.
+class SweepReader {
+ public:
+  SweepReader(const std::string& path, Options& opt, Sweep& sweep)
+      : op_(tuned::find_op(opt.op)), path_(path), opt_(opt), sweep_(sweep) {}
+  void read(std::istream& in);
+
+ private:
+  [[noreturn]] void fail(const std::string& why) const {
+    throw Error(TUNED_STATUS_CONFIG_ERROR,
+                path_ + ", line " + std::to_string(line_no_) + ": " + why);
+  }
+  void read_comment(const std::string& line);
+  void read_header(const std::vector<std::string>& f);
+  void read_row(const std::vector<std::string>& f);
+  bool op_accepts(const std::string& config, const ProblemKey& key, int alignment);
+
+  const tuned::OpRegistration& op_;
+  const std::string& path_;
+  Options& opt_;
+  Sweep& sweep_;
   // Whether the op runs a config as it is on a problem (its fit neither throws on a broken rule nor
   // changes the config), on the sweep's GPU as the library would see it. A problem's rows come
   // together: answers are kept for the current problem only.
-  std::optional<tuned::DeviceInfo> device;
-  std::pair<ProblemKey, int> asked_for;
-  std::map<std::string, bool> accepted;
-  auto op_accepts = [&](const std::string& config, const ProblemKey& key, int alignment) {
-    if (asked_for != std::pair{key, alignment}) {
-      asked_for = {key, alignment};
-      accepted.clear();
-    }
-    auto [it, added] = accepted.try_emplace(config, true);
-    if (!added) return it->second;
-    if (!device) {
-      device = tuned::reference_device(opt.cc);
-      device->name = opt.device_name;
-      if (opt.sm_count > 0) device->sm_count = opt.sm_count;
-    }
-    try {
-      const tuned::ProblemId id = op.problem_id(key.first, key.second, alignment);
-      // The library runs the config as the op fits it there: a config it would serve otherwise
-      // (a bound newer than the sweep, e.g. a longer float sum split) measured another kernel.
-      const tuned::Config served = op.face->fit(tuned::Config::parse(config), *device, id);
-      it->second = tuned::with_absent_params(served, op_params).canonical() == config;
-    } catch (const Error&) {
-      it->second = false;
-    }
-    return it->second;
-  };
+  std::optional<tuned::DeviceInfo> device_;
+  std::pair<ProblemKey, int> asked_for_;
+  std::map<std::string, bool> accepted_;
   // Config text as the sweep wrote it -> its whole canonical form: a sweep repeats a few hundred
   // configs over ~10^5 rows, so each text is parsed and completed once.
-  std::map<std::string, std::string> canonical_of;
-  std::vector<std::string> header;
-  size_t col_alignment = 0, col_config = 0, col_ms = 0, col_cublas = 0, col_error = 0;
+  std::map<std::string, std::string> canonical_of_;
+  std::vector<std::string> header_;
+  size_t col_alignment_ = 0, col_config_ = 0, col_ms_ = 0, col_cublas_ = 0, col_error_ = 0;
   // The op's accuracy contract, where the sweep checked it (0/1; absent before issue 28).
-  size_t col_contract = 0;
-  int line_no = 0;
-  bool first_comment = true;
-  auto fail = [&](const std::string& why) {
-    throw Error(TUNED_STATUS_CONFIG_ERROR, path + ", line " + std::to_string(line_no) + ": " + why);
-  };
+  size_t col_contract_ = 0;
+  int line_no_ = 0;
+  bool first_comment_ = true;
+};
+
+bool SweepReader::op_accepts(const std::string& config, const ProblemKey& key, int alignment) {
+  if (asked_for_ != std::pair{key, alignment}) {
+    asked_for_ = {key, alignment};
+    accepted_.clear();
+  }
+  auto [it, added] = accepted_.try_emplace(config, true);
+  if (!added) return it->second;
+  if (!device_) {
+    device_ = tuned::reference_device(opt_.cc);
+    device_->name = opt_.device_name;
+    if (opt_.sm_count > 0) device_->sm_count = opt_.sm_count;
+  }
+  try {
+    const tuned::ProblemId id = op_.problem_id(key.first, key.second, alignment);
+    // The library runs the config as the op fits it there: a config it would serve otherwise
+    // (a bound newer than the sweep, e.g. a longer float sum split) measured another kernel.
+    const tuned::Config served = op_.face->fit(tuned::Config::parse(config), *device_, id);
+    it->second = tuned::with_absent_params(served, op_.params).canonical() == config;
+  } catch (const Error&) {
+    it->second = false;
+  }
+  return it->second;
+}
+
+void SweepReader::read(std::istream& in) {
   for (std::string line; std::getline(in, line);) {
-    ++line_no;
+    ++line_no_;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     if (line[0] == '#') {
-      if (!first_comment) continue;
-      first_comment = false;
-      std::string name;
-      int cc = 0, sms = 0;
-      device_from_comment(line, name, cc, sms);
-      if (name.empty()) continue;
-      if (sweep.device_line.empty()) {
-        sweep.device_line = line;
-        sweep.device_name = name;
-        if (opt.device_name.empty()) opt.device_name = name;
-        if (opt.cc == 0) opt.cc = cc;
-        if (opt.sm_count == 0) opt.sm_count = sms;
-      } else if (name != sweep.device_name) {
-        fail("measured on " + name + ", the first input on " + sweep.device_name +
-             ": one GPU model per table");
-      }
+      read_comment(line);
       continue;
     }
     const auto f = split(line, '\t');
-    if (header.empty()) {
-      // Column 0 is the variant, the dims run up to "alignment".
-      header = f;
-      auto column = [&](const std::string& name) {
-        const auto it = std::find(header.begin(), header.end(), name);
-        if (it == header.end()) fail("the header has no column '" + name + "'");
-        return static_cast<size_t>(it - header.begin());
-      };
-      col_alignment = column("alignment");
-      col_config = column("config");
-      col_ms = column("ms");
-      col_cublas = column("cublas_ms");
-      col_error = column("rel_error");
-      const auto contract = std::find(header.begin(), header.end(), "within_contract");
-      col_contract = contract == header.end() ? 0 : static_cast<size_t>(contract - header.begin());
-      if (col_alignment < 2 || col_alignment > 5) fail("expected 1 to 4 dims before alignment");
+    if (header_.empty()) {
+      read_header(f);
       continue;
     }
-    if (f.size() != header.size()) {
-      fail(std::to_string(f.size()) + " fields, the header has " + std::to_string(header.size()));
+    if (f.size() != header_.size()) {
+      fail(std::to_string(f.size()) + " fields, the header has " + std::to_string(header_.size()));
     }
     try {
-      ProblemKey key{f[0], {}};
-      for (size_t i = 1; i < col_alignment; ++i) key.second.push_back(std::stoll(f[i]));
-      const auto& s = key.second;
-      // The held-out GEMM problems (any op with three dims is checked the same way).
-      if (s.size() == 3 && tuned::bench::is_held_out_shape(f[0], s[0], s[1], s[2])) {
-        sweep.dropped.insert(key);
-        ++sweep.dropped_rows;
-        continue;
-      }
-      ++sweep.rows;
-      Problem& p = sweep.problems[key];
-      if (p.shape.empty()) {
-        p.variant = f[0];
-        p.shape = s;
-        p.alignment = std::stoi(f[col_alignment]);
-        p.cublas_ms = std::stod(f[col_cublas]);
-      }
-      // Tolerance of the sweep's check: grows with the reduction length (the last dim).
-      const double err = std::stod(f[col_error]);
-      const double ms = std::stod(f[col_ms]);
-      const double tolerance =
-          std::max(1e-5, 2e-7 * std::sqrt(static_cast<double>(std::max<int64_t>(s.back(), 0))));
-      if (!(err <= tolerance) || !(ms > 0) || !std::isfinite(ms)) {  // NaN counts as wrong
-        ++sweep.invalid;
-        continue;
-      }
-      if (col_contract > 0 && f[col_contract] != "1") {
-        ++sweep.inaccurate;
-        continue;
-      }
-      // Sweeps measured before a parameter existed name configs without it: completed, so the
-      // same kernel measured by an older and a newer sweep is one candidate.
-      auto [known, added] = canonical_of.try_emplace(f[col_config]);
-      if (added) {
-        known->second =
-            tuned::with_absent_params(tuned::Config::parse(f[col_config]), op_params).canonical();
-      }
-      if (opt.op_rules && !op_accepts(known->second, key, p.alignment)) {
-        ++sweep.refused;
-        continue;
-      }
-      p.ms[known->second] = ms;
+      read_row(f);
     } catch (const std::logic_error& e) {  // stoll and friends
       fail(std::string("not a number: ") + e.what());
     }
   }
-  if (header.empty()) fail("no header line");
+  if (header_.empty()) fail("no header line");
+}
+
+void SweepReader::read_comment(const std::string& line) {
+  if (!first_comment_) return;
+  first_comment_ = false;
+  std::string name;
+  int cc = 0, sms = 0;
+  device_from_comment(line, name, cc, sms);
+  if (name.empty()) return;
+  if (sweep_.device_line.empty()) {
+    sweep_.device_line = line;
+    sweep_.device_name = name;
+    if (opt_.device_name.empty()) opt_.device_name = name;
+    if (opt_.cc == 0) opt_.cc = cc;
+    if (opt_.sm_count == 0) opt_.sm_count = sms;
+  } else if (name != sweep_.device_name) {
+    fail("measured on " + name + ", the first input on " + sweep_.device_name +
+         ": one GPU model per table");
+  }
+}
+
+void SweepReader::read_header(const std::vector<std::string>& f) {
+  // Column 0 is the variant, the dims run up to "alignment".
+  header_ = f;
+  auto column = [&](const std::string& name) {
+    const auto it = std::find(header_.begin(), header_.end(), name);
+    if (it == header_.end()) fail("the header has no column '" + name + "'");
+    return static_cast<size_t>(it - header_.begin());
+  };
+  col_alignment_ = column("alignment");
+  col_config_ = column("config");
+  col_ms_ = column("ms");
+  col_cublas_ = column("cublas_ms");
+  col_error_ = column("rel_error");
+  const auto contract = std::find(header_.begin(), header_.end(), "within_contract");
+  col_contract_ = contract == header_.end() ? 0 : static_cast<size_t>(contract - header_.begin());
+  if (col_alignment_ < 2 || col_alignment_ > 5) fail("expected 1 to 4 dims before alignment");
+}
+
+void SweepReader::read_row(const std::vector<std::string>& f) {
+  ProblemKey key{f[0], {}};
+  for (size_t i = 1; i < col_alignment_; ++i) key.second.push_back(std::stoll(f[i]));
+  const auto& s = key.second;
+  // The held-out GEMM problems (any op with three dims is checked the same way).
+  if (s.size() == 3 && tuned::bench::is_held_out_shape(f[0], s[0], s[1], s[2])) {
+    sweep_.dropped.insert(key);
+    ++sweep_.dropped_rows;
+    return;
+  }
+  ++sweep_.rows;
+  Problem& p = sweep_.problems[key];
+  if (p.shape.empty()) {
+    p.variant = f[0];
+    p.shape = s;
+    p.alignment = std::stoi(f[col_alignment_]);
+    p.cublas_ms = std::stod(f[col_cublas_]);
+  }
+  // Tolerance of the sweep's check: grows with the reduction length (the last dim).
+  const double err = std::stod(f[col_error_]);
+  const double ms = std::stod(f[col_ms_]);
+  const double tolerance =
+      std::max(1e-5, 2e-7 * std::sqrt(static_cast<double>(std::max<int64_t>(s.back(), 0))));
+  if (!(err <= tolerance) || !(ms > 0) || !std::isfinite(ms)) {  // NaN counts as wrong
+    ++sweep_.invalid;
+    return;
+  }
+  if (col_contract_ > 0 && f[col_contract_] != "1") {
+    ++sweep_.inaccurate;
+    return;
+  }
+  // Sweeps measured before a parameter existed name configs without it: completed, so the
+  // same kernel measured by an older and a newer sweep is one candidate.
+  auto [known, added] = canonical_of_.try_emplace(f[col_config_]);
+  if (added) {
+    known->second =
+        tuned::with_absent_params(tuned::Config::parse(f[col_config_]), op_.params).canonical();
+  }
+  if (opt_.op_rules && !op_accepts(known->second, key, p.alignment)) {
+    ++sweep_.refused;
+    return;
+  }
+  p.ms[known->second] = ms;
+}
+
+void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& sweep) {
+  SweepReader(path, opt, sweep).read(in);
 }
 
 // Per variant: greedy portfolio; 'current' is each problem's regret with the chosen entries, and
@@ -365,7 +402,9 @@ std::pair<double, double> transfer_regret(const std::map<std::string, std::vecto
           pairs ? ratio_sum / static_cast<double>(pairs) : 0.0};
 }
 
-int run(Options opt) {
+// Every input read into one sweep; throws where the GPU model or its compute capability is named
+// neither there nor on the command line.
+Sweep read_inputs(Options& opt) {
   Sweep sweep;
   for (const auto& path : opt.inputs) {
     if (path == "-") {
@@ -380,9 +419,16 @@ int run(Options opt) {
     throw Error(TUNED_STATUS_INVALID_ARGUMENT, "no '# ... on <GPU> (' line: give --device-name");
   }
   if (opt.cc <= 0) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "no 'sm_NN' in the sweep: give --cc");
+  return sweep;
+}
 
+// The problems with a valid result per variant, each given its best config, coordinates and
+// weight; without_valid counts the others.
+std::map<std::string, std::vector<Problem*>> problems_by_variant(Sweep& sweep,
+                                                                 double time_weight_ms,
+                                                                 size_t& without_valid) {
   std::map<std::string, std::vector<Problem*>> by_variant;
-  size_t without_valid = 0;
+  without_valid = 0;
   for (auto& [key, p] : sweep.problems) {
     if (p.ms.empty()) {
       ++without_valid;
@@ -396,177 +442,217 @@ int run(Options opt) {
       }
     }
     for (int64_t d : p.shape) p.coords.push_back(std::log2(static_cast<double>(d) + 1.0));
-    p.weight = opt.time_weight_ms > 0 ? 1.0 + p.cublas_ms / opt.time_weight_ms : 1.0;
+    p.weight = time_weight_ms > 0 ? 1.0 + p.cublas_ms / time_weight_ms : 1.0;
     by_variant[p.variant].push_back(&p);
   }
-  std::fprintf(stderr,
-               "fit_selection: %s (sm_%d): %zu rows, %zu wrong results, %zu beyond the accuracy "
-               "contract and %zu of configs the op refuses or serves otherwise there left out; "
-               "%zu held-out problems dropped (%zu rows); %zu problems kept, %zu without a valid "
-               "result left out\n",
-               opt.device_name.c_str(), opt.cc, sweep.rows, sweep.invalid, sweep.inaccurate,
-               sweep.refused, sweep.dropped.size(), sweep.dropped_rows,
-               sweep.problems.size() - without_valid, without_valid);
-  if (by_variant.empty()) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "no valid measurements");
+  return by_variant;
+}
 
-  size_t pairs = 0;
-  const auto [transfer, transfer_mean_of_ratios] = transfer_regret(by_variant, pairs);
+// The table's "model" line and, where weights are given, its "features" line; features gets the
+// op's analytic features the ranking weighs (what the library passes at run time).
+std::string model_lines(const Options& opt, double transfer,
+                        tuned::cache::SelectionModel::Features& features) {
   std::ostringstream model_line;
   model_line << "model\t" << opt.device_name << '\t' << opt.cc << '\t' << opt.op << '\t'
              << opt.neighbours << '\t' << transfer << '\n';
-  // The op's analytic features the ranking weighs (what the library passes at run time).
+  if (opt.feature_weights.empty()) return model_line.str();
   const tuned::OpFace& face = *tuned::find_op(opt.op).face;
-  tuned::cache::SelectionModel::Features features;
-  if (!opt.feature_weights.empty()) {
-    if (opt.sm_count < 1) {
-      throw Error(TUNED_STATUS_INVALID_ARGUMENT, "no ', S SMs)' in the sweep: give --sm-count");
-    }
-    features.names = face.selection_feature_names();
-    features.sm_count = opt.sm_count;
-    features.values = [&face](const std::string& text,
-                              const std::vector<std::pair<int, std::vector<int64_t>>>& at,
-                              std::vector<double>& out) {
-      const tuned::Config config = tuned::Config::parse(text);
-      for (const auto& [sms, shape] : at) face.selection_features(config, sms, shape, out);
-    };
-    model_line << "features\t" << opt.sm_count;
-    for (const auto& item : split(opt.feature_weights, ',')) {
-      const size_t eq = item.find('=');
-      const std::string name = item.substr(0, eq);
-      if (eq == std::string::npos ||
-          std::find(features.names.begin(), features.names.end(), name) == features.names.end()) {
-        std::string known;
-        for (const auto& n : features.names) known += (known.empty() ? "" : ", ") + n;
-        throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                    "--feature-weights: '" + item + "' is not name=weight with a feature of " +
-                        opt.op + " (" + (known.empty() ? "it has none" : known) + ")");
-      }
-      model_line << '\t' << item;
-    }
-    model_line << '\n';
+  if (opt.sm_count < 1) {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT, "no ', S SMs)' in the sweep: give --sm-count");
   }
-
-  std::ostringstream body;
-  body << model_line.str();
-  std::ostringstream quality;
-  const tuned::OpRegistration& op = tuned::find_op(opt.op);
-  for (const auto& [variant, list] : by_variant) {
-    const auto chosen = choose_portfolio(list, opt.entries);
-    std::vector<tuned::Config> chosen_configs;
-    for (const auto& text : chosen) {
-      chosen_configs.push_back(tuned::with_absent_params(tuned::Config::parse(text), op.params));
+  features.names = face.selection_feature_names();
+  features.sm_count = opt.sm_count;
+  features.values = [&face](const std::string& text,
+                            const std::vector<std::pair<int, std::vector<int64_t>>>& at,
+                            std::vector<double>& out) {
+    const tuned::Config config = tuned::Config::parse(text);
+    for (const auto& [sms, shape] : at) face.selection_features(config, sms, shape, out);
+  };
+  model_line << "features\t" << opt.sm_count;
+  for (const auto& item : split(opt.feature_weights, ',')) {
+    const size_t eq = item.find('=');
+    const std::string name = item.substr(0, eq);
+    if (eq == std::string::npos ||
+        std::find(features.names.begin(), features.names.end(), name) == features.names.end()) {
+      std::string known;
+      for (const auto& n : features.names) known += (known.empty() ? "" : ", ") + n;
+      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                  "--feature-weights: '" + item + "' is not name=weight with a feature of " +
+                      opt.op + " (" + (known.empty() ? "it has none" : known) + ")");
     }
+    model_line << '\t' << item;
+  }
+  model_line << '\n';
+  return model_line.str();
+}
+
+// A problem's "point" line: each entry's ms ('-' where none, see entry_ms), and where cuBLAS or a
+// config outside the portfolio was faster, that time; empty where no entry was measured (a problem
+// only configs outside the portfolio ran on, e.g. matrix-vector ones of a class it holds none of):
+// no point. served(e): entry e as the op serves it on the problem.
+std::string point_line(const std::string& variant, const Problem& p,
+                       const std::vector<std::string>& chosen,
+                       const std::function<std::string(size_t)>& served) {
+  std::string line =
+      "point\t" + variant + '\t' + std::to_string(p.alignment) + '\t' + shape_text(p.shape) + '\t';
+  double portfolio_best = std::numeric_limits<double>::infinity();
+  for (size_t e = 0; e < chosen.size(); ++e) {
+    const double ms = entry_ms(
+        chosen[e], [&] { return served(e); }, p);
+    char text[32] = "-";
+    if (ms > 0) {
+      std::snprintf(text, sizeof text, "%.4g", ms);
+      portfolio_best = std::min(portfolio_best, ms);
+    }
+    line += (e ? "," : "") + std::string(text);
+  }
+  const bool measured = std::isfinite(portfolio_best);
+  // Where cuBLAS or a config outside the portfolio was faster, that time is the point's
+  // reference: an entry that was the only one measured on a problem (others left out, e.g.
+  // beyond the accuracy contract) is no best there when cuBLAS ran it twice as fast.
+  const double reference = p.cublas_ms > 0 ? std::min(p.best, p.cublas_ms) : p.best;
+  if (measured && reference < portfolio_best) {
+    char text[32];
+    std::snprintf(text, sizeof text, "\t%.4g", reference);
+    line += text;
+  }
+  return measured ? line + '\n' : std::string();
+}
+
+// One line per problem of the variant (point_line: empty where it is no point).
+std::vector<std::string> point_lines(const std::string& variant, const std::vector<Problem*>& list,
+                                     const std::vector<std::string>& chosen,
+                                     const tuned::OpRegistration& op) {
+  std::vector<tuned::Config> chosen_configs;
+  for (const auto& text : chosen) {
+    chosen_configs.push_back(tuned::with_absent_params(tuned::Config::parse(text), op.params));
+  }
+  std::vector<std::string> points;
+  for (const Problem* p : list) {
     // An entry as the op serves it on a problem (where it was not measured itself).
-    const auto served_text = [&](size_t e, const Problem& p) -> std::string {
+    const auto served_text = [&](size_t e) -> std::string {
       try {
-        return op.face->serve(chosen_configs[e], op.problem_id(variant, p.shape, p.alignment))
+        return op.face->serve(chosen_configs[e], op.problem_id(variant, p->shape, p->alignment))
             .canonical();
       } catch (const Error&) {
         return chosen[e];
       }
     };
-    std::ostringstream entry_lines;
-    for (size_t e = 0; e < chosen.size(); ++e) {
-      entry_lines << "entry\t" << variant << '\t' << e << '\t' << chosen[e] << '\n';
-    }
-    // One line per problem, empty where no entry was measured (a problem only configs outside
-    // the portfolio ran on, e.g. matrix-vector ones of a class it holds none of): no point.
-    std::vector<std::string> points;
-    size_t written = 0, bytes = 0;
-    for (const Problem* p : list) {
-      std::string line = "point\t" + variant + '\t' + std::to_string(p->alignment) + '\t' +
-                         shape_text(p->shape) + '\t';
-      double portfolio_best = std::numeric_limits<double>::infinity();
-      for (size_t e = 0; e < chosen.size(); ++e) {
-        const double ms = entry_ms(
-            chosen[e], [&] { return served_text(e, *p); }, *p);
-        char text[32] = "-";
-        if (ms > 0) {
-          std::snprintf(text, sizeof text, "%.4g", ms);
-          portfolio_best = std::min(portfolio_best, ms);
-        }
-        line += (e ? "," : "") + std::string(text);
-      }
-      const bool measured = std::isfinite(portfolio_best);
-      // Where cuBLAS or a config outside the portfolio was faster, that time is the point's
-      // reference: an entry that was the only one measured on a problem (others left out, e.g.
-      // beyond the accuracy contract) is no best there when cuBLAS ran it twice as fast.
-      const double reference = p->cublas_ms > 0 ? std::min(p->best, p->cublas_ms) : p->best;
-      if (measured && reference < portfolio_best) {
-        char text[32];
-        std::snprintf(text, sizeof text, "\t%.4g", reference);
-        line += text;
-      }
-      points.push_back(measured ? line + '\n' : std::string());
-      written += measured;
-      bytes += points.back().size();
-    }
-    body << entry_lines.str();
-    // The block's size up front lets the library skip it until the variant is ranked.
-    body << "points\t" << variant << '\t' << written << '\t' << bytes << '\n';
-    for (const auto& line : points) body << line;
-
-    // Expected quality: each problem ranked by the model without its own point, among the
-    // entries measured on it (what the caller's validity check lets through).
-    std::vector<double> sweep_best, oracle, picked, picked_long;
-    size_t uncovered = 0, hits = 0, picked_slow = 0, oracle_slow = 0;
-    double baseline_sum = 0, picked_sum = 0, oracle_sum = 0;  // ms, for time-weighted ratios
-    constexpr double kSlow = 0.6;     // the untuned-shape benchmark's floor (x cuBLAS)
-    constexpr double kLongMs = 0.05;  // "where time goes": baselines of 50 us and more
-    for (size_t i = 0; i < list.size(); ++i) {
-      const Problem& p = *list[i];
-      sweep_best.push_back(p.cublas_ms / p.best);
-      double portfolio_best = std::numeric_limits<double>::infinity();
-      for (const auto& c : chosen) {
-        if (auto it = p.ms.find(c); it != p.ms.end()) {
-          portfolio_best = std::min(portfolio_best, it->second);
-        }
-      }
-      if (!std::isfinite(portfolio_best) || list.size() < 2) {
-        ++uncovered;
-        continue;
-      }
-      std::string text = model_line.str() + entry_lines.str();
-      for (size_t j = 0; j < points.size(); ++j) {
-        if (j != i) text += points[j];
-      }
-      const tuned::cache::SelectionModel model(text);
-      const auto ranked = model.rank(
-          opt.op, opt.device_name, opt.cc, variant, p.shape, p.alignment,
-          [&](const std::string& c) { return p.ms.count(c) > 0; }, 1, &features);
-      const double ms = p.ms.at(ranked.front().config);
-      oracle.push_back(p.cublas_ms / portfolio_best);
-      picked.push_back(p.cublas_ms / ms);
-      if (p.cublas_ms >= kLongMs) picked_long.push_back(picked.back());
-      baseline_sum += p.cublas_ms;
-      picked_sum += ms;
-      oracle_sum += portfolio_best;
-      hits += ms == portfolio_best;
-      picked_slow += picked.back() < kSlow;
-      oracle_slow += oracle.back() < kSlow;
-    }
-    char line[768];
-    std::snprintf(line, sizeof line,
-                  "%s: %zu problems, %zu entries; geomean cuBLAS ms / ms: sweep best %.3f, "
-                  "portfolio oracle %.3f, kNN pick (leave-one-out) %.3f; pick = oracle on %.0f%%, "
-                  "below %.1fx cuBLAS: %zu picks, %zu oracles; %zu problems with no entry "
-                  "measured; time-weighted (sum cuBLAS ms / sum ms): pick %.3f, oracle %.3f; "
-                  "problems of cuBLAS >= %.0f us: %zu, pick geomean %.3f",
-                  variant.c_str(), list.size(), chosen.size(), geomean(sweep_best), geomean(oracle),
-                  geomean(picked),
-                  picked.empty() ? 0.0 : 100.0 * static_cast<double>(hits) / picked.size(), kSlow,
-                  picked_slow, oracle_slow, uncovered,
-                  picked_sum > 0 ? baseline_sum / picked_sum : 0.0,
-                  oracle_sum > 0 ? baseline_sum / oracle_sum : 0.0, kLongMs * 1000,
-                  picked_long.size(), geomean(picked_long));
-    std::fprintf(stderr, "fit_selection: %s\n", line);
-    quality << "#   " << line << '\n';
+    points.push_back(point_line(variant, *p, chosen, served_text));
   }
-  std::fprintf(stderr,
-               "fit_selection: transfer regret %.4f per log2 unit (mean regret over mean distance "
-               "of %zu pairs; the mean of the pairs' regret / distance is %.4f)\n",
-               transfer, pairs, transfer_mean_of_ratios);
+  return points;
+}
 
+constexpr double kSlow = 0.6;     // the untuned-shape benchmark's floor (x cuBLAS)
+constexpr double kLongMs = 0.05;  // "where time goes": baselines of 50 us and more
+
+// Expected quality of a variant's fit: speeds over cuBLAS (cuBLAS ms / ms) of the sweep's best,
+// the portfolio's best (oracle) and the model's pick per problem.
+struct ExpectedQuality {
+  std::vector<double> sweep_best, oracle, picked, picked_long;
+  size_t uncovered = 0, hits = 0, picked_slow = 0, oracle_slow = 0;
+  double baseline_sum = 0, picked_sum = 0, oracle_sum = 0;  // ms, for time-weighted ratios
+
+  void add_pick(const Problem& p, double portfolio_best, double ms) {
+    oracle.push_back(p.cublas_ms / portfolio_best);
+    picked.push_back(p.cublas_ms / ms);
+    if (p.cublas_ms >= kLongMs) picked_long.push_back(picked.back());
+    baseline_sum += p.cublas_ms;
+    picked_sum += ms;
+    oracle_sum += portfolio_best;
+    hits += ms == portfolio_best;
+    picked_slow += picked.back() < kSlow;
+    oracle_slow += oracle.back() < kSlow;
+  }
+  std::string summary(const std::string& variant, size_t problems, size_t entries) const;
+};
+
+std::string ExpectedQuality::summary(const std::string& variant, size_t problems,
+                                     size_t entries) const {
+  char line[768];
+  std::snprintf(
+      line, sizeof line,
+      "%s: %zu problems, %zu entries; geomean cuBLAS ms / ms: sweep best %.3f, "
+      "portfolio oracle %.3f, kNN pick (leave-one-out) %.3f; pick = oracle on %.0f%%, "
+      "below %.1fx cuBLAS: %zu picks, %zu oracles; %zu problems with no entry "
+      "measured; time-weighted (sum cuBLAS ms / sum ms): pick %.3f, oracle %.3f; "
+      "problems of cuBLAS >= %.0f us: %zu, pick geomean %.3f",
+      variant.c_str(), problems, entries, geomean(sweep_best), geomean(oracle), geomean(picked),
+      picked.empty() ? 0.0 : 100.0 * static_cast<double>(hits) / picked.size(), kSlow, picked_slow,
+      oracle_slow, uncovered, picked_sum > 0 ? baseline_sum / picked_sum : 0.0,
+      oracle_sum > 0 ? baseline_sum / oracle_sum : 0.0, kLongMs * 1000, picked_long.size(),
+      geomean(picked_long));
+  return line;
+}
+
+// Expected quality: each problem ranked by the model without its own point, among the
+// entries measured on it (what the caller's validity check lets through). head: the table's
+// model and entry lines of the variant.
+ExpectedQuality leave_one_out(const std::string& variant, const std::vector<Problem*>& list,
+                              const std::vector<std::string>& chosen, const std::string& head,
+                              const std::vector<std::string>& points, const Options& opt,
+                              const tuned::cache::SelectionModel::Features& features) {
+  ExpectedQuality quality;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Problem& p = *list[i];
+    quality.sweep_best.push_back(p.cublas_ms / p.best);
+    double portfolio_best = std::numeric_limits<double>::infinity();
+    for (const auto& c : chosen) {
+      if (auto it = p.ms.find(c); it != p.ms.end()) {
+        portfolio_best = std::min(portfolio_best, it->second);
+      }
+    }
+    if (!std::isfinite(portfolio_best) || list.size() < 2) {
+      ++quality.uncovered;
+      continue;
+    }
+    std::string text = head;
+    for (size_t j = 0; j < points.size(); ++j) {
+      if (j != i) text += points[j];
+    }
+    const tuned::cache::SelectionModel model(text);
+    const auto ranked = model.rank(
+        opt.op, opt.device_name, opt.cc, variant, p.shape, p.alignment,
+        [&](const std::string& c) { return p.ms.count(c) > 0; }, 1, &features);
+    quality.add_pick(p, portfolio_best, p.ms.at(ranked.front().config));
+  }
+  return quality;
+}
+
+// One variant's part of the table: its portfolio's entries and points, appended to body; returns
+// its expected quality's line (also printed to stderr). model_line: the table's model lines.
+std::string fit_variant(const std::string& variant, const std::vector<Problem*>& list,
+                        const Options& opt, const std::string& model_line,
+                        const tuned::cache::SelectionModel::Features& features,
+                        std::ostringstream& body) {
+  const tuned::OpRegistration& op = tuned::find_op(opt.op);
+  const auto chosen = choose_portfolio(list, opt.entries);
+  std::ostringstream entry_lines;
+  for (size_t e = 0; e < chosen.size(); ++e) {
+    entry_lines << "entry\t" << variant << '\t' << e << '\t' << chosen[e] << '\n';
+  }
+  const std::vector<std::string> points = point_lines(variant, list, chosen, op);
+  size_t written = 0, bytes = 0;
+  for (const auto& line : points) {
+    written += !line.empty();
+    bytes += line.size();
+  }
+  body << entry_lines.str();
+  // The block's size up front lets the library skip it until the variant is ranked.
+  body << "points\t" << variant << '\t' << written << '\t' << bytes << '\n';
+  for (const auto& line : points) body << line;
+
+  const ExpectedQuality quality =
+      leave_one_out(variant, list, chosen, model_line + entry_lines.str(), points, opt, features);
+  const std::string line = quality.summary(variant, list.size(), chosen.size());
+  std::fprintf(stderr, "fit_selection: %s\n", line.c_str());
+  return line;
+}
+
+// The whole table: its header (how it was made, what it was fitted on, the expected quality per
+// variant) and body.
+std::string table_text(const Options& opt, const Sweep& sweep, const std::string& quality,
+                       size_t pairs, const std::string& body) {
   char when[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
@@ -592,12 +678,44 @@ int run(Options opt) {
                 : "# features: " + opt.feature_weights + " (" + std::to_string(opt.sm_count) +
                       " SMs), weighed into each neighbour's regret as the library ranks.\n")
         << "# Expected quality:\n"
-        << quality.str() << "# transfer_regret: mean log regret of a problem's best config on its "
+        << quality << "# transfer_regret: mean log regret of a problem's best config on its "
         << kTransferNeighbours << " nearest problems over their mean log2 distance (" << pairs
         << " pairs).\n"
-        << body.str();
+        << body;
+  return table.str();
+}
+
+int run(Options opt) {
+  Sweep sweep = read_inputs(opt);
+  size_t without_valid = 0;
+  const auto by_variant = problems_by_variant(sweep, opt.time_weight_ms, without_valid);
+  std::fprintf(stderr,
+               "fit_selection: %s (sm_%d): %zu rows, %zu wrong results, %zu beyond the accuracy "
+               "contract and %zu of configs the op refuses or serves otherwise there left out; "
+               "%zu held-out problems dropped (%zu rows); %zu problems kept, %zu without a valid "
+               "result left out\n",
+               opt.device_name.c_str(), opt.cc, sweep.rows, sweep.invalid, sweep.inaccurate,
+               sweep.refused, sweep.dropped.size(), sweep.dropped_rows,
+               sweep.problems.size() - without_valid, without_valid);
+  if (by_variant.empty()) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "no valid measurements");
+
+  size_t pairs = 0;
+  const auto [transfer, transfer_mean_of_ratios] = transfer_regret(by_variant, pairs);
+  tuned::cache::SelectionModel::Features features;
+  const std::string model_line = model_lines(opt, transfer, features);
+  std::ostringstream body;
+  body << model_line;
+  std::ostringstream quality;
+  for (const auto& [variant, list] : by_variant) {
+    quality << "#   " << fit_variant(variant, list, opt, model_line, features, body) << '\n';
+  }
+  std::fprintf(stderr,
+               "fit_selection: transfer regret %.4f per log2 unit (mean regret over mean distance "
+               "of %zu pairs; the mean of the pairs' regret / distance is %.4f)\n",
+               transfer, pairs, transfer_mean_of_ratios);
+
   std::ofstream out(opt.out);
-  out << table.str();
+  out << table_text(opt, sweep, quality.str(), pairs, body.str());
   out.close();
   if (!out) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "cannot write " + opt.out);
   std::fprintf(stderr, "fit_selection: wrote %s\n", opt.out.c_str());

@@ -58,6 +58,41 @@ PerCall per_call(const std::function<void(cudaStream_t)>& call, cudaStream_t str
   return {host[2], device[2]};
 }
 
+struct LaunchCosts {
+  PerCall op, bare;
+};
+
+// The chosen kernel through the op's launch (workspace allocated once), then one bare
+// cudaLaunchKernel of it with its arguments ready.
+LaunchCosts time_launches(KernelCache& kernels, const DeviceInfo& device, const Config& config,
+                          const gemm_op::Problem& p, const GemmOperands& ops, const Stream& stream,
+                          int calls) {
+  LaunchCosts costs;
+  const auto kernel = kernels.get(gemm_op::kernel_spec(config, p), device);
+  DeviceBuffer workspace(gemm_op::workspace_bytes(config, p));
+  float alpha = 1.0f, beta = 0.0f;
+  costs.op = per_call(
+      [&](cudaStream_t s) {
+        gemm_op::launch(*kernel, config, p, alpha, ops.a(), ops.b(), beta, ops.c(), workspace.get(),
+                        s, nullptr);
+      },
+      stream.get(), calls);
+  int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
+  int lda = static_cast<int>(p.lda), ldb = static_cast<int>(p.ldb);
+  int ldc = static_cast<int>(p.ldc);
+  const float* a = ops.a();
+  const float* b = ops.b();
+  float* cp = ops.c();
+  float* ws = workspace.as<float>();
+  int split_mode = 0, tail_first = 0, tail_splits = 1;
+  void* args[] = {&m,    &n,  &k,   &alpha, &a,          &lda,        &b,          &ldb,
+                  &beta, &cp, &ldc, &ws,    &split_mode, &tail_first, &tail_splits};
+  const LaunchGeometry geometry = gemm_op::geometry(config, p);
+  costs.bare =
+      per_call([&](cudaStream_t s) { kernel->launch(geometry, args, s); }, stream.get(), calls);
+  return costs;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -108,28 +143,9 @@ int main(int argc, char** argv) {
       const Config config = Config::parse(choice.substr(choice.rfind(' ') + 1));
       PerCall op, bare;
       if (config.get("PRETB") == 0) {
-        const auto kernel = kernels.get(gemm_op::kernel_spec(config, p), device);
-        DeviceBuffer workspace(gemm_op::workspace_bytes(config, p));
-        float alpha = 1.0f, beta = 0.0f;
-        op = per_call(
-            [&](cudaStream_t s) {
-              gemm_op::launch(*kernel, config, p, alpha, ops.a(), ops.b(), beta, ops.c(),
-                              workspace.get(), s, nullptr);
-            },
-            stream.get(), calls);
-        int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
-        int lda = static_cast<int>(p.lda), ldb = static_cast<int>(p.ldb);
-        int ldc = static_cast<int>(p.ldc);
-        const float* a = ops.a();
-        const float* b = ops.b();
-        float* cp = ops.c();
-        float* ws = workspace.as<float>();
-        int split_mode = 0, tail_first = 0, tail_splits = 1;
-        void* args[] = {&m,  &n,    &k,  &alpha, &a,          &lda,       &b,          &ldb,
-                        &beta, &cp, &ldc, &ws,   &split_mode, &tail_first, &tail_splits};
-        const LaunchGeometry geometry = gemm_op::geometry(config, p);
-        bare = per_call([&](cudaStream_t s) { kernel->launch(geometry, args, s); }, stream.get(),
-                        calls);
+        const LaunchCosts launches = time_launches(kernels, device, config, p, ops, stream, calls);
+        op = launches.op;
+        bare = launches.bare;
       }
       std::printf("%-6s %-14s %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f  %s\n",
                   shape.layout.c_str(), shape.text().c_str(), t.host_us, t.device_us, op.host_us,

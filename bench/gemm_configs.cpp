@@ -47,6 +47,67 @@ void spread_exponents(const GemmOperands& ops, const gemm_op::Problem& p, cudaSt
   spread(ops.b(), static_cast<size_t>(p.ldb) * (p.trans_b ? p.k : p.n), 12);
 }
 
+// The JSON object of one row (the fields the header comment lists).
+std::string json_row(const Shape& shape, const std::string& kind, const gemm_op::Problem& p,
+                     const Comparison& r, const Config& config) {
+  return "{\"shape\": " + json_escape(shape.text()) + ", \"layout\": " + json_escape(shape.layout) +
+         ", \"inputs\": " + json_escape(kind) +
+         ", \"tuned_tflops\": " + json_number(tflops(p, r.tuned_ms)) +
+         ", \"cublas_tflops\": " + json_number(tflops(p, r.cublas_ms)) +
+         ", \"ratio\": " + json_number(r.cublas_ms / r.tuned_ms) +
+         ", \"err_tuned\": " + json_number(r.err_tuned) +
+         ", \"err_cublas\": " + json_number(r.err_cublas) +
+         ", \"correct\": " + (r.correct ? "true" : "false") +
+         ", \"within_contract\": " + (r.within_contract ? "true" : "false") +
+         ", \"config\": " + json_escape(config.canonical()) + "}";
+}
+
+// One config on one problem's operands, checked and timed beside cuBLAS: its table line, and its
+// JSON row added to rows (a config the problem's rules refuse: named, and no row).
+void time_config(GemmBenchSetup& setup, const Shape& shape, const std::string& kind,
+                 const gemm_op::Problem& p, const GemmOperands& ops, const std::string& text,
+                 std::vector<std::string>& rows) {
+  // Fitted to the problem as the library fits a stored config (MMA = 4: B turned over
+  // where it is given transposed; packing where the operands are not 16-byte aligned).
+  Config config;
+  try {
+    config = gemm_op::fit_config(Config::parse(text), setup.device, p);
+  } catch (const Error& e) {
+    std::printf("%-6s %-18s %-7s refused: %s\n", shape.layout.c_str(), shape.text().c_str(),
+                kind.c_str(), e.what());
+    return;
+  }
+  const auto kernel = setup.kernels.get(gemm_op::kernel_spec(config, p), setup.device);
+  DeviceBuffer workspace(gemm_op::workspace_bytes(config, p));
+  auto tuned_call = [&](cudaStream_t stream) {
+    gemm_op::launch(*kernel, config, p, 1.0f, ops.a(), ops.b(), 0.0f, ops.c(), workspace.get(),
+                    stream, api::transpose);
+  };
+  auto cublas_call = [&](cudaStream_t stream) {
+    gemm_op::cublas_sgemm(setup.cublas.get(), p, 1.0f, ops.a(), ops.b(), 0.0f, ops.c_ref());
+  };
+  const Comparison r = compare_with_cublas(tuned_call, cublas_call, p, ops, setup.check,
+                                           setup.exact, setup.stream.get());
+  std::printf("%-6s %-18s %-7s %9.4f %8.2f %9.4f %8.2f %6.3f %9.2e %9.2e %9.2e  %s%s\n",
+              shape.layout.c_str(), shape.text().c_str(), kind.c_str(), r.tuned_ms,
+              tflops(p, r.tuned_ms), r.cublas_ms, tflops(p, r.cublas_ms), r.cublas_ms / r.tuned_ms,
+              r.rel_error, r.err_tuned, r.err_cublas, config.canonical().c_str(),
+              r.correct ? (r.within_contract ? "" : "  [outside the contract]") : "  [WRONG]");
+  std::fflush(stdout);
+  rows.push_back(json_row(shape, kind, p, r, config));
+}
+
+void write_json(const std::string& json, const std::string& device_name,
+                const std::vector<std::string>& rows) {
+  std::ofstream out(json);
+  out << "{\n  \"device\": " << json_escape(device_name) << ",\n  \"rows\": [\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    out << "    " << rows[i] << (i + 1 < rows.size() ? ",\n" : "\n");
+  }
+  out << "  ]\n}\n";
+  if (!out) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--json: cannot write " + json);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,60 +139,10 @@ int main(int argc, char** argv) {
       for (const std::string& kind : kinds) {
         GemmOperands ops(p, setup.check, setup.stream.get());
         if (kind == "wide") spread_exponents(ops, p, setup.stream.get());
-        for (const std::string& text : configs) {
-          // Fitted to the problem as the library fits a stored config (MMA = 4: B turned over
-          // where it is given transposed; packing where the operands are not 16-byte aligned).
-          Config config;
-          try {
-            config = gemm_op::fit_config(Config::parse(text), setup.device, p);
-          } catch (const Error& e) {
-            std::printf("%-6s %-18s %-7s refused: %s\n", shape.layout.c_str(),
-                        shape.text().c_str(), kind.c_str(), e.what());
-            continue;
-          }
-          const auto kernel = setup.kernels.get(gemm_op::kernel_spec(config, p), setup.device);
-          DeviceBuffer workspace(gemm_op::workspace_bytes(config, p));
-          auto tuned_call = [&](cudaStream_t stream) {
-            gemm_op::launch(*kernel, config, p, 1.0f, ops.a(), ops.b(), 0.0f, ops.c(),
-                            workspace.get(), stream, api::transpose);
-          };
-          auto cublas_call = [&](cudaStream_t stream) {
-            gemm_op::cublas_sgemm(setup.cublas.get(), p, 1.0f, ops.a(), ops.b(), 0.0f,
-                                  ops.c_ref());
-          };
-          const Comparison r = compare_with_cublas(tuned_call, cublas_call, p, ops, setup.check,
-                                                   setup.exact, setup.stream.get());
-          std::printf("%-6s %-18s %-7s %9.4f %8.2f %9.4f %8.2f %6.3f %9.2e %9.2e %9.2e  %s%s\n",
-                      shape.layout.c_str(), shape.text().c_str(), kind.c_str(), r.tuned_ms,
-                      tflops(p, r.tuned_ms), r.cublas_ms, tflops(p, r.cublas_ms),
-                      r.cublas_ms / r.tuned_ms, r.rel_error, r.err_tuned, r.err_cublas,
-                      config.canonical().c_str(),
-                      r.correct ? (r.within_contract ? "" : "  [outside the contract]")
-                                : "  [WRONG]");
-          std::fflush(stdout);
-          rows.push_back("{\"shape\": " + json_escape(shape.text()) +
-                         ", \"layout\": " + json_escape(shape.layout) +
-                         ", \"inputs\": " + json_escape(kind) +
-                         ", \"tuned_tflops\": " + json_number(tflops(p, r.tuned_ms)) +
-                         ", \"cublas_tflops\": " + json_number(tflops(p, r.cublas_ms)) +
-                         ", \"ratio\": " + json_number(r.cublas_ms / r.tuned_ms) +
-                         ", \"err_tuned\": " + json_number(r.err_tuned) +
-                         ", \"err_cublas\": " + json_number(r.err_cublas) +
-                         ", \"correct\": " + (r.correct ? "true" : "false") +
-                         ", \"within_contract\": " + (r.within_contract ? "true" : "false") +
-                         ", \"config\": " + json_escape(config.canonical()) + "}");
-        }
+        for (const std::string& text : configs) time_config(setup, shape, kind, p, ops, text, rows);
       }
     }
-    if (!json.empty()) {
-      std::ofstream out(json);
-      out << "{\n  \"device\": " << json_escape(setup.device.name) << ",\n  \"rows\": [\n";
-      for (size_t i = 0; i < rows.size(); ++i) {
-        out << "    " << rows[i] << (i + 1 < rows.size() ? ",\n" : "\n");
-      }
-      out << "  ]\n}\n";
-      if (!out) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--json: cannot write " + json);
-    }
+    if (!json.empty()) write_json(json, setup.device.name, rows);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gemm_configs: %s\n", e.what());
     return 1;

@@ -216,12 +216,10 @@ int print_shapes(const Options& o) {
   return 0;
 }
 
-int run(const Options& o) {
-  const auto wall_start = Clock::now();
-  GemmBenchSetup bench(o.device, o.db, o.no_user_db, o.first_use, "gemm_networks");
+// The run's first lines: device and library, the rows' count and size, the table's header.
+void print_header(const GemmBenchSetup& bench, const std::vector<NetworkGemm>& gemms,
+                  bool first_use) {
   const DeviceInfo& device = bench.device;
-
-  const std::vector<NetworkGemm> gemms = selected_gemms(o);
   std::set<ShapeKey> distinct;
   double total_gflop = 0;
   for (const auto& g : gemms) {
@@ -235,39 +233,46 @@ int run(const Options& o) {
               total_gflop);
   std::printf("%-12s %-8s %-11s %7s %-6s %-16s %9s %10s %10s %7s %10s %10s%s  %s\n", "model",
               "layer", "pass", "tokens", "layout", "shape", "GFLOP", "tuned ms", "cuBLAS ms",
-              "ratio", "err tuned", "err cuBLAS", o.first_use ? "  1st use ms" : "", "origin");
+              "ratio", "err tuned", "err cuBLAS", first_use ? "  1st use ms" : "", "origin");
   std::fflush(stdout);
+}
 
-  std::vector<Measurement> measured;
+void print_row(const Row& r, const Measurement& m, bool first_use) {
+  const NetworkGemm& g = r.gemm;
+  std::printf("%-12s %-8s %-11s %7lld %-6s %-16s %9.4g %10.4f %10.4f %7.3f %10.2e %10.2e",
+              g.model.c_str(), g.layer.c_str(), g.pass.c_str(), static_cast<long long>(g.tokens),
+              g.shape.layout.c_str(), g.shape.text().c_str(), g.shape.gflop(), m.c.tuned_ms,
+              m.c.cublas_ms, m.ratio, m.c.err_tuned, m.c.err_cublas);
+  if (first_use) std::printf(" %12s", optional_ms(m.first_use_ms).c_str());
+  std::printf("  [%s] %s: %s%s%s%s\n", m.math.c_str(), m.origin.c_str(), m.config.c_str(),
+              r.reused ? "  (measured above)" : "", m.c.correct ? "" : "  WRONG RESULT",
+              m.c.within_contract ? "" : "  CONTRACT VIOLATION");
+  std::fflush(stdout);
+}
+
+// Every row in order, each distinct layout and shape measured at its first row and reused by
+// the rows that repeat it; each row printed as it comes.
+void measure_rows(const std::vector<NetworkGemm>& gemms, bool first_use, GemmBenchSetup& bench,
+                  std::vector<Row>& rows, std::vector<Measurement>& measured) {
   std::map<ShapeKey, size_t> index;  // distinct shape -> its measurement
-  std::vector<Row> rows;
   for (const auto& g : gemms) {
     Row r{g, 0, false};
     if (auto it = index.find(key_of(g.shape)); it != index.end()) {
       r.measurement = it->second;
       r.reused = true;
     } else {
-      measured.push_back(measure(g.shape, o.first_use, bench.check, bench.exact, bench.cublas,
-                                 bench.stream.get()));
+      measured.push_back(
+          measure(g.shape, first_use, bench.check, bench.exact, bench.cublas, bench.stream.get()));
       r.measurement = measured.size() - 1;
       index.emplace(key_of(g.shape), r.measurement);
     }
-    const Measurement& m = measured[r.measurement];
-    std::printf("%-12s %-8s %-11s %7lld %-6s %-16s %9.4g %10.4f %10.4f %7.3f %10.2e %10.2e",
-                g.model.c_str(), g.layer.c_str(), g.pass.c_str(),
-                static_cast<long long>(g.tokens), g.shape.layout.c_str(), g.shape.text().c_str(),
-                g.shape.gflop(), m.c.tuned_ms, m.c.cublas_ms, m.ratio, m.c.err_tuned,
-                m.c.err_cublas);
-    if (o.first_use) std::printf(" %12s", optional_ms(m.first_use_ms).c_str());
-    std::printf("  [%s] %s: %s%s%s%s\n", m.math.c_str(), m.origin.c_str(), m.config.c_str(),
-                r.reused ? "  (measured above)" : "", m.c.correct ? "" : "  WRONG RESULT",
-                m.c.within_contract ? "" : "  CONTRACT VIOLATION");
-    std::fflush(stdout);
+    print_row(r, measured[r.measurement], first_use);
     rows.push_back(std::move(r));
   }
+}
 
-  const Summary s = summarize(rows, measured);
-  const double wall_s = elapsed_ms(wall_start) / 1e3;
+void print_summary(bool first_use, const std::vector<Row>& rows,
+                   const std::vector<Measurement>& measured, const Summary& s, double wall_s) {
   std::printf("\n%zu rows, %zu distinct shapes, %.0f GFLOP; wall time %.1f s\n", rows.size(),
               measured.size(), s.total_gflop, wall_s);
   std::printf("time-weighted ratio (sum of cuBLAS ms / sum of tuned ms): %.3f\n", s.time_weighted);
@@ -279,7 +284,7 @@ int run(const Options& o) {
   }
   std::printf("%d rows below 0.75, %d rows above 1 GFLOP below 0.90\n", s.below_0_75,
               s.large_below_0_90);
-  if (o.first_use) {
+  if (first_use) {
     std::vector<double> first_uses;
     for (const auto& m : measured) {
       if (m.first_use_ms) first_uses.push_back(*m.first_use_ms);
@@ -296,7 +301,21 @@ int run(const Options& o) {
     std::printf("ALL CORRECT\n");
   }
   print_contract_violations(s.violations);
-  if (!o.json.empty()) write_json(o, device.name, bench.mode, rows, measured, s, wall_s);
+}
+
+int run(const Options& o) {
+  const auto wall_start = Clock::now();
+  GemmBenchSetup bench(o.device, o.db, o.no_user_db, o.first_use, "gemm_networks");
+  const std::vector<NetworkGemm> gemms = selected_gemms(o);
+  print_header(bench, gemms, o.first_use);
+  std::vector<Measurement> measured;
+  std::vector<Row> rows;
+  measure_rows(gemms, o.first_use, bench, rows, measured);
+
+  const Summary s = summarize(rows, measured);
+  const double wall_s = elapsed_ms(wall_start) / 1e3;
+  print_summary(o.first_use, rows, measured, s, wall_s);
+  if (!o.json.empty()) write_json(o, bench.device.name, bench.mode, rows, measured, s, wall_s);
   return s.wrong || !s.violations.empty() ? 3 : 0;
 }
 

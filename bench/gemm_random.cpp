@@ -296,10 +296,51 @@ void write_json(const Options& o, const std::string& device_name, const std::str
   if (!out) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--json " + o.json + ": cannot write");
 }
 
-int run(const Options& o) {
-  GemmBenchSetup bench(o.device, o.db, o.no_user_db, o.first_use, "gemm_random");
-  const DeviceInfo& device = bench.device;
+// The rows as they come, and the running figures the summary is made of.
+struct Results {
+  std::vector<Row> rows;
+  std::vector<double> ratios, large, small, first_uses;
+  Summary sum;
+  double tuned_total_ms = 0, cublas_total_ms = 0;
+  int wrong = 0, child_failures = 0;
+  std::optional<size_t> worst;  // index into rows
 
+  void add(Row r) {
+    if (!r.correct) ++wrong;
+    if (!r.within_contract) {
+      sum.violations.push_back(std::to_string(r.seed) + " " + r.shape.layout + " " +
+                               r.shape.text());
+    }
+    ratios.push_back(r.ratio);
+    (r.gflop > kLargeGflop ? large : small).push_back(r.ratio);
+    tuned_total_ms += r.tuned_ms;
+    cublas_total_ms += r.cublas_ms;
+    sum.by_layout[r.shape.layout].push_back(r.ratio);
+    if (r.first_call_ms) sum.first_calls.push_back(*r.first_call_ms);
+    if (r.first_use_ms) first_uses.push_back(*r.first_use_ms);
+    if (!worst || r.ratio < rows[*worst].ratio) worst = rows.size();
+    rows.push_back(std::move(r));
+  }
+
+  // The summary's figures over all rows.
+  void finish() {
+    auto count_below = [&](double bound) {
+      return static_cast<int>(
+          std::count_if(ratios.begin(), ratios.end(), [&](double r) { return r < bound; }));
+    };
+    sum.geomean = geometric_mean(ratios);
+    sum.worst = worst ? rows[*worst].ratio : NAN;
+    sum.below_0_6 = count_below(0.6);
+    sum.below_0_85 = count_below(0.85);
+    sum.time_weighted = tuned_total_ms > 0 ? cublas_total_ms / tuned_total_ms : NAN;
+    sum.large = stratum(large);
+    sum.small = stratum(small);
+    sum.all_correct = wrong == 0;
+  }
+};
+
+void print_header(const Options& o, const GemmBenchSetup& bench) {
+  const DeviceInfo& device = bench.device;
   std::printf("gemm_random on %s (%s, %d SMs), cuBLAS %d FP32, mode %s, database: %s, "
               "min GFLOP %g\n",
               device.name.c_str(), device.arch().c_str(), device.sm_count, bench.cublas_version,
@@ -308,59 +349,23 @@ int run(const Options& o) {
   std::printf("%-5s %-18s %-6s %10s %8s %10s %8s %7s %9s %10s %10s %10s%s  %s\n", "seed", "shape",
               "layout", "tuned ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio", "rel err",
               "err tuned", "err cuBLAS", "1st call", o.first_use ? "  1st use ms" : "", "origin");
-  std::vector<Row> rows;
-  std::vector<double> ratios, large, small, first_uses;
-  Summary sum;
-  double tuned_total_ms = 0, cublas_total_ms = 0;
-  int wrong = 0, child_failures = 0;
-  std::optional<size_t> worst;  // index into rows
-  for (uint64_t seed : o.seeds) {
-    for (const Shape& s : random_shapes(seed, o.count, o.min_gflop)) {
-      std::optional<double> first_call;
-      if (!o.no_first_call) {
-        // Our GPU is idle while the child runs (everything before was synchronized).
-        TUNED_CUDA_CHECK(cudaDeviceSynchronize());
-        first_call = first_call_of_fresh_process(s, o.device, o.first_use);
-        if (!first_call) ++child_failures;
-      }
-      Row r = run_shape(seed, s, o.first_use, bench.check, bench.exact, bench.cublas,
-                        bench.stream.get());
-      r.first_call_ms = first_call;
-      std::printf("%-5llu %-18s %-6s %10.4f %8.2f %10.4f %8.2f %7.3f %9.2e %10.2e %10.2e %10s",
-                  static_cast<unsigned long long>(seed), s.text().c_str(), s.layout.c_str(),
-                  r.tuned_ms, r.tuned_tflops, r.cublas_ms, r.cublas_tflops, r.ratio, r.rel_error,
-                  r.err_tuned, r.err_cublas, optional_ms(first_call).c_str());
-      if (o.first_use) std::printf(" %12s", optional_ms(r.first_use_ms).c_str());
-      std::printf("  %s%s%s  %s\n", r.origin.c_str(), r.correct ? "" : "  WRONG RESULT",
-                  r.within_contract ? "" : "  CONTRACT VIOLATION", r.config.c_str());
-      std::fflush(stdout);
-      if (!r.correct) ++wrong;
-      if (!r.within_contract) {
-        sum.violations.push_back(std::to_string(seed) + " " + s.layout + " " + s.text());
-      }
-      ratios.push_back(r.ratio);
-      (r.gflop > kLargeGflop ? large : small).push_back(r.ratio);
-      tuned_total_ms += r.tuned_ms;
-      cublas_total_ms += r.cublas_ms;
-      sum.by_layout[s.layout].push_back(r.ratio);
-      if (first_call) sum.first_calls.push_back(*first_call);
-      if (r.first_use_ms) first_uses.push_back(*r.first_use_ms);
-      if (!worst || r.ratio < rows[*worst].ratio) worst = rows.size();
-      rows.push_back(std::move(r));
-    }
-  }
-  auto count_below = [&](double bound) {
-    return static_cast<int>(
-        std::count_if(ratios.begin(), ratios.end(), [&](double r) { return r < bound; }));
-  };
-  sum.geomean = geometric_mean(ratios);
-  sum.worst = worst ? rows[*worst].ratio : NAN;
-  sum.below_0_6 = count_below(0.6);
-  sum.below_0_85 = count_below(0.85);
-  sum.time_weighted = tuned_total_ms > 0 ? cublas_total_ms / tuned_total_ms : NAN;
-  sum.large = stratum(large);
-  sum.small = stratum(small);
-  sum.all_correct = wrong == 0;
+}
+
+void print_row(const Row& r, bool first_use) {
+  std::printf("%-5llu %-18s %-6s %10.4f %8.2f %10.4f %8.2f %7.3f %9.2e %10.2e %10.2e %10s",
+              static_cast<unsigned long long>(r.seed), r.shape.text().c_str(),
+              r.shape.layout.c_str(), r.tuned_ms, r.tuned_tflops, r.cublas_ms, r.cublas_tflops,
+              r.ratio, r.rel_error, r.err_tuned, r.err_cublas,
+              optional_ms(r.first_call_ms).c_str());
+  if (first_use) std::printf(" %12s", optional_ms(r.first_use_ms).c_str());
+  std::printf("  %s%s%s  %s\n", r.origin.c_str(), r.correct ? "" : "  WRONG RESULT",
+              r.within_contract ? "" : "  CONTRACT VIOLATION", r.config.c_str());
+  std::fflush(stdout);
+}
+
+void print_summary(const Results& results) {
+  const Summary& sum = results.sum;
+  const std::vector<Row>& rows = results.rows;
   std::printf("\ngeometric mean of cuBLAS/tuned time over %zu shapes: %.3f\n", rows.size(),
               sum.geomean);
   for (const char* l : kLayouts) {
@@ -377,10 +382,11 @@ int run(const Options& o) {
   }
   std::printf("time-weighted ratio (sum of cuBLAS ms / sum of tuned ms): %.3f\n",
               sum.time_weighted);
-  if (worst) {
+  if (results.worst) {
+    const Row& worst = rows[*results.worst];
     std::printf("worst ratio %.3f (%s %s), %d below 0.6, %d below 0.85\n", sum.worst,
-                rows[*worst].shape.layout.c_str(), rows[*worst].shape.text().c_str(),
-                sum.below_0_6, sum.below_0_85);
+                worst.shape.layout.c_str(), worst.shape.text().c_str(), sum.below_0_6,
+                sum.below_0_85);
   }
   if (!sum.first_calls.empty()) {
     std::printf("first call of a fresh process: median %.1f ms, max %.1f ms over %zu shapes\n",
@@ -388,19 +394,47 @@ int run(const Options& o) {
                 *std::max_element(sum.first_calls.begin(), sum.first_calls.end()),
                 sum.first_calls.size());
   }
+  const std::vector<double>& first_uses = results.first_uses;
   if (!first_uses.empty()) {
     std::printf("first-use (tuning) call: median %.1f ms, max %.1f ms\n", median(first_uses),
                 *std::max_element(first_uses.begin(), first_uses.end()));
   }
-  if (child_failures) std::printf("%d first-call children FAILED\n", child_failures);
-  if (wrong) {
-    std::printf("%d WRONG RESULTS\n", wrong);
+  if (results.child_failures) {
+    std::printf("%d first-call children FAILED\n", results.child_failures);
+  }
+  if (results.wrong) {
+    std::printf("%d WRONG RESULTS\n", results.wrong);
   } else {
     std::printf("ALL CORRECT\n");
   }
   print_contract_violations(sum.violations);
-  if (!o.json.empty()) write_json(o, device.name, bench.mode, rows, sum);
-  return wrong || !sum.violations.empty() ? 3 : child_failures ? 4 : 0;
+}
+
+int run(const Options& o) {
+  GemmBenchSetup bench(o.device, o.db, o.no_user_db, o.first_use, "gemm_random");
+  print_header(o, bench);
+  Results results;
+  for (uint64_t seed : o.seeds) {
+    for (const Shape& s : random_shapes(seed, o.count, o.min_gflop)) {
+      std::optional<double> first_call;
+      if (!o.no_first_call) {
+        // Our GPU is idle while the child runs (everything before was synchronized).
+        TUNED_CUDA_CHECK(cudaDeviceSynchronize());
+        first_call = first_call_of_fresh_process(s, o.device, o.first_use);
+        if (!first_call) ++results.child_failures;
+      }
+      Row r = run_shape(seed, s, o.first_use, bench.check, bench.exact, bench.cublas,
+                        bench.stream.get());
+      r.first_call_ms = first_call;
+      print_row(r, o.first_use);
+      results.add(std::move(r));
+    }
+  }
+  results.finish();
+  print_summary(results);
+  const Summary& sum = results.sum;
+  if (!o.json.empty()) write_json(o, bench.device.name, bench.mode, results.rows, sum);
+  return results.wrong || !sum.violations.empty() ? 3 : results.child_failures ? 4 : 0;
 }
 
 }  // namespace

@@ -508,16 +508,22 @@ std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& 
   return shapes;
 }
 
-int run(const std::string& seeds_text, const Selection& sel, const std::string& out_path,
-        double max_seconds, int min_split, bool resume) {
-  const auto started = Clock::now();
-  const DeviceInfo device = query_device(0);
-  TUNED_CUDA_CHECK(cudaSetDevice(0));
-  const std::vector<Shape> shapes = sweep_shapes(seeds_text, sel);
+constexpr size_t kMaxElements = size_t{1} << 28;  // 16384^2 floats per operand
+constexpr const char* kLayouts[] = {"NN", "NT", "TN", "TT"};
 
-  // Bases per layout: the shipped portfolio (--portfolio), configs from a file and from a tuning
-  // database; else the built-in base list (or the matrix-vector configs).
+// Bases per layout: the shipped portfolio (--portfolio), configs from a file and from a tuning
+// database; else the built-in base list (or the matrix-vector configs). Those with SPLITK below
+// min_split are left out; base_count counts the rest over all layouts.
+std::map<std::string, std::vector<Config>> swept_bases(const Selection& sel,
+                                                       const DeviceInfo& device, int min_split,
+                                                       size_t& base_count) {
   std::map<std::string, std::vector<Config>> bases_by_layout;
+  auto add_to_every_layout = [&](const std::vector<Config>& bases) {
+    for (const char* layout : kLayouts) {
+      auto& to = bases_by_layout[layout];
+      to.insert(to.end(), bases.begin(), bases.end());
+    }
+  };
   if (sel.portfolio) bases_by_layout = shipped_portfolio(device);
   if (!sel.candidates_path.empty()) {
     for (auto& [layout, list] : candidates_from_file(sel.candidates_path)) {
@@ -526,43 +532,55 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
     }
   }
   if (!sel.candidates_db.empty()) {
-    const auto found = candidates_from_database(sel.candidates_db, device, sel.top);
-    for (const char* layout : {"NN", "NT", "TN", "TT"}) {
-      auto& to = bases_by_layout[layout];
-      to.insert(to.end(), found.begin(), found.end());
-    }
+    add_to_every_layout(candidates_from_database(sel.candidates_db, device, sel.top));
   }
   if (bases_by_layout.empty()) {
     const auto bases = sel.gemv ? gemv_candidates() : base_candidates(device);
-    for (const char* layout : {"NN", "NT", "TN", "TT"}) bases_by_layout[layout] = bases;
+    for (const char* layout : kLayouts) bases_by_layout[layout] = bases;
   }
-  if (sel.long_products && !sel.only_candidates) {
-    const auto bases = long_candidates(device);
-    for (const char* layout : {"NN", "NT", "TN", "TT"}) {
-      auto& to = bases_by_layout[layout];
-      to.insert(to.end(), bases.begin(), bases.end());
-    }
-  }
-  size_t base_count = 0;
+  if (sel.long_products && !sel.only_candidates) add_to_every_layout(long_candidates(device));
+  base_count = 0;
   for (auto& [layout, bases] : bases_by_layout) {
     std::erase_if(bases, [&](const Config& c) { return c.get("SPLITK") < min_split; });
     base_count += bases.size();
   }
-  // Kernels compiled by an earlier sweep on this machine are loaded from there, not rebuilt.
-  std::unique_ptr<cache::Database> cubin_db;
-  std::unique_ptr<cache::DatabaseCubinStore> cubin_store;
-  if (!sel.cubin_db.empty()) {
-    cubin_db = std::make_unique<cache::Database>(sel.cubin_db);
-    cubin_store = std::make_unique<cache::DatabaseCubinStore>(*cubin_db);
-  }
-  KernelCache kernels(cubin_store.get());
-  CompilePool pool(kernels, device,
-                   std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1));
-  std::map<std::string, Candidate> by_key;  // layout|canonical
-  // kernel name -> the candidates (key, C_VEC) a compile job serves
-  std::map<std::string, std::vector<std::pair<std::string, int>>> job_keys;
+  return bases_by_layout;
+}
+
+using Candidates = std::map<std::string, Candidate>;  // layout|canonical
+// kernel name -> the candidates (key, C_VEC) a compile job serves
+using JobKeys = std::map<std::string, std::vector<std::pair<std::string, int>>>;
+
+// The compile jobs of one candidate: a packed config (a TMA-fed one packs there:
+// packed_where_unaligned; and the matrix-vector kernel, which checks its operands at launch) keeps
+// its VEC on problems of narrower alignment, where C is stored C_VEC = alignment wide: a kernel
+// for each. Returns how many it submitted.
+size_t submit_alignments(const Config& c, const gemm_op::Problem& p, int vec,
+                         const std::string& key, CompilePool& pool, JobKeys& job_keys) {
   size_t submitted = 0;
-  // Every VEC variant of every base in every layout swept: compiled up front on all cores.
+  for (int alignment : {4, 2, 1}) {
+    auto aligned = p;
+    aligned.alignment = alignment;
+    const bool keeps_vec =
+        gemm_op::packed_where_unaligned(c, aligned).get("PACK") == 1 || c.get("GEMV") > 0;
+    if (alignment > vec || (alignment < vec && !keeps_vec)) continue;
+    CompileJob job;
+    job.config = c;
+    job.spec = gemm_op::kernel_spec(c, aligned);
+    job_keys[job.spec.kernel_name].emplace_back(key, alignment);
+    pool.submit(std::move(job));
+    ++submitted;
+  }
+  return submitted;
+}
+
+// Every VEC variant of every base in every layout swept: compiled up front on all cores. Returns
+// how many kernels it submitted.
+size_t submit_candidates(const std::vector<Shape>& shapes,
+                         std::map<std::string, std::vector<Config>>& bases_by_layout,
+                         const DeviceInfo& device, CompilePool& pool, Candidates& by_key,
+                         JobKeys& job_keys) {
+  size_t submitted = 0;
   std::set<std::string> layouts;
   for (const Shape& s : shapes) layouts.insert(s.layout);
   for (const std::string& layout : layouts) {
@@ -577,28 +595,16 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
         if (gemm_op::make_space(device, p).violation(c, false)) continue;
         const std::string key = layout + "|" + c.canonical();
         if (!by_key.emplace(key, Candidate{c, layout}).second) continue;
-        // A packed config (a TMA-fed one packs there: packed_where_unaligned; and the
-        // matrix-vector kernel, which checks its operands at launch) keeps its VEC on problems of
-        // narrower alignment, where C is stored C_VEC = alignment wide: a kernel for each.
-        for (int alignment : {4, 2, 1}) {
-          auto aligned = p;
-          aligned.alignment = alignment;
-          const bool keeps_vec =
-              gemm_op::packed_where_unaligned(c, aligned).get("PACK") == 1 || c.get("GEMV") > 0;
-          if (alignment > vec || (alignment < vec && !keeps_vec)) continue;
-          CompileJob job;
-          job.config = c;
-          job.spec = gemm_op::kernel_spec(c, aligned);
-          job_keys[job.spec.kernel_name].emplace_back(key, alignment);
-          pool.submit(std::move(job));
-          ++submitted;
-        }
+        submitted += submit_alignments(c, p, vec, key, pool, job_keys);
       }
     }
   }
-  std::fprintf(stderr,
-               "gemm_sweep: %zu base configs (all layouts), %zu kernels, %zu shapes on %s\n",
-               base_count, submitted, shapes.size(), device.name.c_str());
+  return submitted;
+}
+
+// Waits for every job and loads its kernel into the candidates it serves (a job that failed, or
+// whose kernel spills, serves none).
+void load_compiled(CompilePool& pool, JobKeys& job_keys, Candidates& by_key) {
   while (pool.in_flight() > 0) {
     CompileJob job = pool.wait();
     if (!job.built || job.built->cubin.spill_bytes > 0 || job.built->cubin.stack_bytes > 0) {
@@ -619,32 +625,144 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
       std::fprintf(stderr, "skip %s: %s\n", job.spec.kernel_name.c_str(), e.what());
     }
   }
-  std::fprintf(stderr, "gemm_sweep: compiled in %.1f s\n",
-               std::chrono::duration<double>(Clock::now() - started).count());
+}
 
-  constexpr size_t kMaxElements = size_t{1} << 28;  // 16384^2 floats per operand
-  DeviceBuffer a(kMaxElements * 4), b(kMaxElements * 4), c(kMaxElements * 4),
-      c_ref(kMaxElements * 4), workspace(kMaxWorkspace);
-  DeviceCheck check(kernels, device);
-  Stream stream = Stream::create();
+// What timing every problem shares: operands as large as any problem swept (A and B random in
+// [-1, 1]), C, cuBLAS's C and a split-K workspace, the check against cuBLAS, a cuBLAS handle on
+// one stream and the FP64 sample of the accuracy contract.
+struct TimingBench {
+  TimingBench(KernelCache& kernels, const DeviceInfo& device);
+
+  DeviceBuffer a, b, c, c_ref, workspace;
+  DeviceCheck check;
+  Stream stream;
+  // Made once the operands are filled: the handle on the stream, then the sample.
+  std::optional<gemm_op::CublasHandle> cublas;
+  std::optional<gemm_op::Fp64Sample> exact;
+};
+
+TimingBench::TimingBench(KernelCache& kernels, const DeviceInfo& device)
+    : a(kMaxElements * 4),
+      b(kMaxElements * 4),
+      c(kMaxElements * 4),
+      c_ref(kMaxElements * 4),
+      workspace(kMaxWorkspace),
+      check(kernels, device),
+      stream(Stream::create()) {
   check.fill_uniform(a.as<float>(), kMaxElements, 1, -1.0f, 1.0f, stream.get());
   check.fill_uniform(b.as<float>(), kMaxElements, 2, -1.0f, 1.0f, stream.get());
-  gemm_op::CublasHandle cublas;
-  cublas.set_stream(stream.get());
-  gemm_op::Fp64Sample exact(kernels, device);
+  cublas.emplace();
+  cublas->set_stream(stream.get());
+  exact.emplace(kernels, device);
+}
 
-  // --resume: the problems a cut-short run of the same command wrote are not measured again.
-  std::set<std::tuple<std::string, int64_t, int64_t, int64_t>> measured;
-  if (resume) {
-    std::ifstream previous(out_path);
-    for (std::string line; std::getline(previous, line);) {
-      std::istringstream fields(line);
-      std::string layout;
-      int64_t m = 0, n = 0, k = 0;
-      if (line.empty() || line[0] == '#' || !(fields >> layout >> m >> n >> k)) continue;
-      measured.emplace(layout, m, n, k);
-    }
+// The kernel a candidate is timed with on problem p as config (the candidate as the library
+// serves it there), or null where the sweep leaves the problem to another candidate or config
+// does not run there.
+const LoadedKernel* kernel_to_time(const Candidate& cand, const Config& config,
+                                   const gemm_op::Problem& p, const Space& space,
+                                   const Candidates& by_key) {
+  // A TMA-fed base runs packed here if the problem is unaligned, as the library serves it (the
+  // row names it so); not where its packed twin is a base of its own.
+  if (!(config == cand.config) && by_key.count(cand.layout + "|" + config.canonical()) > 0) {
+    return nullptr;
   }
+  const auto kernel = cand.kernels.find(std::min(config.get("VEC"), p.alignment));
+  if (kernel == cand.kernels.end()) return nullptr;
+  if (config.get("VEC") != std::min(p.alignment, 4) && config.get("VEC") != p.alignment) {
+    // Only the variant fit_config makes of each base: VEC = min(base VEC, alignment).
+    Config wider = config;
+    bool is_fitted_variant = false;
+    for (int v : {4, 2}) {
+      if (v <= config.get("VEC") || v > p.alignment) continue;
+      wider.set("VEC", v);
+      is_fitted_variant = by_key.count(cand.layout + "|" + wider.canonical()) > 0;
+      if (is_fitted_variant) break;
+    }
+    if (is_fitted_variant) return nullptr;
+  }
+  if (space.violation(config, false)) return nullptr;
+  if (gemm_op::workspace_bytes(config, p) > kMaxWorkspace) return nullptr;
+  return kernel->second.get();
+}
+
+struct CandidateResult {
+  double rel_error = 0;    // against cuBLAS (1 where C is left unwritten or not finite)
+  double exact_error = 0;  // against the FP64 sample
+  double ms = 0;
+};
+
+// One candidate on problem p: C poisoned, one checked call (against cuBLAS's C in c_ref and the
+// FP64 sample computed for p), then timed (given up past give_up_ms, 0: never).
+CandidateResult check_and_time(const LoadedKernel& kernel, const Config& config,
+                               const gemm_op::Problem& p, TimingBench& bench, double give_up_ms) {
+  auto call = [&](cudaStream_t st) {
+    gemm_op::launch(kernel, config, p, 1.0f, bench.a.as<float>(), bench.b.as<float>(), 0.0f,
+                    bench.c.as<float>(), bench.workspace.get(), st, api::transpose);
+  };
+  CandidateResult result;
+  DeviceCheck::poison(bench.c.as<float>(), static_cast<size_t>(p.ldc * p.n), bench.stream.get());
+  call(bench.stream.get());
+  const MatrixCheck compared = bench.check.compare(
+      bench.c.as<float>(), p.ldc, bench.c_ref.as<float>(), p.ldc, p.m, p.n, bench.stream.get());
+  result.rel_error = compared.unwritten || compared.nonfinite ? 1.0 : compared.rel_error;
+  result.exact_error = bench.exact->error(bench.c.as<float>(), p.ldc, bench.stream.get());
+  // (The checked call above is the warm-up.)
+  result.ms = time_calls(call, bench.stream.get(), give_up_ms, /*warmed=*/true);
+  return result;
+}
+
+// The TSV rows of one problem: cuBLAS timed and its error against the FP64 sample, then every
+// candidate of its layout that runs there checked and timed; rows counts them.
+std::string measure_problem(const Shape& s, const gemm_op::Problem& p, const Candidates& by_key,
+                            const DeviceInfo& device, TimingBench& bench, size_t& rows) {
+  auto run_cublas = [&](cudaStream_t) {
+    gemm_op::cublas_sgemm(bench.cublas->get(), p, 1.0f, bench.a.as<float>(), bench.b.as<float>(),
+                          0.0f, bench.c_ref.as<float>());
+  };
+  const double cublas_ms = time_calls(run_cublas, bench.stream.get(), 0);
+  // The accuracy contract's reference: an FP64 product at a sample of C, and cuBLAS's error.
+  bench.exact->compute(p, bench.a.as<float>(), bench.b.as<float>(), bench.stream.get());
+  const double cublas_exact =
+      bench.exact->error(bench.c_ref.as<float>(), p.ldc, bench.stream.get());
+  const Space space = gemm_op::make_space(device, p);
+  double best = 0;
+  std::ostringstream lines;
+  for (const auto& [key, cand] : by_key) {
+    if (cand.layout != s.layout) continue;
+    const Config config = gemm_op::packed_where_unaligned(cand.config, p);
+    const LoadedKernel* kernel = kernel_to_time(cand, config, p, space, by_key);
+    if (kernel == nullptr) continue;
+    const CandidateResult r = check_and_time(*kernel, config, p, bench, best > 0 ? 4 * best : 0);
+    if (best == 0 || r.ms < best) best = r.ms;
+    lines << s.layout << '\t' << s.m << '\t' << s.n << '\t' << s.k << '\t' << p.alignment << '\t'
+          << config.canonical() << '\t' << cand.registers << '\t' << cand.occupancy << '\t' << r.ms
+          << '\t' << cublas_ms << '\t' << r.rel_error << '\t' << r.exact_error << '\t'
+          << cublas_exact << '\t' << (gemm_op::within_contract(r.exact_error, cublas_exact) ? 1 : 0)
+          << '\n';
+    ++rows;
+  }
+  return lines.str();
+}
+
+using ProblemKey = std::tuple<std::string, int64_t, int64_t, int64_t>;
+
+// --resume: the problems a cut-short run of the same command wrote are not measured again.
+std::set<ProblemKey> measured_before(const std::string& out_path) {
+  std::set<ProblemKey> measured;
+  std::ifstream previous(out_path);
+  for (std::string line; std::getline(previous, line);) {
+    std::istringstream fields(line);
+    std::string layout;
+    int64_t m = 0, n = 0, k = 0;
+    if (line.empty() || line[0] == '#' || !(fields >> layout >> m >> n >> k)) continue;
+    measured.emplace(layout, m, n, k);
+  }
+  return measured;
+}
+
+// The TSV, appended to where resuming a file that exists, else new with its header.
+std::ofstream open_table(const std::string& out_path, bool resume, const DeviceInfo& device) {
   const bool append = resume && std::filesystem::exists(out_path);
   std::ofstream out(out_path, append ? std::ios::app : std::ios::trunc);
   if (!append) {
@@ -652,102 +770,109 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
         << " SMs)\nlayout\tm\tn\tk\talignment\tconfig\tregisters\toccupancy\tms\tcublas_ms\t"
            "rel_error\texact_error\tcublas_exact_error\twithin_contract\n";
   }
+  return out;
+}
+
+// Whether an operand of problem p holds more floats than the operand buffers.
+bool exceeds_buffers(const gemm_op::Problem& p) {
+  return column_major_elements(p.lda, p.trans_a ? p.m : p.k) > kMaxElements ||
+         column_major_elements(p.ldb, p.trans_b ? p.k : p.n) > kMaxElements ||
+         column_major_elements(p.ldc, p.n) > kMaxElements;
+}
+
+double seconds_since(Clock::time_point started) {
+  return std::chrono::duration<double>(Clock::now() - started).count();
+}
+
+// What a run measures and where it writes, and when it stops.
+struct SweepPlan {
+  const std::vector<Shape>& shapes;
+  const Candidates& by_key;
+  std::string out_path;
+  bool resume = false;
+  double max_seconds = 0;
+  Clock::time_point started;
+};
+
+// Times the problems in order (those --resume finds measured left out) until max_seconds, each
+// problem's rows written and flushed as one.
+int measure_shapes(const SweepPlan& plan, KernelCache& kernels, const DeviceInfo& device) {
+  TimingBench bench(kernels, device);
+  const std::set<ProblemKey> measured =
+      plan.resume ? measured_before(plan.out_path) : std::set<ProblemKey>{};
+  std::ofstream out = open_table(plan.out_path, plan.resume, device);
   size_t done = measured.size(), rows = 0;
   if (!measured.empty()) {
     std::fprintf(stderr, "gemm_sweep: resuming %s: %zu problems measured before\n",
-                 out_path.c_str(), measured.size());
+                 plan.out_path.c_str(), measured.size());
   }
-  for (const Shape& s : shapes) {
-    if (std::chrono::duration<double>(Clock::now() - started).count() > max_seconds) break;
+  for (const Shape& s : plan.shapes) {
+    if (seconds_since(plan.started) > plan.max_seconds) break;
     if (measured.count({s.layout, s.m, s.n, s.k})) continue;
     const auto p = gemm_op::packed_problem(s.layout, s.m, s.n, s.k);
-    if (column_major_elements(p.lda, p.trans_a ? p.m : p.k) > kMaxElements ||
-        column_major_elements(p.ldb, p.trans_b ? p.k : p.n) > kMaxElements ||
-        column_major_elements(p.ldc, p.n) > kMaxElements) {
+    if (exceeds_buffers(p)) {
       std::fprintf(stderr, "gemm_sweep: %s %s skipped: an operand over %zu floats\n",
                    s.layout.c_str(), s.text().c_str(), kMaxElements);
       continue;
     }
-    auto run_cublas = [&](cudaStream_t) {
-      gemm_op::cublas_sgemm(cublas.get(), p, 1.0f, a.as<float>(), b.as<float>(), 0.0f,
-                            c_ref.as<float>());
-    };
-    const double cublas_ms = time_calls(run_cublas, stream.get(), 0);
-    // The accuracy contract's reference: an FP64 product at a sample of C, and cuBLAS's error.
-    exact.compute(p, a.as<float>(), b.as<float>(), stream.get());
-    const double cublas_exact = exact.error(c_ref.as<float>(), p.ldc, stream.get());
-    const Space space = gemm_op::make_space(device, p);
-    double best = 0;
-    std::ostringstream lines;
-    for (auto& [key, cand] : by_key) {
-      if (cand.layout != s.layout) continue;
-      // A TMA-fed base runs packed here if the problem is unaligned, as the library serves it (the
-      // row names it so); not where its packed twin is a base of its own.
-      const Config config = gemm_op::packed_where_unaligned(cand.config, p);
-      if (!(config == cand.config) && by_key.count(s.layout + "|" + config.canonical()) > 0) {
-        continue;
-      }
-      const auto kernel = cand.kernels.find(std::min(config.get("VEC"), p.alignment));
-      if (kernel == cand.kernels.end()) continue;
-      if (config.get("VEC") != std::min(p.alignment, 4) && config.get("VEC") != p.alignment) {
-        // Only the variant fit_config makes of each base: VEC = min(base VEC, alignment).
-        Config wider = config;
-        bool is_fitted_variant = false;
-        for (int v : {4, 2}) {
-          if (v <= config.get("VEC") || v > p.alignment) continue;
-          wider.set("VEC", v);
-          is_fitted_variant = by_key.count(s.layout + "|" + wider.canonical()) > 0;
-          if (is_fitted_variant) break;
-        }
-        if (is_fitted_variant) continue;
-      }
-      if (space.violation(config, false)) continue;
-      if (gemm_op::workspace_bytes(config, p) > kMaxWorkspace) continue;
-      auto call = [&](cudaStream_t st) {
-        gemm_op::launch(*kernel->second, config, p, 1.0f, a.as<float>(), b.as<float>(), 0.0f,
-                        c.as<float>(), workspace.get(), st, api::transpose);
-      };
-      DeviceCheck::poison(c.as<float>(), static_cast<size_t>(p.ldc * p.n), stream.get());
-      call(stream.get());
-      const MatrixCheck result =
-          check.compare(c.as<float>(), p.ldc, c_ref.as<float>(), p.ldc, p.m, p.n, stream.get());
-      const double err = result.unwritten || result.nonfinite ? 1.0 : result.rel_error;
-      const double exact_err = exact.error(c.as<float>(), p.ldc, stream.get());
-      // (The checked call above is the warm-up.)
-      const double ms = time_calls(call, stream.get(), best > 0 ? 4 * best : 0, /*warmed=*/true);
-      if (best == 0 || ms < best) best = ms;
-      lines << s.layout << '\t' << s.m << '\t' << s.n << '\t' << s.k << '\t' << p.alignment << '\t'
-            << config.canonical() << '\t' << cand.registers << '\t' << cand.occupancy << '\t' << ms
-            << '\t' << cublas_ms << '\t' << err << '\t' << exact_err << '\t' << cublas_exact << '\t'
-            << (gemm_op::within_contract(exact_err, cublas_exact) ? 1 : 0) << '\n';
-      ++rows;
-    }
-    out << lines.str();
+    out << measure_problem(s, p, plan.by_key, device, bench, rows);
     out.flush();
     ++done;
     if (done % 50 == 0) {
-      std::fprintf(stderr, "gemm_sweep: %zu/%zu shapes, %zu rows, %.0f s\n", done, shapes.size(),
-                   rows, std::chrono::duration<double>(Clock::now() - started).count());
+      std::fprintf(stderr, "gemm_sweep: %zu/%zu shapes, %zu rows, %.0f s\n", done,
+                   plan.shapes.size(), rows, seconds_since(plan.started));
     }
   }
   std::fprintf(stderr, "gemm_sweep: %zu/%zu shapes, %zu rows in %.0f s -> %s\n", done,
-               shapes.size(), rows, std::chrono::duration<double>(Clock::now() - started).count(),
-               out_path.c_str());
+               plan.shapes.size(), rows, seconds_since(plan.started), plan.out_path.c_str());
   return 0;
 }
 
-}  // namespace
+int run(const std::string& seeds_text, const Selection& sel, const std::string& out_path,
+        double max_seconds, int min_split, bool resume) {
+  const auto started = Clock::now();
+  const DeviceInfo device = query_device(0);
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  const std::vector<Shape> shapes = sweep_shapes(seeds_text, sel);
+  size_t base_count = 0;
+  auto bases_by_layout = swept_bases(sel, device, min_split, base_count);
+  // Kernels compiled by an earlier sweep on this machine are loaded from there, not rebuilt.
+  std::unique_ptr<cache::Database> cubin_db;
+  std::unique_ptr<cache::DatabaseCubinStore> cubin_store;
+  if (!sel.cubin_db.empty()) {
+    cubin_db = std::make_unique<cache::Database>(sel.cubin_db);
+    cubin_store = std::make_unique<cache::DatabaseCubinStore>(*cubin_db);
+  }
+  KernelCache kernels(cubin_store.get());
+  CompilePool pool(kernels, device,
+                   std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1));
+  Candidates by_key;
+  JobKeys job_keys;
+  const size_t submitted =
+      submit_candidates(shapes, bases_by_layout, device, pool, by_key, job_keys);
+  std::fprintf(stderr,
+               "gemm_sweep: %zu base configs (all layouts), %zu kernels, %zu shapes on %s\n",
+               base_count, submitted, shapes.size(), device.name.c_str());
+  load_compiled(pool, job_keys, by_key);
+  std::fprintf(stderr, "gemm_sweep: compiled in %.1f s\n", seconds_since(started));
+  return measure_shapes({shapes, by_key, out_path, resume, max_seconds, started}, kernels, device);
+}
 
-int main(int argc, char** argv) {
-  CLI::App app{"Times candidate GEMM configs and cuBLAS on many problems (selection-model data).",
-               "gemm_sweep"};
+// The command line's values.
+struct Arguments {
   std::string seeds, out = "gemm_sweep.tsv";
   Selection sel;
   bool list = false, print_shapes = false, resume = false;
   int min_split = 1;
   double max_seconds = 1e9;
-  app.add_option("--seeds", seeds, "random-shape seeds, e.g. 1-20,30 (held-out shapes are always "
-                                   "left out)");
+};
+
+// The options choosing the problems swept.
+void add_problem_options(CLI::App& app, Arguments& args) {
+  Selection& sel = args.sel;
+  app.add_option("--seeds", args.seeds,
+                 "random-shape seeds, e.g. 1-20,30 (held-out shapes are "
+                 "always left out)");
   app.add_option("--min-gflop", sel.min_gflop,
                  "draw the random shapes conditioned on 2mnk >= X GFLOP (a large-shape stratum, "
                  "as gemm_random --min-gflop)");
@@ -798,6 +923,11 @@ int main(int argc, char** argv) {
   app.add_flag("--skinny", sel.skinny,
                "keep only skinny random shapes big enough to matter (min(m, n) <= 256, "
                "m*n*k >= 2^27)");
+}
+
+// The options choosing the configs timed, and the run's output and limits.
+void add_candidate_and_output_options(CLI::App& app, Arguments& args) {
+  Selection& sel = args.sel;
   app.add_flag("--portfolio", sel.portfolio,
                "time the library's selection-model portfolio of this GPU, per layout (with "
                "--candidates or --candidates-from-db: besides those)");
@@ -805,9 +935,9 @@ int main(int argc, char** argv) {
                "keep only shapes with m or n up to 16 and time the matrix-vector configs on them "
                "(columns x rows per block x splits of k; the tile configs' times come from other "
                "sweeps)");
-  app.add_option("--out", out, "TSV file to write");
-  app.add_option("--max-seconds", max_seconds, "stop after this long (rows so far are kept)");
-  app.add_flag("--resume", resume,
+  app.add_option("--out", args.out, "TSV file to write");
+  app.add_option("--max-seconds", args.max_seconds, "stop after this long (rows so far are kept)");
+  app.add_flag("--resume", args.resume,
                "append to --out, leaving out the problems it holds (a cut-short run goes on)");
   app.add_option("--candidates", sel.candidates_path,
                  "file of base configs, one per line (\"LAYOUT<TAB>config\": that layout only)");
@@ -819,35 +949,56 @@ int main(int argc, char** argv) {
   app.add_option("--cubin-db", sel.cubin_db,
                  "keep compiled kernels in this database file and load them from it (a later "
                  "sweep on the same machine compiles nothing twice)");
-  app.add_flag("--list-candidates", list, "print the base configs and exit");
-  app.add_flag("--print-shapes", print_shapes,
+  app.add_flag("--list-candidates", args.list, "print the base configs and exit");
+  app.add_flag("--print-shapes", args.print_shapes,
                "print the problems the sweep would measure (\"LAYOUT MxNxK GFLOP\") and exit");
-  app.add_option("--min-split", min_split, "only base configs with SPLITK at least this (a sweep "
-                                           "of configs added later)");
+  app.add_option("--min-split", args.min_split,
+                 "only base configs with SPLITK at least this (a "
+                 "sweep of configs added later)");
+}
+
+// --list-candidates: the base configs (and with --long the long-k ones), one per line.
+void print_candidates(const Selection& sel) {
+  for (const auto& c : sel.gemv ? gemv_candidates() : base_candidates(reference_device(90))) {
+    std::printf("%s\n", c.canonical().c_str());
+  }
+  if (sel.long_products) {
+    for (const auto& c : long_candidates(reference_device(90))) {
+      std::printf("%s\n", c.canonical().c_str());
+    }
+  }
+}
+
+// --print-shapes: "LAYOUT MxNxK GFLOP" per problem, the total to stderr.
+void print_shapes(const std::string& seeds, const Selection& sel) {
+  double total = 0;
+  const auto shapes = sweep_shapes(seeds, sel);
+  for (const auto& s : shapes) {
+    total += s.gflop();
+    std::printf("%s %s %.3f\n", s.layout.c_str(), s.text().c_str(), s.gflop());
+  }
+  std::fprintf(stderr, "gemm_sweep: %zu problems, %.0f GFLOP in all\n", shapes.size(), total);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Times candidate GEMM configs and cuBLAS on many problems (selection-model data).",
+               "gemm_sweep"};
+  Arguments args;
+  add_problem_options(app, args);
+  add_candidate_and_output_options(app, args);
   CLI11_PARSE(app, argc, argv);
   try {
-    if (list) {
-      for (const auto& c : sel.gemv ? gemv_candidates() : base_candidates(reference_device(90))) {
-        std::printf("%s\n", c.canonical().c_str());
-      }
-      if (sel.long_products) {
-        for (const auto& c : long_candidates(reference_device(90))) {
-          std::printf("%s\n", c.canonical().c_str());
-        }
-      }
+    if (args.list) {
+      print_candidates(args.sel);
       return 0;
     }
-    if (print_shapes) {
-      double total = 0;
-      const auto shapes = sweep_shapes(seeds, sel);
-      for (const auto& s : shapes) {
-        total += s.gflop();
-        std::printf("%s %s %.3f\n", s.layout.c_str(), s.text().c_str(), s.gflop());
-      }
-      std::fprintf(stderr, "gemm_sweep: %zu problems, %.0f GFLOP in all\n", shapes.size(), total);
+    if (args.print_shapes) {
+      print_shapes(args.seeds, args.sel);
       return 0;
     }
-    return run(seeds, sel, out, max_seconds, min_split, resume);
+    return run(args.seeds, args.sel, args.out, args.max_seconds, args.min_split, args.resume);
   } catch (const tuned::Error& e) {
     std::fprintf(stderr, "gemm_sweep: %s\n", e.what());
     return 1;

@@ -110,16 +110,8 @@ Curve measure(const Replayable& r, const std::string& strategy, int seeds) {
   return c;
 }
 
-int run(int argc, char** argv) {
-  CLI::App app{"Replays search strategies on recorded spaces (no GPU needed).", "tuning_quality"};
-  std::string folder = "bench/replay", json_path, strategies_text;
-  int seeds = 10;
-  app.add_option("--replay", folder, "folder of recorded spaces (*.tsv.gz)");
-  app.add_option("--strategies", strategies_text, "comma-separated (default: all)");
-  app.add_option("--seeds", seeds, "seeds per strategy and problem (median reported)");
-  app.add_option("--json", json_path, "results file");
-  CLI11_PARSE(app, argc, argv);
-
+// The strategies named by --strategies, or every one but exhaustive.
+std::vector<std::string> strategies_to_replay(const std::string& strategies_text) {
   std::vector<std::string> strategies;
   if (strategies_text.empty()) {
     for (const auto& s : strategy_names()) {
@@ -129,6 +121,11 @@ int run(int argc, char** argv) {
     std::stringstream in(strategies_text);
     for (std::string s; std::getline(in, s, ',');) strategies.push_back(s);
   }
+  return strategies;
+}
+
+// The recorded spaces of the folder, sorted by path.
+std::vector<std::string> record_files(const std::string& folder) {
   std::vector<std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(folder)) {
     if (e.path().string().find(".tsv") != std::string::npos) files.push_back(e.path().string());
@@ -136,9 +133,36 @@ int run(int argc, char** argv) {
   std::sort(files.begin(), files.end());
   if (files.empty())
     throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--replay " + folder + ": no records");
+  return files;
+}
 
-  std::string rows;
-  std::map<std::string, std::vector<std::vector<double>>> gemm_fractions;  // strategy -> per eval
+// The JSON rows of one problem and strategy (one per checkpoint), appended to rows.
+void append_json_rows(const Replayable& r, const std::string& strategy, const Curve& c,
+                      std::string& rows) {
+  auto row = [&](double evals, double seconds, double fraction) {
+    std::string shape;
+    for (size_t i = 0; i < r.record.shape.size(); ++i) {
+      shape += (i ? "x" : "") + std::to_string(r.record.shape[i]);
+    }
+    rows += std::string(rows.empty() ? "" : ",\n  ") + "{\"op\": \"" + r.record.op +
+            "\", \"shape\": \"" + shape + "\", \"layout\": \"" + r.record.variant +
+            "\", \"strategy\": \"" + strategy + "\", \"evals\": " + fixed(evals, 0) +
+            ", \"seconds\": " + fixed(seconds, 2) + ", \"fraction_of_best\": " + fixed(fraction) +
+            "}";
+  };
+  for (size_t i = 0; i < kEvals.size(); ++i) row(kEvals[i], c.seconds_at_evals[i], c.at_evals[i]);
+  for (size_t i = 0; i < kSeconds.size(); ++i) {
+    row(c.evals_at_seconds[i], kSeconds[i], c.at_seconds[i]);
+  }
+}
+
+// strategy -> per eval checkpoint, the fraction on each GEMM record
+using GemmFractions = std::map<std::string, std::vector<std::vector<double>>>;
+
+// Replays every record with every strategy: the table of curves, the JSON rows, and the GEMM
+// records' fractions at each evaluation checkpoint.
+void replay_all(const std::vector<std::string>& files, const std::vector<std::string>& strategies,
+                int seeds, std::string& rows, GemmFractions& gemm_fractions) {
   std::printf("%-26s %-10s %7s", "problem", "strategy", "configs");
   for (int e : kEvals) std::printf(" %6s", ("@" + std::to_string(e)).c_str());
   for (double s : kSeconds) std::printf(" %6s", (fixed(s, 0) + "s").c_str());
@@ -152,22 +176,7 @@ int run(int argc, char** argv) {
       for (double f : c.at_evals) std::printf(" %6.3f", f);
       for (double f : c.at_seconds) std::printf(" %6.3f", f);
       std::printf("\n");
-      auto row = [&](double evals, double seconds, double fraction) {
-        std::string shape;
-        for (size_t i = 0; i < r.record.shape.size(); ++i) {
-          shape += (i ? "x" : "") + std::to_string(r.record.shape[i]);
-        }
-        rows += std::string(rows.empty() ? "" : ",\n  ") + "{\"op\": \"" + r.record.op +
-                "\", \"shape\": \"" + shape + "\", \"layout\": \"" + r.record.variant +
-                "\", \"strategy\": \"" + strategy + "\", \"evals\": " + fixed(evals, 0) +
-                ", \"seconds\": " + fixed(seconds, 2) +
-                ", \"fraction_of_best\": " + fixed(fraction) + "}";
-      };
-      for (size_t i = 0; i < kEvals.size(); ++i)
-        row(kEvals[i], c.seconds_at_evals[i], c.at_evals[i]);
-      for (size_t i = 0; i < kSeconds.size(); ++i) {
-        row(c.evals_at_seconds[i], kSeconds[i], c.at_seconds[i]);
-      }
+      append_json_rows(r, strategy, c, rows);
       if (r.record.op == "gemm") {
         auto& per = gemm_fractions[strategy];
         per.resize(kEvals.size());
@@ -175,45 +184,76 @@ int run(int argc, char** argv) {
       }
     }
   }
-  // The default: the highest GEMM median at 100 evaluations, then at 300, then at 30; where
-  // strategies tie on all three the records cannot tell them apart, and the current default
-  // stays.
-  std::string best_strategy;
+}
+
+struct DefaultChoice {
+  std::string strategy;
+  std::string summary;  // JSON objects, one per strategy
+};
+
+// The default: the highest GEMM median at 100 evaluations, then at 300, then at 30; where
+// strategies tie on all three the records cannot tell them apart, and the current default
+// stays. Prints each strategy's GEMM medians on the way.
+DefaultChoice choose_default(const std::vector<std::string>& strategies,
+                             const GemmFractions& gemm_fractions) {
+  DefaultChoice choice;
   std::vector<double> best_key;
-  std::string summary;
   std::printf("\nmedian over the %zu GEMM records:\n",
               gemm_fractions.empty() ? size_t{0} : gemm_fractions.begin()->second[0].size());
   for (const auto& strategy : strategies) {
     if (!gemm_fractions.count(strategy)) continue;
     std::vector<double> m;
-    for (const auto& v : gemm_fractions[strategy]) m.push_back(median(v));
+    for (const auto& v : gemm_fractions.at(strategy)) m.push_back(median(v));
     std::printf("  %-10s", strategy.c_str());
     for (size_t i = 0; i < kEvals.size(); ++i) std::printf("  @%d %.3f", kEvals[i], m[i]);
     std::printf("\n");
     const std::vector<double> key = {m[2], m[3], m[1]};
-    if (best_strategy.empty() || key > best_key ||
+    if (choice.strategy.empty() || key > best_key ||
         (key == best_key && strategy == kDefaultStrategy)) {
-      best_strategy = strategy;
+      choice.strategy = strategy;
       best_key = key;
     }
-    summary += std::string(summary.empty() ? "" : ",\n  ") + "{\"strategy\": \"" + strategy + "\"";
+    choice.summary +=
+        std::string(choice.summary.empty() ? "" : ",\n  ") + "{\"strategy\": \"" + strategy + "\"";
     for (size_t i = 0; i < kEvals.size(); ++i) {
-      summary += ", \"median_at_" + std::to_string(kEvals[i]) + "\": " + fixed(m[i]);
+      choice.summary += ", \"median_at_" + std::to_string(kEvals[i]) + "\": " + fixed(m[i]);
     }
-    summary += "}";
+    choice.summary += "}";
   }
+  return choice;
+}
+
+void write_json(const std::string& json_path, const DefaultChoice& choice, int seeds,
+                const std::string& rows) {
+  std::ofstream out(json_path);
+  out << "{\"default_strategy\": \"" << choice.strategy << "\", \"seeds\": " << seeds
+      << ",\n \"kernel_tuner_published\": \"dual annealing 0.92 of the optimum in 100 "
+         "evaluations, iterated local search 0.999 in 1000, GEMM space of 18k configs\""
+      << ",\n \"summary\": [\n  " << choice.summary << "\n],\n \"rows\": [\n  " << rows << "\n]}\n";
+  if (!out) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--json " + json_path + ": cannot write");
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"Replays search strategies on recorded spaces (no GPU needed).", "tuning_quality"};
+  std::string folder = "bench/replay", json_path, strategies_text;
+  int seeds = 10;
+  app.add_option("--replay", folder, "folder of recorded spaces (*.tsv.gz)");
+  app.add_option("--strategies", strategies_text, "comma-separated (default: all)");
+  app.add_option("--seeds", seeds, "seeds per strategy and problem (median reported)");
+  app.add_option("--json", json_path, "results file");
+  CLI11_PARSE(app, argc, argv);
+
+  const std::vector<std::string> strategies = strategies_to_replay(strategies_text);
+  const std::vector<std::string> files = record_files(folder);
+  std::string rows;
+  GemmFractions gemm_fractions;
+  replay_all(files, strategies, seeds, rows, gemm_fractions);
+  const DefaultChoice choice = choose_default(strategies, gemm_fractions);
   std::printf(
       "default strategy (best median at 100, then 300 and 30 evaluations; ties: the "
       "current default): %s\n",
-      best_strategy.c_str());
-  if (!json_path.empty()) {
-    std::ofstream out(json_path);
-    out << "{\"default_strategy\": \"" << best_strategy << "\", \"seeds\": " << seeds
-        << ",\n \"kernel_tuner_published\": \"dual annealing 0.92 of the optimum in 100 "
-           "evaluations, iterated local search 0.999 in 1000, GEMM space of 18k configs\""
-        << ",\n \"summary\": [\n  " << summary << "\n],\n \"rows\": [\n  " << rows << "\n]}\n";
-    if (!out) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--json " + json_path + ": cannot write");
-  }
+      choice.strategy.c_str());
+  if (!json_path.empty()) write_json(json_path, choice, seeds, rows);
   return 0;
 }
 

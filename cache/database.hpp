@@ -169,6 +169,12 @@ class Database {
   void for_each_best(const Filter& filter, const std::function<void(const BestRecord&)>& visit);
 
  private:
+  // The constructor's steps: a reader's open (read as it is, warnings said once), a writer's
+  // (folder and file made where missing, identity checked, schema migrated unless told not to).
+  void open_reader();
+  void open_writer(bool upgrade);
+  // Makes SQLite wait for another process's lock on db (busy_), backing off.
+  void wait_for_locks(sqlite3* db);
   // Throws Error(TUNED_STATUS_INTERNAL_ERROR) when a reader is asked to write.
   void writing(const char* what) const;
   // rows::skip_row, counted per table.

@@ -67,7 +67,8 @@ void Database::for_each_best(const Filter& filter,
   std::lock_guard lock(mutex_);
   const Where where = filter_where(filter, "session_id = ?");
   std::string sql = "SELECT " + rows::best_columns(version_) + " FROM best" + where.sql() +
-                    " ORDER BY device_uuid, op, layout, d0, d1, d2, shape, alignment";
+                    " ORDER BY device_uuid, op, " + rows::variant_column(version_) +
+                    ", d0, d1, d2, shape, alignment";
   if (filter.limit > 0) sql += " LIMIT " + std::to_string(filter.limit);
   Statement s(db_, path_, sql, "list best configurations");
   where.bind(s);

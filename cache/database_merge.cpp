@@ -24,8 +24,6 @@ using sqlite::Transaction;
 
 #define TUNED_NOW "strftime('%Y-%m-%dT%H:%M:%SZ','now')"
 
-using rows::bind_dims;
-
 std::string describe_key(const ProblemKey& key) {
   return key.op + " " + key.layout + " " + key.shape_string() + " align " +
          std::to_string(key.alignment) + " of " + key.device_uuid;
@@ -118,18 +116,16 @@ struct Merger {
   // disposition, time, creation and session): only possible in a session found above.
   void merge_trials() {
     Statement find(db, path,
-                   "SELECT 1 FROM trials WHERE device_uuid = ? AND op = ? AND layout = ? AND "
+                   "SELECT 1 FROM trials WHERE device_uuid = ? AND op = ? AND variant = ? AND "
                    "shape = ? AND alignment = ? AND config = ? AND template_hash = ? AND "
                    "disposition = ? AND ms_median = ? AND created_at = ? AND session_id IS ? "
                    "LIMIT 1",
                    "find merged trial");
-    Statement insert(
-        db, path,
-        "INSERT INTO trials (session_id, device_uuid, op, layout, shape, d0, d1, d2, alignment, "
-        "config, kernel_name, disposition, message, ms_median, ms_min, runs, tflops, rel_error, "
-        "registers, spill_bytes, compile_ms, template_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, "
-        "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        "merge trial");
+    Statement insert(db, path,
+                     std::string("INSERT INTO trials (") + rows::kTrialInsertColumns +
+                         ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                         "?, ?, ?)",
+                     "merge trial");
     source.for_each_trial([&](const TrialRecord& t) {
       const int64_t session = our_session(t.session_id);
       const std::string shape = t.key.shape_string();
@@ -147,7 +143,7 @@ struct Merger {
       }
       insert.reset();
       rows::bind_trial(insert, session, t);
-      insert.bind(23, t.created_at);
+      insert.bind(24, t.created_at);
       insert.run();
       ++report.trials_added;
     });
@@ -159,13 +155,12 @@ struct Merger {
   void merge_bests() {
     Statement find(db, path,
                    "SELECT ms, template_hash FROM best WHERE device_uuid = ? AND op = ? AND "
-                   "layout = ? AND shape = ? AND alignment = ?",
+                   "variant = ? AND shape = ? AND alignment = ?",
                    "read best");
     Statement insert(db, path,
-                     "INSERT OR REPLACE INTO best (device_uuid, op, layout, shape, d0, d1, d2, "
-                     "alignment, config, kernel_name, ms, tflops, baseline_ms, session_id, "
-                     "origin, template_hash, source, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
-                     "?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE(NULLIF(?, ''), " TUNED_NOW "))",
+                     std::string("INSERT OR REPLACE INTO best (") + rows::kBestInsertColumns +
+                         ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                         "COALESCE(NULLIF(?, ''), " TUNED_NOW "))",
                      "merge best");
     source.for_each_best([&](const BestRecord& best) {
       const ProblemKey& key = best.key;
@@ -204,19 +199,9 @@ struct Merger {
         }
       }
       insert.reset();
-      insert.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.layout).bind(4, shape);
-      bind_dims(insert, 5, key.shape);
-      insert.bind(8, key.alignment)
-          .bind(9, best.config)
-          .bind(10, best.kernel_name)
-          .bind(11, best.ms)
-          .bind(12, best.tflops)
-          .bind(13, best.baseline_ms)
-          .bind_id(14, our_session(best.session_id))
-          .bind(15, best.origin)
-          .bind(16, best.template_hash)
-          .bind(17, best.source.empty() ? from : best.source)
-          .bind(18, best.updated_at);
+      rows::bind_best(insert, best, our_session(best.session_id),
+                      best.source.empty() ? from : best.source);
+      insert.bind(19, best.updated_at);
       insert.run();
       ++report.bests_taken;
     });

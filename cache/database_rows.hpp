@@ -36,8 +36,8 @@ inline void bind_dims(Statement& s, int first, const std::vector<int64_t>& shape
   }
 }
 
-// The trials table's columns session_id .. template_hash (1 to 22, in schema order) of a trial
-// under `session`: what record_trials and a merge insert (created_at, 23, is theirs to give).
+// The trials table's columns session_id .. rate_unit (1 to 23) of a trial under `session`: what
+// record_trials and a merge insert (created_at, 24, is theirs to give).
 inline void bind_trial(Statement& s, int64_t session, const TrialRecord& t) {
   s.bind_id(1, session)
       .bind(2, t.key.device_uuid)
@@ -58,8 +58,41 @@ inline void bind_trial(Statement& s, int64_t session, const TrialRecord& t) {
       .bind(19, t.registers)
       .bind(20, t.spill_bytes)
       .bind(21, t.compile_ms)
-      .bind(22, t.template_hash);
+      .bind(22, t.template_hash)
+      .bind(23, t.rate_unit);
 }
+
+// What record_trials and a merge insert into trials, bind_trial's order (a file of this build's
+// schema: writers never write an older one).
+inline constexpr const char* kTrialInsertColumns =
+    "session_id, device_uuid, op, variant, shape, d0, d1, d2, alignment, config, kernel_name, "
+    "disposition, message, ms_median, ms_min, runs, rate, rel_error, registers, spill_bytes, "
+    "compile_ms, template_hash, rate_unit, created_at";
+
+// The best table's columns device_uuid .. rate_unit (1 to 18) of a best under `session`, from
+// `source`: what offer_best and a merge insert (updated_at, 19, is theirs to give).
+inline void bind_best(Statement& s, const BestRecord& b, int64_t session,
+                      const std::string& source) {
+  s.bind(1, b.key.device_uuid).bind(2, b.key.op).bind(3, b.key.layout);
+  s.bind(4, b.key.shape_string());
+  bind_dims(s, 5, b.key.shape);
+  s.bind(8, b.key.alignment)
+      .bind(9, b.config)
+      .bind(10, b.kernel_name)
+      .bind(11, b.ms)
+      .bind(12, b.tflops)
+      .bind(13, b.baseline_ms)
+      .bind_id(14, session)
+      .bind(15, b.origin)
+      .bind(16, b.template_hash)
+      .bind(17, source)
+      .bind(18, b.rate_unit);
+}
+
+// What offer_best and a merge insert into best, bind_best's order.
+inline constexpr const char* kBestInsertColumns =
+    "device_uuid, op, variant, shape, d0, d1, d2, alignment, config, kernel_name, ms, rate, "
+    "baseline_ms, session_id, origin, template_hash, source, rate_unit, updated_at";
 
 // A row this build cannot read is left out of listings and lookups, named once in the log.
 inline void skip_row(const std::string& path, const char* table, int64_t id, const Error& e) {
@@ -68,15 +101,20 @@ inline void skip_row(const std::string& path, const char* table, int64_t id, con
                " skipped: " + e.what());
 }
 
+// Columns renamed in schema version 5, as a file read as it is names them: `variant` was
+// `layout`, `rate` was `tflops`, and rate_unit did not exist (unknown: '').
+inline std::string variant_column(int version) { return version >= 5 ? "variant" : "layout"; }
+inline std::string rate_column(int version) { return version >= 5 ? "rate" : "tflops"; }
+inline std::string rate_unit_column(int version) { return version >= 5 ? "rate_unit" : "''"; }
+
 // The best table's columns as read_best reads them; a file of schema version 1 has no origin
 // (every row of it came from autotune), one older than 4 no template hash (unknown) and no source
-// (measured there).
+// (measured there), one older than 5 no rate unit (unknown).
 inline std::string best_columns(int version) {
-  return std::string(
-             "device_uuid, op, layout, shape, alignment, config, kernel_name, ms, tflops, "
-             "baseline_ms, session_id, updated_at, id, ") +
-         (version >= 2 ? "origin" : "'autotune'") +
-         (version >= 4 ? ", template_hash, source" : ", '', ''");
+  return "device_uuid, op, " + variant_column(version) +
+         ", shape, alignment, config, kernel_name, ms, " + rate_column(version) +
+         ", baseline_ms, session_id, updated_at, id, " + (version >= 2 ? "origin" : "'autotune'") +
+         (version >= 4 ? ", template_hash, source" : ", '', ''") + ", " + rate_unit_column(version);
 }
 
 // A best measured on another template is no answer for serving: rows of the given hash, or rows
@@ -111,6 +149,7 @@ inline BestRecord read_best(const Statement& s, const std::string& path) {
   b.origin = s.text(13);
   b.template_hash = s.text(14);
   b.source = s.text(15);
+  b.rate_unit = s.text(16);
   return b;
 }
 

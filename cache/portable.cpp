@@ -91,97 +91,108 @@ std::string describe_key(const ProblemKey& key) {
          std::to_string(key.alignment) + " of " + key.device_uuid;
 }
 
+// A row written counts as its kind, one left out as left out.
+void tally(bool written, int64_t& kind, PortableCounts& counts) {
+  ++(written ? kind : counts.left_out);
+}
+
+void write_header(std::ostream& out, const PortableOptions& options) {
+  toml::table header;
+  header.insert("format", kFormat);
+  header.insert("version", kPortableVersion);
+  header.insert("exported_from", is_utf8(options.label) ? options.label : "?");
+  out << "# Results of tuned (tunedb export --portable): read by 'tunedb import'.\n"
+      << header << "\n";
+}
+
+void write_devices(std::ostream& out, Database& db, PortableCounts& counts) {
+  for (const DeviceRecord& d : db.devices()) {
+    RowWriter row(out, "devices");
+    row.text("uuid", d.uuid).text("name", d.name).integer("cc_major", d.cc_major);
+    row.integer("cc_minor", d.cc_minor).integer("sm_count", d.sm_count);
+    row.integer("memory_bytes", d.memory_bytes).integer("clock_khz", d.clock_khz);
+    tally(row.write("device " + d.uuid), counts.devices, counts);
+  }
+}
+
+void write_sessions(std::ostream& out, Database& db, const Filter& filter, PortableCounts& counts) {
+  db.for_each_session(filter, false, [&](const Database::SessionSummary& summary) {
+    const SessionRecord& s = summary.session;
+    RowWriter row(out, "sessions");
+    row.integer("id", s.id).text("origin", s.origin).text("device_uuid", s.device_uuid);
+    row.text("op", s.op).text("strategy", s.strategy).number("budget_s", s.budget_s);
+    row.text("started_at", s.started_at);
+    tally(row.write("session " + std::to_string(s.id)), counts.sessions, counts);
+  });
+}
+
+// The file keeps version 1's keys for the variant and the rate (`layout`, `tflops`), so that
+// builds reading version 1 read it; rate_unit is a key they pass over.
+void write_trials(std::ostream& out, Database& db, const Filter& filter, PortableCounts& counts) {
+  db.for_each_trial(filter, [&](const TrialRecord& t) {
+    RowWriter row(out, "trials");
+    row.integer("session_id", t.session_id).text("device_uuid", t.key.device_uuid);
+    row.text("op", t.key.op).text("layout", t.key.layout).text("shape", t.key.shape_string());
+    row.integer("alignment", t.key.alignment).text("config", t.config);
+    row.text("kernel_name", t.kernel_name).text("disposition", to_string(t.disposition));
+    row.text("message", t.message).number("ms_median", t.ms_median).number("ms_min", t.ms_min);
+    row.integer("runs", t.runs).number("tflops", t.tflops).text("rate_unit", t.rate_unit);
+    row.number("rel_error", t.rel_error);
+    row.integer("registers", t.registers).integer("spill_bytes", t.spill_bytes);
+    row.number("compile_ms", t.compile_ms).text("template_hash", t.template_hash);
+    row.text("created_at", t.created_at);
+    tally(row.write("trial of " + describe_key(t.key) + ", config " + t.config), counts.trials,
+          counts);
+  });
+}
+
+void write_bests(std::ostream& out, Database& db, const Filter& filter,
+                 const PortableOptions& options, PortableCounts& counts) {
+  db.for_each_best(filter, [&](const BestRecord& b) {
+    RowWriter row(out, "bests");
+    row.text("device_uuid", b.key.device_uuid).text("op", b.key.op).text("layout", b.key.layout);
+    row.text("shape", b.key.shape_string()).integer("alignment", b.key.alignment);
+    row.text("config", b.config).text("kernel_name", b.kernel_name).number("ms", b.ms);
+    row.number("tflops", b.tflops).text("rate_unit", b.rate_unit);
+    row.number("baseline_ms", b.baseline_ms);
+    // Without its trials a best's session means nothing on the other side.
+    row.integer("session_id", options.trials ? b.session_id : 0);
+    row.text("origin", b.origin).text("template_hash", b.template_hash);
+    row.text("source", b.source.empty() ? options.label : b.source);
+    row.text("updated_at", b.updated_at);
+    tally(row.write("best of " + describe_key(b.key)), counts.bests, counts);
+  });
+}
+
+void write_cubins(std::ostream& out, Database& db, PortableCounts& counts) {
+  db.for_each_cubin([&](const StoredCubin& c) {
+    RowWriter row(out, "cubins");
+    row.text("source_hash", c.key.source_hash).text("options", c.key.options);
+    row.text("arch", c.key.arch).text("nvrtc_version", c.key.nvrtc_version);
+    row.text("kernel_name", c.cubin.kernel_name).text("log", c.cubin.log);
+    row.integer("registers", c.cubin.registers).integer("spill_bytes", c.cubin.spill_bytes);
+    row.integer("stack_bytes", c.cubin.stack_bytes);
+    row.integer("static_smem_bytes", c.cubin.static_smem_bytes);
+    row.number("compile_ms", c.cubin.compile_ms).text("checksum", c.checksum);
+    row.text("image", base64_encode(c.cubin.image));
+    tally(row.write("cubin of " + c.cubin.kernel_name), counts.cubins, counts);
+  });
+}
+
 }  // namespace
 
 PortableCounts write_portable(std::ostream& out, Database& db, const PortableOptions& options) {
   PortableCounts counts;
   Filter filter = options.filter;
   filter.limit = 0;
-  {
-    toml::table header;
-    header.insert("format", kFormat);
-    header.insert("version", kPortableVersion);
-    header.insert("exported_from", is_utf8(options.label) ? options.label : "?");
-    out << "# Results of tuned (tunedb export --portable): read by 'tunedb import'.\n"
-        << header << "\n";
-  }
-  for (const DeviceRecord& d : db.devices()) {
-    RowWriter row(out, "devices");
-    row.text("uuid", d.uuid).text("name", d.name).integer("cc_major", d.cc_major);
-    row.integer("cc_minor", d.cc_minor).integer("sm_count", d.sm_count);
-    row.integer("memory_bytes", d.memory_bytes).integer("clock_khz", d.clock_khz);
-    if (row.write("device " + d.uuid)) {
-      ++counts.devices;
-    } else {
-      ++counts.left_out;
-    }
-  }
+  write_header(out, options);
+  write_devices(out, db, counts);
   if (options.trials) {
-    db.for_each_session(filter, false, [&](const Database::SessionSummary& summary) {
-      const SessionRecord& s = summary.session;
-      RowWriter row(out, "sessions");
-      row.integer("id", s.id).text("origin", s.origin).text("device_uuid", s.device_uuid);
-      row.text("op", s.op).text("strategy", s.strategy).number("budget_s", s.budget_s);
-      row.text("started_at", s.started_at);
-      if (row.write("session " + std::to_string(s.id))) {
-        ++counts.sessions;
-      } else {
-        ++counts.left_out;
-      }
-    });
-    db.for_each_trial(filter, [&](const TrialRecord& t) {
-      RowWriter row(out, "trials");
-      row.integer("session_id", t.session_id).text("device_uuid", t.key.device_uuid);
-      row.text("op", t.key.op).text("layout", t.key.layout).text("shape", t.key.shape_string());
-      row.integer("alignment", t.key.alignment).text("config", t.config);
-      row.text("kernel_name", t.kernel_name).text("disposition", to_string(t.disposition));
-      row.text("message", t.message).number("ms_median", t.ms_median).number("ms_min", t.ms_min);
-      row.integer("runs", t.runs).number("tflops", t.tflops).number("rel_error", t.rel_error);
-      row.integer("registers", t.registers).integer("spill_bytes", t.spill_bytes);
-      row.number("compile_ms", t.compile_ms).text("template_hash", t.template_hash);
-      row.text("created_at", t.created_at);
-      if (row.write("trial of " + describe_key(t.key) + ", config " + t.config)) {
-        ++counts.trials;
-      } else {
-        ++counts.left_out;
-      }
-    });
+    write_sessions(out, db, filter, counts);
+    write_trials(out, db, filter, counts);
   }
-  db.for_each_best(filter, [&](const BestRecord& b) {
-    RowWriter row(out, "bests");
-    row.text("device_uuid", b.key.device_uuid).text("op", b.key.op).text("layout", b.key.layout);
-    row.text("shape", b.key.shape_string()).integer("alignment", b.key.alignment);
-    row.text("config", b.config).text("kernel_name", b.kernel_name).number("ms", b.ms);
-    row.number("tflops", b.tflops).number("baseline_ms", b.baseline_ms);
-    // Without its trials a best's session means nothing on the other side.
-    row.integer("session_id", options.trials ? b.session_id : 0);
-    row.text("origin", b.origin).text("template_hash", b.template_hash);
-    row.text("source", b.source.empty() ? options.label : b.source);
-    row.text("updated_at", b.updated_at);
-    if (row.write("best of " + describe_key(b.key))) {
-      ++counts.bests;
-    } else {
-      ++counts.left_out;
-    }
-  });
-  if (options.cubins) {
-    db.for_each_cubin([&](const StoredCubin& c) {
-      RowWriter row(out, "cubins");
-      row.text("source_hash", c.key.source_hash).text("options", c.key.options);
-      row.text("arch", c.key.arch).text("nvrtc_version", c.key.nvrtc_version);
-      row.text("kernel_name", c.cubin.kernel_name).text("log", c.cubin.log);
-      row.integer("registers", c.cubin.registers).integer("spill_bytes", c.cubin.spill_bytes);
-      row.integer("stack_bytes", c.cubin.stack_bytes);
-      row.integer("static_smem_bytes", c.cubin.static_smem_bytes);
-      row.number("compile_ms", c.cubin.compile_ms).text("checksum", c.checksum);
-      row.text("image", base64_encode(c.cubin.image));
-      if (row.write("cubin of " + c.cubin.kernel_name)) {
-        ++counts.cubins;
-      } else {
-        ++counts.left_out;
-      }
-    });
-  }
+  write_bests(out, db, filter, options, counts);
+  if (options.cubins) write_cubins(out, db, counts);
   return counts;
 }
 
@@ -339,6 +350,7 @@ TrialRecord read_trial(const RowReader& r) {
   t.ms_min = r.number("ms_min", 0.0);
   t.runs = r.int32("runs", 0);
   t.tflops = r.number("tflops", 0.0);
+  t.rate_unit = r.text("rate_unit", "");
   t.rel_error = r.number("rel_error", 0.0);
   t.registers = r.int32("registers", 0);
   t.spill_bytes = r.int32("spill_bytes", 0);
@@ -356,6 +368,7 @@ BestRecord read_best(const RowReader& r) {
   b.kernel_name = r.text("kernel_name", "");
   b.ms = r.number("ms");
   b.tflops = r.number("tflops", 0.0);
+  b.rate_unit = r.text("rate_unit", "");
   b.baseline_ms = r.number("baseline_ms", 0.0);
   b.session_id = r.integer("session_id", 0);
   b.origin = r.text("origin", "autotune");

@@ -18,7 +18,9 @@
 
 namespace tuned::cache {
 
-/// This build writes and reads portable files of this version (and reads older ones).
+/// This build writes and reads portable files of this version (and reads older ones). Rows keep
+/// the keys `layout` (the op's variant) and `tflops` (its rate) that every build reads; rate_unit,
+/// added within version 1, is optional ("" where absent) and passed over by builds before it.
 constexpr int kPortableVersion = 1;
 
 struct PortableOptions {

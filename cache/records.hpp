@@ -71,6 +71,8 @@ struct TrialRecord {
   double ms_min = 0;
   int runs = 0;
   double tflops = 0;  // the op's rate in its unit (TFLOP/s for gemm, GB/s for transpose)
+  // The unit of the rate ("TFLOP/s", "GB/s"); "" where unknown (rows older than schema version 5).
+  std::string rate_unit;
   double rel_error = 0;
   int registers = 0;
   int spill_bytes = 0;
@@ -88,6 +90,8 @@ struct BestRecord {
   std::string kernel_name;
   double ms = 0;
   double tflops = 0;  // the op's rate in its unit, like TrialRecord::tflops
+  // The unit of the rate; "" where unknown (rows older than schema version 5).
+  std::string rate_unit;
   double baseline_ms = 0;  // cuBLAS (or the op's baseline) in the same session; 0 if not measured
   int64_t session_id = 0;
   std::string updated_at;  // filled by the database

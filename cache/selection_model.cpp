@@ -225,91 +225,102 @@ SelectionModel::SelectionModel(std::string_view table, bool lazy) : lazy_(lazy) 
   }
 }
 
+void SelectionModel::reserve_points(Variant& v) {
+  size_t n = v.pending.size();
+  for (const auto& block : v.blocks) n += block.lines;
+  v.shapes.reserve(n * kMaxDims);
+  v.coords.reserve(n * kMaxDims);
+  v.times.reserve(n);
+  v.line_nos.reserve(n);
+  v.alignments.reserve(n);
+  v.alignment_coords.reserve(n);
+  v.references.reserve(n);
+}
+
+void SelectionModel::add_point(Variant& v, std::string_view line, int line_no,
+                               std::vector<std::string_view>& f,
+                               std::vector<std::string_view>& items) {
+  auto fail = [line_no](const std::string& why) { fail_at(line_no, why); };
+  // Four tab-ended fields, then the times: their commas are read only if a ranking needs
+  // this point, so the long last field is not scanned here.
+  f.clear();
+  size_t start = 0;
+  for (int field = 0; field < 4; ++field) {
+    const size_t tab = line.find('\t', start);
+    if (tab == std::string_view::npos) {
+      fail("a point line has 5 or 6 fields, got " + std::to_string(field + 1));
+    }
+    f.push_back(line.substr(start, tab - start));
+    start = tab + 1;
+  }
+  // The times, then an optional reference: the faster of cuBLAS and the sweep's best config
+  // there.
+  std::string_view times = line.substr(start);
+  double reference = 0;
+  if (const size_t tab = times.find('\t'); tab != std::string_view::npos) {
+    const std::string_view text = times.substr(tab + 1);
+    if (!parse_time(text, reference) || !(reference > 0) || !std::isfinite(reference)) {
+      fail("reference time '" + std::string(text) + "' (a positive number)");
+    }
+    times = times.substr(0, tab);
+  }
+  f.push_back(times);
+  int alignment = 0;
+  if (!parse_number(f[2], alignment) || alignment < 1) {
+    fail("alignment '" + std::string(f[2]) + "'");
+  }
+  split(f[3], 'x', items);
+  if (items.size() > kMaxDims) fail("shape '" + std::string(f[3]) + "' has more than 4 dims");
+  if (v.dims == 0) v.dims = items.size();
+  if (items.size() != v.dims) {
+    fail("shape '" + std::string(f[3]) + "' has " + std::to_string(items.size()) +
+         " dims, the variant's points " + std::to_string(v.dims));
+  }
+  for (std::string_view d : items) {
+    int64_t value = 0;
+    if (!parse_number(d, value) || value < 0) fail("shape '" + std::string(f[3]) + "'");
+    v.shapes.push_back(value);
+    v.coords.push_back(static_cast<float>(std::log2(static_cast<double>(value) + 1.0)));
+  }
+  v.times.push_back(f[4]);
+  v.references.push_back(reference);
+  v.line_nos.push_back(line_no);
+  v.alignments.push_back(alignment);
+  v.alignment_coords.push_back(static_cast<float>(std::log2(alignment)));
+}
+
+void SelectionModel::add_block_points(Variant& v, const Variant::Block& block,
+                                      std::vector<std::string_view>& f,
+                                      std::vector<std::string_view>& items) {
+  const std::string prefix = "point\t" + v.name + "\t";
+  size_t pos = 0, lines = 0;
+  while (pos < block.text.size()) {
+    const size_t end = block.text.find('\n', pos);  // the block ends with one
+    const int line_no = block.first_line + static_cast<int>(lines);
+    if (lines == block.lines) fail_at(line_no, "more lines than its points line says");
+    std::string_view line = block.text.substr(pos, end - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.compare(0, prefix.size(), prefix) != 0) {
+      fail_at(line_no, "a points block holds point lines of variant " + v.name + " only");
+    }
+    add_point(v, line, line_no, f, items);
+    pos = end + 1;
+    ++lines;
+  }
+  if (lines != block.lines) {
+    fail_at(block.first_line, "points block of " + std::to_string(block.lines) + " lines holds " +
+                                  std::to_string(lines));
+  }
+}
+
 const SelectionModel::Variant& SelectionModel::ready(const Variant& variant, bool lazy) {
   std::call_once(*variant.parsed, [&variant, lazy] {
     // Written once, under the once_flag; every reader comes through here first.
     Variant& v = const_cast<Variant&>(variant);
     std::vector<std::string_view> f, items;
-    size_t n = v.pending.size();
-    for (const auto& block : v.blocks) n += block.lines;
-    v.shapes.reserve(n * kMaxDims);
-    v.coords.reserve(n * kMaxDims);
-    v.times.reserve(n);
-    v.line_nos.reserve(n);
-    v.alignments.reserve(n);
-    v.alignment_coords.reserve(n);
-    v.references.reserve(n);
-    auto add_point = [&](std::string_view line, int line_no) {
-      auto fail = [line_no](const std::string& why) { fail_at(line_no, why); };
-      // Four tab-ended fields, then the times: their commas are read only if a ranking needs
-      // this point, so the long last field is not scanned here.
-      f.clear();
-      size_t start = 0;
-      for (int field = 0; field < 4; ++field) {
-        const size_t tab = line.find('\t', start);
-        if (tab == std::string_view::npos) {
-          fail("a point line has 5 or 6 fields, got " + std::to_string(field + 1));
-        }
-        f.push_back(line.substr(start, tab - start));
-        start = tab + 1;
-      }
-      // The times, then an optional reference: the faster of cuBLAS and the sweep's best config
-      // there.
-      std::string_view times = line.substr(start);
-      double reference = 0;
-      if (const size_t tab = times.find('\t'); tab != std::string_view::npos) {
-        const std::string_view text = times.substr(tab + 1);
-        if (!parse_time(text, reference) || !(reference > 0) || !std::isfinite(reference)) {
-          fail("reference time '" + std::string(text) + "' (a positive number)");
-        }
-        times = times.substr(0, tab);
-      }
-      f.push_back(times);
-      int alignment = 0;
-      if (!parse_number(f[2], alignment) || alignment < 1) {
-        fail("alignment '" + std::string(f[2]) + "'");
-      }
-      split(f[3], 'x', items);
-      if (items.size() > kMaxDims) fail("shape '" + std::string(f[3]) + "' has more than 4 dims");
-      if (v.dims == 0) v.dims = items.size();
-      if (items.size() != v.dims) {
-        fail("shape '" + std::string(f[3]) + "' has " + std::to_string(items.size()) +
-             " dims, the variant's points " + std::to_string(v.dims));
-      }
-      for (std::string_view d : items) {
-        int64_t value = 0;
-        if (!parse_number(d, value) || value < 0) fail("shape '" + std::string(f[3]) + "'");
-        v.shapes.push_back(value);
-        v.coords.push_back(static_cast<float>(std::log2(static_cast<double>(value) + 1.0)));
-      }
-      v.times.push_back(f[4]);
-      v.references.push_back(reference);
-      v.line_nos.push_back(line_no);
-      v.alignments.push_back(alignment);
-      v.alignment_coords.push_back(static_cast<float>(std::log2(alignment)));
-    };
-    for (const auto& [line, line_no] : v.pending) add_point(line, line_no);
-    const std::string prefix = "point\t" + v.name + "\t";
-    for (const auto& block : v.blocks) {
-      size_t pos = 0, lines = 0;
-      while (pos < block.text.size()) {
-        const size_t end = block.text.find('\n', pos);  // the block ends with one
-        const int line_no = block.first_line + static_cast<int>(lines);
-        if (lines == block.lines) fail_at(line_no, "more lines than its points line says");
-        std::string_view line = block.text.substr(pos, end - pos);
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        if (line.compare(0, prefix.size(), prefix) != 0) {
-          fail_at(line_no, "a points block holds point lines of variant " + v.name + " only");
-        }
-        add_point(line, line_no);
-        pos = end + 1;
-        ++lines;
-      }
-      if (lines != block.lines) {
-        fail_at(block.first_line, "points block of " + std::to_string(block.lines) +
-                                      " lines holds " + std::to_string(lines));
-      }
-    }
+    reserve_points(v);
+    for (const auto& [line, line_no] : v.pending) add_point(v, line, line_no, f, items);
+    for (const auto& block : v.blocks) add_block_points(v, block, f, items);
     v.blocks.clear();
     v.blocks.shrink_to_fit();
     v.pending.clear();
@@ -373,6 +384,106 @@ std::vector<std::string> SelectionModel::same_arch_devices(const std::string& op
   return names;
 }
 
+SelectionModel::Neighbours SelectionModel::nearest_points(const Model& model, const Variant& v,
+                                                          const std::vector<int64_t>& shape,
+                                                          int alignment) {
+  const size_t dims = std::max(v.dims, shape.size());
+  std::vector<float> q(dims, 0.0f);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    q[i] = static_cast<float>(std::log2(static_cast<double>(std::max<int64_t>(shape[i], 0)) + 1));
+  }
+  const float q_alignment = static_cast<float>(std::log2(std::max(alignment, 1)));
+  Neighbours near;
+  // The K nearest points; the pair's index breaks distance ties in table order.
+  near.by_distance.resize(v.points());
+  for (size_t p = 0; p < v.points(); ++p) {
+    const float* c = &v.coords[p * v.dims];
+    float d = kAlignmentWeight * std::fabs(v.alignment_coords[p] - q_alignment);
+    for (size_t i = 0; i < dims; ++i) d += std::fabs((i < v.dims ? c[i] : 0.0f) - q[i]);
+    near.by_distance[p] = {d, p};
+  }
+  near.k = std::min(near.by_distance.size(), static_cast<size_t>(model.neighbours));
+  near.window = std::min(near.by_distance.size(), kNeighbourWindow * near.k);
+  std::partial_sort(near.by_distance.begin(),
+                    near.by_distance.begin() + static_cast<std::ptrdiff_t>(near.window),
+                    near.by_distance.end());
+  return near;
+}
+
+std::vector<double> SelectionModel::feature_weights(const Model& model, const Features* features) {
+  // The model's feature weights in the order of the caller's feature names (none: no features).
+  std::vector<double> weights;
+  if (features && features->values && model.feature_sm_count > 0) {
+    for (const auto& name : features->names) {
+      double w = 0;
+      for (const auto& [n, weight] : model.feature_weights) {
+        if (n == name) w = weight;
+      }
+      weights.push_back(w);
+    }
+    if (std::all_of(weights.begin(), weights.end(), [](double w) { return w == 0; })) {
+      weights.clear();
+    }
+  }
+  return weights;
+}
+
+namespace {
+
+// sum_f w_f * (f(call) - f(neighbour)) over the neighbours used: at holds the call's (SM count,
+// shape) first, then each neighbour's; values is a buffer reused across entries.
+double feature_move(const std::string& config, const SelectionModel::Features& features,
+                    const std::vector<double>& weights,
+                    const std::vector<std::pair<int, std::vector<int64_t>>>& at,
+                    std::vector<double>& values) {
+  values.clear();
+  features.values(config, at, values);
+  const size_t nf = weights.size();
+  if (values.size() != at.size() * nf) {
+    throw Error(TUNED_STATUS_INTERNAL_ERROR,
+                "selection features: " + std::to_string(values.size()) + " values for " +
+                    std::to_string(at.size()) + " shapes of " + std::to_string(nf) + " features");
+  }
+  double moved = 0;
+  for (size_t j = 1; j < at.size(); ++j) {
+    double shift = 0;
+    for (size_t f = 0; f < nf; ++f) shift += weights[f] * (values[f] - values[j * nf + f]);
+    moved += std::clamp(shift, -SelectionModel::kMaxFeatureMove, SelectionModel::kMaxFeatureMove);
+  }
+  return moved;
+}
+
+}  // namespace
+
+SelectionModel::Ranked SelectionModel::score_entry(const Model& model, const Variant& v,
+                                                   const Neighbours& near, size_t e,
+                                                   const std::vector<int64_t>& shape,
+                                                   const Features* features,
+                                                   const std::vector<double>& weights, ShapesAt& at,
+                                                   std::vector<double>& values) {
+  double sum = 0, moved = 0;
+  size_t used = 0;
+  if (!weights.empty()) at.assign(1, {features->sm_count, shape});
+  for (size_t i = 0; i < near.window && used < near.k; ++i) {
+    const size_t p = near.by_distance[i].second;
+    const float regret = v.regrets[p][e];  // parsed by rank, under the lock
+    if (std::isnan(regret)) continue;      // not measured there
+    sum += regret;
+    ++used;
+    if (!weights.empty()) {
+      const auto first = v.shapes.begin() + static_cast<std::ptrdiff_t>(p * v.dims);
+      at.emplace_back(model.feature_sm_count,
+                      std::vector<int64_t>(first, first + static_cast<std::ptrdiff_t>(v.dims)));
+    }
+  }
+  if (!weights.empty() && used > 0) {
+    moved = feature_move(v.configs[e], *features, weights, at, values);
+  }
+  sum += static_cast<double>(near.k - used) * kUnmeasuredRegret;
+  const double regret = sum / static_cast<double>(near.k);
+  return {v.configs[e], regret + moved / static_cast<double>(near.k), static_cast<int>(e), regret};
+}
+
 std::vector<SelectionModel::Ranked> SelectionModel::rank(
     const std::string& op, const std::string& device_name, int cc, const std::string& variant,
     const std::vector<int64_t>& shape, int alignment,
@@ -385,46 +496,16 @@ std::vector<SelectionModel::Ranked> SelectionModel::rank(
     if (candidate.name == variant) v = &ready(candidate, lazy_);
   }
   if (!v || v->points() == 0) return {};
-  const size_t dims = std::max(v->dims, shape.size());
-  std::vector<float> q(dims, 0.0f);
-  for (size_t i = 0; i < shape.size(); ++i) {
-    q[i] = static_cast<float>(std::log2(static_cast<double>(std::max<int64_t>(shape[i], 0)) + 1));
-  }
-  const float q_alignment = static_cast<float>(std::log2(std::max(alignment, 1)));
-  // The K nearest points; the pair's index breaks distance ties in table order.
-  std::vector<std::pair<float, size_t>> by_distance(v->points());
-  for (size_t p = 0; p < v->points(); ++p) {
-    const float* c = &v->coords[p * v->dims];
-    float d = kAlignmentWeight * std::fabs(v->alignment_coords[p] - q_alignment);
-    for (size_t i = 0; i < dims; ++i) d += std::fabs((i < v->dims ? c[i] : 0.0f) - q[i]);
-    by_distance[p] = {d, p};
-  }
-  const size_t k = std::min(by_distance.size(), static_cast<size_t>(model->neighbours));
-  const size_t window = std::min(by_distance.size(), kNeighbourWindow * k);
-  std::partial_sort(by_distance.begin(), by_distance.begin() + static_cast<std::ptrdiff_t>(window),
-                    by_distance.end());
+  const Neighbours near = nearest_points(*model, *v, shape, alignment);
   const size_t entries = v->configs.size();
   {
     std::lock_guard<std::mutex> lock(*v->times_mutex);
-    for (size_t i = 0; i < window; ++i) {
-      parse_times(const_cast<Variant&>(*v), by_distance[i].second);
+    for (size_t i = 0; i < near.window; ++i) {
+      parse_times(const_cast<Variant&>(*v), near.by_distance[i].second);
     }
   }
-  // The model's feature weights in the order of the caller's feature names (none: no features).
-  std::vector<double> weights;
-  if (features && features->values && model->feature_sm_count > 0) {
-    for (const auto& name : features->names) {
-      double w = 0;
-      for (const auto& [n, weight] : model->feature_weights) {
-        if (n == name) w = weight;
-      }
-      weights.push_back(w);
-    }
-    if (std::all_of(weights.begin(), weights.end(), [](double w) { return w == 0; })) {
-      weights.clear();
-    }
-  }
-  std::vector<std::pair<int, std::vector<int64_t>>> at;
+  const std::vector<double> weights = feature_weights(*model, features);
+  ShapesAt at;
   std::vector<double> values;
   // Each entry is judged on the K nearest points of the window where it was measured: an entry
   // valid for some shapes only (e.g. a kernel for m = 1) on shapes of its kind, an entry swept on
@@ -434,42 +515,7 @@ std::vector<SelectionModel::Ranked> SelectionModel::rank(
   std::vector<Ranked> scored;
   scored.reserve(entries);
   for (size_t e = 0; e < entries; ++e) {
-    double sum = 0, moved = 0;
-    size_t used = 0;
-    if (!weights.empty()) at.assign(1, {features->sm_count, shape});
-    for (size_t i = 0; i < window && used < k; ++i) {
-      const size_t p = by_distance[i].second;
-      const float regret = v->regrets[p][e];  // parsed above, under the lock
-      if (std::isnan(regret)) continue;       // not measured there
-      sum += regret;
-      ++used;
-      if (!weights.empty()) {
-        const auto first = v->shapes.begin() + static_cast<std::ptrdiff_t>(p * v->dims);
-        at.emplace_back(model->feature_sm_count,
-                        std::vector<int64_t>(first, first + static_cast<std::ptrdiff_t>(v->dims)));
-      }
-    }
-    if (!weights.empty() && used > 0) {
-      // sum_f w_f * (f(call) - f(neighbour)) over the neighbours used.
-      values.clear();
-      features->values(v->configs[e], at, values);
-      const size_t nf = weights.size();
-      if (values.size() != at.size() * nf) {
-        throw Error(TUNED_STATUS_INTERNAL_ERROR,
-                    "selection features: " + std::to_string(values.size()) + " values for " +
-                        std::to_string(at.size()) + " shapes of " + std::to_string(nf) +
-                        " features");
-      }
-      for (size_t j = 1; j < at.size(); ++j) {
-        double shift = 0;
-        for (size_t f = 0; f < nf; ++f) shift += weights[f] * (values[f] - values[j * nf + f]);
-        moved += std::clamp(shift, -kMaxFeatureMove, kMaxFeatureMove);
-      }
-    }
-    sum += static_cast<double>(k - used) * kUnmeasuredRegret;
-    const double regret = sum / static_cast<double>(k);
-    scored.push_back(
-        {v->configs[e], regret + moved / static_cast<double>(k), static_cast<int>(e), regret});
+    scored.push_back(score_entry(*model, *v, near, e, shape, features, weights, at, values));
   }
   // Entries are in index order, so a stable sort breaks score ties by index.
   std::stable_sort(scored.begin(), scored.end(),

@@ -175,6 +175,32 @@ class SelectionModel {
   static const Variant& ready(const Variant& v, bool lazy);
   // Fills point p's regrets row from its text if still pending; times_mutex held.
   static void parse_times(Variant& v, size_t p);
+  // ready's steps: room for every point, one point line read (f, items: buffers reused across
+  // lines), and the lines of one "points" block read.
+  static void reserve_points(Variant& v);
+  static void add_point(Variant& v, std::string_view line, int line_no,
+                        std::vector<std::string_view>& f, std::vector<std::string_view>& items);
+  static void add_block_points(Variant& v, const Variant::Block& block,
+                               std::vector<std::string_view>& f,
+                               std::vector<std::string_view>& items);
+  // rank's steps. The call's nearest points of a variant: all of them by distance, the nearest
+  // window sorted; each entry is judged on its k nearest where it was measured.
+  struct Neighbours {
+    std::vector<std::pair<float, size_t>> by_distance;  // distance, point
+    size_t k = 0, window = 0;
+  };
+  // Each shape an entry's features are computed at: the call's (SM count, shape) first, then
+  // its neighbours' (the measuring GPU's SM count, point shape).
+  using ShapesAt = std::vector<std::pair<int, std::vector<int64_t>>>;
+  static Neighbours nearest_points(const Model& model, const Variant& v,
+                                   const std::vector<int64_t>& shape, int alignment);
+  static std::vector<double> feature_weights(const Model& model, const Features* features);
+  // Entry e's score on its neighbours (the points' regrets parsed); at and values are buffers
+  // reused across entries.
+  static Ranked score_entry(const Model& model, const Variant& v, const Neighbours& near, size_t e,
+                            const std::vector<int64_t>& shape, const Features* features,
+                            const std::vector<double>& weights, ShapesAt& at,
+                            std::vector<double>& values);
 
   std::vector<Model> models_;
 };

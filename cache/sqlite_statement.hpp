@@ -1,6 +1,6 @@
 // SQLite, the way the tuning database uses it: errors become Error(TUNED_STATUS_DATABASE_ERROR)
 // naming the file and a reason a user can act on; prepared statements, transactions. Internal to
-// cache/ (database.cpp, database_listings.cpp, read_view.cpp).
+// cache/ (database*.cpp).
 #pragma once
 
 #include <sqlite3.h>

@@ -212,40 +212,43 @@ void Space::for_each(const std::function<bool(const Config&)>& visit) const {
   walk(visit, nullptr);
 }
 
-bool Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_64* rng,
-                 size_t max_steps, const std::vector<std::optional<int>>* pinned) const {
-  const size_t n = params_.size();
-  if (n == 0) return false;
-  auto names = std::make_shared<std::vector<std::string>>();
-  for (const auto& p : params_) names->push_back(p.name);
+namespace {
+// A set of parameters, one bit each (bit j: parameter j): the parameters a rule reads, or those
+// blamed for a depth's rejected values.
+using Depths = std::uint64_t;
 
-  if (n > 64) {  // a conflict set is one bit per parameter
-    throw Error(TUNED_STATUS_INTERNAL_ERROR,
-                "space has " + std::to_string(n) + " parameters; at most 64 are supported");
-  }
-  // checks_at[i]: constraints whose last used parameter is i, tested once parameter i is set.
-  // Each carries the set of the other parameters it reads (bit j: parameter j), for backjumping.
-  // A pinned parameter is set from the start: a rule is tested as soon as the others it reads
-  // are (one pinning MMA prunes TM at TM's depth, not at MMA's), and is never blamed on it.
-  using Depths = std::uint64_t;
-  struct Check {
-    const Constraint* constraint;
-    Depths reads_before;
-  };
-  auto is_pinned = [&](size_t i) { return pinned && (*pinned)[i].has_value(); };
+// A constraint, tested once the last parameter it reads is set, with the set of the other
+// parameters it reads, for backjumping.
+struct Check {
+  const Constraint* constraint;
+  Depths reads_before;
+};
+
+bool is_pinned(const std::vector<std::optional<int>>* pinned, size_t i) {
+  return pinned && (*pinned)[i].has_value();
+}
+
+// checks_at[i]: constraints whose last used parameter is i, tested once parameter i is set.
+// Each carries the set of the other parameters it reads (bit j: parameter j), for backjumping.
+// A pinned parameter is set from the start: a rule is tested as soon as the others it reads
+// are (one pinning MMA prunes TM at TM's depth, not at MMA's), and is never blamed on it.
+std::vector<std::vector<Check>> checks_by_depth(const std::vector<Constraint>& constraints,
+                                                const std::vector<std::string>& names,
+                                                const std::vector<std::optional<int>>* pinned) {
+  const size_t n = names.size();
   std::vector<std::vector<Check>> checks_at(n);
-  for (const auto& c : constraints_) {
+  for (const auto& c : constraints) {
     std::vector<size_t> used;
     bool reads_any = false;
     for (const auto& name : c.uses) {
-      const auto it = std::find(names->begin(), names->end(), name);
-      if (it == names->end()) {
+      const auto it = std::find(names.begin(), names.end(), name);
+      if (it == names.end()) {
         throw Error(TUNED_STATUS_INTERNAL_ERROR,
                     "constraint " + c.name + " uses unknown parameter " + name);
       }
       reads_any = true;
-      const auto u = static_cast<size_t>(it - names->begin());
-      if (!is_pinned(u)) used.push_back(u);
+      const auto u = static_cast<size_t>(it - names.begin());
+      if (!is_pinned(pinned, u)) used.push_back(u);
     }
     // A rule reading pinned parameters only is tested first, blamed on none: if it fails, the
     // pins leave no config.
@@ -259,71 +262,120 @@ bool Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_6
     if (!reads_any) reads = (Depths{1} << last) - 1;
     checks_at[last].push_back({&c, reads});
   }
+  return checks_at;
+}
 
-  // One config whose later parameters hold stale values that the constraints at this depth
-  // never read. Conflict-directed backjumping (Prosser): conflicts[d] collects the earlier
-  // parameters read by the rules that rejected depth d's values, and those its subtrees reported.
-  // When depth d runs out of values with no valid config below it, nothing between the deepest
-  // of them, h, and d can change that: the walk resumes at h, which inherits the rest of the
-  // set. Where a valid config was found below, the walk steps back one depth as plain
-  // enumeration does. The order of the configs visited is unchanged; only barren branches are
-  // skipped (with contradictory restrictions on late parameters, the whole space at once).
-  Config config(names, std::vector<int>(n, 0));
-  for (size_t i = 0; i < n; ++i) {
-    if (is_pinned(i)) config.set_value(i, *(*pinned)[i]);
+// The first of checks that config breaks, or null.
+const Check* first_failed(const std::vector<Check>& checks, const Config& config) {
+  for (const Check& check : checks) {
+    if (!check.constraint->holds(config)) return &check;
   }
-  std::vector<size_t> index(n, 0);
-  std::vector<Depths> conflicts(n, 0);
-  std::vector<bool> found(n, false);  // a valid config was visited below this depth's values
-  // The order each depth tries its values in: the list's, or shuffled on each entry.
-  std::vector<std::vector<int>> order(n);
-  auto enter = [&](size_t d) {
-    index[d] = 0;
-    conflicts[d] = 0;
-    found[d] = false;
-    if (is_pinned(d)) {
-      order[d].assign(1, *(*pinned)[d]);
-    } else {
-      order[d] = params_[d].values;
-      if (rng) std::shuffle(order[d].begin(), order[d].end(), *rng);
+  return nullptr;
+}
+
+// One config whose later parameters hold stale values that the constraints at this depth
+// never read. Conflict-directed backjumping (Prosser): conflicts[d] collects the earlier
+// parameters read by the rules that rejected depth d's values, and those its subtrees reported.
+// When depth d runs out of values with no valid config below it, nothing between the deepest
+// of them, h, and d can change that: the walk resumes at h, which inherits the rest of the
+// set. Where a valid config was found below, the walk steps back one depth as plain
+// enumeration does. The order of the configs visited is unchanged; only barren branches are
+// skipped (with contradictory restrictions on late parameters, the whole space at once).
+class BackjumpingWalk {
+ public:
+  BackjumpingWalk(const std::vector<Param>& params, std::vector<std::vector<Check>> checks_at,
+                  Config config, std::mt19937_64* rng,
+                  const std::vector<std::optional<int>>* pinned)
+      : params_(params),
+        checks_at_(std::move(checks_at)),
+        config_(std::move(config)),
+        rng_(rng),
+        pinned_(pinned),
+        index_(params.size(), 0),
+        conflicts_(params.size(), 0),
+        found_(params.size(), false),
+        order_(params.size()) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (is_pinned(pinned_, i)) config_.set_value(i, *(*pinned_)[i]);
     }
-  };
-  enter(0);
-  size_t depth = 0;
-  size_t steps = 0;
-  while (true) {
-    if (max_steps > 0 && ++steps > max_steps) return true;
-    if (index[depth] < order[depth].size()) {
-      config.set_value(depth, order[depth][index[depth]++]);
-      const Check* failed = nullptr;
-      for (const Check& check : checks_at[depth]) {
-        if (!check.constraint->holds(config)) {
-          failed = &check;
-          break;
+  }
+
+  // Space::walk's loop: true when max_steps ran out, false when the whole space was seen or
+  // visit stopped it.
+  bool run(const std::function<bool(const Config&)>& visit, size_t max_steps) {
+    const size_t n = params_.size();
+    enter(0);
+    size_t depth = 0;
+    size_t steps = 0;
+    while (true) {
+      if (max_steps > 0 && ++steps > max_steps) return true;
+      if (index_[depth] < order_[depth].size()) {
+        config_.set_value(depth, order_[depth][index_[depth]++]);
+        if (const Check* failed = first_failed(checks_at_[depth], config_)) {
+          conflicts_[depth] |= failed->reads_before;
+          continue;
         }
-      }
-      if (failed) {
-        conflicts[depth] |= failed->reads_before;
-        continue;
-      }
-      if (depth + 1 == n) {
-        found[depth] = true;
-        if (!visit(config)) return false;
+        if (depth + 1 == n) {
+          found_[depth] = true;
+          if (!visit(config_)) return false;
+        } else {
+          enter(++depth);
+        }
+      } else if (depth == 0) {
+        return false;
+      } else if (found_[depth]) {
+        found_[--depth] = true;
       } else {
-        enter(++depth);
+        const Depths blamed = conflicts_[depth];
+        if (blamed == 0) return false;  // no earlier parameter can make any value valid
+        const size_t back = 63 - static_cast<size_t>(__builtin_clzll(blamed));
+        conflicts_[back] |= blamed & ~(Depths{1} << back);
+        depth = back;  // the deepest parameter blamed moves to its next value
       }
-    } else if (depth == 0) {
-      return false;
-    } else if (found[depth]) {
-      found[--depth] = true;
-    } else {
-      const Depths blamed = conflicts[depth];
-      if (blamed == 0) return false;  // no earlier parameter can make any value valid
-      const size_t back = 63 - static_cast<size_t>(__builtin_clzll(blamed));
-      conflicts[back] |= blamed & ~(Depths{1} << back);
-      depth = back;  // the deepest parameter blamed moves to its next value
     }
   }
+
+ private:
+  void enter(size_t d) {
+    index_[d] = 0;
+    conflicts_[d] = 0;
+    found_[d] = false;
+    if (is_pinned(pinned_, d)) {
+      order_[d].assign(1, *(*pinned_)[d]);
+    } else {
+      order_[d] = params_[d].values;
+      if (rng_) std::shuffle(order_[d].begin(), order_[d].end(), *rng_);
+    }
+  }
+
+  const std::vector<Param>& params_;
+  const std::vector<std::vector<Check>> checks_at_;
+  Config config_;
+  std::mt19937_64* rng_;
+  const std::vector<std::optional<int>>* pinned_;
+  std::vector<size_t> index_;
+  std::vector<Depths> conflicts_;
+  std::vector<bool> found_;  // a valid config was visited below this depth's values
+  // The order each depth tries its values in: the list's, or shuffled on each entry.
+  std::vector<std::vector<int>> order_;
+};
+}  // namespace
+
+bool Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_64* rng,
+                 size_t max_steps, const std::vector<std::optional<int>>* pinned) const {
+  const size_t n = params_.size();
+  if (n == 0) return false;
+  auto names = std::make_shared<std::vector<std::string>>();
+  for (const auto& p : params_) names->push_back(p.name);
+
+  if (n > 64) {  // a conflict set is one bit per parameter
+    throw Error(TUNED_STATUS_INTERNAL_ERROR,
+                "space has " + std::to_string(n) + " parameters; at most 64 are supported");
+  }
+  std::vector<std::vector<Check>> checks_at = checks_by_depth(constraints_, *names, pinned);
+  BackjumpingWalk walk(params_, std::move(checks_at), Config(names, std::vector<int>(n, 0)), rng,
+                       pinned);
+  return walk.run(visit, max_steps);
 }
 
 std::vector<Config> Space::enumerate() const {

@@ -98,8 +98,8 @@ for step in "$@"; do
       python3 - "$OUT/tune_bests.csv" > "$WORK/tuned_configs.txt" <<'PY'
 import csv, sys
 for row in csv.DictReader(open(sys.argv[1])):
-    if row["op"] == "gemm" and "-" not in row["layout"]:  # the default compute type's
-        print(row["layout"], row["shape"], row["config"])
+    if row["op"] == "gemm" and "-" not in row["variant"]:  # the default compute type's
+        print(row["variant"], row["shape"], row["config"])
 PY
       i=0
       while read -r layout shape config; do

@@ -47,7 +47,7 @@ trap 'rm -rf "$work"' EXIT
 table=()
 
 # Rows of a database, through tunedb's JSON: best rows, and distinct problems (device, op,
-# layout, shape) with trials, and with an ok trial.
+# variant, shape) with trials, and with an ok trial.
 count_rows() {
   "$bin/tools/tunedb" --db "$1" best --format json > "$work/best.json" &&
     "$bin/tools/tunedb" --db "$1" trials --format json > "$work/trials.json" || return
@@ -59,10 +59,10 @@ count_rows() {
 import json, sys
 best = json.load(open(sys.argv[1]))
 trials = json.load(open(sys.argv[2]))
-key = lambda r: (r["device_uuid"], r["op"], r["layout"], r["shape"])
+key = lambda r: (r["device_uuid"], r["op"], r["variant"], r["shape"])
 tried = {key(t) for t in trials}
 ok = {key(t) for t in trials if t["disposition"] == "ok"}
-shapes = {(b["op"], b["layout"], b["shape"]) for b in best}
+shapes = {(b["op"], b["variant"], b["shape"]) for b in best}
 with_trials = sum(1 for b in best if key(b) in tried)
 expected = int(sys.argv[3])
 whole = len(best) == len(shapes) == with_trials == len(tried) == expected

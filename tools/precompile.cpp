@@ -94,17 +94,64 @@ std::string c_string(const std::string& s) {
   return out + "\"";
 }
 
-int run(const std::string& out_dir, const std::string& reuse_dir, int jobs_wanted,
-        size_t max_kernels) {
-  std::map<std::string, Job> jobs;  // by arch|kernel|options: each image once
-  auto add = [&](const KernelSpec& spec, int cc) {
+// The images to build, each once (by arch|kernel|options), and the architectures they are for.
+struct JobSet {
+  std::map<std::string, Job> jobs;
+  std::set<int> archs;
+
+  void add(const KernelSpec& spec, int cc) {
     Job job;
     job.spec = spec;
     job.cc = cc;
     job.key = cubin_key(spec, reference_device(cc));
     jobs.emplace(job.key.arch + "|" + spec.kernel_name + "|" + job.key.options, std::move(job));
-  };
-  std::set<int> archs;
+  }
+};
+
+// The variants an entry's data serves (OpFace::data_variant), as they run it (GEMM's TF32
+// compute type: split TF32 in its one-product form).
+void add_served_variants(const OpRegistration& op, const Config& config, const ProblemId& id,
+                         int cc, JobSet& set) {
+  for (int v = 0; v < static_cast<int>(op.variants.size()); ++v) {
+    if (v == id.variant || op.face->data_variant(v) != id.variant) continue;
+    ProblemId served_id = id;
+    served_id.variant = v;
+    const Config served = op.face->serve(config, served_id);
+    if (!(served == config)) set.add(op.face->kernel_spec(served, served_id), cc);
+  }
+}
+
+// An entry that runs as it is on problems of narrower alignment too (GEMM: one that packs
+// its operands) may need another kernel there (GEMM: C stored narrower), and on large
+// problems of its own alignment another form (GEMM: slice sums in partial chains past
+// k = 1024, or k split past 4096): built as well, or a fresh process's first call of such a
+// problem would wait for NVRTC (60-80 ms on an H100). Both at the entry's own size and a large
+// one: an unaligned problem of either needs its own form (GEMM: a TMA-fed entry packed with C
+// stored narrower, in one chain of slice sums up to k = 1024 and in partial chains past it;
+// with the large size alone, a random TN product of k = 1093 compiled for 1.2 s at its first
+// call).
+void add_fitted_forms(const OpRegistration& op, const Config& config, const ProblemId& id, int cc,
+                      JobSet& set) {
+  for (const int64_t size : {int64_t{1024}, int64_t{8192}}) {
+    for (int alignment : {4, 2, 1}) {
+      ProblemId at = id;
+      for (int i = 0; i < at.rank; ++i) at.dims[i] = std::min(size, op.range_of(i).second);
+      at.alignment = alignment;
+      try {
+        // As the runtime takes it: served there (GEMM: a TMA-fed entry packs), then fitted.
+        const Config served = op.face->serve(config, at);
+        const Config fitted = op.face->fit(served, reference_device(cc), at);
+        if (fitted == served || alignment == id.alignment) {
+          set.add(op.face->kernel_spec(fitted, at), cc);
+        }
+      } catch (const Error&) {  // not valid there: the runtime would not run it
+      }
+    }
+  }
+}
+
+// Every kernel the selection model can pick, in every form the runtime may run it in.
+void add_model_entries(JobSet& set) {
   for (const auto& e : cache::SelectionModel::builtin().entries()) {
     const OpRegistration& op = find_op(e.op);
     ProblemId id;
@@ -113,45 +160,16 @@ int run(const std::string& out_dir, const std::string& reuse_dir, int jobs_wante
     for (int i = 0; i < id.rank; ++i) id.dims[i] = 1024;
     id.alignment = 4;
     const Config config = with_absent_params(Config::parse(e.config), op.params);
-    add(op.face->kernel_spec(config, id), e.cc);
-    archs.insert(e.cc);
-    // The variants this entry's data serves (OpFace::data_variant), as they run it (GEMM's TF32
-    // compute type: split TF32 in its one-product form).
-    for (int v = 0; v < static_cast<int>(op.variants.size()); ++v) {
-      if (v == id.variant || op.face->data_variant(v) != id.variant) continue;
-      ProblemId served_id = id;
-      served_id.variant = v;
-      const Config served = op.face->serve(config, served_id);
-      if (!(served == config)) add(op.face->kernel_spec(served, served_id), e.cc);
-    }
-    // An entry that runs as it is on problems of narrower alignment too (GEMM: one that packs
-    // its operands) may need another kernel there (GEMM: C stored narrower), and on large
-    // problems of its own alignment another form (GEMM: slice sums in partial chains past
-    // k = 1024, or k split past 4096): built as well, or a fresh process's first call of such a
-    // problem would wait for NVRTC (60-80 ms on an H100). Both at the entry's own size and a large
-    // one: an unaligned problem of either needs its own form (GEMM: a TMA-fed entry packed with C
-    // stored narrower, in one chain of slice sums up to k = 1024 and in partial chains past it;
-    // with the large size alone, a random TN product of k = 1093 compiled for 1.2 s at its first
-    // call).
-    for (const int64_t size : {int64_t{1024}, int64_t{8192}}) {
-      for (int alignment : {4, 2, 1}) {
-        ProblemId at = id;
-        for (int i = 0; i < at.rank; ++i) at.dims[i] = std::min(size, op.range_of(i).second);
-        at.alignment = alignment;
-        try {
-          // As the runtime takes it: served there (GEMM: a TMA-fed entry packs), then fitted.
-          const Config served = op.face->serve(config, at);
-          const Config fitted = op.face->fit(served, reference_device(e.cc), at);
-          if (fitted == served || alignment == id.alignment) {
-            add(op.face->kernel_spec(fitted, at), e.cc);
-          }
-        } catch (const Error&) {  // not valid there: the runtime would not run it
-        }
-      }
-    }
+    set.add(op.face->kernel_spec(config, id), e.cc);
+    set.archs.insert(e.cc);
+    add_served_variants(op, config, id, e.cc, set);
+    add_fitted_forms(op, config, id, e.cc, set);
   }
-  // The shipped exact bests (the suite's shapes): a fresh process's first call of one of those
-  // shapes must not compile either.
+}
+
+// The shipped exact bests (the suite's shapes): a fresh process's first call of one of those
+// shapes must not compile either.
+void add_shipped_bests(JobSet& set) {
   for (const auto& row : cache::ShippedDefaults::builtin().rows()) {
     const OpRegistration& op = find_op(row.best.key.op);
     ProblemId id;
@@ -164,37 +182,52 @@ int run(const std::string& out_dir, const std::string& reuse_dir, int jobs_wante
     const Config config = Config::parse(row.best.config);
     try {
       const Config served = op.face->serve(config, id);
-      add(op.face->kernel_spec(op.face->fit(served, reference_device(row.cc), id), id), row.cc);
+      set.add(op.face->kernel_spec(op.face->fit(served, reference_device(row.cc), id), id), row.cc);
     } catch (const Error&) {  // not valid there: the runtime would not run it
     }
-    archs.insert(row.cc);
+    set.archs.insert(row.cc);
   }
-  for (int cc : archs) {
-    for (const auto& spec : DeviceCheck::kernel_specs()) add(spec, cc);
-    for (const auto& op : op_registrations()) {
-      for (const auto& spec : op.face->support_kernels()) add(spec, cc);
-    }
-    // Every op's built-in fallback for each alignment class: the last answer of the runtime's
-    // choice (and what one op's call of another, like gemm's PRETB transpose, meets first).
-    for (const auto& op : op_registrations()) {
-      for (int alignment : {1, 2, 4}) {
-        ProblemId id;
-        id.rank = op.rank();
-        for (int i = 0; i < id.rank; ++i) id.dims[i] = std::max<int64_t>(op.range_of(i).first, 1024);
-        for (int i = 0; i < id.rank; ++i) id.dims[i] = std::min(id.dims[i], op.range_of(i).second);
-        id.alignment = alignment;
-        for (id.variant = 0; id.variant < static_cast<int>(op.variants.size()); ++id.variant) {
-          const Config fallback = op.face->fallback_config(reference_device(cc), id);
-          add(op.face->kernel_spec(fallback, id), cc);
-        }
-      }
+}
+
+// Every op's built-in fallback for each alignment class: the last answer of the runtime's
+// choice (and what one op's call of another, like gemm's PRETB transpose, meets first).
+void add_fallbacks(const OpRegistration& op, int cc, JobSet& set) {
+  for (int alignment : {1, 2, 4}) {
+    ProblemId id;
+    id.rank = op.rank();
+    for (int i = 0; i < id.rank; ++i) id.dims[i] = std::max<int64_t>(op.range_of(i).first, 1024);
+    for (int i = 0; i < id.rank; ++i) id.dims[i] = std::min(id.dims[i], op.range_of(i).second);
+    id.alignment = alignment;
+    for (id.variant = 0; id.variant < static_cast<int>(op.variants.size()); ++id.variant) {
+      const Config fallback = op.face->fallback_config(reference_device(cc), id);
+      set.add(op.face->kernel_spec(fallback, id), cc);
     }
   }
+}
+
+// Per architecture: the check kernels, every op's support kernels and its fallbacks.
+void add_arch_kernels(JobSet& set) {
+  for (int cc : set.archs) {
+    for (const auto& spec : DeviceCheck::kernel_specs()) set.add(spec, cc);
+    for (const auto& op : op_registrations()) {
+      for (const auto& spec : op.face->support_kernels()) set.add(spec, cc);
+    }
+    for (const auto& op : op_registrations()) add_fallbacks(op, cc, set);
+  }
+}
+
+// The jobs in key order, the first max_kernels of them where that is set.
+std::vector<Job*> first_jobs(JobSet& set, size_t max_kernels) {
   std::vector<Job*> list;
-  for (auto& [k, job] : jobs) {
+  for (auto& [k, job] : set.jobs) {
     if (max_kernels > 0 && list.size() == max_kernels) break;
     list.push_back(&job);
   }
+  return list;
+}
+
+// Builds every job on a pool of threads; a job that fails keeps its error.
+void build_all(const std::vector<Job*>& list, const std::string& reuse_dir, int jobs_wanted) {
   std::atomic<size_t> next{0};
   std::unique_ptr<ImageDirectory> reuse;
   if (!reuse_dir.empty()) reuse = std::make_unique<ImageDirectory>(reuse_dir);
@@ -209,12 +242,15 @@ int run(const std::string& out_dir, const std::string& reuse_dir, int jobs_wante
       }
     }
   };
-  const int threads = jobs_wanted > 0 ? jobs_wanted
-                                      : std::max(1u, std::thread::hardware_concurrency());
+  const int threads =
+      jobs_wanted > 0 ? jobs_wanted : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) pool.emplace_back(work);
   for (auto& t : pool) t.join();
+}
 
+// Writes precompiled.bin and precompiled_table.cpp; 1 on the first failed job or a failed write.
+int write_outputs(const std::vector<Job*>& list, const std::string& out_dir) {
   std::filesystem::create_directories(out_dir);
   const std::string blob_path = std::filesystem::absolute(out_dir + "/precompiled.bin").string();
   std::ofstream blob(blob_path, std::ios::binary);
@@ -253,6 +289,17 @@ int run(const std::string& out_dir, const std::string& reuse_dir, int jobs_wante
   }
   std::printf("precompile: %zu kernels, %zu bytes\n", count, offset);
   return 0;
+}
+
+int run(const std::string& out_dir, const std::string& reuse_dir, int jobs_wanted,
+        size_t max_kernels) {
+  JobSet set;
+  add_model_entries(set);
+  add_shipped_bests(set);
+  add_arch_kernels(set);
+  const std::vector<Job*> list = first_jobs(set, max_kernels);
+  build_all(list, reuse_dir, jobs_wanted);
+  return write_outputs(list, out_dir);
 }
 
 }  // namespace

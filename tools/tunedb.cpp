@@ -164,17 +164,18 @@ void print_devices(Database& db) {
       "no devices recorded");
 }
 
-// A rate in its op's unit (TFLOP/s for gemm, GB/s for transpose and entropy), from the op catalog:
-// names and units only, so this tool links no kernels, tasks or cuBLAS. An op this build does not
-// know shows the bare number.
-std::string rate_text(const std::string& op, double rate) {
+// A rate in its op's unit (TFLOP/s for gemm, GB/s for transpose and entropy): the unit stored with
+// it, else (rows older than schema version 5) the op catalog's: names and units only, so this tool
+// links no kernels, tasks or cuBLAS. An op this build does not know shows the bare number.
+std::string rate_text(const std::string& op, const std::string& unit, double rate) {
+  if (!unit.empty()) return fixed(rate, 2) + " " + unit;
   const tuned::OpInfo* info = tuned::find_op_info(op);
   return fixed(rate, 2) + (info ? " " + info->rate_unit : "");
 }
 
 void print_best(Database& db, const Filter& filter) {
   const auto names = device_names(db.devices());
-  Table table({"device", "op", "layout", "shape", "align", "config", "ms", "rate", "baseline ms",
+  Table table({"device", "op", "variant", "shape", "align", "config", "ms", "rate", "baseline ms",
                "baseline/ms", "source"},
               {4, 6, 7, 8, 9});
   table.print(
@@ -183,7 +184,8 @@ void print_best(Database& db, const Filter& filter) {
         db.for_each_best(filter, [&](const BestRecord& b) {
           row({device_name(names, b.key.device_uuid), b.key.op, b.key.layout, b.key.shape_string(),
                std::to_string(b.key.alignment), b.config, fixed(b.ms, 4),
-               rate_text(b.key.op, b.tflops), b.baseline_ms > 0 ? fixed(b.baseline_ms, 4) : "-",
+               rate_text(b.key.op, b.rate_unit, b.tflops),
+               b.baseline_ms > 0 ? fixed(b.baseline_ms, 4) : "-",
                ratio_text(b.baseline_ms, b.ms, 3), b.source.empty() ? "here" : b.source});
         });
       },
@@ -191,7 +193,7 @@ void print_best(Database& db, const Filter& filter) {
 }
 
 void print_trials(Database& db, const Filter& filter) {
-  Table table({"session", "op", "layout", "shape", "align", "disposition", "ms", "rate", "regs",
+  Table table({"session", "op", "variant", "shape", "align", "disposition", "ms", "rate", "regs",
                "spill", "compile ms", "config", "message"},
               {0, 4, 6, 7, 8, 9, 10});
   table.print(
@@ -202,7 +204,7 @@ void print_trials(Database& db, const Filter& filter) {
           row({t.session_id != 0 ? std::to_string(t.session_id) : "-", t.key.op, t.key.layout,
                t.key.shape_string(), std::to_string(t.key.alignment),
                tuned::cache::to_string(t.disposition), ok ? fixed(t.ms_median, 4) : "-",
-               ok ? rate_text(t.key.op, t.tflops) : "-", std::to_string(t.registers),
+               ok ? rate_text(t.key.op, t.rate_unit, t.tflops) : "-", std::to_string(t.registers),
                std::to_string(t.spill_bytes), fixed(t.compile_ms, 1), t.config,
                excerpt(t.message, 60)});
         });
@@ -316,14 +318,16 @@ class RowStream {
 const std::vector<std::string> kDeviceColumns = {"uuid",     "name",         "cc_major", "cc_minor",
                                                  "sm_count", "memory_bytes", "clock_khz"};
 const std::vector<std::string> kBestColumns = {
-    "device_uuid", "device_name", "op",          "layout", "shape",         "dims",
-    "alignment",   "config",      "kernel_name", "ms",     "tflops",        "baseline_ms",
-    "ratio",       "session_id",  "updated_at",  "origin", "template_hash", "source"};
+    "device_uuid", "device_name", "op",          "variant",    "shape",  "dims",
+    "alignment",   "config",      "kernel_name", "ms",         "rate",   "rate_unit",
+    "baseline_ms", "ratio",       "session_id",  "updated_at", "origin", "template_hash",
+    "source"};
 const std::vector<std::string> kTrialColumns = {
-    "session_id", "device_uuid", "op",          "layout",      "shape",      "dims",
-    "alignment",  "config",      "kernel_name", "disposition", "message",    "ms_median",
-    "ms_min",     "runs",        "tflops",      "rel_error",   "registers",  "spill_bytes",
-    "compile_ms", "template_hash", "created_at"};
+    "session_id",    "device_uuid", "op",        "variant",     "shape",
+    "dims",          "alignment",   "config",    "kernel_name", "disposition",
+    "message",       "ms_median",   "ms_min",    "runs",        "rate",
+    "rate_unit",     "rel_error",   "registers", "spill_bytes", "compile_ms",
+    "template_hash", "created_at"};
 const std::vector<std::string> kSessionColumns = {"id",       "device_uuid", "op",
                                                   "strategy", "budget_s",    "started_at"};
 
@@ -343,14 +347,15 @@ void export_best(Database& db, const Filter& filter, RowStream& out) {
     out.add({text_col("device_uuid", b.key.device_uuid),
              text_col("device_name", device_name(names, b.key.device_uuid)),
              text_col("op", b.key.op),
-             text_col("layout", b.key.layout),
+             text_col("variant", b.key.layout),
              text_col("shape", b.key.shape_string()),
              {"dims", dims, dims},
              int_col("alignment", b.key.alignment),
              text_col("config", b.config),
              text_col("kernel_name", b.kernel_name),
              real_col("ms", b.ms),
-             real_col("tflops", b.tflops),
+             real_col("rate", b.tflops),
+             text_col("rate_unit", b.rate_unit),
              real_col("baseline_ms", b.baseline_ms),
              real_col("ratio", ratio),
              int_col("session_id", b.session_id),
@@ -367,7 +372,7 @@ void export_trials(Database& db, const Filter& filter, RowStream& out) {
     out.add({int_col("session_id", t.session_id),
              text_col("device_uuid", t.key.device_uuid),
              text_col("op", t.key.op),
-             text_col("layout", t.key.layout),
+             text_col("variant", t.key.layout),
              text_col("shape", t.key.shape_string()),
              {"dims", dims, dims},
              int_col("alignment", t.key.alignment),
@@ -378,7 +383,8 @@ void export_trials(Database& db, const Filter& filter, RowStream& out) {
              real_col("ms_median", t.ms_median),
              real_col("ms_min", t.ms_min),
              int_col("runs", t.runs),
-             real_col("tflops", t.tflops),
+             real_col("rate", t.tflops),
+             text_col("rate_unit", t.rate_unit),
              real_col("rel_error", t.rel_error),
              int_col("registers", t.registers),
              int_col("spill_bytes", t.spill_bytes),
@@ -625,7 +631,7 @@ void declare_command_line(CLI::App& app, Options& options) {
                  "cache/shipped/*.tsv)")
       ->check(CLI::IsMember({"csv", "json", "shipped"}));
   app.add_subcommand("devices", "GPUs seen by autotune");
-  app.add_subcommand("best", "best configuration per device, op, layout, shape and alignment");
+  app.add_subcommand("best", "best configuration per device, op, variant, shape and alignment");
   app.add_subcommand("trials", "every candidate tried and its disposition");
   app.add_subcommand("sessions", "autotune runs");
   app.add_subcommand("upgrade",

@@ -36,6 +36,57 @@ struct GzCloser {
   void operator()(gzFile_s* f) const { gzclose(f); }
 };
 
+// A trial line's fields: trial DISPOSITION MS COMPILE_MS RUNS CONFIG.
+RecordedTrial read_trial(const std::vector<std::string>& f, const std::string& where) {
+  if (f.size() != 6) throw Error(TUNED_STATUS_CONFIG_ERROR, where + ": a trial has 6 fields");
+  RecordedTrial t;
+  cache::Disposition d;
+  try {
+    d = cache::disposition_from_string(f[1]);
+  } catch (const Error& e) {
+    throw Error(TUNED_STATUS_CONFIG_ERROR, where + ": " + e.what());
+  }
+  t.disposition = f[1];
+  t.ok = d == cache::Disposition::kOk;
+  t.ran = d != cache::Disposition::kCompileError && d != cache::Disposition::kResourceLimit;
+  t.ms = number(f[2], where);
+  t.compile_ms = number(f[3], where);
+  t.runs = static_cast<int>(number(f[4], where));
+  t.config = f[5];
+  if (t.ok && !(t.ms > 0)) {
+    throw Error(TUNED_STATUS_CONFIG_ERROR, where + ": an ok trial needs a time above 0");
+  }
+  return t;
+}
+
+// A NAME<TAB>VALUE line: one of the record's problem and device properties.
+void read_property(const std::string& name, const std::string& value, const std::string& where,
+                   RecordedSpace& r) {
+  if (name == "op") {
+    r.op = value;
+  } else if (name == "variant") {
+    r.variant = value;
+  } else if (name == "shape") {
+    auto shape = parse_shape_string(value);
+    if (!shape) throw Error(TUNED_STATUS_CONFIG_ERROR, where + ": '" + value + "' is no shape");
+    r.shape = std::move(*shape);
+  } else if (name == "alignment") {
+    r.alignment = static_cast<int>(number(value, where));
+  } else if (name == "device") {
+    r.device = value;
+  } else if (name == "cc") {
+    r.compute_capability = static_cast<int>(number(value, where));
+  } else if (name == "template_hash") {
+    r.template_hash = value;
+  } else if (name == "baseline_ms") {
+    r.baseline_ms = number(value, where);
+  } else if (name == "compile_threads") {
+    r.compile_threads = static_cast<int>(number(value, where));
+  } else {
+    throw Error(TUNED_STATUS_CONFIG_ERROR, where + ": unknown line '" + name + "'");
+  }
+}
+
 }  // namespace
 
 RecordedSpace read_recorded_space(const std::string& path) {
@@ -61,25 +112,7 @@ RecordedSpace read_recorded_space(const std::string& path) {
     if (f.empty() || f[0].empty() || f[0][0] == '#') continue;
     const std::string& name = f[0];
     if (name == "trial") {
-      if (f.size() != 6) throw Error(TUNED_STATUS_CONFIG_ERROR, where + ": a trial has 6 fields");
-      RecordedTrial t;
-      cache::Disposition d;
-      try {
-        d = cache::disposition_from_string(f[1]);
-      } catch (const Error& e) {
-        throw Error(TUNED_STATUS_CONFIG_ERROR, where + ": " + e.what());
-      }
-      t.disposition = f[1];
-      t.ok = d == cache::Disposition::kOk;
-      t.ran = d != cache::Disposition::kCompileError && d != cache::Disposition::kResourceLimit;
-      t.ms = number(f[2], where);
-      t.compile_ms = number(f[3], where);
-      t.runs = static_cast<int>(number(f[4], where));
-      t.config = f[5];
-      if (t.ok && !(t.ms > 0)) {
-        throw Error(TUNED_STATUS_CONFIG_ERROR, where + ": an ok trial needs a time above 0");
-      }
-      r.trials.push_back(std::move(t));
+      r.trials.push_back(read_trial(f, where));
       continue;
     }
     if (name == "first" && f.size() == 2) {
@@ -87,30 +120,7 @@ RecordedSpace read_recorded_space(const std::string& path) {
       continue;
     }
     if (f.size() != 2) throw Error(TUNED_STATUS_CONFIG_ERROR, where + ": expected NAME<TAB>VALUE");
-    const std::string& value = f[1];
-    if (name == "op") {
-      r.op = value;
-    } else if (name == "variant") {
-      r.variant = value;
-    } else if (name == "shape") {
-      auto shape = parse_shape_string(value);
-      if (!shape) throw Error(TUNED_STATUS_CONFIG_ERROR, where + ": '" + value + "' is no shape");
-      r.shape = std::move(*shape);
-    } else if (name == "alignment") {
-      r.alignment = static_cast<int>(number(value, where));
-    } else if (name == "device") {
-      r.device = value;
-    } else if (name == "cc") {
-      r.compute_capability = static_cast<int>(number(value, where));
-    } else if (name == "template_hash") {
-      r.template_hash = value;
-    } else if (name == "baseline_ms") {
-      r.baseline_ms = number(value, where);
-    } else if (name == "compile_threads") {
-      r.compile_threads = static_cast<int>(number(value, where));
-    } else {
-      throw Error(TUNED_STATUS_CONFIG_ERROR, where + ": unknown line '" + name + "'");
-    }
+    read_property(name, f[1], where, r);
   }
   if (partial || !gzeof(file.get())) {
     throw Error(TUNED_STATUS_CONFIG_ERROR, path + ": truncated or not a recorded space");

@@ -232,6 +232,7 @@ class SessionRun {
     t.config = job.config.canonical();
     t.kernel_name = job.spec.kernel_name;
     t.template_hash = job.spec.source_hash;
+    t.rate_unit = task_.rate_unit();
     if (!job.built) {
       t.disposition = cache::Disposition::kCompileError;
       t.message = first_lines(job.error, 2000);

@@ -7,7 +7,7 @@
 
 #include "core/cuda_check.hpp"
 #include "templates/extent.hpp"
-#include "templates/gemm/gemm_tma.hpp"
+#include "templates/gemm/gemm_launch.hpp"
 #include "templates/gemm/math_family.hpp"
 #include "templates/template_source.hpp"
 #include "tuned/error.hpp"
@@ -86,12 +86,14 @@ const std::vector<Param>& parameters() {
   return params;
 }
 
-namespace {
-
-// Whether an operand allows 16-byte vectors: its pointer and its leading dimension.
 bool vector_aligned(const void* pointer, int64_t ld) {
   return reinterpret_cast<uintptr_t>(pointer) % 16 == 0 && ld % 4 == 0;
 }
+
+const char* const kZeroTickets = "tuned_gemm_zero_tickets";  // gemm.cu's ticket reset
+const char* const kPack = "tuned_gemm_pack";                 // gemm.cu's aligned copy (PACK)
+
+namespace {
 
 // A GEMV config's tile parameters: placeholders (the kernel reads only VEC and SPLITK), fixed so
 // the space holds one GEMV config per (GEMV, VEC, SPLITK) and they pass the tile rules.
@@ -114,8 +116,6 @@ const std::vector<std::pair<const char*, int>>& mma_placeholders() {
 
 constexpr int kGemvThreads = 256;  // gemm.cu's kGemvThreads
 constexpr int kWgmmaProducers = 128;  // gemm.cu's kProducers (MMA = 3: one producer warpgroup)
-constexpr const char* kZeroTickets = "tuned_gemm_zero_tickets";  // gemm.cu's ticket reset
-constexpr const char* kPack = "tuned_gemm_pack";                 // gemm.cu's aligned copy (PACK)
 
 // gemm.cu's orientation of a GEMV kernel: Y = C (m x n) when n fits its columns, else Y = C^T;
 // and the rows and columns of Y.
@@ -941,19 +941,11 @@ constexpr size_t kWorkspaceAlign = 256;
 constexpr int64_t kMaxTailSplits = 8;
 constexpr int64_t kMaxTailBlocks = 512;
 
-// gemm.cu's split modes: who sums split-K partials in a launch.
-constexpr int kSplitLastBlockSums = 0;
-constexpr int kSplitPartialsOnly = 1;
-constexpr int kSplitSumPass = 2;
+size_t round_up_bytes(size_t bytes) {
+  return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
+}
 
-size_t round_up_bytes(size_t bytes) { return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign; }
-
-// Workspace layout: [B transposed (PRETB)] [A packed] [B packed (PACK; B only without PRETB)]
-// [partial tiles and tickets (SPLITK > 1)]. Copies have leading dimensions a multiple of 4.
-int64_t aligned_ld(int64_t rows) { return (std::max<int64_t>(rows, 1) + 3) / 4 * 4; }
-// (B's copy turned over: n x k, or k x n where B is given transposed.)
-int64_t transposed_b_ld(const Problem& p) { return aligned_ld(p.trans_b ? p.k : p.n); }
-
+// A copy of a rows x cols matrix with an aligned leading dimension (aligned_ld).
 size_t aligned_bytes(int64_t rows, int64_t cols) {
   return round_up_bytes(static_cast<size_t>(aligned_ld(rows) * std::max<int64_t>(cols, 1)) *
                         sizeof(float));
@@ -964,55 +956,18 @@ size_t transposed_b_bytes(const Config& config, const Problem& p) {
   return p.trans_b ? aligned_bytes(p.k, p.n) : aligned_bytes(p.n, p.k);
 }
 
-// The operands as stored: A is rows x cols = (k x m if transposed, else m x k), B likewise.
-int64_t a_rows(const Problem& p) { return p.trans_a ? p.k : p.m; }
-int64_t a_cols(const Problem& p) { return p.trans_a ? p.m : p.k; }
-int64_t b_rows(const Problem& p) { return p.trans_b ? p.n : p.k; }
-int64_t b_cols(const Problem& p) { return p.trans_b ? p.k : p.n; }
-
-// The problem restricted to k0 <= k < k0 + kc (the same m, n, leading dimensions and alignment).
-Problem k_slice(const Problem& p, int64_t kc) {
-  Problem slice = p;
-  slice.k = kc;
-  return slice;
-}
-
-// The operands a packing launch copies: those whose pointer or leading dimension allows no
-// 16-byte vectors (B not where PRETB's transposed copy already is aligned).
+// Whether an operand (kOperandA or kOperandB) allows no 16-byte vectors: its leading dimension,
+// or its pointer as the problem marks it.
 bool unaligned(const Problem& p, int operand) {
   const int64_t ld = operand == kOperandA ? p.lda : p.ldb;
   return ld % 4 != 0 || (p.unaligned_operands & operand) != 0;
 }
-bool copies_a(const Config& config, const Problem& p) {
-  return packs(config, p) && unaligned(p, kOperandA);
-}
-bool copies_b(const Config& config, const Problem& p) {
-  return packs(config, p) && !config.get("PRETB") && unaligned(p, kOperandB);
-}
 
+// PACK's copies over the problem's whole k.
 size_t packed_bytes_at(const Config& config, const Problem& p) {
   return (copies_a(config, p) ? aligned_bytes(a_rows(p), a_cols(p)) : 0) +
          (copies_b(config, p) ? aligned_bytes(b_rows(p), b_cols(p)) : 0);
 }
-
-}  // namespace
-
-int64_t pack_pass_k(const Config& config, const Problem& p) {
-  if (!packs(config, p) || p.k <= kPackPassK || packed_bytes_at(config, p) <= kMaxPackBytes) {
-    return p.k;
-  }
-  // Bytes per unit of k are about 4 (m + n) for the copied operands: start there, then step down
-  // to what fits.
-  const int64_t per_k = 4 * ((copies_a(config, p) ? p.m : 0) + (copies_b(config, p) ? p.n : 0) + 8);
-  int64_t kc = std::max<int64_t>(kPackPassK, static_cast<int64_t>(kMaxPackBytes) / per_k);
-  kc = std::min(p.k, kc / kPackPassK * kPackPassK);
-  while (kc > kPackPassK && packed_bytes_at(config, k_slice(p, kc)) > kMaxPackBytes) {
-    kc -= kPackPassK;
-  }
-  return kc;
-}
-
-namespace {
 
 // Both sized for one pass of pack_pass_k's k extent.
 size_t packed_a_bytes(const Config& config, const Problem& p) {
@@ -1024,12 +979,6 @@ size_t packed_b_bytes(const Config& config, const Problem& p) {
   if (!copies_b(config, p)) return 0;
   const Problem pass = k_slice(p, pack_pass_k(config, p));
   return aligned_bytes(b_rows(pass), b_cols(pass));
-}
-
-// Floats of one partial tile: BM x BN, or GEMV's row block of every column.
-int64_t split_tile_floats(const Config& config) {
-  return is_gemv(config) ? int64_t{config.get("GEMV")} * config.get("GCOLS")
-                         : int64_t{config.get("BM")} * config.get("BN");
 }
 
 size_t split_bytes(const Config& config, const Problem& problem) {
@@ -1051,9 +1000,60 @@ size_t split_bytes(const Config& config, const Problem& problem) {
 
 }  // namespace
 
+// The workspace layout and the operands' copies in it (described in gemm_launch.hpp).
+int64_t aligned_ld(int64_t rows) { return (std::max<int64_t>(rows, 1) + 3) / 4 * 4; }
+int64_t transposed_b_ld(const Problem& p) { return aligned_ld(p.trans_b ? p.k : p.n); }
+
+int64_t a_rows(const Problem& p) { return p.trans_a ? p.k : p.m; }
+int64_t a_cols(const Problem& p) { return p.trans_a ? p.m : p.k; }
+int64_t b_rows(const Problem& p) { return p.trans_b ? p.n : p.k; }
+int64_t b_cols(const Problem& p) { return p.trans_b ? p.k : p.n; }
+
+Problem k_slice(const Problem& p, int64_t kc) {
+  Problem slice = p;
+  slice.k = kc;
+  return slice;
+}
+
+bool copies_a(const Config& config, const Problem& p) {
+  return packs(config, p) && unaligned(p, kOperandA);
+}
+bool copies_b(const Config& config, const Problem& p) {
+  return packs(config, p) && !config.get("PRETB") && unaligned(p, kOperandB);
+}
+
+int64_t split_tile_floats(const Config& config) {
+  return is_gemv(config) ? int64_t{config.get("GEMV")} * config.get("GCOLS")
+                         : int64_t{config.get("BM")} * config.get("BN");
+}
+
+int64_t pack_pass_k(const Config& config, const Problem& p) {
+  if (!packs(config, p) || p.k <= kPackPassK || packed_bytes_at(config, p) <= kMaxPackBytes) {
+    return p.k;
+  }
+  // Bytes per unit of k are about 4 (m + n) for the copied operands: start there, then step down
+  // to what fits.
+  const int64_t per_k = 4 * ((copies_a(config, p) ? p.m : 0) + (copies_b(config, p) ? p.n : 0) + 8);
+  int64_t kc = std::max<int64_t>(kPackPassK, static_cast<int64_t>(kMaxPackBytes) / per_k);
+  kc = std::min(p.k, kc / kPackPassK * kPackPassK);
+  while (kc > kPackPassK && packed_bytes_at(config, k_slice(p, kc)) > kMaxPackBytes) {
+    kc -= kPackPassK;
+  }
+  return kc;
+}
+
 size_t workspace_bytes(const Config& config, const Problem& problem) {
   return transposed_b_bytes(config, problem) + packed_a_bytes(config, problem) +
          packed_b_bytes(config, problem) + split_bytes(config, problem);
+}
+
+WorkspaceRegions workspace_regions(const Config& config, const Problem& problem, void* workspace) {
+  WorkspaceRegions regions;
+  regions.transposed_b = static_cast<char*>(workspace);
+  regions.packed_a = regions.transposed_b + transposed_b_bytes(config, problem);
+  regions.packed_b = regions.packed_a + packed_a_bytes(config, problem);
+  regions.split = reinterpret_cast<float*>(regions.packed_b + packed_b_bytes(config, problem));
+  return regions;
 }
 
 LaunchGeometry geometry(const Config& config, const Problem& problem) {
@@ -1158,190 +1158,6 @@ int64_t split_k_count(const LoadedKernel& kernel, const Config& config, const Pr
   }
   // Raised only for a clear gain: the estimate leaves out the extra partial tiles' traffic.
   return best_cost * 20 <= cost(least) * 19 ? best : least;
-}
-
-namespace {
-
-// Copies the rows x cols column-major matrix at `from` (leading dimension ld) to `to` with an
-// aligned leading dimension (gemm.cu's tuned_gemm_pack, in the programmatic launch chain); returns
-// that leading dimension.
-int64_t copy_aligned(const LoadedKernel& kernel, const float* from, int64_t ld, int64_t rows,
-                     int64_t cols, float* to, cudaStream_t stream) {
-  constexpr int kThreads = 256;
-  long long from_ld = ld, to_ld = aligned_ld(rows);
-  if (rows == 0 || cols == 0) return to_ld;
-  int rows32 = static_cast<int>(rows), cols32 = static_cast<int>(cols);  // both <= 2^31 - 1024
-  LaunchGeometry g;
-  const int64_t row_blocks = (rows + 4 * kThreads - 1) / (4 * kThreads);  // 4 rows per thread
-  g.grid = dim3(static_cast<unsigned>(std::min<int64_t>(row_blocks, 1024)),
-                static_cast<unsigned>(std::min<int64_t>(cols, 65535)));
-  g.block = dim3(kThreads);
-  g.waits_for_previous_grid = true;
-  void* args[] = {&from, &from_ld, &rows32, &cols32, &to, &to_ld};
-  kernel.launch_companion(kPack, g, args, stream);
-  return to_ld;
-}
-
-// gemm.cu's tuned_gemm_zero_tickets over n tickets, in the programmatic launch chain.
-void zero_tickets(const LoadedKernel& kernel, int* tickets, int64_t n, cudaStream_t stream) {
-  constexpr int kThreads = 256;
-  int count = static_cast<int>(n);
-  LaunchGeometry g;
-  g.grid = dim3(static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 1024)));
-  g.block = dim3(kThreads);
-  g.waits_for_previous_grid = true;
-  void* args[] = {&tickets, &count};
-  kernel.launch_companion(kZeroTickets, g, args, stream);
-}
-
-}  // namespace
-
-namespace {
-
-// One launch of the product over the problem's whole k (launch's pass over a slice of it):
-// [transpose B] [pack A and B] [zero tickets] product [sum pass], in the stream's launch chain.
-void launch_pass(const LoadedKernel& kernel, const Config& config, const Problem& problem,
-                 float alpha, const float* a, const float* b, float beta, float* c, void* workspace,
-                 cudaStream_t stream, const TransposeB& transpose_b) {
-  if (problem.m > INT_MAX || problem.n > INT_MAX || problem.k > INT_MAX ||
-      problem.lda > INT_MAX || problem.ldb > INT_MAX || problem.ldc > INT_MAX) {
-    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                "m, n, k and the leading dimensions must each be below 2^31 for this kernel");
-  }
-  int m = static_cast<int>(problem.m), n = static_cast<int>(problem.n),
-      k = static_cast<int>(problem.k);
-  int lda = static_cast<int>(problem.lda), ldb = static_cast<int>(problem.ldb),
-      ldc = static_cast<int>(problem.ldc);
-  const size_t ws_bytes = workspace_bytes(config, problem);
-  if (ws_bytes > 0 && workspace == nullptr) {
-    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                "workspace: config " + config.canonical() + " needs " + std::to_string(ws_bytes) +
-                    " bytes of workspace, got NULL");
-  }
-  if (is_gemv(config) && std::min(problem.m, problem.n) > config.get("GCOLS")) {
-    throw Error(TUNED_STATUS_CONFIG_ERROR, "gemm config " + config.canonical() +
-                                               ": GEMV > 0 needs m or n to be at most GCOLS");
-  }
-  if (config.get("PRETB") && problem.trans_b != is_tma(config)) {
-    throw Error(TUNED_STATUS_CONFIG_ERROR,
-                "gemm config " + config.canonical() +
-                    (is_tma(config) ? ": PRETB = 1 with MMA = 4 needs B transposed"
-                                    : ": PRETB = 1 needs B not transposed"));
-  }
-  char* ws = static_cast<char*>(workspace);
-  if (config.get("PRETB") && k > 0) {
-    if (!transpose_b) {
-      throw Error(TUNED_STATUS_CONFIG_ERROR, "gemm config " + config.canonical() +
-                                                 ": PRETB = 1 needs the transpose op (none given)");
-    }
-    // B as stored (k x n, or n x k where transposed) turned over by the transpose op into the
-    // workspace (ld a multiple of 4).
-    const int ldt = static_cast<int>(transposed_b_ld(problem));
-    float* bt = reinterpret_cast<float*>(ws);
-    if (problem.trans_b) {
-      transpose_b(n, k, b, ldb, bt, ldt, stream);
-    } else {
-      transpose_b(k, n, b, ldb, bt, ldt, stream);
-    }
-    b = bt;
-    ldb = ldt;
-  }
-  ws += transposed_b_bytes(config, problem);
-  if (packs(config, problem) && k > 0) {
-    float* a_packed = reinterpret_cast<float*>(ws);
-    float* b_packed = reinterpret_cast<float*>(ws + packed_a_bytes(config, problem));
-    // The workspace has room for the operands the problem says are unaligned; pointers or
-    // leading dimensions that contradict it would overrun it.
-    const bool copy_a = !vector_aligned(a, lda),
-               copy_b = !config.get("PRETB") && !vector_aligned(b, ldb);
-    const bool a_unmarked = copy_a && !copies_a(config, problem);
-    if (a_unmarked || (copy_b && !copies_b(config, problem))) {
-      throw Error(TUNED_STATUS_INTERNAL_ERROR,
-                  std::string("gemm launch: ") + (a_unmarked ? "A" : "B") +
-                      "'s pointer or leading dimension allows no 16-byte vectors but the problem's "
-                      "unaligned_operands says it does (no workspace is reserved for its copy)");
-    }
-    if (copy_a) {
-      lda = static_cast<int>(
-          copy_aligned(kernel, a, lda, a_rows(problem), a_cols(problem), a_packed, stream));
-      a = a_packed;
-    }
-    if (copy_b) {
-      ldb = static_cast<int>(
-          copy_aligned(kernel, b, ldb, b_rows(problem), b_cols(problem), b_packed, stream));
-      b = b_packed;
-    }
-  }
-  ws += packed_a_bytes(config, problem) + packed_b_bytes(config, problem);
-  float* split_ws = reinterpret_cast<float*>(ws);
-  const bool sum_pass = config.get("SPLITK") > 1 && !is_gemv(config) && config.get("REDUCE") == 1;
-  LaunchGeometry product = geometry(config, problem);
-  const int64_t splits = split_k_count(kernel, config, problem, product);
-  product.grid.y = static_cast<unsigned>(splits);
-  if (splits > 1 && !sum_pass) {
-    // The tickets, after the launch's partial tiles, start at zero each launch (the last block of
-    // a tile also resets its own, but a workspace may be fresh or left over from an aborted one).
-    const int64_t tiles = tile_count(config, problem);
-    zero_tickets(kernel,
-                 reinterpret_cast<int*>(split_ws + splits * tiles * split_tile_floats(config)),
-                 tiles, stream);
-  }
-  int split_mode = sum_pass ? kSplitPartialsOnly : kSplitLastBlockSums;
-  const TailSplit tail = tail_split(kernel, config, problem, product);
-  int tail_first = static_cast<int>(tail.first);
-  int split_count = static_cast<int>(tail.splits > 1 ? tail.splits : splits);
-  if (tail.splits > 1) {
-    const int64_t tail_tiles = tile_count(config, problem) - tail.first;
-    product.grid.x = static_cast<unsigned>(tail.first + tail_tiles * tail.splits);
-    // Tickets follow the tail's partial tiles, as in gemm.cu; they start at zero each launch.
-    const size_t partial_bytes = static_cast<size_t>(tail.splits * tail_tiles) *
-                                 static_cast<size_t>(config.get("BM") * config.get("BN")) * sizeof(float);
-    zero_tickets(kernel, reinterpret_cast<int*>(reinterpret_cast<char*>(split_ws) + partial_bytes),
-                 tail_tiles, stream);
-  }
-  // MMA = 4 reads A and B through tensor maps (the kernel's last parameters; other kernels have
-  // none and ignore them): A (m, k) or (k, m) in boxes of 32 x 32 or 32 x BM, B (k, n) in boxes
-  // of 32 x BN.
-  TensorMapBytes map_a{}, map_b{};
-  if (is_tma(config)) {
-    map_a = problem.trans_a ? encode_tensor_map("A", a, k, m, lda, 32, config.get("BM"))
-                            : encode_tensor_map("A", a, m, k, lda, 32, 32);
-    map_b = encode_tensor_map("B", b, k, n, ldb, 32, config.get("BN"));
-  }
-  void* args[] = {&m,    &n, &k,   &alpha,    &a,          &lda,        &b,          &ldb,
-                  &beta, &c, &ldc, &split_ws, &split_mode, &tail_first, &split_count,
-                  &map_a, &map_b};
-  kernel.launch(product, args, stream);
-  if (sum_pass) {
-    // The same kernel again as the summing pass: a block per (tile, fragment element).
-    LaunchGeometry sum = product;
-    sum.grid = dim3(product.grid.x, static_cast<unsigned>(config.get("WM") * config.get("WN") / 32));
-    sum.dynamic_smem_bytes = 0;
-    split_mode = kSplitSumPass;
-    kernel.launch(sum, args, stream);
-  }
-}
-
-}  // namespace
-
-void launch(const LoadedKernel& kernel, const Config& config, const Problem& problem, float alpha,
-            const float* a, const float* b, float beta, float* c, void* workspace,
-            cudaStream_t stream, const TransposeB& transpose_b) {
-  const int64_t pass_k = pack_pass_k(config, problem);
-  if (pass_k >= problem.k) {
-    launch_pass(kernel, config, problem, alpha, a, b, beta, c, workspace, stream, transpose_b);
-    return;
-  }
-  // Operands too large to pack at once: C = alpha op(A) op(B) + beta C over slices of k, each
-  // pass adding to what the last one left in C.
-  for (int64_t k0 = 0; k0 < problem.k; k0 += pass_k) {
-    const Problem pass = k_slice(problem, std::min(pass_k, problem.k - k0));
-    // Slice k0 of op(A) (m x k): columns of A as stored, or rows when transposed; B likewise.
-    const float* a_pass = a + (problem.trans_a ? k0 : k0 * problem.lda);
-    const float* b_pass = b + (problem.trans_b ? k0 * problem.ldb : k0);
-    launch_pass(kernel, config, pass, alpha, a_pass, b_pass, k0 == 0 ? beta : 1.0f, c, workspace,
-                stream, transpose_b);
-  }
 }
 
 OpInfo info() {

@@ -164,7 +164,7 @@ TEST(CacheDatabase, CreatesFoldersAndSchemaVersion) {
     EXPECT_EQ(db.path(), path);
   }
   EXPECT_TRUE(fs::is_regular_file(path));
-  EXPECT_EQ(Database::schema_version(), 4);
+  EXPECT_EQ(Database::schema_version(), 5);
   EXPECT_EQ(sqlite_user_version(path), Database::schema_version());
   Database again(path);  // opening a current schema is a no-op
   EXPECT_EQ(sqlite_user_version(path), Database::schema_version());
@@ -422,6 +422,7 @@ TEST(CacheDatabase, TrialsRoundTripEveryDisposition) {
     TrialRecord t = trial(session, key(kH100, shapes[i % 3], 1 << (i % 3), "NT"), dispositions[i]);
     t.message += "\nline two with 'quotes' and \"double quotes\"";
     t.runs = static_cast<int>(i);
+    t.rate_unit = "TFLOP/s";
     written.push_back(t);
   }
   db.record_trials(written);
@@ -446,6 +447,7 @@ TEST(CacheDatabase, TrialsRoundTripEveryDisposition) {
     EXPECT_DOUBLE_EQ(r.ms_min, 1.125);
     EXPECT_EQ(r.runs, static_cast<int>(i));
     EXPECT_DOUBLE_EQ(r.tflops, 12.5);
+    EXPECT_EQ(r.rate_unit, "TFLOP/s");
     EXPECT_DOUBLE_EQ(r.rel_error, 3e-7);
     EXPECT_EQ(r.registers, 96);
     EXPECT_EQ(r.spill_bytes, 8);
@@ -494,6 +496,7 @@ TEST(CacheDatabase, OfferBestKeepsTheFastest) {
   int64_t session = db.begin_session({0, kH100, "gemm", "random", 10, ""}).id;
   BestRecord first = best(k, 2.0, "BM=64");
   first.session_id = session;
+  first.rate_unit = "TFLOP/s";
   EXPECT_TRUE(db.offer_best(first));
   EXPECT_FALSE(db.offer_best(best(k, 2.5, "BM=32")));  // slower: kept out
   auto found = db.find_best(k);
@@ -502,6 +505,7 @@ TEST(CacheDatabase, OfferBestKeepsTheFastest) {
   EXPECT_EQ(found->session_id, session);
   EXPECT_DOUBLE_EQ(found->ms, 2.0);
   EXPECT_DOUBLE_EQ(found->tflops, 1.5);
+  EXPECT_EQ(found->rate_unit, "TFLOP/s");
   EXPECT_DOUBLE_EQ(found->baseline_ms, 2.2);
   EXPECT_EQ(found->kernel_name, "gemm_nn_BM=64");
   EXPECT_EQ(found->key.shape, k.shape);
@@ -722,6 +726,23 @@ TEST(CacheDatabase, ConcurrentWritesAllLand) {
 
 // Schema version 1 exactly as migrate_to_1 created it, for files written by older builds.
 constexpr const char* kSchemaV1 = tuned::testing::kSchemaVersion1;
+// Versions 2, 3 and 4 as migrate_to_2, migrate_to_3 and migrate_to_4 made them, each after the one
+// before.
+constexpr const char* kToSchemaV2 =
+    "ALTER TABLE cubins ADD COLUMN image_bytes INTEGER;"
+    "ALTER TABLE cubins ADD COLUMN image_checksum TEXT;"
+    "ALTER TABLE best ADD COLUMN origin TEXT NOT NULL DEFAULT 'autotune';"
+    "PRAGMA user_version = 2;";
+constexpr const char* kToSchemaV3 =
+    "ALTER TABLE trials ADD COLUMN template_hash TEXT NOT NULL DEFAULT '';"
+    "PRAGMA user_version = 3;";
+constexpr const char* kToSchemaV4 =
+    "ALTER TABLE best ADD COLUMN template_hash TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE best ADD COLUMN source TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE sessions ADD COLUMN origin TEXT NOT NULL DEFAULT '';"
+    "UPDATE sessions SET origin = device_uuid || '|' || started_at || '|' || id;"
+    "CREATE INDEX sessions_by_origin ON sessions (origin);"
+    "PRAGMA user_version = 4;";
 
 // The first column of the first row of a query, as text ("" for none or NULL).
 std::string sqlite_text(const std::string& path, const std::string& sql) {
@@ -987,10 +1008,18 @@ TEST_F(TunedbTest, ListingsChangeNoByteAndSkipMalformedRows) {
     BestRecord t = best(transpose, 0.74, "TILE=64");
     t.tflops = 2901.5;
     ASSERT_TRUE(db.offer_best(t));
+    // The unit stored with a rate is shown, also for an op this build does not know.
+    ProblemKey unknown = key(kH100, {1024});
+    unknown.op = "histogram";
+    BestRecord h = best(unknown, 0.5, "X=1");
+    h.tflops = 123.25;
+    h.rate_unit = "Gitems/s";
+    ASSERT_TRUE(db.offer_best(h));
   }
   Result listing = run("--db '" + db_path_ + "' best");
   EXPECT_TRUE(contains(listing.out, "54.97 TFLOP/s")) << listing.out;
   EXPECT_TRUE(contains(listing.out, "2901.50 GB/s")) << listing.out;
+  EXPECT_TRUE(contains(listing.out, "123.25 Gitems/s")) << listing.out;
   // A zero-byte file is refused untouched, as is another application's SQLite file.
   const std::string empty = dir_.file("empty.db");
   std::ofstream(empty).close();
@@ -1006,11 +1035,11 @@ TEST_F(TunedbTest, ExportOfAMillionTrialsStaysSmall) {
   fill();
   sqlite_exec(db_path_,
               "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 999998) "
-              "INSERT INTO trials (session_id, device_uuid, op, layout, shape, d0, d1, d2, "
+              "INSERT INTO trials (session_id, device_uuid, op, variant, shape, d0, d1, d2, "
               "alignment, config, kernel_name, disposition, message, ms_median, ms_min, runs, "
-              "tflops, rel_error, registers, spill_bytes, compile_ms, created_at) "
-              "SELECT session_id, device_uuid, op, layout, shape, d0, d1, d2, alignment, config, "
-              "kernel_name, disposition, message, ms_median, ms_min, runs, tflops, rel_error, "
+              "rate, rel_error, registers, spill_bytes, compile_ms, created_at) "
+              "SELECT session_id, device_uuid, op, variant, shape, d0, d1, d2, alignment, config, "
+              "kernel_name, disposition, message, ms_median, ms_min, runs, rate, rel_error, "
               "registers, spill_bytes, compile_ms, created_at FROM trials, n "
               "WHERE trials.disposition = 'ok'");
   const pid_t child = fork();
@@ -1136,7 +1165,7 @@ TEST_F(TunedbTest, ExportCsv) {
   fill();
   Result r = run("--db '" + db_path_ + "' export --format csv");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out.rfind("device_uuid,device_name,op,layout,shape,dims,alignment,config", 0), 0u)
+  EXPECT_EQ(r.out.rfind("device_uuid,device_name,op,variant,shape,dims,alignment,config", 0), 0u)
       << r.out;
   EXPECT_TRUE(contains(r.out, "\"BM=128,BN=128,BK=8\"")) << r.out;  // commas quoted
   r = run("--db '" + db_path_ + "' export --format csv --table trials");
@@ -1411,8 +1440,8 @@ std::string listing(const std::string& folder) {
 }
 
 std::string insert_best_sql(const std::string& config) {
-  return "INSERT INTO best (device_uuid, op, layout, shape, d0, d1, d2, alignment, config, "
-         "kernel_name, ms, tflops, baseline_ms, session_id, updated_at, origin) VALUES ('" +
+  return "INSERT INTO best (device_uuid, op, variant, shape, d0, d1, d2, alignment, config, "
+         "kernel_name, ms, rate, baseline_ms, session_id, updated_at, origin) VALUES ('" +
          std::string(kH100) + "', 'gemm', 'NN', '" + config + "', " + config.substr(0, 2) +
          ", 1, 1, 4, '" + config + "', 'k', 1.0, 1.0, 1.0, NULL, 'now', 'autotune')";
 }
@@ -1592,12 +1621,96 @@ TEST(CacheDatabase, Version2IsReadAsIsAndTrialsOfATemplateAreFoundForResuming) {
   EXPECT_EQ(db.trials({}).back().template_hash, "h1");
 }
 
+// Version 4 names the variant `layout` and the rate `tflops`, and has no rate unit: readers read
+// it as it is, every lookup by variant included, with the unit unknown; an upgrade renames the
+// columns (the unique key and the index follow), adds rate_unit ('' in its rows) and keeps them.
+TEST(CacheDatabase, Version4IsReadAsIsAndUpgradeNamesItsColumnsForWhatTheyHold) {
+  TempDir dir;
+  const std::string path = dir.file("v4.db");
+  sqlite_exec(path, std::string(kSchemaV1) + kToSchemaV2 + kToSchemaV3 + kToSchemaV4);
+  sqlite_exec(
+      path,
+      "INSERT INTO trials (session_id, device_uuid, op, layout, shape, d0, d1, d2, "
+      "alignment, config, kernel_name, disposition, message, ms_median, ms_min, runs, "
+      "tflops, rel_error, registers, spill_bytes, compile_ms, created_at, template_hash) "
+      "VALUES (NULL, '" +
+          std::string(kH100) +
+          "', 'gemm', 'NT', '1024x1024x1024', 1024, 1024, 1024, 4, 'BM=64', 'gemm_nt', "
+          "'ok', '', 0.5, 0.5, 5, 7.5, 0.0, 32, 0, 10.0, '2026-01-01T00:00:00Z', 'h1');"
+          "INSERT INTO best (device_uuid, op, layout, shape, d0, d1, d2, alignment, "
+          "config, kernel_name, ms, tflops, baseline_ms, session_id, updated_at) VALUES ('" +
+          kH100 +
+          "', 'gemm', 'NT', '1024x1024x1024', 1024, 1024, 1024, 4, 'BM=64', 'gemm_nt', "
+          "0.5, 4.25, 0.55, NULL, '2026-01-01T00:00:00Z');");
+  ASSERT_EQ(sqlite_user_version(path), 4);
+  const ProblemKey k = key(kH100, {1024, 1024, 1024}, 4, "NT");
+  const std::string before = file_bytes(path);
+  {
+    Database reader(path, Access::kRead);
+    EXPECT_EQ(reader.file_version(), 4);
+    const auto trials = reader.trials({});
+    ASSERT_EQ(trials.size(), 1u);
+    EXPECT_EQ(trials[0].key.layout, "NT");
+    EXPECT_DOUBLE_EQ(trials[0].tflops, 7.5);
+    EXPECT_EQ(trials[0].rate_unit, "");
+    ASSERT_EQ(reader.measured(k, "h1").size(), 1u);
+    const auto found = reader.find_best(k);
+    ASSERT_TRUE(found.has_value());
+    EXPECT_EQ(found->key.layout, "NT");
+    EXPECT_DOUBLE_EQ(found->tflops, 4.25);
+    EXPECT_EQ(found->rate_unit, "");
+    EXPECT_TRUE(reader.find_nearest(key(kH100, {1000, 1000, 1000}, 4, "NT")).has_value());
+    EXPECT_FALSE(reader.find_best_on_twin(k, device(kH200, "NVIDIA H100")).has_value());
+    ASSERT_EQ(reader.bests({}).size(), 1u);
+    EXPECT_EQ(reader.bests({})[0].key.layout, "NT");
+  }
+  EXPECT_EQ(file_bytes(path), before);
+  ASSERT_EQ(sqlite_user_version(path), 4);
+
+  Database db(path);
+  EXPECT_EQ(db.file_version(), 4);
+  EXPECT_EQ(sqlite_user_version(path), 5);
+  const std::string named =
+      "SELECT group_concat(name, ',') FROM (SELECT name FROM pragma_table_info('%') WHERE name IN "
+      "('layout', 'tflops', 'variant', 'rate', 'rate_unit') ORDER BY cid)";
+  auto columns = [&](const std::string& table) {
+    std::string sql = named;
+    return sqlite_text(path, sql.replace(sql.find('%'), 1, table));
+  };
+  EXPECT_EQ(columns("trials"), "variant,rate,rate_unit");
+  EXPECT_EQ(columns("best"), "variant,rate,rate_unit");
+  EXPECT_EQ(sqlite_text(path,
+                        "SELECT variant || ' ' || rate || ' [' || rate_unit || '] ' || "
+                        "config FROM trials"),
+            "NT 7.5 [] BM=64");
+  EXPECT_EQ(sqlite_text(path,
+                        "SELECT variant || ' ' || rate || ' [' || rate_unit || '] ' || "
+                        "config FROM best"),
+            "NT 4.25 [] BM=64");
+  EXPECT_EQ(sqlite_text(path,
+                        "SELECT group_concat(name, ',') FROM (SELECT name FROM "
+                        "pragma_index_info('trials_by_device_op') ORDER BY seqno)"),
+            "device_uuid,op,variant,shape,alignment");
+  // Rows written now carry their unit; a faster best of the same key replaces the old row (the
+  // unique key holds on the renamed column).
+  BestRecord faster = best(k, 0.25, "BM=32");
+  faster.rate_unit = "TFLOP/s";
+  EXPECT_TRUE(db.offer_best(faster));
+  EXPECT_EQ(sqlite_text(path, "SELECT count(*) FROM best"), "1");
+  EXPECT_EQ(db.find_best(k)->rate_unit, "TFLOP/s");
+  TrialRecord timed = trial(0, k, Disposition::kOk);
+  timed.rate_unit = "TFLOP/s";
+  db.record_trials({timed});
+  EXPECT_EQ(db.trials({}).back().rate_unit, "TFLOP/s");
+  EXPECT_EQ(db.trials({}).front().rate_unit, "");
+}
+
 }  // namespace tuned::cache
 
 namespace tuned::cache {
 namespace {
 
-// tunedb lists a database of every schema this project wrote (1 to 4) without changing a byte or
+// tunedb lists a database of every schema this project wrote (1 to 5) without changing a byte or
 // creating a file; `upgrade` migrates an older one.
 TEST_F(TunedbTest, EverySchemaIsListedUnchangedAndUpgradeMigrates) {
   const std::string insert_best =
@@ -1607,21 +1720,13 @@ TEST_F(TunedbTest, EverySchemaIsListedUnchangedAndUpgradeMigrates) {
       "', 'gemm', 'NN', '1024x1024x1024', 1024, 1024, 1024, 4, 'BM=64', 'gemm_nn', 0.5, 4.25, "
       "0.55, NULL, '2026-01-01T00:00:00Z');";
   const std::string v1 = dir_.file("v1.db"), v2 = dir_.file("v2.db"), v3 = dir_.file("v3.db");
-  const std::string v4 = dir_.file("v4.db");
+  const std::string v4 = dir_.file("v4.db"), v5 = dir_.file("v5.db");
   sqlite_exec(v1, std::string(kSchemaV1) + insert_best);
-  sqlite_exec(v2, std::string(kSchemaV1) + insert_best +
-                      "ALTER TABLE cubins ADD COLUMN image_bytes INTEGER;"
-                      "ALTER TABLE cubins ADD COLUMN image_checksum TEXT;"
-                      "ALTER TABLE best ADD COLUMN origin TEXT NOT NULL DEFAULT 'autotune';"
-                      "PRAGMA user_version = 2;");
-  sqlite_exec(v3, std::string(kSchemaV1) + insert_best +
-                      "ALTER TABLE cubins ADD COLUMN image_bytes INTEGER;"
-                      "ALTER TABLE cubins ADD COLUMN image_checksum TEXT;"
-                      "ALTER TABLE best ADD COLUMN origin TEXT NOT NULL DEFAULT 'autotune';"
-                      "ALTER TABLE trials ADD COLUMN template_hash TEXT NOT NULL DEFAULT '';"
-                      "PRAGMA user_version = 3;");
+  sqlite_exec(v2, std::string(kSchemaV1) + insert_best + kToSchemaV2);
+  sqlite_exec(v3, std::string(kSchemaV1) + insert_best + kToSchemaV2 + kToSchemaV3);
+  sqlite_exec(v4, std::string(kSchemaV1) + insert_best + kToSchemaV2 + kToSchemaV3 + kToSchemaV4);
   {
-    Database db(v4);
+    Database db(v5);
     ASSERT_TRUE(db.offer_best(best(key(kH100, {1024, 1024, 1024}), 0.5, "BM=64")));
   }
   auto files = [&] {
@@ -1632,21 +1737,29 @@ TEST_F(TunedbTest, EverySchemaIsListedUnchangedAndUpgradeMigrates) {
     }
     return names;
   };
-  for (const auto& path : {v1, v2, v3, v4}) {
+  for (const auto& path : {v1, v2, v3, v4, v5}) {
     SCOPED_TRACE(path);
     const std::string before = file_bytes(path), listed = files();
     Result r = run("--db '" + path + "' best");
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(contains(r.out, "BM=64")) << r.out;
     EXPECT_TRUE(contains(r.out, "1024x1024x1024")) << r.out;
+    Result json = run("--db '" + path + "' best --format json");
+    EXPECT_EQ(json.exit_code, 0) << json.err;
+    EXPECT_TRUE(contains(json.out, "\"variant\": \"NN\"")) << json.out;
     EXPECT_EQ(file_bytes(path), before);
     EXPECT_EQ(files(), listed);
   }
+  // Older rows name no unit: the op's is shown, and exported as unknown.
+  Result old_rate = run("--db '" + v4 + "' best");
+  EXPECT_TRUE(contains(old_rate.out, "4.25 TFLOP/s")) << old_rate.out;
+  Result old_json = run("--db '" + v4 + "' best --format json");
+  EXPECT_TRUE(contains(old_json.out, "\"rate\": 4.25, \"rate_unit\": \"\"")) << old_json.out;
   Result older = run("--db '" + v1 + "' best");
   EXPECT_TRUE(contains(older.err, "schema version 1 is older")) << older.err;
   Result up = run("--db '" + v1 + "' upgrade");
   EXPECT_EQ(up.exit_code, 0) << up.err;
-  EXPECT_TRUE(contains(up.out, "schema version 1 -> 4")) << up.out;
+  EXPECT_TRUE(contains(up.out, "schema version 1 -> 5")) << up.out;
   EXPECT_EQ(sqlite_user_version(v1), Database::schema_version());
   Result again = run("--db '" + v1 + "' upgrade");
   EXPECT_TRUE(contains(again.out, "already at")) << again.out;
@@ -1655,16 +1768,20 @@ TEST_F(TunedbTest, EverySchemaIsListedUnchangedAndUpgradeMigrates) {
   EXPECT_EQ(listed.err, "");
   // A version 3 file gains its bests' template hash and provenance, its sessions their origin.
   Result from3 = run("--db '" + v3 + "' upgrade");
-  EXPECT_TRUE(contains(from3.out, "schema version 3 -> 4")) << from3.out;
+  EXPECT_TRUE(contains(from3.out, "schema version 3 -> 5")) << from3.out;
   {
     Database upgraded(v3, Access::kRead);
     ASSERT_EQ(upgraded.bests({}).size(), 1u);
     EXPECT_EQ(upgraded.bests({})[0].template_hash, "");  // unknown: still served
     EXPECT_EQ(upgraded.bests({})[0].source, "");
   }
+  // A version 4 file's variant and rate are named for what they hold.
+  Result from4 = run("--db '" + v4 + "' upgrade");
+  EXPECT_TRUE(contains(from4.out, "schema version 4 -> 5")) << from4.out;
+  EXPECT_EQ(sqlite_text(v4, "SELECT variant || ' ' || rate FROM best"), "NN 4.25");
   // A newer schema is not written: one line, exit 2.
-  sqlite_exec(v4, "PRAGMA user_version = 9");
-  Result newer = run("--db '" + v4 + "' upgrade");
+  sqlite_exec(v5, "PRAGMA user_version = 9");
+  Result newer = run("--db '" + v5 + "' upgrade");
   EXPECT_EQ(newer.exit_code, 2);
   EXPECT_TRUE(contains(newer.err, "schema version 9 is newer")) << newer.err;
 }

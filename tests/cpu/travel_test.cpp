@@ -88,6 +88,7 @@ BestRecord best_of(const ProblemKey& key, const std::string& config, double ms,
   b.kernel_name = "gemm_nn_test";
   b.ms = ms;
   b.tflops = 2.5;
+  b.rate_unit = "TFLOP/s";
   b.baseline_ms = ms * 1.25;
   b.template_hash = hash;
   return b;
@@ -103,6 +104,7 @@ TrialRecord trial_of(int64_t session, const ProblemKey& key, const std::string& 
   t.ms_min = ms * 0.9;
   t.runs = 5;
   t.tflops = 3.5;
+  t.rate_unit = "TFLOP/s";
   t.template_hash = gemm_hash();
   return t;
 }
@@ -235,12 +237,12 @@ TEST_F(Travel, MergeCountsProvenanceAndIdempotenceAndTheSourceIsNotWritten) {
   EXPECT_EQ(dest_session, src_session);  // the same id in both: the copy gets a new one
   // Rows this build cannot read, planted as another program would write them.
   sql(src_,
-      "INSERT INTO best (device_uuid, op, layout, shape, alignment, config, kernel_name, ms, "
-      "tflops, baseline_ms, updated_at) VALUES ('" +
+      "INSERT INTO best (device_uuid, op, variant, shape, alignment, config, kernel_name, ms, "
+      "rate, baseline_ms, updated_at) VALUES ('" +
           kH100 +
           "', 'gemm', 'NN', 'abc', 4, 'BM=64', 'k', 0.01, 1, 1, '2026-01-01T00:00:00Z');"
-          "INSERT INTO trials (session_id, device_uuid, op, layout, shape, alignment, config, "
-          "kernel_name, disposition, message, ms_median, ms_min, runs, tflops, rel_error, "
+          "INSERT INTO trials (session_id, device_uuid, op, variant, shape, alignment, config, "
+          "kernel_name, disposition, message, ms_median, ms_min, runs, rate, rel_error, "
           "registers, spill_bytes, compile_ms, created_at) VALUES (" +
           std::to_string(src_session) + ", '" + kH100 +
           "', 'gemm', 'NN', '64x64x64', 4, 'BM=64', 'k', 'exploded', '', 1, 1, 1, 1, 0, 0, 0, 0, "
@@ -274,6 +276,8 @@ TEST_F(Travel, MergeCountsProvenanceAndIdempotenceAndTheSourceIsNotWritten) {
     EXPECT_DOUBLE_EQ(k1_best->ms, 0.5);
     EXPECT_EQ(k1_best->source, from);
     EXPECT_EQ(k1_best->template_hash, gemm_hash());
+    EXPECT_DOUBLE_EQ(k1_best->tflops, 2.5);
+    EXPECT_EQ(k1_best->rate_unit, "TFLOP/s");
     EXPECT_EQ(a.find_best(k2)->source, "");  // ours stays
     EXPECT_DOUBLE_EQ(a.find_best(k2)->ms, 2.0);
     ASSERT_TRUE(a.find_best(k3));
@@ -288,7 +292,12 @@ TEST_F(Travel, MergeCountsProvenanceAndIdempotenceAndTheSourceIsNotWritten) {
     EXPECT_NE(sessions[1].id, src_session);
     EXPECT_EQ(k1_best->session_id, sessions[1].id);
     int merged_trials = 0;
-    for (const auto& t : a.trials({})) merged_trials += t.session_id == sessions[1].id;
+    for (const auto& t : a.trials({})) {
+      if (t.session_id != sessions[1].id) continue;
+      ++merged_trials;
+      EXPECT_DOUBLE_EQ(t.tflops, 3.5);
+      EXPECT_EQ(t.rate_unit, "TFLOP/s");
+    }
     EXPECT_EQ(merged_trials, 3);
     EXPECT_EQ(a.trials({}).size(), 4u);
   }
@@ -354,6 +363,8 @@ TEST_F(Travel, AnOlderSourceMergesAndMergesAgainAfterItsUpgradeAddsNothing) {
   {
     Database a(dest_, Access::kRead);
     EXPECT_EQ(a.find_best(key, gemm_hash())->template_hash, "");  // unknown: served
+    EXPECT_DOUBLE_EQ(a.find_best(key, gemm_hash())->tflops, 1);   // its rate, unit unknown
+    EXPECT_EQ(a.find_best(key, gemm_hash())->rate_unit, "");
     EXPECT_EQ(a.sessions({}).at(0).origin, kH100 + "|2026-01-01T00:00:00Z|1");
   }
   const std::string merged = dump(dest_);
@@ -505,6 +516,8 @@ TEST_F(Travel, PortableExportImportRoundTrip) {
       EXPECT_EQ(ours[i].config, theirs[i].config);
       EXPECT_EQ(ours[i].ms, theirs[i].ms);  // bit for bit
       EXPECT_EQ(ours[i].baseline_ms, theirs[i].baseline_ms);
+      EXPECT_EQ(ours[i].tflops, theirs[i].tflops);
+      EXPECT_EQ(ours[i].rate_unit, "TFLOP/s");
       EXPECT_EQ(ours[i].template_hash, theirs[i].template_hash);
       EXPECT_EQ(ours[i].origin, theirs[i].origin);
       EXPECT_EQ(ours[i].updated_at, theirs[i].updated_at);
@@ -514,6 +527,7 @@ TEST_F(Travel, PortableExportImportRoundTrip) {
     ASSERT_EQ(our_trials.size(), 2u);
     EXPECT_EQ(our_trials[0].message, their_trials[0].message);
     EXPECT_EQ(our_trials[0].ms_median, their_trials[0].ms_median);
+    EXPECT_EQ(our_trials[0].rate_unit, "TFLOP/s");
     EXPECT_EQ(our_trials[0].disposition, Disposition::kInaccurate);
     EXPECT_EQ(our_trials[0].created_at, their_trials[0].created_at);
     EXPECT_EQ(d.devices().size(), 2u);

@@ -396,14 +396,15 @@ TEST_F(TunedbOutputTest, ListingsOfAMillionTrialsStaySmall) {
   EXPECT_EQ(sqlite3_exec(raw,
                          "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
                          "WHERE i < 999998) "
-                         "INSERT INTO trials (session_id, device_uuid, op, layout, shape, d0, d1, "
-                         "d2, alignment, config, kernel_name, disposition, message, ms_median, "
-                         "ms_min, runs, tflops, rel_error, registers, spill_bytes, compile_ms, "
-                         "template_hash, created_at) "
-                         "SELECT session_id, device_uuid, op, layout, shape, d0, d1, d2, "
+                         "INSERT INTO trials (session_id, device_uuid, op, variant, shape, d0, "
+                         "d1, d2, alignment, config, kernel_name, disposition, message, ms_median, "
+                         "ms_min, runs, rate, rel_error, registers, spill_bytes, compile_ms, "
+                         "template_hash, rate_unit, created_at) "
+                         "SELECT session_id, device_uuid, op, variant, shape, d0, d1, d2, "
                          "alignment, config, kernel_name, disposition, message, ms_median, "
-                         "ms_min, runs, tflops, rel_error, registers, spill_bytes, compile_ms, "
-                         "template_hash, created_at FROM trials, n WHERE disposition = 'ok'",
+                         "ms_min, runs, rate, rel_error, registers, spill_bytes, compile_ms, "
+                         "template_hash, rate_unit, created_at FROM trials, n "
+                         "WHERE disposition = 'ok'",
                          nullptr, nullptr, nullptr),
             SQLITE_OK)
       << sqlite3_errmsg(raw);

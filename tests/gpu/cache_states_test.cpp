@@ -294,7 +294,7 @@ TEST(CacheStatesGpu, EightProcessesStartingTogetherOnANewDatabase) {
   EXPECT_EQ(text("PRAGMA integrity_check"), "ok");
   // One best per key (the table's key is unique), and every shape's first-use result is in.
   EXPECT_EQ(text("SELECT count(*) FROM best WHERE origin = 'first-use'"), "6");
-  EXPECT_EQ(text("SELECT count(*) FROM (SELECT DISTINCT device_uuid, op, layout, shape, alignment "
+  EXPECT_EQ(text("SELECT count(*) FROM (SELECT DISTINCT device_uuid, op, variant, shape, alignment "
                  "FROM best)"),
             text("SELECT count(*) FROM best"));
   std::printf("[ together ] 8 processes: bests %s, integrity %s\n",
