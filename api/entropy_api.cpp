@@ -547,7 +547,7 @@ int64_t cpu_threshold(const std::vector<cache::BestRecord>& records, const Probl
   // times in the same session), the GPU charged for its copies too.
   std::vector<std::pair<int64_t, bool>> measured;  // elements, whether the GPU path wins
   for (const auto& r : records) {
-    if (r.key.op != "entropy" || r.key.layout != entropy_op::variant_name(input) ||
+    if (r.key.op != "entropy" || r.key.variant != entropy_op::variant_name(input) ||
         r.key.shape.size() != 4 || r.key.shape[2] != p.radius || r.key.shape[3] != p.levels ||
         !(r.baseline_ms > 0)) {
       continue;

@@ -331,7 +331,7 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
                  problem.alignment};
   // The shipped data answering for this variant (OpFace::data_variant), served as it runs here.
   ProblemKey data_key = key;
-  data_key.layout = op.variants[face.data_variant(problem.variant)];
+  data_key.variant = op.variants[face.data_variant(problem.variant)];
   Choice choice;
   // A stored config that no longer fits (older template, other alignment) is skipped.
   auto take = [&](const std::string& text, const std::string& origin, bool shipped_data = false) {
@@ -385,7 +385,7 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
   const auto& model = cache::SelectionModel::builtin();
   const auto features = selection_features(op, device);
   const auto ranked = model.rank(
-      op.name, device.name, cc, data_key.layout, key.shape, key.alignment,
+      op.name, device.name, cc, data_key.variant, key.shape, key.alignment,
       [&](const std::string& text) { return runs_as_is(op, text, device, problem); }, 1, &features);
   if (nearest && nearest->key.shape != key.shape) {
     // A config tuned for another shape transfers with a regret that grows with the distance;
@@ -476,7 +476,7 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
     best.config = pick->config.canonical();
     best.kernel_name = pick->kernel->name();
     best.ms = pick->ms;
-    best.tflops = task->rate(pick->ms);
+    best.rate = task->rate(pick->ms);
     best.rate_unit = task->rate_unit();
     best.origin = "first-use";
     try {

@@ -424,7 +424,7 @@ std::vector<Config> candidates_from_database(const std::string& path, const Devi
         !uuids.count(t.key.device_uuid)) {
       return;
     }
-    by_problem[t.key.layout + " " + t.key.shape_string() + " " + std::to_string(t.key.alignment)]
+    by_problem[t.key.variant + " " + t.key.shape_string() + " " + std::to_string(t.key.alignment)]
         .emplace_back(t.ms_median, t.config);
   });
   std::vector<Config> out;

@@ -115,7 +115,7 @@ RecordedSpace empty_record(const RecordArgs& args, const TuningTask& task, const
                            const std::vector<Config>& first) {
   RecordedSpace record;
   record.op = args.op;
-  record.variant = task.key().layout;
+  record.variant = task.key().variant;
   record.shape = task.key().shape;
   record.alignment = task.key().alignment;
   record.device = device.name;

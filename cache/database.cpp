@@ -376,7 +376,7 @@ void Database::for_each_trial(const Filter& filter,
       t.session_id = s.int64(1);
       t.key.device_uuid = s.text(2);
       t.key.op = s.text(3);
-      t.key.layout = s.text(4);
+      t.key.variant = s.text(4);
       t.key.alignment = s.integer(6);
       t.config = s.text(7);
       t.kernel_name = s.text(8);
@@ -384,7 +384,7 @@ void Database::for_each_trial(const Filter& filter,
       t.ms_median = s.real(11);
       t.ms_min = s.real(12);
       t.runs = s.integer(13);
-      t.tflops = s.real(14);
+      t.rate = s.real(14);
       t.rel_error = s.real(15);
       t.registers = s.integer(16);
       t.spill_bytes = s.integer(17);
@@ -413,7 +413,7 @@ std::vector<TrialRecord> Database::measured(const ProblemKey& key,
               "list measured configs");
   s.bind(1, key.device_uuid)
       .bind(2, key.op)
-      .bind(3, key.layout)
+      .bind(3, key.variant)
       .bind(4, key.shape_string())
       .bind(5, key.alignment)
       .bind(6, template_hash);
@@ -454,7 +454,7 @@ bool Database::offer_best(const BestRecord& best) {
                 "SELECT ms, session_id, template_hash FROM best WHERE device_uuid = ? AND op = ? "
                 "AND variant = ? AND shape = ? AND alignment = ?",
                 "read best");
-    s.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.layout).bind(4, shape);
+    s.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.variant).bind(4, shape);
     s.bind(5, key.alignment);
     // A session refines its own record (its best so far, re-timed at the end); another's faster
     // best stays, unless it was measured on another template (never served: any best replaces
@@ -488,7 +488,7 @@ std::optional<BestRecord> Database::find_best(const ProblemKey& key,
       "SELECT " + best_columns(version_) + " FROM best WHERE device_uuid = ? AND op = ? AND " +
           rows::variant_column(version_) + " = ? AND shape = ? AND alignment = ?" + of_template,
       "find best");
-  s.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.layout).bind(4, key.shape_string());
+  s.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.variant).bind(4, key.shape_string());
   s.bind(5, key.alignment);
   if (!of_template.empty()) s.bind(6, template_hash);
   if (!s.step()) return std::nullopt;
@@ -514,7 +514,7 @@ std::optional<BestRecord> Database::find_best_on_twin(const ProblemKey& key,
                   of_template + " ORDER BY ms, updated_at DESC, id DESC",
               "find best of a twin device");
   s.bind(1, device.uuid).bind(2, device.name).bind(3, device.cc_major).bind(4, device.cc_minor);
-  s.bind(5, device.sm_count).bind(6, key.op).bind(7, key.layout).bind(8, key.shape_string());
+  s.bind(5, device.sm_count).bind(6, key.op).bind(7, key.variant).bind(8, key.shape_string());
   s.bind(9, key.alignment);
   if (!of_template.empty()) s.bind(10, template_hash);
   while (s.step()) {
@@ -536,7 +536,7 @@ std::optional<BestRecord> Database::find_nearest(const ProblemKey& key,
                   " FROM best WHERE device_uuid = ? AND op = ? AND " +
                   rows::variant_column(version_) + " = ?" + of_template,
               "find nearest best");
-  s.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.layout);
+  s.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.variant);
   if (!of_template.empty()) s.bind(4, template_hash);
   // Rank: alignment tier, then distance, then newest (updated_at, then id within a second).
   // Distances within a rounding error count as equal, so 1000 vs 500 and 2000 tie as they should.

@@ -25,7 +25,7 @@ using sqlite::Transaction;
 #define TUNED_NOW "strftime('%Y-%m-%dT%H:%M:%SZ','now')"
 
 std::string describe_key(const ProblemKey& key) {
-  return key.op + " " + key.layout + " " + key.shape_string() + " align " +
+  return key.op + " " + key.variant + " " + key.shape_string() + " align " +
          std::to_string(key.alignment) + " of " + key.device_uuid;
 }
 
@@ -132,7 +132,7 @@ struct Merger {
       const std::string disposition = to_string(t.disposition);
       if (new_sessions.count(session) == 0) {
         find.reset();
-        find.bind(1, t.key.device_uuid).bind(2, t.key.op).bind(3, t.key.layout).bind(4, shape);
+        find.bind(1, t.key.device_uuid).bind(2, t.key.op).bind(3, t.key.variant).bind(4, shape);
         find.bind(5, t.key.alignment).bind(6, t.config).bind(7, t.template_hash);
         find.bind(8, disposition).bind(9, t.ms_median).bind(10, t.created_at);
         find.bind_id(11, session);
@@ -187,7 +187,7 @@ struct Merger {
       };
       const std::string shape = key.shape_string();
       find.reset();
-      find.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.layout).bind(4, shape);
+      find.bind(1, key.device_uuid).bind(2, key.op).bind(3, key.variant).bind(4, shape);
       find.bind(5, key.alignment);
       if (find.step()) {
         const bool theirs_current = current(best.template_hash);

@@ -42,7 +42,7 @@ inline void bind_trial(Statement& s, int64_t session, const TrialRecord& t) {
   s.bind_id(1, session)
       .bind(2, t.key.device_uuid)
       .bind(3, t.key.op)
-      .bind(4, t.key.layout)
+      .bind(4, t.key.variant)
       .bind(5, t.key.shape_string());
   bind_dims(s, 6, t.key.shape);
   s.bind(9, t.key.alignment)
@@ -53,7 +53,7 @@ inline void bind_trial(Statement& s, int64_t session, const TrialRecord& t) {
       .bind(14, t.ms_median)
       .bind(15, t.ms_min)
       .bind(16, t.runs)
-      .bind(17, t.tflops)
+      .bind(17, t.rate)
       .bind(18, t.rel_error)
       .bind(19, t.registers)
       .bind(20, t.spill_bytes)
@@ -73,14 +73,14 @@ inline constexpr const char* kTrialInsertColumns =
 // `source`: what offer_best and a merge insert (updated_at, 19, is theirs to give).
 inline void bind_best(Statement& s, const BestRecord& b, int64_t session,
                       const std::string& source) {
-  s.bind(1, b.key.device_uuid).bind(2, b.key.op).bind(3, b.key.layout);
+  s.bind(1, b.key.device_uuid).bind(2, b.key.op).bind(3, b.key.variant);
   s.bind(4, b.key.shape_string());
   bind_dims(s, 5, b.key.shape);
   s.bind(8, b.key.alignment)
       .bind(9, b.config)
       .bind(10, b.kernel_name)
       .bind(11, b.ms)
-      .bind(12, b.tflops)
+      .bind(12, b.rate)
       .bind(13, b.baseline_ms)
       .bind_id(14, session)
       .bind(15, b.origin)
@@ -136,13 +136,13 @@ inline BestRecord read_best(const Statement& s, const std::string& path) {
   BestRecord b;
   b.key.device_uuid = s.text(0);
   b.key.op = s.text(1);
-  b.key.layout = s.text(2);
+  b.key.variant = s.text(2);
   b.key.shape = parse_shape(path, s.text(3));
   b.key.alignment = s.integer(4);
   b.config = s.text(5);
   b.kernel_name = s.text(6);
   b.ms = s.real(7);
-  b.tflops = s.real(8);
+  b.rate = s.real(8);
   b.baseline_ms = s.real(9);
   b.session_id = s.int64(10);
   b.updated_at = s.text(11);

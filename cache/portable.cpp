@@ -87,7 +87,7 @@ class RowWriter {
 };
 
 std::string describe_key(const ProblemKey& key) {
-  return key.op + " " + key.layout + " " + key.shape_string() + " align " +
+  return key.op + " " + key.variant + " " + key.shape_string() + " align " +
          std::to_string(key.alignment) + " of " + key.device_uuid;
 }
 
@@ -132,11 +132,11 @@ void write_trials(std::ostream& out, Database& db, const Filter& filter, Portabl
   db.for_each_trial(filter, [&](const TrialRecord& t) {
     RowWriter row(out, "trials");
     row.integer("session_id", t.session_id).text("device_uuid", t.key.device_uuid);
-    row.text("op", t.key.op).text("layout", t.key.layout).text("shape", t.key.shape_string());
+    row.text("op", t.key.op).text("layout", t.key.variant).text("shape", t.key.shape_string());
     row.integer("alignment", t.key.alignment).text("config", t.config);
     row.text("kernel_name", t.kernel_name).text("disposition", to_string(t.disposition));
     row.text("message", t.message).number("ms_median", t.ms_median).number("ms_min", t.ms_min);
-    row.integer("runs", t.runs).number("tflops", t.tflops).text("rate_unit", t.rate_unit);
+    row.integer("runs", t.runs).number("tflops", t.rate).text("rate_unit", t.rate_unit);
     row.number("rel_error", t.rel_error);
     row.integer("registers", t.registers).integer("spill_bytes", t.spill_bytes);
     row.number("compile_ms", t.compile_ms).text("template_hash", t.template_hash);
@@ -150,10 +150,10 @@ void write_bests(std::ostream& out, Database& db, const Filter& filter,
                  const PortableOptions& options, PortableCounts& counts) {
   db.for_each_best(filter, [&](const BestRecord& b) {
     RowWriter row(out, "bests");
-    row.text("device_uuid", b.key.device_uuid).text("op", b.key.op).text("layout", b.key.layout);
+    row.text("device_uuid", b.key.device_uuid).text("op", b.key.op).text("layout", b.key.variant);
     row.text("shape", b.key.shape_string()).integer("alignment", b.key.alignment);
     row.text("config", b.config).text("kernel_name", b.kernel_name).number("ms", b.ms);
-    row.number("tflops", b.tflops).text("rate_unit", b.rate_unit);
+    row.number("tflops", b.rate).text("rate_unit", b.rate_unit);
     row.number("baseline_ms", b.baseline_ms);
     // Without its trials a best's session means nothing on the other side.
     row.integer("session_id", options.trials ? b.session_id : 0);
@@ -302,7 +302,7 @@ toml::table parse_portable_file(const std::string& path) {
 void read_key(const RowReader& r, ProblemKey& key) {
   key.device_uuid = r.text("device_uuid");
   key.op = r.text("op");
-  key.layout = r.text("layout");
+  key.variant = r.text("layout");
   const std::string shape = r.text("shape");
   key.alignment = r.int32("alignment");
   const auto dims = parse_shape_string(shape);
@@ -349,7 +349,7 @@ TrialRecord read_trial(const RowReader& r) {
   t.ms_median = r.number("ms_median", 0.0);
   t.ms_min = r.number("ms_min", 0.0);
   t.runs = r.int32("runs", 0);
-  t.tflops = r.number("tflops", 0.0);
+  t.rate = r.number("tflops", 0.0);
   t.rate_unit = r.text("rate_unit", "");
   t.rel_error = r.number("rel_error", 0.0);
   t.registers = r.int32("registers", 0);
@@ -367,7 +367,7 @@ BestRecord read_best(const RowReader& r) {
   b.config = r.text("config");
   b.kernel_name = r.text("kernel_name", "");
   b.ms = r.number("ms");
-  b.tflops = r.number("tflops", 0.0);
+  b.rate = r.number("tflops", 0.0);
   b.rate_unit = r.text("rate_unit", "");
   b.baseline_ms = r.number("baseline_ms", 0.0);
   b.session_id = r.integer("session_id", 0);

@@ -70,7 +70,7 @@ struct TrialRecord {
   double ms_median = 0;  // 0 unless ok
   double ms_min = 0;
   int runs = 0;
-  double tflops = 0;  // the op's rate in its unit (TFLOP/s for gemm, GB/s for transpose)
+  double rate = 0;  // the op's rate in its unit (TFLOP/s for gemm, GB/s for transpose)
   // The unit of the rate ("TFLOP/s", "GB/s"); "" where unknown (rows older than schema version 5).
   std::string rate_unit;
   double rel_error = 0;
@@ -89,7 +89,7 @@ struct BestRecord {
   std::string config;
   std::string kernel_name;
   double ms = 0;
-  double tflops = 0;  // the op's rate in its unit, like TrialRecord::tflops
+  double rate = 0;  // the op's rate in its unit, like TrialRecord::rate
   // The unit of the rate; "" where unknown (rows older than schema version 5).
   std::string rate_unit;
   double baseline_ms = 0;  // cuBLAS (or the op's baseline) in the same session; 0 if not measured

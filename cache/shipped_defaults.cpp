@@ -50,7 +50,7 @@ ShippedDefaults::ShippedDefaults(std::string_view table) {
       row.cc = std::stoi(f[1]);
       row.best.key.device_uuid = model_uuid(f[0], row.cc);
       row.best.key.op = f[2];
-      row.best.key.layout = f[3];
+      row.best.key.variant = f[3];
       // The shape as the sizes joined by 'x', any number of them ("4096x4096x4096", "1x4097").
       auto shape = parse_shape_string(f[4]);
       if (!shape || shape->empty()) fail("malformed shape '" + f[4] + "'");
@@ -82,7 +82,7 @@ std::optional<BestRecord> ShippedDefaults::find_best(const ProblemKey& key,
   const BestRecord* found = nullptr;
   for (const auto& r : rows_) {
     const ProblemKey& k = r.best.key;
-    if (r.device_name != model || k.op != key.op || k.layout != key.layout ||
+    if (r.device_name != model || k.op != key.op || k.variant != key.variant ||
         k.shape != key.shape || k.alignment != key.alignment) {
       continue;
     }
@@ -98,7 +98,7 @@ std::optional<BestRecord> ShippedDefaults::find_nearest(const ProblemKey& key,
   std::pair<int, double> found_rank{};
   for (const auto& r : rows_) {
     const ProblemKey& k = r.best.key;
-    if (r.device_name != model || k.op != key.op || k.layout != key.layout) continue;
+    if (r.device_name != model || k.op != key.op || k.variant != key.variant) continue;
     const int tier = k.alignment == key.alignment ? 0 : key.alignment % k.alignment == 0 ? 1 : 2;
     const std::pair<int, double> rank{tier, shape_distance(k.shape, key.shape)};
     if (!found || rank <= found_rank) {
@@ -112,9 +112,9 @@ std::optional<BestRecord> ShippedDefaults::find_nearest(const ProblemKey& key,
 std::string ShippedDefaults::row(const BestRecord& best, const std::string& device_name, int cc) {
   std::ostringstream out;
   out.precision(6);
-  out << device_name << '\t' << cc << '\t' << best.key.op << '\t' << best.key.layout << '\t'
-      << shape_string(best.key.shape) << '\t' << best.key.alignment << '\t' << best.config << '\t' << best.ms << '\t'
-      << best.baseline_ms;
+  out << device_name << '\t' << cc << '\t' << best.key.op << '\t' << best.key.variant << '\t'
+      << shape_string(best.key.shape) << '\t' << best.key.alignment << '\t' << best.config << '\t'
+      << best.ms << '\t' << best.baseline_ms;
   return out.str();
 }
 

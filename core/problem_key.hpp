@@ -44,7 +44,7 @@ inline std::optional<std::vector<int64_t>> parse_shape_string(std::string_view t
 struct ProblemKey {
   std::string device_uuid;
   std::string op;      // "gemm"
-  std::string layout;  // the op's variant: "NN", "NT", "TN", "TT" for gemm
+  std::string variant;  // "NN", "NT", "TN", "TT" for gemm (its layout)
   std::vector<int64_t> shape;
   int alignment = 1;  // widest vector (in elements) every pointer and leading dimension allows
 

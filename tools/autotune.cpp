@@ -74,7 +74,7 @@ class ProgressPrinter {
     char best[160] = "no valid config yet";
     if (p.best) {
       std::snprintf(best, sizeof(best), "best %.4f ms %.2f %s (%.2fx %s)", p.best->ms_median,
-                    p.best->tflops, unit_.c_str(), p.baseline_ms / p.best->ms_median,
+                    p.best->rate, unit_.c_str(), p.baseline_ms / p.best->ms_median,
                     baseline_name_.c_str());
     }
     std::string trials = std::to_string(p.trials_done);
@@ -115,7 +115,7 @@ void write_json(const std::string& path, const std::vector<tuned::TaskOutcome>& 
   for (size_t i = 0; i < rows.size(); ++i) {
     const tuned::TaskOutcome& r = rows[i];
     json += std::string(i ? ",\n  " : "\n  ") + "{\"op\": " + json_string(r.key.op) +
-            ", \"layout\": " + json_string(r.key.layout) +
+            ", \"layout\": " + json_string(r.key.variant) +
             ", \"shape\": " + json_string(r.key.shape_string()) + ", \"ms\": " + number(r.ms) +
             ", \"rate\": " + number(r.rate) + ", \"unit\": " + json_string(r.rate_unit) +
             ", \"baseline\": " + json_string(r.baseline_name) +
@@ -161,7 +161,7 @@ class RunPrinter : public tuned::TuningObserver {
     std::fprintf(stderr,
                  "autotune: %s %s %s was recorded with alignment %d; tuned with alignment %d, "
                  "the result serves calls of that alignment\n",
-                 task.key.op.c_str(), task.key.layout.c_str(), task.key.shape_string().c_str(),
+                 task.key.op.c_str(), task.key.variant.c_str(), task.key.shape_string().c_str(),
                  recorded_alignment, task.key.alignment);
   }
 
@@ -208,7 +208,7 @@ class RunPrinter : public tuned::TuningObserver {
   std::string label(const tuned::TaskView& task) const {
     return (several_gpus_ ? "GPU " + std::to_string(task.device->index) + " " : "") +
            (several_ops_ ? task.key.op + " " : "") + task.key.shape_string() + " " +
-           task.key.layout;
+           task.key.variant;
   }
 
   const AutotuneOptions& options_;
@@ -334,7 +334,7 @@ void print_tables(const AutotuneOptions& options, const std::vector<tuned::TaskO
       const std::string gpu =
           several_gpus ? " " + std::string(r.gpu < 10 ? "  " : " ") + std::to_string(r.gpu) : "";
       std::printf("%-16s %-6s%s %10.4f %10.2f %12.4f %10.2f %7.3f %4d/%-4d  %s%s%s\n",
-                  r.key.shape_string().c_str(), r.key.layout.c_str(), gpu.c_str(), r.ms, r.rate,
+                  r.key.shape_string().c_str(), r.key.variant.c_str(), gpu.c_str(), r.ms, r.rate,
                   r.baseline_ms, r.baseline_rate, r.ms > 0 ? r.baseline_ms / r.ms : 0.0, r.ok,
                   r.trials, r.config.c_str(), r.note.empty() ? "" : "  # ", r.note.c_str());
     }
@@ -355,11 +355,11 @@ void print_tables(const AutotuneOptions& options, const std::vector<tuned::TaskO
 // The run's policy from the command line.
 tuned::TuningRunOptions run_options(const AutotuneOptions& options, double budget) {
   tuned::TuningRunOptions run;
-  run.strategy = options.strategy;
+  run.session.strategy = options.strategy;
+  run.session.max_trials = options.max_trials;
+  run.session.patience = options.patience;
+  run.session.flush_l2 = options.flush_l2;
   run.budget_s = budget;
-  run.max_trials = options.max_trials;
-  run.patience = options.patience;
-  run.flush_l2 = options.flush_l2;
   run.remeasure = options.remeasure;
   run.seed = options.seed;
   run.wait_for_lock = !options.no_wait;

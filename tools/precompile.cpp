@@ -173,7 +173,7 @@ void add_shipped_bests(JobSet& set) {
   for (const auto& row : cache::ShippedDefaults::builtin().rows()) {
     const OpRegistration& op = find_op(row.best.key.op);
     ProblemId id;
-    id.variant = op.variant_index(row.best.key.layout);
+    id.variant = op.variant_index(row.best.key.variant);
     id.rank = op.rank();
     for (int i = 0; i < id.rank; ++i) id.dims[i] = row.best.key.shape.at(i);
     id.alignment = row.best.key.alignment;

@@ -182,9 +182,9 @@ void print_best(Database& db, const Filter& filter) {
       std::cout,
       [&](const RowSink& row) {
         db.for_each_best(filter, [&](const BestRecord& b) {
-          row({device_name(names, b.key.device_uuid), b.key.op, b.key.layout, b.key.shape_string(),
+          row({device_name(names, b.key.device_uuid), b.key.op, b.key.variant, b.key.shape_string(),
                std::to_string(b.key.alignment), b.config, fixed(b.ms, 4),
-               rate_text(b.key.op, b.rate_unit, b.tflops),
+               rate_text(b.key.op, b.rate_unit, b.rate),
                b.baseline_ms > 0 ? fixed(b.baseline_ms, 4) : "-",
                ratio_text(b.baseline_ms, b.ms, 3), b.source.empty() ? "here" : b.source});
         });
@@ -201,10 +201,10 @@ void print_trials(Database& db, const Filter& filter) {
       [&](const RowSink& row) {
         db.for_each_trial(filter, [&](const TrialRecord& t) {
           bool ok = t.disposition == tuned::cache::Disposition::kOk;
-          row({t.session_id != 0 ? std::to_string(t.session_id) : "-", t.key.op, t.key.layout,
+          row({t.session_id != 0 ? std::to_string(t.session_id) : "-", t.key.op, t.key.variant,
                t.key.shape_string(), std::to_string(t.key.alignment),
                tuned::cache::to_string(t.disposition), ok ? fixed(t.ms_median, 4) : "-",
-               ok ? rate_text(t.key.op, t.rate_unit, t.tflops) : "-", std::to_string(t.registers),
+               ok ? rate_text(t.key.op, t.rate_unit, t.rate) : "-", std::to_string(t.registers),
                std::to_string(t.spill_bytes), fixed(t.compile_ms, 1), t.config,
                excerpt(t.message, 60)});
         });
@@ -347,14 +347,14 @@ void export_best(Database& db, const Filter& filter, RowStream& out) {
     out.add({text_col("device_uuid", b.key.device_uuid),
              text_col("device_name", device_name(names, b.key.device_uuid)),
              text_col("op", b.key.op),
-             text_col("variant", b.key.layout),
+             text_col("variant", b.key.variant),
              text_col("shape", b.key.shape_string()),
              {"dims", dims, dims},
              int_col("alignment", b.key.alignment),
              text_col("config", b.config),
              text_col("kernel_name", b.kernel_name),
              real_col("ms", b.ms),
-             real_col("rate", b.tflops),
+             real_col("rate", b.rate),
              text_col("rate_unit", b.rate_unit),
              real_col("baseline_ms", b.baseline_ms),
              real_col("ratio", ratio),
@@ -372,7 +372,7 @@ void export_trials(Database& db, const Filter& filter, RowStream& out) {
     out.add({int_col("session_id", t.session_id),
              text_col("device_uuid", t.key.device_uuid),
              text_col("op", t.key.op),
-             text_col("variant", t.key.layout),
+             text_col("variant", t.key.variant),
              text_col("shape", t.key.shape_string()),
              {"dims", dims, dims},
              int_col("alignment", t.key.alignment),
@@ -383,7 +383,7 @@ void export_trials(Database& db, const Filter& filter, RowStream& out) {
              real_col("ms_median", t.ms_median),
              real_col("ms_min", t.ms_min),
              int_col("runs", t.runs),
-             real_col("rate", t.tflops),
+             real_col("rate", t.rate),
              text_col("rate_unit", t.rate_unit),
              real_col("rel_error", t.rel_error),
              int_col("registers", t.registers),
@@ -452,14 +452,14 @@ void export_shipped(Database& db, const Filter& filter) {
     const std::pair<const char*, const std::string*> fields[] = {
         {"device name", &d.name},
         {"op", &best.key.op},
-        {"layout", &best.key.layout},
+        {"layout", &best.key.variant},
         {"config", &best.config},
     };
     for (const auto& [name, text] : fields) {
       const std::string problem = shipped_field_problem(*text, text == &d.name);
       if (problem.empty()) continue;
       std::cerr << "tunedb: best row of device '" << escape_text(best.key.device_uuid) << "', op '"
-                << escape_text(best.key.op) << "', layout '" << escape_text(best.key.layout)
+                << escape_text(best.key.op) << "', layout '" << escape_text(best.key.variant)
                 << "', shape " << best.key.shape_string() << ", alignment " << best.key.alignment
                 << " left out of the shipped export: its " << name << " " << problem << "\n";
       return;

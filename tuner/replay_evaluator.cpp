@@ -50,7 +50,7 @@ class ReplayTask : public TaskEvaluator {
     trial.ms_median = t.ms;
     trial.ms_min = t.ms;
     trial.runs = t.runs;
-    trial.tflops = rate(t.ms);
+    trial.rate = rate(t.ms);
     trial.rate_unit = problem_.rate_unit;
     trial.compile_ms = t.compile_ms;
     trial.template_hash = problem_.record.template_hash;

@@ -318,7 +318,7 @@ class SessionRun {
     t.ms_median = first.ms_median;
     t.ms_min = first.ms_min;
     t.runs = first.runs;
-    t.tflops = task_.rate(t.ms_median);
+    t.rate = task_.rate(t.ms_median);
     t.disposition = cache::Disposition::kOk;
   }
 

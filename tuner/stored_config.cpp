@@ -15,7 +15,7 @@ cache::BestVerdict check_stored_best(const cache::BestRecord& best,
     TaskRequest request;
     request.op = key.op;
     request.shape = key.shape;
-    request.layout = key.layout;
+    request.layout = key.variant;
     validate_request(request);  // a known op, variant and shape of its rank and ranges
     if (key.alignment < 1) {
       throw Error(TUNED_STATUS_INVALID_ARGUMENT,
@@ -23,7 +23,7 @@ cache::BestVerdict check_stored_best(const cache::BestRecord& best,
     }
     const Config config = with_absent_params(Config::parse(best.config), op.params);
     ProblemId problem;
-    problem.variant = op.variant_index(key.layout);
+    problem.variant = op.variant_index(key.variant);
     problem.rank = static_cast<int>(key.shape.size());
     for (int i = 0; i < problem.rank; ++i) problem.dims[static_cast<size_t>(i)] = key.shape[i];
     problem.alignment = key.alignment;

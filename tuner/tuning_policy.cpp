@@ -30,7 +30,7 @@ std::vector<Config> starting_configs(cache::Database& db, const TuningTask& task
   if (auto twin = db.find_best_on_twin(key, cache::device_record(device))) add(twin->config);
   std::vector<std::pair<double, std::string>> others;
   for (const auto& best : db.bests({key.device_uuid, key.op, 0, 0})) {
-    if (best.key.layout != key.layout || best.key.shape == key.shape) continue;
+    if (best.key.variant != key.variant || best.key.shape == key.shape) continue;
     others.emplace_back(shape_distance(best.key.shape, key.shape), best.config);
   }
   std::sort(others.begin(), others.end());
@@ -43,7 +43,7 @@ std::vector<Config> starting_configs(cache::Database& db, const TuningTask& task
   const int cc = device.compute_capability();
   auto add_ranked = [&](const std::string& model_device, size_t picks) {
     for (const auto& r : model.rank(
-             key.op, model_device, cc, key.layout, key.shape, key.alignment,
+             key.op, model_device, cc, key.variant, key.shape, key.alignment,
              [&](const std::string&) { return true; }, picks)) {
       add(r.config);
     }

@@ -53,7 +53,7 @@ class TaskRun {
     cache::SessionRecord session;
     session.device_uuid = device_.uuid;
     session.op = view_.key.op;
-    session.strategy = run_.options.strategy;
+    session.strategy = run_.options.session.strategy;
     session.budget_s = options.budget_s;
     session_ = run_.db.begin_session(session);
     if (!options.measured.empty()) run_.observer.resuming(view_, options.measured.size());
@@ -76,12 +76,8 @@ class TaskRun {
  private:
   SessionOptions session_options() const {
     const TuningRunOptions& run = run_.options;
-    SessionOptions options;
-    options.strategy = run.strategy;
+    SessionOptions options = run.session;
     options.budget_s = budget_s_;
-    options.max_trials = run.max_trials;
-    options.patience = run.patience;
-    options.flush_l2 = run.flush_l2;
     options.compile_threads = run_.compile_threads;
     options.seed =
         run.seed
@@ -108,7 +104,7 @@ class TaskRun {
     best.config = t.config;
     best.kernel_name = t.kernel_name;
     best.ms = ms;
-    best.tflops = task_->rate(ms);
+    best.rate = task_->rate(ms);
     best.rate_unit = view_.rate_unit;
     best.baseline_ms = baseline_ms;
     best.session_id = session_.id;
@@ -212,7 +208,7 @@ std::vector<std::optional<TaskOutcome>> run_tuning(
   TaskQueue queue(work, several, options.budget_s, options.stop);
   RunState run{problems, db, options, observer, queue};
   run.several_devices = several;
-  run.compile_threads = options.compile_threads;
+  run.compile_threads = options.session.compile_threads;
   run.outcomes.resize(problems.size());
   if (several && run.compile_threads == 0) {
     // The compile pools share the cores: each tuner its part, less its measuring thread.

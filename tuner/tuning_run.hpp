@@ -15,21 +15,18 @@
 
 #include "cache/database.hpp"
 #include "tuner/evaluator.hpp"
-#include "tuner/strategy.hpp"
+#include "tuner/session.hpp"
 
 namespace tuned {
 
 struct TuningRunOptions {
-  std::string strategy = kDefaultStrategy;
+  // Each task's session: its strategy, trial limit, patience, final round (leaders, flush_l2),
+  // compile threads (0 on several devices: the cores shared out, less one measuring thread each).
+  // The run sets the rest: the task's budget, seed, starting and resumed configs, stop.
+  SessionOptions session;
   double budget_s = 60;    // wall time of the whole run, summed over its tasks
-  int max_trials = 0;      // per task; 0: no limit besides the budget
-  int patience = 0;        // per task: stop after this many trials without a faster one; 0: never
-  bool flush_l2 = false;   // the final round timed with a cold L2 cache
   bool remeasure = false;  // measure again configs measured before on the same template
   uint64_t seed = 0;       // task i searches with seed + i; 0: from the clock
-  // With several devices, each tuner's compile threads (0: the cores shared out, less one
-  // measuring thread each).
-  int compile_threads = 0;
   bool wait_for_lock = true;  // a device another tuner holds: wait, or throw DEVICE_BUSY
   // Set (e.g. by a SIGINT handler) to end each task after its trial in hand and start no other.
   const std::atomic<bool>* stop = nullptr;

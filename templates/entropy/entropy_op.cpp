@@ -249,7 +249,7 @@ ProblemKey problem_key(const DeviceInfo& device, const Problem& problem, Input i
   ProblemKey key;
   key.device_uuid = device.uuid;
   key.op = "entropy";
-  key.layout = variant_name(input);
+  key.variant = variant_name(input);
   key.shape = {problem.rows, problem.cols, problem.radius, problem.levels};
   key.alignment = 1;
   return key;

@@ -1078,7 +1078,7 @@ ProblemKey problem_key(const DeviceInfo& device, const Problem& problem) {
   ProblemKey key;
   key.device_uuid = device.uuid;
   key.op = "gemm";
-  key.layout = problem.variant();
+  key.variant = problem.variant();
   key.shape = {problem.m, problem.n, problem.k};
   key.alignment = problem.alignment;
   return key;

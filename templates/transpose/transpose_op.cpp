@@ -165,7 +165,7 @@ ProblemKey problem_key(const DeviceInfo& device, const Problem& problem) {
   ProblemKey key;
   key.device_uuid = device.uuid;
   key.op = "transpose";
-  key.layout = "T";
+  key.variant = "T";
   key.shape = {problem.rows, problem.cols};
   key.alignment = problem.alignment;
   return key;

@@ -45,7 +45,7 @@ ProblemKey key(const std::string& device, std::vector<int64_t> shape, int alignm
   ProblemKey k;
   k.device_uuid = device;
   k.op = op;
-  k.layout = layout;
+  k.variant = layout;
   k.shape = std::move(shape);
   k.alignment = alignment;
   return k;
@@ -57,7 +57,7 @@ BestRecord best(const ProblemKey& k, double ms, const std::string& config = "BM=
   b.config = config;
   b.kernel_name = "gemm_nn_" + config;
   b.ms = ms;
-  b.tflops = 1.5;
+  b.rate = 1.5;
   b.baseline_ms = ms * 1.1;
   return b;
 }
@@ -85,7 +85,7 @@ TrialRecord trial(int64_t session, const ProblemKey& k, Disposition disposition)
   t.ms_median = 1.25;
   t.ms_min = 1.125;
   t.runs = 7;
-  t.tflops = 12.5;
+  t.rate = 12.5;
   t.rel_error = 3e-7;
   t.registers = 96;
   t.spill_bytes = 8;
@@ -436,7 +436,7 @@ TEST(CacheDatabase, TrialsRoundTripEveryDisposition) {
     EXPECT_EQ(r.session_id, session);
     EXPECT_EQ(r.key.device_uuid, w.key.device_uuid);
     EXPECT_EQ(r.key.op, "gemm");
-    EXPECT_EQ(r.key.layout, "NT");
+    EXPECT_EQ(r.key.variant, "NT");
     EXPECT_EQ(r.key.shape, w.key.shape);
     EXPECT_EQ(r.key.alignment, w.key.alignment);
     EXPECT_EQ(r.config, w.config);
@@ -446,7 +446,7 @@ TEST(CacheDatabase, TrialsRoundTripEveryDisposition) {
     EXPECT_DOUBLE_EQ(r.ms_median, 1.25);
     EXPECT_DOUBLE_EQ(r.ms_min, 1.125);
     EXPECT_EQ(r.runs, static_cast<int>(i));
-    EXPECT_DOUBLE_EQ(r.tflops, 12.5);
+    EXPECT_DOUBLE_EQ(r.rate, 12.5);
     EXPECT_EQ(r.rate_unit, "TFLOP/s");
     EXPECT_DOUBLE_EQ(r.rel_error, 3e-7);
     EXPECT_EQ(r.registers, 96);
@@ -504,7 +504,7 @@ TEST(CacheDatabase, OfferBestKeepsTheFastest) {
   EXPECT_EQ(found->config, "BM=64");
   EXPECT_EQ(found->session_id, session);
   EXPECT_DOUBLE_EQ(found->ms, 2.0);
-  EXPECT_DOUBLE_EQ(found->tflops, 1.5);
+  EXPECT_DOUBLE_EQ(found->rate, 1.5);
   EXPECT_EQ(found->rate_unit, "TFLOP/s");
   EXPECT_DOUBLE_EQ(found->baseline_ms, 2.2);
   EXPECT_EQ(found->kernel_name, "gemm_nn_BM=64");
@@ -966,7 +966,7 @@ class TunedbTest : public ::testing::Test {
     db.record_trials({ok, bad});
     BestRecord b = best(key(kH100, {4096, 4096, 4096}), 2.5, "BM=128,BN=128,BK=8");
     b.baseline_ms = 2.75;
-    b.tflops = 54.97;
+    b.rate = 54.97;
     b.session_id = session;
     ASSERT_TRUE(db.offer_best(b));
     ASSERT_TRUE(db.offer_best(best(key(kH200, {127, 127, 127}, 1), 0.0125, "BM=32")));
@@ -1004,15 +1004,15 @@ TEST_F(TunedbTest, ListingsChangeNoByteAndSkipMalformedRows) {
     Database db(db_path_);
     ProblemKey transpose = key(kH100, {16384, 16384});
     transpose.op = "transpose";
-    transpose.layout = "T";
+    transpose.variant = "T";
     BestRecord t = best(transpose, 0.74, "TILE=64");
-    t.tflops = 2901.5;
+    t.rate = 2901.5;
     ASSERT_TRUE(db.offer_best(t));
     // The unit stored with a rate is shown, also for an op this build does not know.
     ProblemKey unknown = key(kH100, {1024});
     unknown.op = "histogram";
     BestRecord h = best(unknown, 0.5, "X=1");
-    h.tflops = 123.25;
+    h.rate = 123.25;
     h.rate_unit = "Gitems/s";
     ASSERT_TRUE(db.offer_best(h));
   }
@@ -1650,19 +1650,19 @@ TEST(CacheDatabase, Version4IsReadAsIsAndUpgradeNamesItsColumnsForWhatTheyHold) 
     EXPECT_EQ(reader.file_version(), 4);
     const auto trials = reader.trials({});
     ASSERT_EQ(trials.size(), 1u);
-    EXPECT_EQ(trials[0].key.layout, "NT");
-    EXPECT_DOUBLE_EQ(trials[0].tflops, 7.5);
+    EXPECT_EQ(trials[0].key.variant, "NT");
+    EXPECT_DOUBLE_EQ(trials[0].rate, 7.5);
     EXPECT_EQ(trials[0].rate_unit, "");
     ASSERT_EQ(reader.measured(k, "h1").size(), 1u);
     const auto found = reader.find_best(k);
     ASSERT_TRUE(found.has_value());
-    EXPECT_EQ(found->key.layout, "NT");
-    EXPECT_DOUBLE_EQ(found->tflops, 4.25);
+    EXPECT_EQ(found->key.variant, "NT");
+    EXPECT_DOUBLE_EQ(found->rate, 4.25);
     EXPECT_EQ(found->rate_unit, "");
     EXPECT_TRUE(reader.find_nearest(key(kH100, {1000, 1000, 1000}, 4, "NT")).has_value());
     EXPECT_FALSE(reader.find_best_on_twin(k, device(kH200, "NVIDIA H100")).has_value());
     ASSERT_EQ(reader.bests({}).size(), 1u);
-    EXPECT_EQ(reader.bests({})[0].key.layout, "NT");
+    EXPECT_EQ(reader.bests({})[0].key.variant, "NT");
   }
   EXPECT_EQ(file_bytes(path), before);
   ASSERT_EQ(sqlite_user_version(path), 4);

@@ -90,7 +90,7 @@ TEST(EntropyOp, ShippedRowsWithFourDimensionsAreFoundByExactLookup) {
 cache::BestRecord record(int64_t n, double kernel_ms, double cpu_ms, int radius = 2) {
   cache::BestRecord b;
   b.key.op = "entropy";
-  b.key.layout = "f32";
+  b.key.variant = "f32";
   b.key.shape = {n, n, radius, 16};
   b.ms = kernel_ms;
   b.baseline_ms = cpu_ms;

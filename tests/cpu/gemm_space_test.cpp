@@ -809,7 +809,7 @@ TEST(GemmSpace, ComputeTypesAreVariantsWithTheirOwnArithmetic) {
   for (const std::string& v : op.variants) {
     const Problem p = packed_problem(v, 300, 200, 100);
     EXPECT_EQ(p.variant(), v);
-    EXPECT_EQ(problem_key(reference_device(90), p).layout, v);
+    EXPECT_EQ(problem_key(reference_device(90), p).variant, v);
   }
   try {
     packed_problem("NN-fast", 1, 1, 1);
@@ -1218,38 +1218,54 @@ TEST(GemmSpace, SamplingFindsVariedConfigsWhereValidOnesAreRare) {
 // partial chains of 32 slices and then the chains (KSUM = 2, which fit_config turns KSUM = 1 into
 // there), up to 128 x 32 slices a split; MMA = 3, which has no partial chains, one chain up to
 // 128 slices, k = 4096, and split k past it (fit_config as well).
-TEST(GemmSpace, WgmmaSliceSumsLongerThanTheContractAllowsAreRefused) {
-  const DeviceInfo dev = reference_device(90);
-  const Config tma = Config::parse(
+Config tma_fed_wgmma_config() {
+  return Config::parse(
       "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
       "PIPE=4,SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=1,REDUCE=0,TAIL=0,MMA=4,CSTAGE=0,KSUM=1,GCOLS=1,"
       "AHEAD=0");
-  auto problem = [](int64_t k) { return packed_problem("NN", 4096, 4096, k); };
-  auto refusal = [&](const Config& c, int64_t k) {
-    return make_space(dev, problem(k)).violation(c, false).value_or("");
-  };
-  EXPECT_EQ(longest_slice_sum(tma, problem(4096)), 128);
-  EXPECT_EQ(refusal(tma, 1024), "");
-  EXPECT_EQ(refusal(tma, 1056), "float_sums_within_contract");
-  EXPECT_EQ(fit_config(tma, dev, problem(1024)).get("KSUM"), 1);
-  EXPECT_EQ(fit_config(tma, dev, problem(1056)).get("KSUM"), 2);
-  const Config chains = fit_config(tma, dev, problem(4128));
+}
+
+Problem square_problem(int64_t k) { return packed_problem("NN", 4096, 4096, k); }
+
+// Why the space of square_problem(k) refuses c (pruning aside), or "" where it does not.
+std::string square_refusal(const DeviceInfo& dev, const Config& c, int64_t k) {
+  return make_space(dev, square_problem(k)).violation(c, false).value_or("");
+}
+
+TEST(GemmSpace, WgmmaSliceSumsLongerThanTheContractAllowsAreRefused) {
+  const DeviceInfo dev = reference_device(90);
+  const Config tma = tma_fed_wgmma_config();
+  EXPECT_EQ(longest_slice_sum(tma, square_problem(4096)), 128);
+  EXPECT_EQ(square_refusal(dev, tma, 1024), "");
+  EXPECT_EQ(square_refusal(dev, tma, 1056), "float_sums_within_contract");
+  EXPECT_EQ(fit_config(tma, dev, square_problem(1024)).get("KSUM"), 1);
+  EXPECT_EQ(fit_config(tma, dev, square_problem(1056)).get("KSUM"), 2);
+  const Config chains = fit_config(tma, dev, square_problem(4128));
   EXPECT_EQ(chains.get("KSUM"), 2);
-  EXPECT_EQ(refusal(chains, 1024), "");                     // the same sums there: one chain of 32
-  EXPECT_EQ(longest_slice_sum(chains, problem(4096)), 32);  // 4 chains of 32
-  EXPECT_EQ(longest_slice_sum(chains, problem(65536)), 64);
-  EXPECT_EQ(refusal(chains, 128 * 32 * 32), "");
-  EXPECT_EQ(refusal(chains, 128 * 32 * 32 + 32), "float_sums_within_contract");
-  EXPECT_THROW(fit_config(tma, dev, problem(128 * 32 * 32 + 32)), Error);
+  EXPECT_EQ(square_refusal(dev, chains, 1024), "");  // the same sums there: one chain of 32
+  EXPECT_EQ(longest_slice_sum(chains, square_problem(4096)), 32);  // 4 chains of 32
+  EXPECT_EQ(longest_slice_sum(chains, square_problem(65536)), 64);
+  EXPECT_EQ(square_refusal(dev, chains, 128 * 32 * 32), "");
+  EXPECT_EQ(square_refusal(dev, chains, 128 * 32 * 32 + 32), "float_sums_within_contract");
+  EXPECT_THROW(fit_config(tma, dev, square_problem(128 * 32 * 32 + 32)), Error);
   Config split = tma;
   split.set("SPLITK", 4);
   split.set("REDUCE", 1);
-  EXPECT_EQ(refusal(fit_config(split, dev, problem(401408)), 401408), "");  // 98 chains a split
-  // The tuner's seeds take the wgmma families as the op serves them past the bound, not refused
-  // for their one chain: in partial chains (MMA = 4), and split (MMA = 3) where few tiles let a
-  // split pass the pruning.
+  // 98 chains a split
+  EXPECT_EQ(square_refusal(dev, fit_config(split, dev, square_problem(401408)), 401408), "");
+  // The TF32 compute type's one-product form takes partial chains where the split form would.
+  Problem tf32 = square_problem(8192);
+  tf32.compute = Compute::kTf32;
+  EXPECT_EQ(with_bounded_slice_sums(for_compute(tma, tf32), tf32).get("KSUM"), 2);
+}
+
+// The tuner's seeds take the wgmma families as the op serves them past the bound, not refused for
+// their one chain: in partial chains (MMA = 4), and split (MMA = 3) where few tiles let a split
+// pass the pruning.
+TEST(GemmSpace, WgmmaSeedsPastTheSliceSumBoundAreChainedOrSplit) {
+  const DeviceInfo dev = reference_device(90);
   int tma_chains = 0, wgmma_split = 0;
-  for (const Problem& p : {problem(8192), packed_problem("NN", 512, 512, 8192)}) {
+  for (const Problem& p : {square_problem(8192), packed_problem("NN", 512, 512, 8192)}) {
     for (const Config& seed : seed_configs(dev, p)) {
       EXPECT_FALSE(make_space(dev, p).violation(seed, false).has_value()) << seed.canonical();
       tma_chains += seed.get("MMA") == 4 && seed.get("KSUM") == 2;
@@ -1258,34 +1274,43 @@ TEST(GemmSpace, WgmmaSliceSumsLongerThanTheContractAllowsAreRefused) {
   }
   EXPECT_GE(tma_chains, 5);
   EXPECT_GE(wgmma_split, 2);
-  // The TF32 compute type's one-product form takes partial chains where the split form would.
-  Problem tf32 = problem(8192);
-  tf32.compute = Compute::kTf32;
-  EXPECT_EQ(with_bounded_slice_sums(for_compute(tma, tf32), tf32).get("KSUM"), 2);
-  // Only the TMA-fed kernels have them; MMA = 3 splits k past 128 slices.
+}
+
+// Only the TMA-fed kernels have partial chains; MMA = 3 splits k past 128 slices.
+TEST(GemmSpace, WgmmaWithoutTmaSplitsKPastOneChainOf128Slices) {
+  const DeviceInfo dev = reference_device(90);
+  const Config tma = tma_fed_wgmma_config();
   Config one_chain = tma;
   one_chain.set("MMA", 3);
   one_chain.set("PIPE", 3);
   one_chain.set("PACK", 0);
-  EXPECT_EQ(refusal(one_chain, 4096), "");
-  EXPECT_EQ(refusal(one_chain, 4128), "float_sums_within_contract");
-  EXPECT_EQ(fit_config(one_chain, dev, problem(4128)).get("SPLITK"), 2);  // fit splits k
-  EXPECT_EQ(fit_config(one_chain, dev, problem(401408)).get("SPLITK"), 128);
+  EXPECT_EQ(square_refusal(dev, one_chain, 4096), "");
+  EXPECT_EQ(square_refusal(dev, one_chain, 4128), "float_sums_within_contract");
+  EXPECT_EQ(fit_config(one_chain, dev, square_problem(4128)).get("SPLITK"), 2);  // fit splits k
+  EXPECT_EQ(fit_config(one_chain, dev, square_problem(401408)).get("SPLITK"), 128);
   one_chain.set("KSUM", 2);
-  EXPECT_EQ(refusal(one_chain, 4096), "slice_chains_tma_fed");
+  EXPECT_EQ(square_refusal(dev, one_chain, 4096), "slice_chains_tma_fed");
   one_chain.set("KSUM", 1);
   one_chain.set("SPLITK", 2);
   one_chain.set("REDUCE", 1);
-  EXPECT_EQ(refusal(one_chain, 8192), "");
+  EXPECT_EQ(square_refusal(dev, one_chain, 8192), "");
   // The selection model predicts an entry only on the grid it was timed with: not a one-chain
   // entry where the op splits k further; one that the op chains, yes.
   const OpFace& face = *registration().face;
-  EXPECT_TRUE(face.transfers_to(one_chain, problem_id(problem(8192))));
-  EXPECT_FALSE(face.transfers_to(one_chain, problem_id(problem(8224))));
-  EXPECT_TRUE(face.transfers_to(tma, problem_id(problem(4128))));
-  EXPECT_TRUE(face.transfers_to(tma, problem_id(problem(1056))));
-  // Split TF32 on wgmma needs more than 16 rows and columns (skinny products' wide-range probe
-  // was beyond the contract); plain TF32, the TF32 compute type's, does not.
+  EXPECT_TRUE(face.transfers_to(one_chain, problem_id(square_problem(8192))));
+  EXPECT_FALSE(face.transfers_to(one_chain, problem_id(square_problem(8224))));
+  EXPECT_TRUE(face.transfers_to(tma, problem_id(square_problem(4128))));
+  EXPECT_TRUE(face.transfers_to(tma, problem_id(square_problem(1056))));
+}
+
+// Split TF32 on wgmma needs more than 16 rows and columns (skinny products' wide-range probe was
+// beyond the contract); plain TF32, the TF32 compute type's, does not. The kernel in chains takes
+// the chain's length from the host's constant, and compiles for sm_90a with its second set of sums
+// at most lightly spilled (128 bytes at WN = 128 with NVRTC 13.0).
+TEST(GemmSpace, WgmmaSliceChainsNeedWideSplitTf32AndCompileLightlySpilled) {
+  const DeviceInfo dev = reference_device(90);
+  const Config chains = fit_config(tma_fed_wgmma_config(), dev, square_problem(4128));
+  ASSERT_EQ(chains.get("KSUM"), 2);
   for (const auto& [m, n] : {std::pair{16, 4096}, std::pair{4096, 7}}) {
     const Problem skinny = packed_problem("NN", m, n, 4096);
     EXPECT_EQ(make_space(dev, skinny).violation(chains, false).value_or(""),
@@ -1296,9 +1321,7 @@ TEST(GemmSpace, WgmmaSliceSumsLongerThanTheContractAllowsAreRefused) {
   }
   EXPECT_FALSE(
       make_space(dev, packed_problem("NN", 17, 17, 4096)).violation(chains, false).has_value());
-  // The kernel takes the chain's length from the host's constant, and compiles for sm_90a with
-  // its second set of sums at most lightly spilled (128 bytes at WN = 128 with NVRTC 13.0).
-  const KernelSpec spec = kernel_spec(chains, problem(8192));
+  const KernelSpec spec = kernel_spec(chains, square_problem(8192));
   EXPECT_NE(std::find(spec.options.begin(), spec.options.end(), "-DSLICE_CHAIN=32"),
             spec.options.end());
   CompiledKernel k;

@@ -415,9 +415,9 @@ TEST(SelectionModel, BuiltinHasNoHeldOutShapeAndParsesFast) {
     const auto& key = row.best.key;
     if (key.op != "gemm" || key.shape.size() != 3) continue;
     ++shipped;
-    EXPECT_FALSE(tuned::bench::is_held_out_shape(key.layout, key.shape[0], key.shape[1],
-                                                 key.shape[2]))
-        << row.best.config << " is shipped for the held-out " << key.layout << " "
+    EXPECT_FALSE(
+        tuned::bench::is_held_out_shape(key.variant, key.shape[0], key.shape[1], key.shape[2]))
+        << row.best.config << " is shipped for the held-out " << key.variant << " "
         << key.shape_string();
   }
   EXPECT_GT(shipped, 0u);

@@ -28,7 +28,7 @@ ProblemKey key(std::vector<int64_t> shape, const std::string& layout = "NN") {
   ProblemKey k;
   k.device_uuid = "GPU-whatever";
   k.op = "gemm";
-  k.layout = layout;
+  k.variant = layout;
   k.shape = std::move(shape);
   k.alignment = 4;
   return k;
@@ -107,7 +107,7 @@ TEST(ShippedDefaults, EveryShippedAndPortfolioKernelIsPrecompiled) {
   for (const auto& row : ShippedDefaults::builtin().rows()) {
     const OpRegistration& op = find_op(row.best.key.op);
     ProblemId id;
-    id.variant = op.variant_index(row.best.key.layout);
+    id.variant = op.variant_index(row.best.key.variant);
     id.rank = op.rank();
     for (int i = 0; i < id.rank; ++i) id.dims[i] = row.best.key.shape.at(i);
     id.alignment = row.best.key.alignment;
@@ -122,7 +122,7 @@ TEST(ShippedDefaults, EveryShippedAndPortfolioKernelIsPrecompiled) {
       continue;
     }
     EXPECT_TRUE(precompiled(op, served->canonical(), id, row.cc))
-        << row.device_name << " " << row.best.key.layout << " " << row.best.key.shape_string()
+        << row.device_name << " " << row.best.key.variant << " " << row.best.key.shape_string()
         << ": " << row.best.config;
     ++rows;
   }

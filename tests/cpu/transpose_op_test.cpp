@@ -83,7 +83,7 @@ TEST(TransposeOp, ShippedRowsWithTwoSizesAreFoundByExactLookup) {
       "NVIDIA H100 80GB HBM3\t90\tgemm\tNN\t64x64x1\t4\tBM=64\t0.01\t0.01\n");
   ProblemKey key;
   key.op = "transpose";
-  key.layout = "T";
+  key.variant = "T";
   key.shape = {4097, 3};
   key.alignment = 1;
   const auto found = table.find_best(key, "NVIDIA H100 80GB HBM3", 90);
@@ -93,7 +93,7 @@ TEST(TransposeOp, ShippedRowsWithTwoSizesAreFoundByExactLookup) {
   const std::string row = cache::ShippedDefaults::row(*found, "NVIDIA H100 80GB HBM3", 90);
   EXPECT_NE(row.find("\t4097x3\t1\t"), std::string::npos) << row;
   key.op = "gemm";
-  key.layout = "NN";
+  key.variant = "NN";
   key.shape = {64, 64, 1};
   key.alignment = 4;
   EXPECT_TRUE(table.find_best(key, "NVIDIA H100 80GB HBM3", 90).has_value());

@@ -69,7 +69,7 @@ std::vector<std::string> space_configs(const ProblemKey& key, size_t count) {
   TaskRequest request;
   request.op = key.op;
   request.shape = key.shape;
-  request.layout = key.layout;
+  request.layout = key.variant;
   std::vector<std::string> configs;
   request_space(request, reference_h100()).for_each([&](const Config& c) {
     configs.push_back(c.canonical());
@@ -87,7 +87,7 @@ BestRecord best_of(const ProblemKey& key, const std::string& config, double ms,
   b.config = config;
   b.kernel_name = "gemm_nn_test";
   b.ms = ms;
-  b.tflops = 2.5;
+  b.rate = 2.5;
   b.rate_unit = "TFLOP/s";
   b.baseline_ms = ms * 1.25;
   b.template_hash = hash;
@@ -103,7 +103,7 @@ TrialRecord trial_of(int64_t session, const ProblemKey& key, const std::string& 
   t.ms_median = ms;
   t.ms_min = ms * 0.9;
   t.runs = 5;
-  t.tflops = 3.5;
+  t.rate = 3.5;
   t.rate_unit = "TFLOP/s";
   t.template_hash = gemm_hash();
   return t;
@@ -197,56 +197,111 @@ bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-// The acceptance test: two databases with overlapping keys measured on different GPUs, and a
+// The acceptance test's databases: two with overlapping keys measured on different GPUs, and a
 // malformed row in the source, merged twice by `tunedb merge DEST SRC`.
-TEST_F(Travel, MergeCountsProvenanceAndIdempotenceAndTheSourceIsNotWritten) {
-  const ProblemKey k1 = gemm_key(kH100, 256, 256, 256);  // both: the source's is faster
-  const ProblemKey k2 = gemm_key(kH100, 512, 512, 512);  // both: ours is faster
-  const ProblemKey k3 = gemm_key(kH200, 256, 256, 256);  // the source's only, another GPU
-  const ProblemKey k4 = gemm_key(kH100, 384, 384, 384);  // the source's: outside the space
-  const ProblemKey k6 = gemm_key(kH100, 640, 640, 640);  // both: the source's of another template
-  const auto c1 = space_configs(k1, 2), c2 = space_configs(k2, 1), c3 = space_configs(k3, 1);
-  const auto c6 = space_configs(k6, 1);
-  ASSERT_EQ(c1.size(), 2u);
-  Config outside = Config::parse(space_configs(k4, 1).at(0));
-  outside.set("BM", 7);
-  int64_t dest_session = 0, src_session = 0;
-  {
-    Database a(dest_);
-    a.upsert_device(device_row(kH100, "NVIDIA H100 80GB HBM3"));
-    dest_session = a.begin_session({0, kH100, "gemm", "guided", 30, ""}).id;
-    a.record_trials({trial_of(dest_session, k1, c1[0], 1.0)});
-    ASSERT_TRUE(a.offer_best(best_of(k1, c1[0], 1.0)));
-    ASSERT_TRUE(a.offer_best(best_of(k2, c2[0], 2.0)));
-    ASSERT_TRUE(a.offer_best(best_of(k6, c6[0], 1.0)));
-
-    Database b(src_);
-    b.upsert_device(device_row(kH100, "NVIDIA H100 80GB HBM3"));
-    b.upsert_device(device_row(kH200, "NVIDIA H200"));
-    src_session = b.begin_session({0, kH100, "gemm", "random", 60, ""}).id;
-    b.record_trials({trial_of(src_session, k1, c1[0], 0.75), trial_of(src_session, k1, c1[1], 0.5),
-                     trial_of(src_session, k3, c3[0], 0.7)});
-    BestRecord faster = best_of(k1, c1[1], 0.5);
-    faster.session_id = src_session;
-    ASSERT_TRUE(b.offer_best(faster));
-    ASSERT_TRUE(b.offer_best(best_of(k2, c2[0], 3.0)));
-    ASSERT_TRUE(b.offer_best(best_of(k3, c3[0], 0.7)));
-    ASSERT_TRUE(b.offer_best(best_of(k4, outside.canonical(), 0.1)));
-    ASSERT_TRUE(b.offer_best(best_of(k6, c6[0], 0.1, "0123456789abcdef")));  // stale template
+class TravelMerge : public Travel {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(Travel::SetUp());
+    ASSERT_EQ(c1_.size(), 2u);
+    ASSERT_NO_FATAL_FAILURE(write_databases());
+    ASSERT_NO_FATAL_FAILURE(plant_unreadable_source_rows());
   }
-  EXPECT_EQ(dest_session, src_session);  // the same id in both: the copy gets a new one
+
+  void write_databases() {
+    Config outside = Config::parse(space_configs(k4_, 1).at(0));
+    outside.set("BM", 7);
+    int64_t dest_session = 0;
+    {
+      Database a(dest_);
+      a.upsert_device(device_row(kH100, "NVIDIA H100 80GB HBM3"));
+      dest_session = a.begin_session({0, kH100, "gemm", "guided", 30, ""}).id;
+      a.record_trials({trial_of(dest_session, k1_, c1_[0], 1.0)});
+      ASSERT_TRUE(a.offer_best(best_of(k1_, c1_[0], 1.0)));
+      ASSERT_TRUE(a.offer_best(best_of(k2_, c2_[0], 2.0)));
+      ASSERT_TRUE(a.offer_best(best_of(k6_, c6_[0], 1.0)));
+
+      Database b(src_);
+      b.upsert_device(device_row(kH100, "NVIDIA H100 80GB HBM3"));
+      b.upsert_device(device_row(kH200, "NVIDIA H200"));
+      src_session_ = b.begin_session({0, kH100, "gemm", "random", 60, ""}).id;
+      b.record_trials({trial_of(src_session_, k1_, c1_[0], 0.75),
+                       trial_of(src_session_, k1_, c1_[1], 0.5),
+                       trial_of(src_session_, k3_, c3_[0], 0.7)});
+      BestRecord faster = best_of(k1_, c1_[1], 0.5);
+      faster.session_id = src_session_;
+      ASSERT_TRUE(b.offer_best(faster));
+      ASSERT_TRUE(b.offer_best(best_of(k2_, c2_[0], 3.0)));
+      ASSERT_TRUE(b.offer_best(best_of(k3_, c3_[0], 0.7)));
+      ASSERT_TRUE(b.offer_best(best_of(k4_, outside.canonical(), 0.1)));
+      ASSERT_TRUE(b.offer_best(best_of(k6_, c6_[0], 0.1, "0123456789abcdef")));  // stale template
+    }
+    EXPECT_EQ(dest_session, src_session_);  // the same id in both: the copy gets a new one
+  }
+
   // Rows this build cannot read, planted as another program would write them.
-  sql(src_,
-      "INSERT INTO best (device_uuid, op, variant, shape, alignment, config, kernel_name, ms, "
-      "rate, baseline_ms, updated_at) VALUES ('" +
-          kH100 +
-          "', 'gemm', 'NN', 'abc', 4, 'BM=64', 'k', 0.01, 1, 1, '2026-01-01T00:00:00Z');"
-          "INSERT INTO trials (session_id, device_uuid, op, variant, shape, alignment, config, "
-          "kernel_name, disposition, message, ms_median, ms_min, runs, rate, rel_error, "
-          "registers, spill_bytes, compile_ms, created_at) VALUES (" +
-          std::to_string(src_session) + ", '" + kH100 +
-          "', 'gemm', 'NN', '64x64x64', 4, 'BM=64', 'k', 'exploded', '', 1, 1, 1, 1, 0, 0, 0, 0, "
-          "'2026-01-01T00:00:00Z');");
+  void plant_unreadable_source_rows() {
+    sql(src_,
+        "INSERT INTO best (device_uuid, op, variant, shape, alignment, config, kernel_name, ms, "
+        "rate, baseline_ms, updated_at) VALUES ('" +
+            kH100 +
+            "', 'gemm', 'NN', 'abc', 4, 'BM=64', 'k', 0.01, 1, 1, '2026-01-01T00:00:00Z');"
+            "INSERT INTO trials (session_id, device_uuid, op, variant, shape, alignment, config, "
+            "kernel_name, disposition, message, ms_median, ms_min, runs, rate, rel_error, "
+            "registers, spill_bytes, compile_ms, created_at) VALUES (" +
+            std::to_string(src_session_) + ", '" + kH100 +
+            "', 'gemm', 'NN', '64x64x64', 4, 'BM=64', 'k', 'exploded', '', 1, 1, 1, 1, 0, 0, 0, "
+            "0, '2026-01-01T00:00:00Z');");
+  }
+
+  // The destination after the first merge: the faster best with its provenance, ours where ours
+  // is faster, none refused, and the source's session under a new id with its trials.
+  void expect_rows_after_first_merge() {
+    Database a(dest_, Access::kRead);
+    const std::string from = hostname_label(src_);
+    auto k1_best = a.find_best(k1_);
+    ASSERT_TRUE(k1_best);
+    EXPECT_EQ(k1_best->config, c1_[1]);  // the faster, with its provenance
+    EXPECT_DOUBLE_EQ(k1_best->ms, 0.5);
+    EXPECT_EQ(k1_best->source, from);
+    EXPECT_EQ(k1_best->template_hash, gemm_hash());
+    EXPECT_DOUBLE_EQ(k1_best->rate, 2.5);
+    EXPECT_EQ(k1_best->rate_unit, "TFLOP/s");
+    EXPECT_EQ(a.find_best(k2_)->source, "");  // ours stays
+    EXPECT_DOUBLE_EQ(a.find_best(k2_)->ms, 2.0);
+    ASSERT_TRUE(a.find_best(k3_));
+    EXPECT_EQ(a.find_best(k3_)->source, from);
+    EXPECT_FALSE(a.find_best(k4_));                           // refused
+    EXPECT_EQ(a.find_best(k6_)->template_hash, gemm_hash());  // current beats faster-but-stale
+    EXPECT_EQ(a.devices().size(), 2u);
+    // The source's session came under a new id; its trials and best point at it.
+    const auto sessions = a.sessions({});
+    ASSERT_EQ(sessions.size(), 2u);
+    EXPECT_EQ(sessions[1].strategy, "random");
+    EXPECT_NE(sessions[1].id, src_session_);
+    EXPECT_EQ(k1_best->session_id, sessions[1].id);
+    int merged_trials = 0;
+    for (const auto& t : a.trials({})) {
+      if (t.session_id != sessions[1].id) continue;
+      ++merged_trials;
+      EXPECT_DOUBLE_EQ(t.rate, 3.5);
+      EXPECT_EQ(t.rate_unit, "TFLOP/s");
+    }
+    EXPECT_EQ(merged_trials, 3);
+    EXPECT_EQ(a.trials({}).size(), 4u);
+  }
+
+  const ProblemKey k1_ = gemm_key(kH100, 256, 256, 256);  // both: the source's is faster
+  const ProblemKey k2_ = gemm_key(kH100, 512, 512, 512);  // both: ours is faster
+  const ProblemKey k3_ = gemm_key(kH200, 256, 256, 256);  // the source's only, another GPU
+  const ProblemKey k4_ = gemm_key(kH100, 384, 384, 384);  // the source's: outside the space
+  const ProblemKey k6_ = gemm_key(kH100, 640, 640, 640);  // both: the source's of another template
+  const std::vector<std::string> c1_ = space_configs(k1_, 2), c2_ = space_configs(k2_, 1),
+                                 c3_ = space_configs(k3_, 1), c6_ = space_configs(k6_, 1);
+  int64_t src_session_ = 0;
+};
+
+TEST_F(TravelMerge, CountsProvenanceAndIdempotenceAndTheSourceIsNotWritten) {
   const std::string src_bytes = slurp(src_), src_files = files_in(dir_.file("src"));
 
   Result first = tunedb("merge '" + dest_ + "' '" + src_ + "'");
@@ -267,40 +322,7 @@ TEST_F(Travel, MergeCountsProvenanceAndIdempotenceAndTheSourceIsNotWritten) {
   EXPECT_EQ(slurp(src_), src_bytes);
   EXPECT_EQ(files_in(dir_.file("src")), src_files);
 
-  {
-    Database a(dest_, Access::kRead);
-    const std::string from = hostname_label(src_);
-    auto k1_best = a.find_best(k1);
-    ASSERT_TRUE(k1_best);
-    EXPECT_EQ(k1_best->config, c1[1]);  // the faster, with its provenance
-    EXPECT_DOUBLE_EQ(k1_best->ms, 0.5);
-    EXPECT_EQ(k1_best->source, from);
-    EXPECT_EQ(k1_best->template_hash, gemm_hash());
-    EXPECT_DOUBLE_EQ(k1_best->tflops, 2.5);
-    EXPECT_EQ(k1_best->rate_unit, "TFLOP/s");
-    EXPECT_EQ(a.find_best(k2)->source, "");  // ours stays
-    EXPECT_DOUBLE_EQ(a.find_best(k2)->ms, 2.0);
-    ASSERT_TRUE(a.find_best(k3));
-    EXPECT_EQ(a.find_best(k3)->source, from);
-    EXPECT_FALSE(a.find_best(k4));                           // refused
-    EXPECT_EQ(a.find_best(k6)->template_hash, gemm_hash());  // current beats faster-but-stale
-    EXPECT_EQ(a.devices().size(), 2u);
-    // The source's session came under a new id; its trials and best point at it.
-    const auto sessions = a.sessions({});
-    ASSERT_EQ(sessions.size(), 2u);
-    EXPECT_EQ(sessions[1].strategy, "random");
-    EXPECT_NE(sessions[1].id, src_session);
-    EXPECT_EQ(k1_best->session_id, sessions[1].id);
-    int merged_trials = 0;
-    for (const auto& t : a.trials({})) {
-      if (t.session_id != sessions[1].id) continue;
-      ++merged_trials;
-      EXPECT_DOUBLE_EQ(t.tflops, 3.5);
-      EXPECT_EQ(t.rate_unit, "TFLOP/s");
-    }
-    EXPECT_EQ(merged_trials, 3);
-    EXPECT_EQ(a.trials({}).size(), 4u);
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_rows_after_first_merge());
   Result listed = tunedb("--db '" + dest_ + "' best");
   EXPECT_EQ(listed.exit_code, 0) << listed.err;
   EXPECT_TRUE(has(listed.out, "source")) << listed.out;
@@ -363,7 +385,7 @@ TEST_F(Travel, AnOlderSourceMergesAndMergesAgainAfterItsUpgradeAddsNothing) {
   {
     Database a(dest_, Access::kRead);
     EXPECT_EQ(a.find_best(key, gemm_hash())->template_hash, "");  // unknown: served
-    EXPECT_DOUBLE_EQ(a.find_best(key, gemm_hash())->tflops, 1);   // its rate, unit unknown
+    EXPECT_DOUBLE_EQ(a.find_best(key, gemm_hash())->rate, 1);     // its rate, unit unknown
     EXPECT_EQ(a.find_best(key, gemm_hash())->rate_unit, "");
     EXPECT_EQ(a.sessions({}).at(0).origin, kH100 + "|2026-01-01T00:00:00Z|1");
   }
@@ -454,34 +476,86 @@ TEST_F(Travel, MergeBringsNoCubinUnlessAsked) {
   EXPECT_TRUE(has(again.out, "cubins: 0 added, 1 present, 1 refused\n")) << again.out;
 }
 
-// export --portable, then import: the same bests (times exact, template hash, provenance), trials
-// and devices; importing twice adds nothing; cubins only where both sides ask.
-TEST_F(Travel, PortableExportImportRoundTrip) {
-  const ProblemKey k1 = gemm_key(kH100, 256, 256, 256), k2 = gemm_key(kH200, 1000, 999, 7);
-  const auto c1 = space_configs(k1, 1), c2 = space_configs(k2, 1);
-  CubinKey cubin_key{"hash-a", "-DBM=64 -DNOTE=\"q\"", "sm_90", "13.0"};
+// A cubin whose image and log hold bytes hard to carry: a NUL, 0xff, line breaks and quotes.
+CubinRecord cubin_hard_to_carry() {
   CubinRecord cubin;
   cubin.image = {'\x7f', 'E', 'L', 'F', 0, '\xff', '\n', 3, 4};
   cubin.kernel_name = "gemm_nn_test";
   cubin.log = "line 1\nline \"2\"";
-  {
+  return cubin;
+}
+
+// A source database whose text and times are hard to carry (quotes, line breaks, tabs, doubles
+// that are not short decimals), with a best merged from elsewhere and a cubin.
+class TravelPortable : public Travel {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(Travel::SetUp());
+    ASSERT_NO_FATAL_FAILURE(write_source());
+  }
+
+  void write_source() {
     Database s(src_);
     s.upsert_device(device_row(kH100, "NVIDIA H100 80GB HBM3"));
     s.upsert_device(device_row(kH200, "NVIDIA H200 \"NVL\" \\ µ"));
     const int64_t session = s.begin_session({0, kH100, "gemm", "guided", 12.5, ""}).id;
-    TrialRecord odd = trial_of(session, k1, c1[0], 0.1 + 0.2);  // not a short decimal
+    TrialRecord odd = trial_of(session, k1_, c1_[0], 0.1 + 0.2);  // not a short decimal
     odd.message = "ptxas:\n\tline two \"quoted\"";
     odd.disposition = Disposition::kInaccurate;
-    s.record_trials({odd, trial_of(session, k1, c1[0], 1.0 / 3)});
-    BestRecord b1 = best_of(k1, c1[0], 1.0 / 3);
+    s.record_trials({odd, trial_of(session, k1_, c1_[0], 1.0 / 3)});
+    BestRecord b1 = best_of(k1_, c1_[0], 1.0 / 3);
     b1.session_id = session;
     ASSERT_TRUE(s.offer_best(b1));
-    BestRecord b2 = best_of(k2, c2[0], 2.0 / 7);
+    BestRecord b2 = best_of(k2_, c2_[0], 2.0 / 7);
     b2.origin = "first-use";
     b2.source = "elsewhere:/x.db";  // merged earlier: its provenance travels on
     ASSERT_TRUE(s.offer_best(b2));
-    s.put_cubin(cubin_key, cubin);
+    s.put_cubin(cubin_key_, cubin_);
   }
+
+  // After the first import: the source's bests bit for bit (provenance where they had none),
+  // its trials, devices and session, and no cubin.
+  void expect_imported_rows_match_source() {
+    Database s(src_, Access::kRead), d(dest_, Access::kRead);
+    const auto theirs = s.bests({}), ours = d.bests({});
+    ASSERT_EQ(ours.size(), theirs.size());
+    for (size_t i = 0; i < ours.size(); ++i) {
+      SCOPED_TRACE(ours[i].key.shape_string());
+      EXPECT_EQ(ours[i].key.device_uuid, theirs[i].key.device_uuid);
+      EXPECT_EQ(ours[i].key.shape, theirs[i].key.shape);
+      EXPECT_EQ(ours[i].key.alignment, theirs[i].key.alignment);
+      EXPECT_EQ(ours[i].config, theirs[i].config);
+      EXPECT_EQ(ours[i].ms, theirs[i].ms);  // bit for bit
+      EXPECT_EQ(ours[i].baseline_ms, theirs[i].baseline_ms);
+      EXPECT_EQ(ours[i].rate, theirs[i].rate);
+      EXPECT_EQ(ours[i].rate_unit, "TFLOP/s");
+      EXPECT_EQ(ours[i].template_hash, theirs[i].template_hash);
+      EXPECT_EQ(ours[i].origin, theirs[i].origin);
+      EXPECT_EQ(ours[i].updated_at, theirs[i].updated_at);
+      EXPECT_EQ(ours[i].source, theirs[i].source.empty() ? hostname_label(src_) : theirs[i].source);
+    }
+    const auto their_trials = s.trials({}), our_trials = d.trials({});
+    ASSERT_EQ(our_trials.size(), 2u);
+    EXPECT_EQ(our_trials[0].message, their_trials[0].message);
+    EXPECT_EQ(our_trials[0].ms_median, their_trials[0].ms_median);
+    EXPECT_EQ(our_trials[0].rate_unit, "TFLOP/s");
+    EXPECT_EQ(our_trials[0].disposition, Disposition::kInaccurate);
+    EXPECT_EQ(our_trials[0].created_at, their_trials[0].created_at);
+    EXPECT_EQ(d.devices().size(), 2u);
+    EXPECT_EQ(d.devices()[1].name, "NVIDIA H200 \"NVL\" \\ µ");
+    EXPECT_EQ(d.sessions({}).at(0).origin, s.sessions({}).at(0).origin);
+    EXPECT_EQ(d.cubin_count(), 0);
+  }
+
+  const ProblemKey k1_ = gemm_key(kH100, 256, 256, 256), k2_ = gemm_key(kH200, 1000, 999, 7);
+  const std::vector<std::string> c1_ = space_configs(k1_, 1), c2_ = space_configs(k2_, 1);
+  const CubinKey cubin_key_{"hash-a", "-DBM=64 -DNOTE=\"q\"", "sm_90", "13.0"};
+  const CubinRecord cubin_ = cubin_hard_to_carry();
+};
+
+// export --portable, then import: the same bests (times exact, template hash, provenance), trials
+// and devices; importing twice adds nothing; cubins only where both sides ask.
+TEST_F(TravelPortable, ExportImportRoundTrip) {
   const std::string file = dir_.file("results.toml"), bare = dir_.file("bare.toml");
   Result exported =
       tunedb("--db '" + src_ + "' export --portable '" + file + "' --with-trials --with-cubins");
@@ -504,37 +578,7 @@ TEST_F(Travel, PortableExportImportRoundTrip) {
       << imported.out;
   EXPECT_TRUE(has(imported.out, "cubins: 0 added, 0 present, 0 refused, 1 not copied"))
       << imported.out;
-  {
-    Database s(src_, Access::kRead), d(dest_, Access::kRead);
-    const auto theirs = s.bests({}), ours = d.bests({});
-    ASSERT_EQ(ours.size(), theirs.size());
-    for (size_t i = 0; i < ours.size(); ++i) {
-      SCOPED_TRACE(ours[i].key.shape_string());
-      EXPECT_EQ(ours[i].key.device_uuid, theirs[i].key.device_uuid);
-      EXPECT_EQ(ours[i].key.shape, theirs[i].key.shape);
-      EXPECT_EQ(ours[i].key.alignment, theirs[i].key.alignment);
-      EXPECT_EQ(ours[i].config, theirs[i].config);
-      EXPECT_EQ(ours[i].ms, theirs[i].ms);  // bit for bit
-      EXPECT_EQ(ours[i].baseline_ms, theirs[i].baseline_ms);
-      EXPECT_EQ(ours[i].tflops, theirs[i].tflops);
-      EXPECT_EQ(ours[i].rate_unit, "TFLOP/s");
-      EXPECT_EQ(ours[i].template_hash, theirs[i].template_hash);
-      EXPECT_EQ(ours[i].origin, theirs[i].origin);
-      EXPECT_EQ(ours[i].updated_at, theirs[i].updated_at);
-      EXPECT_EQ(ours[i].source, theirs[i].source.empty() ? hostname_label(src_) : theirs[i].source);
-    }
-    const auto their_trials = s.trials({}), our_trials = d.trials({});
-    ASSERT_EQ(our_trials.size(), 2u);
-    EXPECT_EQ(our_trials[0].message, their_trials[0].message);
-    EXPECT_EQ(our_trials[0].ms_median, their_trials[0].ms_median);
-    EXPECT_EQ(our_trials[0].rate_unit, "TFLOP/s");
-    EXPECT_EQ(our_trials[0].disposition, Disposition::kInaccurate);
-    EXPECT_EQ(our_trials[0].created_at, their_trials[0].created_at);
-    EXPECT_EQ(d.devices().size(), 2u);
-    EXPECT_EQ(d.devices()[1].name, "NVIDIA H200 \"NVL\" \\ µ");
-    EXPECT_EQ(d.sessions({}).at(0).origin, s.sessions({}).at(0).origin);
-    EXPECT_EQ(d.cubin_count(), 0);
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_imported_rows_match_source());
   // Imported results serve another GPU of the same model, compute capability and SM count.
   {
     DeviceInfo here = reference_h100();
@@ -543,7 +587,7 @@ TEST_F(Travel, PortableExportImportRoundTrip) {
     EXPECT_EQ(runtime.set_database(dest_), "");
     const std::string text = runtime.describe(
         find_op("gemm"), gemm_op::problem_id(gemm_op::packed_problem("NN", 256, 256, 256)));
-    EXPECT_EQ(text.rfind("twin " + kH100 + ": " + c1[0], 0), 0u) << text;
+    EXPECT_EQ(text.rfind("twin " + kH100 + ": " + c1_[0], 0), 0u) << text;
   }
   const std::string once = dump(dest_);
   Result twice = tunedb("--db '" + dest_ + "' import '" + file + "'");
@@ -563,9 +607,9 @@ TEST_F(Travel, PortableExportImportRoundTrip) {
   EXPECT_TRUE(has(with_cubins.out, "cubins: 1 added, 0 present, 0 refused\n")) << with_cubins.out;
   {
     Database c(other, Access::kRead);
-    ASSERT_TRUE(c.find_cubin(cubin_key));
-    EXPECT_EQ(c.find_cubin(cubin_key)->image, cubin.image);
-    EXPECT_EQ(c.find_cubin(cubin_key)->log, cubin.log);
+    ASSERT_TRUE(c.find_cubin(cubin_key_));
+    EXPECT_EQ(c.find_cubin(cubin_key_)->image, cubin_.image);
+    EXPECT_EQ(c.find_cubin(cubin_key_)->log, cubin_.log);
   }
   Result none_carried =
       tunedb("--db '" + dir_.file("dest/d.db") + "' import '" + bare + "' --with-cubins");

@@ -151,7 +151,7 @@ ProblemKey key(const std::string& device, std::vector<int64_t> shape,
   ProblemKey k;
   k.device_uuid = device;
   k.op = op;
-  k.layout = layout;
+  k.variant = layout;
   k.shape = std::move(shape);
   k.alignment = 4;
   return k;
@@ -163,7 +163,7 @@ BestRecord best(const ProblemKey& k, const std::string& config) {
   b.config = config;
   b.kernel_name = "gemm_" + kClear;
   b.ms = 0.5;
-  b.tflops = 10;
+  b.rate = 10;
   b.baseline_ms = 0.6;
   return b;
 }
@@ -178,7 +178,7 @@ TrialRecord trial(int64_t session, const ProblemKey& k, Disposition disposition)
   t.ms_median = 1.25;
   t.ms_min = 1.125;
   t.runs = 7;
-  t.tflops = 12.5;
+  t.rate = 12.5;
   t.registers = 96;
   t.compile_ms = 21.5;
   t.template_hash = "hash" + kTitle;
@@ -218,8 +218,14 @@ class TunedbOutputTest : public ::testing::Test {
 
 // Every text column of every table holds something hostile; each output must hold none of it raw,
 // keep one row per line (a forged row or column would add lines or fields) and list every row.
-TEST_F(TunedbOutputTest, DatabaseTextIsEscapedInTablesAndExports) {
-  {
+class HostileDatabaseTest : public TunedbOutputTest {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(TunedbOutputTest::SetUp());
+    ASSERT_NO_FATAL_FAILURE(fill_hostile_database());
+  }
+
+  void fill_hostile_database() {
     Database db(db_path_);
     DeviceRecord clean{kClean, "NVIDIA H100 80GB HBM3", 9, 0, 132, 85'520'809'984, 1'980'000};
     DeviceRecord evil = clean;
@@ -248,11 +254,17 @@ TEST_F(TunedbOutputTest, DatabaseTextIsEscapedInTablesAndExports) {
     ASSERT_TRUE(db.offer_best(best(key(kClean, {256, 256, 256}), "BM=16)tuned_tsv\";int x;")));
     ASSERT_TRUE(db.offer_best(best(key(kClean, {512, 512, 512}), "BM=8,note=" + kMicro)));
   }
-  const size_t kDevices = 2, kSessions = 2, kTrials = 4, kBests = 5;
 
-  // Aligned tables: a header, a rule, then one line per row.
-  for (const auto& [command, rows] : std::vector<std::pair<std::string, size_t>>{
-           {"devices", kDevices}, {"sessions", kSessions}, {"trials", kTrials}, {"best", kBests}}) {
+  // The rows fill_hostile_database writes, per table.
+  static constexpr size_t kDevices = 2, kSessions = 2, kTrials = 4, kBests = 5;
+  static std::vector<std::pair<std::string, size_t>> rows_per_table() {
+    return {{"devices", kDevices}, {"sessions", kSessions}, {"trials", kTrials}, {"best", kBests}};
+  }
+};
+
+// Aligned tables: a header, a rule, then one line per row.
+TEST_F(HostileDatabaseTest, TablesEscapeTextAndKeepOneRowPerLine) {
+  for (const auto& [command, rows] : rows_per_table()) {
     SCOPED_TRACE(command);
     Result r = run(command);
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -278,10 +290,11 @@ TEST_F(TunedbOutputTest, DatabaseTextIsEscapedInTablesAndExports) {
       EXPECT_TRUE(contains(r.out, "guided\\x1b]0;pwned\\x07")) << r.out;
     }
   }
+}
 
-  // CSV: CRLF after each record and nowhere else; every record has the header's field count.
-  for (const auto& [table, rows] : std::vector<std::pair<std::string, size_t>>{
-           {"devices", kDevices}, {"sessions", kSessions}, {"trials", kTrials}, {"best", kBests}}) {
+// CSV: CRLF after each record and nowhere else; every record has the header's field count.
+TEST_F(HostileDatabaseTest, CsvExportsEscapeTextAndEndEachRecordWithCrlf) {
+  for (const auto& [table, rows] : rows_per_table()) {
     SCOPED_TRACE("csv " + table);
     Result r = run("export --format csv --table " + table);
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -301,8 +314,10 @@ TEST_F(TunedbOutputTest, DatabaseTextIsEscapedInTablesAndExports) {
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
   EXPECT_EQ(raw_control(listed.out, "\r\n"), "") << listed.out;
   EXPECT_EQ(parse_csv(listed.out).size(), 1 + kTrials) << listed.out;
+}
 
-  // JSON: one object per line; strings escaped as JSON (\u001b, \ufffd for bytes not UTF-8).
+// JSON: one object per line; strings escaped as JSON (\u001b, \ufffd for bytes not UTF-8).
+TEST_F(HostileDatabaseTest, JsonExportEscapesTextAndKeepsOneObjectPerLine) {
   Result json = run("export --format json");
   ASSERT_EQ(json.exit_code, 0) << json.err;
   EXPECT_EQ(raw_control(json.out, "\n"), "") << json.out;
@@ -311,10 +326,12 @@ TEST_F(TunedbOutputTest, DatabaseTextIsEscapedInTablesAndExports) {
   EXPECT_EQ(objects, kDevices + kSessions + kBests + kTrials) << json.out;
   EXPECT_TRUE(contains(json.out, R"("GPU-evil\u001b]0;pwned\u0007")")) << json.out;
   EXPECT_TRUE(contains(json.out, R"(\ufffd\ufffd\u009b\u202e )" + kMicro)) << json.out;
+}
 
-  // Shipped rows: nine tab-separated fields a line; a row with a field the table cannot hold (a
-  // forged row, the evil device's name, the end of the raw string it is compiled into) is left out
-  // with one escaped line on stderr; what is written parses back.
+// Shipped rows: nine tab-separated fields a line; a row with a field the table cannot hold (a
+// forged row, the evil device's name, the end of the raw string it is compiled into) is left out
+// with one escaped line on stderr; what is written parses back.
+TEST_F(HostileDatabaseTest, ShippedExportLeavesOutRowsItCannotHoldAndParsesBack) {
   Result shipped = run("export --format shipped");
   ASSERT_EQ(shipped.exit_code, 0) << shipped.err;
   EXPECT_EQ(raw_control(shipped.out, "\t\n"), "") << shipped.out;

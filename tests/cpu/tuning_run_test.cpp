@@ -117,9 +117,9 @@ class TuningRunTest : public ::testing::Test {
 
   TuningRunOptions options(int max_trials) const {
     TuningRunOptions o;
-    o.strategy = "guided";
+    o.session.strategy = "guided";
+    o.session.max_trials = max_trials;
     o.budget_s = 600;
-    o.max_trials = max_trials;
     o.seed = 7;
     return o;
   }

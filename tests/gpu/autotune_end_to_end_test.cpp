@@ -31,10 +31,8 @@ std::string file_bytes(const std::string& path) {
 using tuned::testing::run_command;
 using tuned::testing::tool_path;
 
-TEST(AutotuneEndToEnd, TunesRecordsAndAnotherProcessUsesTheResult) {
-  TUNED_REQUIRE_GPU();
-  const std::string db = ::testing::TempDir() + "autotune_e2e_" + std::to_string(getpid()) + ".db";
-  std::remove(db.c_str());
+// autotune tunes one key into `db`, and tunedb reads what it wrote.
+void autotune_into(const std::string& db) {
   std::string out;
   int rc = run_command(tool_path("autotune") +
                            " --device 0 --op gemm --shape 512x384x256 --layout NT --budget 20"
@@ -50,9 +48,11 @@ TEST(AutotuneEndToEnd, TunesRecordsAndAnotherProcessUsesTheResult) {
   rc = run_command(tool_path("tunedb") + " --db " + db + " best", &out);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("512x384x256"), std::string::npos) << out;
+}
 
-  // Another process (this test binary re-run through a tiny mode) is simplest as the tool
-  // itself: the database's best for the exact key and the nearest shape for a new one.
+// Another process (this test binary re-run through a tiny mode) is simplest as the tool
+// itself: the database's best for the exact key and the nearest shape for a new one.
+void check_describe_uses(const std::string& db) {
   ASSERT_EQ(tuned_set_database(db.c_str()), TUNED_STATUS_SUCCESS) << tuned_last_error();
   char text[512];
   float* d;
@@ -78,14 +78,16 @@ TEST(AutotuneEndToEnd, TunesRecordsAndAnotherProcessUsesTheResult) {
               fallback.rfind("default: GEMV=0,BM=", 0) == 0)
       << fallback;
   cudaFree(d);
+}
 
-  // A separate process: the gemm_example program runs tuned_gemm against cuBLAS with this db.
-  // Its lookups (the exact key, whose cubin autotune stored, and an untuned shape served by a
-  // precompiled kernel) change no byte of the database.
+// A separate process: the gemm_example program runs tuned_gemm against cuBLAS with this db.
+// Its lookups (the exact key, whose cubin autotune stored, and an untuned shape served by a
+// precompiled kernel) change no byte of the database.
+void check_example_uses_without_writing(const std::string& db) {
+  std::string out;
   const std::string before = file_bytes(db);
-  rc = run_command("TUNED_DB=" + db + " " + tool_path("../examples/gemm_example") +
-                       " 512 384 256 NT",
-                   &out);
+  int rc = run_command(
+      "TUNED_DB=" + db + " " + tool_path("../examples/gemm_example") + " 512 384 256 NT", &out);
   std::printf("%s\n", out.c_str());
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("exact: GEMV=0,BM="), std::string::npos) << out;
@@ -94,14 +96,18 @@ TEST(AutotuneEndToEnd, TunesRecordsAndAnotherProcessUsesTheResult) {
                    &out);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_EQ(file_bytes(db), before);
-  // A zero-byte file and another application's SQLite file given as TUNED_DB: the cache can only
-  // help, so the call computes with the shipped choices, the log says why once, and the file
-  // stays as it was.
+}
+
+// A zero-byte file and another application's SQLite file given as TUNED_DB: the cache can only
+// help, so the call computes with the shipped choices, the log says why once, and the file
+// stays as it was.
+void check_unusable_files_stay_as_they_were(const std::string& db) {
+  std::string out;
   const std::string empty = db + ".empty";
   std::ofstream(empty).close();
-  rc = run_command("TUNED_LOG_LEVEL=warn TUNED_DB=" + empty + " " +
-                       tool_path("../examples/gemm_example") + " 64 64 64 NN",
-                   &out);
+  int rc = run_command("TUNED_LOG_LEVEL=warn TUNED_DB=" + empty + " " +
+                           tool_path("../examples/gemm_example") + " 64 64 64 NN",
+                       &out);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("file is empty"), std::string::npos) << out;
   EXPECT_EQ(file_bytes(empty), "");
@@ -122,33 +128,49 @@ TEST(AutotuneEndToEnd, TunesRecordsAndAnotherProcessUsesTheResult) {
   EXPECT_NE(out.find("not a tuned database"), std::string::npos) << out;
   EXPECT_EQ(file_bytes(foreign), foreign_before);
   std::remove(foreign.c_str());
-  // A user who cannot write the database (root drops to nobody; the folder and file are root's)
-  // still uses its tuned config, and the file stays as it was.
-  if (geteuid() == 0) {
-    const std::string folder = db + ".ro";
-    const std::string copy = folder + "/tuned.db";
-    ASSERT_EQ(run_command("mkdir -p " + folder + " && cp " + db + " " + copy + " && chmod 755 " +
-                              folder + " && chmod 644 " + copy,
-                          &out),
-              0)
-        << out;
-    const std::string copy_before = file_bytes(copy);
-    rc = run_command("TUNED_DB=" + copy + " setpriv --reuid=65534 --regid=65534 --clear-groups " +
-                         tool_path("../examples/gemm_example") + " 512 384 256 NT",
-                     &out);
-    if (out.find("setpriv") != std::string::npos) {  // no setpriv, or nobody cannot run it
-      std::printf("read-only use as another user not checked: %s\n", out.c_str());
-    } else {
-      EXPECT_EQ(rc, 0) << out;
-      EXPECT_NE(out.find("exact: GEMV=0,BM="), std::string::npos) << out;
-      EXPECT_EQ(file_bytes(copy), copy_before);
-      std::printf("read-only database used by user nobody: exit %d, file unchanged: %s\n", rc,
-                  file_bytes(copy) == copy_before ? "yes" : "no");
-    }
-    run_command("rm -rf " + folder, &out);
-  } else {
+}
+
+// A user who cannot write the database (root drops to nobody; the folder and file are root's)
+// still uses its tuned config, and the file stays as it was.
+void check_read_only_use_as_nobody(const std::string& db) {
+  if (geteuid() != 0) {
     std::printf("read-only use as another user not checked: not running as root\n");
+    return;
   }
+  std::string out;
+  const std::string folder = db + ".ro";
+  const std::string copy = folder + "/tuned.db";
+  ASSERT_EQ(run_command("mkdir -p " + folder + " && cp " + db + " " + copy + " && chmod 755 " +
+                            folder + " && chmod 644 " + copy,
+                        &out),
+            0)
+      << out;
+  const std::string copy_before = file_bytes(copy);
+  const int rc =
+      run_command("TUNED_DB=" + copy + " setpriv --reuid=65534 --regid=65534 --clear-groups " +
+                      tool_path("../examples/gemm_example") + " 512 384 256 NT",
+                  &out);
+  if (out.find("setpriv") != std::string::npos) {  // no setpriv, or nobody cannot run it
+    std::printf("read-only use as another user not checked: %s\n", out.c_str());
+  } else {
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_NE(out.find("exact: GEMV=0,BM="), std::string::npos) << out;
+    EXPECT_EQ(file_bytes(copy), copy_before);
+    std::printf("read-only database used by user nobody: exit %d, file unchanged: %s\n", rc,
+                file_bytes(copy) == copy_before ? "yes" : "no");
+  }
+  run_command("rm -rf " + folder, &out);
+}
+
+TEST(AutotuneEndToEnd, TunesRecordsAndAnotherProcessUsesTheResult) {
+  TUNED_REQUIRE_GPU();
+  const std::string db = ::testing::TempDir() + "autotune_e2e_" + std::to_string(getpid()) + ".db";
+  std::remove(db.c_str());
+  ASSERT_NO_FATAL_FAILURE(autotune_into(db));
+  ASSERT_NO_FATAL_FAILURE(check_describe_uses(db));
+  ASSERT_NO_FATAL_FAILURE(check_example_uses_without_writing(db));
+  ASSERT_NO_FATAL_FAILURE(check_unusable_files_stay_as_they_were(db));
+  ASSERT_NO_FATAL_FAILURE(check_read_only_use_as_nobody(db));
   std::remove(db.c_str());
 }
 
@@ -466,7 +488,7 @@ TEST(AutotuneEndToEnd, TwoGpusShareTheShapesOutIntoOneDatabaseLosingNoRow) {
     int of_key = 0, ok = 0;
     for (const auto& t : trials) {
       if (t.key.device_uuid == best.key.device_uuid && t.key.shape == best.key.shape &&
-          t.key.layout == best.key.layout) {
+          t.key.variant == best.key.variant) {
         ++of_key;
         ok += t.disposition == tuned::cache::Disposition::kOk;
       }

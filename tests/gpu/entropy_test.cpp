@@ -47,60 +47,72 @@ const std::vector<Case>& cases() {
   return c;
 }
 
+// The public API (tuned_entropy, or tuned_entropy_u8 on in8) on c's input into a poisoned device
+// output, copied back to *out (p.ld_out * c.cols elements).
+void run_public_api(const Case& c, const Problem& p, const std::vector<float>& in,
+                    const std::vector<uint8_t>& in8, std::vector<float>* out) {
+  void* d_in = nullptr;
+  float* d_out = nullptr;
+  const size_t in_bytes = in.size() * (c.u8 ? 1 : 4), out_bytes = out->size() * sizeof(float);
+  ASSERT_EQ(cudaMalloc(&d_in, in_bytes), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_out), out_bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(d_in, c.u8 ? static_cast<const void*>(in8.data()) : in.data(), in_bytes,
+                       cudaMemcpyHostToDevice),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemset(d_out, 0xFF, out_bytes), cudaSuccess);  // poison
+  const tuned_status_t status =
+      c.u8 ? tuned_entropy_u8(c.rows, c.cols, c.radius, c.levels, static_cast<uint8_t*>(d_in),
+                              static_cast<int>(p.ld_in), d_out, static_cast<int>(p.ld_out), nullptr)
+           : tuned_entropy(c.rows, c.cols, c.radius, c.levels, static_cast<float*>(d_in),
+                           static_cast<int>(p.ld_in), d_out, static_cast<int>(p.ld_out), nullptr);
+  ASSERT_EQ(status, TUNED_STATUS_SUCCESS) << tuned_last_error();
+  ASSERT_EQ(cudaMemcpy(out->data(), d_out, out_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(d_in);
+  cudaFree(d_out);
+}
+
+// The host paths on c's input: the CPU into *cpu, and the GPU on one GPU into *gpu.
+void run_host_paths(const Case& c, const Problem& p, const std::vector<float>& in,
+                    const std::vector<uint8_t>& in8, std::vector<float>* cpu,
+                    std::vector<float>* gpu) {
+  EntropyOptions cpu_path, gpu_path;
+  cpu_path.path = EntropyPath::kCpu;
+  gpu_path.path = EntropyPath::kGpu;
+  gpu_path.gpus = 1;
+  if (c.u8) {
+    entropy_host(c.rows, c.cols, c.radius, c.levels, in8.data(), static_cast<int>(p.ld_in),
+                 cpu->data(), static_cast<int>(p.ld_out), cpu_path);
+    entropy_host(c.rows, c.cols, c.radius, c.levels, in8.data(), static_cast<int>(p.ld_in),
+                 gpu->data(), static_cast<int>(p.ld_out), gpu_path);
+  } else {
+    entropy_host(c.rows, c.cols, c.radius, c.levels, in.data(), static_cast<int>(p.ld_in),
+                 cpu->data(), static_cast<int>(p.ld_out), cpu_path);
+    entropy_host(c.rows, c.cols, c.radius, c.levels, in.data(), static_cast<int>(p.ld_in),
+                 gpu->data(), static_cast<int>(p.ld_out), gpu_path);
+  }
+}
+
 TEST(Entropy, PublicApiMatchesTheDoubleReferenceOnOddShapes) {
   TUNED_REQUIRE_GPU();
   std::mt19937 rng(9);
   for (const Case& c : cases()) {
     SCOPED_TRACE(std::to_string(c.rows) + "x" + std::to_string(c.cols) + " r" +
-                 std::to_string(c.radius) + " L" + std::to_string(c.levels) + (c.u8 ? " u8" : " f32") +
-                 " pad " + std::to_string(c.ld_pad));
+                 std::to_string(c.radius) + " L" + std::to_string(c.levels) +
+                 (c.u8 ? " u8" : " f32") + " pad " + std::to_string(c.ld_pad));
     Problem p = packed_problem(c.rows, c.cols, c.radius, c.levels);
     p.ld_in = c.rows + c.ld_pad;
     p.ld_out = c.rows + 2 * c.ld_pad;
-    const size_t n_in = static_cast<size_t>(p.ld_in) * c.cols, n_out = static_cast<size_t>(p.ld_out) * c.cols;
+    const size_t n_in = static_cast<size_t>(p.ld_in) * c.cols;
+    const size_t n_out = static_cast<size_t>(p.ld_out) * c.cols;
     const std::vector<float> in = random_levels(n_in, c.levels, rng);
     std::vector<uint8_t> in8(in.begin(), in.end());
     std::vector<double> ref(n_out, 0.0);
     reference(p, in.data(), ref.data(), p.ld_out);
-
-    void* d_in = nullptr;
-    float* d_out = nullptr;
-    const size_t in_bytes = n_in * (c.u8 ? 1 : 4);
-    ASSERT_EQ(cudaMalloc(&d_in, in_bytes), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_out), n_out * sizeof(float)), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(d_in, c.u8 ? static_cast<const void*>(in8.data()) : in.data(), in_bytes,
-                         cudaMemcpyHostToDevice),
-              cudaSuccess);
-    ASSERT_EQ(cudaMemset(d_out, 0xFF, n_out * sizeof(float)), cudaSuccess);  // poison
-    const tuned_status_t status =
-        c.u8 ? tuned_entropy_u8(c.rows, c.cols, c.radius, c.levels, static_cast<uint8_t*>(d_in),
-                                static_cast<int>(p.ld_in), d_out, static_cast<int>(p.ld_out), nullptr)
-             : tuned_entropy(c.rows, c.cols, c.radius, c.levels, static_cast<float*>(d_in),
-                             static_cast<int>(p.ld_in), d_out, static_cast<int>(p.ld_out), nullptr);
-    ASSERT_EQ(status, TUNED_STATUS_SUCCESS) << tuned_last_error();
     std::vector<float> out(n_out);
-    ASSERT_EQ(cudaMemcpy(out.data(), d_out, n_out * sizeof(float), cudaMemcpyDeviceToHost),
-              cudaSuccess);
-    cudaFree(d_in);
-    cudaFree(d_out);
-
-    // Host paths: CPU, and GPU on one GPU.
+    ASSERT_NO_FATAL_FAILURE(run_public_api(c, p, in, in8, &out));
     std::vector<float> cpu(n_out, NAN), gpu(n_out, NAN);
-    EntropyOptions cpu_path, gpu_path;
-    cpu_path.path = EntropyPath::kCpu;
-    gpu_path.path = EntropyPath::kGpu;
-    gpu_path.gpus = 1;
-    if (c.u8) {
-      entropy_host(c.rows, c.cols, c.radius, c.levels, in8.data(), static_cast<int>(p.ld_in),
-                   cpu.data(), static_cast<int>(p.ld_out), cpu_path);
-      entropy_host(c.rows, c.cols, c.radius, c.levels, in8.data(), static_cast<int>(p.ld_in),
-                   gpu.data(), static_cast<int>(p.ld_out), gpu_path);
-    } else {
-      entropy_host(c.rows, c.cols, c.radius, c.levels, in.data(), static_cast<int>(p.ld_in),
-                   cpu.data(), static_cast<int>(p.ld_out), cpu_path);
-      entropy_host(c.rows, c.cols, c.radius, c.levels, in.data(), static_cast<int>(p.ld_in),
-                   gpu.data(), static_cast<int>(p.ld_out), gpu_path);
-    }
+    run_host_paths(c, p, in, in8, &cpu, &gpu);
+
     double worst_device = 0, worst_cpu = 0, worst_host_gpu = 0;
     size_t padding_written = 0;
     for (int j = 0; j < c.cols; ++j) {

@@ -34,6 +34,163 @@ std::string describe(const Case& c) {
   return s;
 }
 
+// A case's host inputs: random A, B and C (c0), and the C handed to tuned_gemm (c_in: c0, with
+// the m x n part poisoned with NaN when beta == 0, which must never read C).
+struct HostInputs {
+  std::vector<float> a, b, c0, c_in;
+};
+
+HostInputs random_inputs(const Case& c, std::mt19937_64& rng) {
+  const int a_cols = c.op_a ? c.m : c.k, b_cols = c.op_b ? c.k : c.n;
+  HostInputs h;
+  h.a.resize(static_cast<size_t>(c.lda) * std::max(a_cols, 1));
+  h.b.resize(static_cast<size_t>(c.ldb) * std::max(b_cols, 1));
+  h.c0.resize(static_cast<size_t>(c.ldc) * c.n);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (auto& x : h.a) x = u(rng);
+  for (auto& x : h.b) x = u(rng);
+  for (auto& x : h.c0) x = u(rng);
+  h.c_in = h.c0;
+  if (c.beta == 0.0f) {
+    // beta == 0 must never read C: poison the part it would read with NaN.
+    for (int j = 0; j < c.n; ++j)
+      for (int i = 0; i < c.m; ++i) h.c_in[static_cast<size_t>(j) * c.ldc + i] = NAN;
+  }
+  return h;
+}
+
+// How tuned_gemm's C (`out`) differs from cuBLAS's (`ref`) and from FP64.
+struct CaseErrors {
+  size_t bad = 0, untouched_padding_changed = 0;
+  double rel = 0;    // normwise vs cuBLAS
+  double rel64 = 0;  // normwise vs FP64, sampled
+};
+
+CaseErrors errors_of(const Case& c, const HostInputs& h, const std::vector<float>& out,
+                     const std::vector<float>& ref) {
+  double diff2 = 0, ref2 = 0, diff64 = 0, ref64 = 0;
+  CaseErrors e;
+  for (int j = 0; j < c.n; ++j) {
+    for (int i = 0; i < c.ldc; ++i) {
+      const size_t idx = static_cast<size_t>(j) * c.ldc + i;
+      if (i >= c.m) {
+        // Rows between m and ldc belong to the caller: they must come back bit for bit.
+        if (std::memcmp(&out[idx], &h.c_in[idx], 4) != 0) ++e.untouched_padding_changed;
+        continue;
+      }
+      if (!std::isfinite(out[idx])) {
+        ++e.bad;
+        continue;
+      }
+      diff2 += (double(out[idx]) - ref[idx]) * (double(out[idx]) - ref[idx]);
+      ref2 += double(ref[idx]) * ref[idx];
+      // FP64 reference of the same element (sampled: every 7th element keeps it fast).
+      if (idx % 7 == 0) {
+        double acc = 0;
+        for (int p = 0; p < c.k; ++p) {
+          const double av = c.op_a ? h.a[static_cast<size_t>(i) * c.lda + p]
+                                   : h.a[static_cast<size_t>(p) * c.lda + i];
+          const double bv = c.op_b ? h.b[static_cast<size_t>(p) * c.ldb + j]
+                                   : h.b[static_cast<size_t>(j) * c.ldb + p];
+          acc += av * bv;
+        }
+        const double exact = c.alpha * acc + (c.beta != 0.0f ? c.beta * double(h.c0[idx]) : 0.0);
+        diff64 += (out[idx] - exact) * (out[idx] - exact);
+        ref64 += exact * exact;
+      }
+    }
+  }
+  e.rel = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+  e.rel64 = ref64 > 0 ? std::sqrt(diff64 / ref64) : std::sqrt(diff64);
+  return e;
+}
+
+// One shape of ComputeTypesKeepTheirContracts: its A and B on the host and the device, and C.
+struct ComputeShape {
+  tuned_operation_t op_a, op_b;
+  int m, n, k, lda, ldb, ldc;
+  std::vector<float> a, b;
+  float *da = nullptr, *db = nullptr, *dc = nullptr;
+};
+
+// Fills s's A and B with random values and uploads them; allocates C.
+void upload_random_operands(std::mt19937_64& rng, ComputeShape* s) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  s->a.resize(static_cast<size_t>(s->lda) * (s->op_a ? s->m : s->k));
+  s->b.resize(static_cast<size_t>(s->ldb) * (s->op_b ? s->k : s->n));
+  for (auto& x : s->a) x = u(rng);
+  for (auto& x : s->b) x = u(rng);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&s->da), s->a.size() * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&s->db), s->b.size() * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&s->dc), size_t{4} * s->ldc * s->n), cudaSuccess);
+  cudaMemcpy(s->da, s->a.data(), s->a.size() * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(s->db, s->b.data(), s->b.size() * 4, cudaMemcpyHostToDevice);
+}
+
+// Normwise error of s's C against FP64 over every 13th row and 11th column.
+double error_vs_fp64(const ComputeShape& s) {
+  std::vector<float> c(static_cast<size_t>(s.ldc) * s.n);
+  cudaMemcpy(c.data(), s.dc, c.size() * 4, cudaMemcpyDeviceToHost);
+  double diff = 0, norm = 0;
+  for (int j = 0; j < s.n; j += 11) {
+    for (int i = 0; i < s.m; i += 13) {
+      double exact = 0;
+      for (int p = 0; p < s.k; ++p) {
+        exact += double(s.op_a ? s.a[size_t(i) * s.lda + p] : s.a[size_t(p) * s.lda + i]) *
+                 double(s.op_b ? s.b[size_t(p) * s.ldb + j] : s.b[size_t(j) * s.ldb + p]);
+      }
+      const double got = c[size_t(j) * s.ldc + i];
+      diff += (got - exact) * (got - exact);
+      norm += exact * exact;
+    }
+  }
+  return std::sqrt(diff / norm);
+}
+
+// The error of cuBLAS's C (with this handle's math mode) against FP64.
+double cublas_error(cublasHandle_t handle, const ComputeShape& s) {
+  const float one = 1.0f, zero = 0.0f;
+  EXPECT_EQ(
+      cublasSgemm(handle, s.op_a ? CUBLAS_OP_T : CUBLAS_OP_N, s.op_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                  s.m, s.n, s.k, &one, s.da, s.lda, s.db, s.ldb, &zero, s.dc, s.ldc),
+      CUBLAS_STATUS_SUCCESS);
+  return error_vs_fp64(s);
+}
+
+// tuned_gemm_ex with `compute` on s keeps that type's contract, given cuBLAS's SGEMM and TF32
+// errors on the same shape (see ComputeTypesKeepTheirContracts).
+void check_compute_type(const ComputeShape& s, tuned_compute_t compute, double sgemm, double tf32,
+                        const tuned::DeviceInfo& device) {
+  char text[512];
+  ASSERT_EQ(tuned_gemm_describe_ex(s.op_a, s.op_b, s.m, s.n, s.k, s.da, s.lda, s.db, s.ldb, s.dc,
+                                   s.ldc, compute, text, sizeof(text)),
+            TUNED_STATUS_SUCCESS)
+      << tuned_last_error();
+  SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) +
+               " compute " + std::to_string(compute) + ": " + text);
+  cudaMemset(s.dc, 0xFF, size_t{4} * s.ldc * s.n);  // NaN: beta = 0 must overwrite it
+  const float one = 1.0f, zero = 0.0f;
+  ASSERT_EQ(tuned_gemm_ex(s.op_a, s.op_b, s.m, s.n, s.k, &one, s.da, s.lda, s.db, s.ldb, &zero,
+                          s.dc, s.ldc, compute, nullptr),
+            TUNED_STATUS_SUCCESS)
+      << tuned_last_error();
+  const double err = error_vs_fp64(s);
+  const bool plain = std::string(text).find("plain TF32") != std::string::npos;
+  if (compute == TUNED_COMPUTE_32F_FAST_TF32) {
+    EXPECT_LE(err, 2 * tf32) << "cuBLAS TF32 " << tf32;
+    if (device.compute_capability() == 90) {
+      EXPECT_TRUE(plain);
+      EXPECT_GT(err, 10 * sgemm) << "cuBLAS SGEMM " << sgemm;
+    }
+  } else {
+    EXPECT_FALSE(plain);
+    EXPECT_LE(err, 2 * sgemm) << "cuBLAS SGEMM " << sgemm;
+  }
+  if (compute == TUNED_COMPUTE_32F_PEDANTIC) {
+    EXPECT_NE(std::string(text).find("(math: FFMA"), std::string::npos);
+  }
+}
+
 class TunedGemm : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -49,33 +206,19 @@ class TunedGemm : public ::testing::Test {
     std::remove(db_.c_str());
   }
 
-  // Runs one case; returns the error of tuned vs cuBLAS (and checks it against FP64).
+  // Runs one case; checks tuned's C against cuBLAS and FP64 (and keeps the worst error).
   void run_case(const Case& c, std::mt19937_64& rng) {
     SCOPED_TRACE(describe(c));
-    const int a_cols = c.op_a ? c.m : c.k, b_cols = c.op_b ? c.k : c.n;
-    const int a_rows = c.op_a ? c.k : c.m, b_rows = c.op_b ? c.n : c.k;
-    std::vector<float> a(static_cast<size_t>(c.lda) * std::max(a_cols, 1));
-    std::vector<float> b(static_cast<size_t>(c.ldb) * std::max(b_cols, 1));
-    std::vector<float> c0(static_cast<size_t>(c.ldc) * c.n);
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    for (auto& x : a) x = u(rng);
-    for (auto& x : b) x = u(rng);
-    for (auto& x : c0) x = u(rng);
-    std::vector<float> c_in = c0;
-    if (c.beta == 0.0f) {
-      // beta == 0 must never read C: poison the part it would read with NaN.
-      for (int j = 0; j < c.n; ++j)
-        for (int i = 0; i < c.m; ++i) c_in[static_cast<size_t>(j) * c.ldc + i] = NAN;
-    }
+    const HostInputs h = random_inputs(c, rng);
     float *da, *db, *dc, *dref;
-    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&da), a.size() * 4), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&db), b.size() * 4), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dc), c0.size() * 4), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dref), c0.size() * 4), cudaSuccess);
-    cudaMemcpy(da, a.data(), a.size() * 4, cudaMemcpyHostToDevice);
-    cudaMemcpy(db, b.data(), b.size() * 4, cudaMemcpyHostToDevice);
-    cudaMemcpy(dc, c_in.data(), c0.size() * 4, cudaMemcpyHostToDevice);
-    cudaMemcpy(dref, c0.data(), c0.size() * 4, cudaMemcpyHostToDevice);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&da), h.a.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&db), h.b.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dc), h.c0.size() * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dref), h.c0.size() * 4), cudaSuccess);
+    cudaMemcpy(da, h.a.data(), h.a.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(db, h.b.data(), h.b.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(dc, h.c_in.data(), h.c0.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(dref, h.c0.data(), h.c0.size() * 4, cudaMemcpyHostToDevice);
 
     ASSERT_EQ(tuned_gemm(c.op_a, c.op_b, c.m, c.n, c.k, &c.alpha, da, c.lda, db, c.ldb, &c.beta, dc,
                          c.ldc, nullptr),
@@ -86,7 +229,7 @@ class TunedGemm : public ::testing::Test {
                           db, c.ldb, &c.beta, dref, c.ldc),
               CUBLAS_STATUS_SUCCESS);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    std::vector<float> out(c0.size()), ref(c0.size());
+    std::vector<float> out(h.c0.size()), ref(h.c0.size());
     cudaMemcpy(out.data(), dc, out.size() * 4, cudaMemcpyDeviceToHost);
     cudaMemcpy(ref.data(), dref, ref.size() * 4, cudaMemcpyDeviceToHost);
     cudaFree(da);
@@ -94,47 +237,12 @@ class TunedGemm : public ::testing::Test {
     cudaFree(dc);
     cudaFree(dref);
 
-    double diff2 = 0, ref2 = 0, diff64 = 0, ref64 = 0;
-    size_t bad = 0, untouched_padding_changed = 0;
-    for (int j = 0; j < c.n; ++j) {
-      for (int i = 0; i < c.ldc; ++i) {
-        const size_t idx = static_cast<size_t>(j) * c.ldc + i;
-        if (i >= c.m) {
-          // Rows between m and ldc belong to the caller: they must come back bit for bit.
-          if (std::memcmp(&out[idx], &c_in[idx], 4) != 0) ++untouched_padding_changed;
-          continue;
-        }
-        if (!std::isfinite(out[idx])) {
-          ++bad;
-          continue;
-        }
-        diff2 += (double(out[idx]) - ref[idx]) * (double(out[idx]) - ref[idx]);
-        ref2 += double(ref[idx]) * ref[idx];
-        // FP64 reference of the same element (sampled: every 7th element keeps it fast).
-        if (idx % 7 == 0) {
-          double acc = 0;
-          for (int p = 0; p < c.k; ++p) {
-            const double av = c.op_a ? a[static_cast<size_t>(i) * c.lda + p]
-                                     : a[static_cast<size_t>(p) * c.lda + i];
-            const double bv = c.op_b ? b[static_cast<size_t>(p) * c.ldb + j]
-                                     : b[static_cast<size_t>(j) * c.ldb + p];
-            acc += av * bv;
-          }
-          const double exact = c.alpha * acc + (c.beta != 0.0f ? c.beta * double(c0[idx]) : 0.0);
-          diff64 += (out[idx] - exact) * (out[idx] - exact);
-          ref64 += exact * exact;
-        }
-      }
-    }
-    (void)a_rows;
-    (void)b_rows;
-    EXPECT_EQ(bad, 0u) << "NaN/Inf or unwritten elements";
-    EXPECT_EQ(untouched_padding_changed, 0u) << "wrote outside the m x n part of C";
-    const double rel = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
-    const double rel64 = ref64 > 0 ? std::sqrt(diff64 / ref64) : std::sqrt(diff64);
-    EXPECT_LE(rel, 1e-5) << "vs cuBLAS";
-    EXPECT_LE(rel64, 1e-5) << "vs FP64";
-    worst_ = std::max(worst_, rel);
+    const CaseErrors e = errors_of(c, h, out, ref);
+    EXPECT_EQ(e.bad, 0u) << "NaN/Inf or unwritten elements";
+    EXPECT_EQ(e.untouched_padding_changed, 0u) << "wrote outside the m x n part of C";
+    EXPECT_LE(e.rel, 1e-5) << "vs cuBLAS";
+    EXPECT_LE(e.rel64, 1e-5) << "vs FP64";
+    worst_ = std::max(worst_, e.rel);
   }
 
   std::string db_;
@@ -258,84 +366,21 @@ TEST_F(TunedGemm, BadArgumentsGiveClearErrors) {
 TEST_F(TunedGemm, ComputeTypesKeepTheirContracts) {
   const tuned::DeviceInfo device = tuned::query_device(0);
   std::mt19937_64 rng(2031);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   cublasHandle_t tf32_cublas = nullptr;
   ASSERT_EQ(cublasCreate(&tf32_cublas), CUBLAS_STATUS_SUCCESS);
   cublasSetMathMode(tf32_cublas, CUBLAS_TF32_TENSOR_OP_MATH);
   for (const auto& [op_a, op_b, m, n, k] : {std::tuple{TUNED_OP_N, TUNED_OP_N, 2048, 1536, 1024},
                                             std::tuple{TUNED_OP_T, TUNED_OP_T, 1000, 999, 1001}}) {
-    const int lda = op_a ? k : m, ldb = op_b ? n : k, ldc = m;
-    std::vector<float> a(static_cast<size_t>(lda) * (op_a ? m : k));
-    std::vector<float> b(static_cast<size_t>(ldb) * (op_b ? k : n));
-    for (auto& x : a) x = u(rng);
-    for (auto& x : b) x = u(rng);
-    float *da, *db, *dc;
-    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&da), a.size() * 4), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&db), b.size() * 4), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dc), size_t{4} * ldc * n), cudaSuccess);
-    cudaMemcpy(da, a.data(), a.size() * 4, cudaMemcpyHostToDevice);
-    cudaMemcpy(db, b.data(), b.size() * 4, cudaMemcpyHostToDevice);
-    const float one = 1.0f, zero = 0.0f;
-    // Normwise error of C against FP64 over every 13th row and 11th column.
-    auto error = [&] {
-      std::vector<float> c(static_cast<size_t>(ldc) * n);
-      cudaMemcpy(c.data(), dc, c.size() * 4, cudaMemcpyDeviceToHost);
-      double diff = 0, norm = 0;
-      for (int j = 0; j < n; j += 11) {
-        for (int i = 0; i < m; i += 13) {
-          double exact = 0;
-          for (int p = 0; p < k; ++p) {
-            exact += double(op_a ? a[size_t(i) * lda + p] : a[size_t(p) * lda + i]) *
-                     double(op_b ? b[size_t(p) * ldb + j] : b[size_t(j) * ldb + p]);
-          }
-          const double got = c[size_t(j) * ldc + i];
-          diff += (got - exact) * (got - exact);
-          norm += exact * exact;
-        }
-      }
-      return std::sqrt(diff / norm);
-    };
-    auto cublas_error = [&](cublasHandle_t handle) {
-      EXPECT_EQ(
-          cublasSgemm(handle, op_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b ? CUBLAS_OP_T : CUBLAS_OP_N, m,
-                      n, k, &one, da, lda, db, ldb, &zero, dc, ldc),
-          CUBLAS_STATUS_SUCCESS);
-      return error();
-    };
-    const double sgemm = cublas_error(cublas_), tf32 = cublas_error(tf32_cublas);
+    ComputeShape s{op_a, op_b, m, n, k, op_a ? k : m, op_b ? n : k, m, {}, {}};
+    ASSERT_NO_FATAL_FAILURE(upload_random_operands(rng, &s));
+    const double sgemm = cublas_error(cublas_, s), tf32 = cublas_error(tf32_cublas, s);
     for (tuned_compute_t compute :
          {TUNED_COMPUTE_DEFAULT, TUNED_COMPUTE_32F_FAST_TF32, TUNED_COMPUTE_32F_PEDANTIC}) {
-      char text[512];
-      ASSERT_EQ(tuned_gemm_describe_ex(op_a, op_b, m, n, k, da, lda, db, ldb, dc, ldc, compute,
-                                       text, sizeof(text)),
-                TUNED_STATUS_SUCCESS)
-          << tuned_last_error();
-      SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
-                   " compute " + std::to_string(compute) + ": " + text);
-      cudaMemset(dc, 0xFF, size_t{4} * ldc * n);  // NaN: beta = 0 must overwrite it
-      ASSERT_EQ(tuned_gemm_ex(op_a, op_b, m, n, k, &one, da, lda, db, ldb, &zero, dc, ldc, compute,
-                              nullptr),
-                TUNED_STATUS_SUCCESS)
-          << tuned_last_error();
-      const double err = error();
-      const bool plain = std::string(text).find("plain TF32") != std::string::npos;
-      if (compute == TUNED_COMPUTE_32F_FAST_TF32) {
-        EXPECT_LE(err, 2 * tf32) << "cuBLAS TF32 " << tf32;
-        if (device.compute_capability() == 90) {
-          EXPECT_TRUE(plain);
-          EXPECT_GT(err, 10 * sgemm) << "cuBLAS SGEMM " << sgemm;
-        }
-      } else {
-        EXPECT_FALSE(plain);
-        EXPECT_LE(err, 2 * sgemm) << "cuBLAS SGEMM " << sgemm;
-      }
-      if (compute == TUNED_COMPUTE_32F_PEDANTIC) {
-        EXPECT_NE(std::string(text).find("(math: FFMA"), std::string::npos);
-      }
+      ASSERT_NO_FATAL_FAILURE(check_compute_type(s, compute, sgemm, tf32, device));
     }
-    cudaFree(da);
-    cudaFree(db);
-    cudaFree(dc);
+    cudaFree(s.da);
+    cudaFree(s.db);
+    cudaFree(s.dc);
   }
   cublasDestroy(tf32_cublas);
   const float one = 1.0f;
