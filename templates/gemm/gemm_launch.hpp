@@ -1,11 +1,14 @@
 // What the GEMM op's launch path (gemm_launch.cpp: launch's passes over k, each [transpose B]
 // [pack A and B] [zero tickets] product [sum pass] in the stream's launch chain) shares with its
 // descriptor (gemm_op.cpp): the workspace layout that workspace_bytes sizes, and the companion
-// kernels that kernel_spec builds beside the product. Internal to templates/gemm/.
+// kernels that kernel_spec builds beside the product; and what the space's rules (gemm_rules.cpp)
+// read of the descriptor: the GEMV placeholders and orientation. Internal to templates/gemm/.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "core/space.hpp"
 #include "templates/gemm/gemm_op.hpp"
@@ -18,6 +21,16 @@ extern const char* const kPack;
 
 // Whether an operand allows 16-byte vectors: its pointer and its leading dimension.
 bool vector_aligned(const void* pointer, int64_t ld);
+
+// A GEMV config's tile parameters at their placeholder values (gemv_config sets them, the rules
+// gemv_fixes_* require them).
+const std::vector<std::pair<const char*, int>>& gemv_tile_placeholders();
+
+// gemm.cu's orientation of a GEMV kernel: Y = C (m x n) when n fits its GCOLS columns, else
+// Y = C^T; and the rows and columns of Y.
+bool gemv_y_is_c(const Config& c, const Problem& p);
+int64_t gemv_rows(const Config& c, const Problem& p);
+int64_t gemv_cols(const Config& c, const Problem& p);
 
 // Workspace layout: [B transposed (PRETB)] [A packed] [B packed (PACK; B only without PRETB)]
 // [partial tiles and tickets (SPLITK > 1)]. Copies have leading dimensions a multiple of 4.
