@@ -12,18 +12,15 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cache/database.hpp"
-#include "core/cuda_check.hpp"
 #include "generator/device.hpp"
 #include "templates/registry.hpp"
 #include "tools/autotune_options.hpp"

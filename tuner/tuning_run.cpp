@@ -26,7 +26,6 @@ struct RunState {
   TuningObserver& observer;
   TaskQueue& queue;
   bool several_devices = false;
-  int compile_threads = 0;  // per tuner; 0: the session's default
   std::mutex mutex;         // guards outcomes, and the observer's task_ended
   std::vector<std::optional<TaskOutcome>> outcomes;
 };
@@ -78,7 +77,6 @@ class TaskRun {
     const TuningRunOptions& run = run_.options;
     SessionOptions options = run.session;
     options.budget_s = budget_s_;
-    options.compile_threads = run_.compile_threads;
     options.seed =
         run.seed
             ? run.seed + index_
@@ -206,15 +204,15 @@ std::vector<std::optional<TaskOutcome>> run_tuning(
   std::vector<double> work;
   for (const auto& problem : problems) work.push_back(problem.work);
   TaskQueue queue(work, several, options.budget_s, options.stop);
-  RunState run{problems, db, options, observer, queue};
-  run.several_devices = several;
-  run.compile_threads = options.session.compile_threads;
-  run.outcomes.resize(problems.size());
-  if (several && run.compile_threads == 0) {
+  TuningRunOptions resolved = options;
+  if (several && resolved.session.compile_threads == 0) {
     // The compile pools share the cores: each tuner its part, less its measuring thread.
     const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    run.compile_threads = std::max(1, cores / static_cast<int>(devices.size()) - 1);
+    resolved.session.compile_threads = std::max(1, cores / static_cast<int>(devices.size()) - 1);
   }
+  RunState run{problems, db, resolved, observer, queue};
+  run.several_devices = several;
+  run.outcomes.resize(problems.size());
   std::vector<std::exception_ptr> errors(devices.size());
   std::vector<std::thread> tuners;
   for (size_t g = 0; g < devices.size(); ++g) {
