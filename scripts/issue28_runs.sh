@@ -149,6 +149,11 @@
 #                entries) on the fitting sets above, fewer seeds of each stratum, the long set and
 #                the decoding products, for at most S seconds (default 540;
 #                gemm_sweep_<gpu>_issue28-<set>-refresh.tsv.gz): the table refitted from them
+#   tma-refresh[:S]  a GPU whose table has no TMA-fed entry (H200): the H100 table's TMA-fed entries,
+#                those in one chain also in partial chains (bench/data/sweep_candidates/gemm_sweep_
+#                candidates_tma_refresh_<gpu>.txt), on the refresh step's sets but the small stratum
+#                and the matrix-vector ones, for at most S seconds (default 540;
+#                gemm_sweep_<gpu>_issue28-<set>-tma-refresh.tsv.gz)
 #   networks     bench/gemm_networks, shipped data only (empty user database)
 #   networks-fu  bench/gemm_networks with first-use tuning
 #   large        gemm_random --min-gflop 1 --seeds 111,112,113, shipped data only
@@ -205,6 +210,9 @@ REFRESH_SETS=("${MORE_SETS[@]}" "networks --networks --max-gflop 600" "long --lo
               "gemv-decode --gemv --more-networks" "large --seeds 3001-3012 --min-gflop 1"
               "middle --seeds 3101-3108 --min-gflop 0.1" "small --seeds 3201-3204 --min-gflop 0.01"
               "gemv-random --gemv --seeds 1-30")
+TMA_REFRESH_SETS=("networks --networks --max-gflop 600" "${MORE_SETS[@]}"
+                  "large --seeds 3001-3012 --min-gflop 1" "long --long --only-candidates"
+                  "middle --seeds 3101-3108 --min-gflop 0.1")
 # wgmma_sets ARRAY PREFIX [OPTIONS]: the wgmma steps' sets (networks, large stratum, second
 # fitting set, middle stratum) named PREFIX-<set>, OPTIONS added to each.
 wgmma_sets() {
@@ -266,13 +274,15 @@ TF32_SETS=("tf32-networks --networks --max-gflop 600" "tf32-more --more-networks
 # sweep_sets SUFFIX SECONDS ARGS...: gemm_sweep ARGS on every set of SWEEP (default SETS),
 # resumed, for at most SECONDS in all; each set's rows in $WORK/<set>SUFFIX.tsv and back in $OUT
 # as the file bench/data/sweeps keeps. A set cut short on an earlier machine goes on from the rows
-# carried in carry/sweeps/.
+# carried in carry/sweeps/. ONLY_SETS (set names, ' '-separated) keeps those alone: one GPU's share
+# where the GPUs of one machine sweep a step's sets side by side.
 sweep_sets() {
   local suffix=$1 deadline=$(( $(date +%s) + $2 )) set name args
   shift 2
   local -n sets=${SWEEP:-SETS}
   for set in "${sets[@]}"; do
     read -r name args <<< "$set"
+    [[ -z "${ONLY_SETS:-}" || " $ONLY_SETS " == *" $name "* ]] || continue
     local left=$(( deadline - $(date +%s) )) file="$WORK/$name$suffix.tsv"
     local kept="gemm_sweep_${tag}_issue28-$name$suffix.tsv.gz"
     [ "$left" -gt 20 ] || break
@@ -445,6 +455,9 @@ for step in "$@"; do
     fill|fill:*)
       sweep_step fill 300 FILL_SETS -fill \
         --candidates "bench/data/sweep_candidates/gemm_sweep_candidates_issue28-fill_${tag}.txt" ;;
+    tma-refresh|tma-refresh:*)
+      sweep_step tma-refresh 540 TMA_REFRESH_SETS -tma-refresh \
+        --candidates "bench/data/sweep_candidates/gemm_sweep_candidates_tma_refresh_${tag}.txt" ;;
     refresh|refresh:*)
       sweep_step refresh 540 REFRESH_SETS -refresh --portfolio \
         --candidates "bench/data/sweep_candidates/gemm_sweep_candidates_refresh_${tag}.txt" ;;
