@@ -152,7 +152,10 @@
 #   tma-refresh[:S]  a GPU whose table has no TMA-fed entry (H200): the H100 table's TMA-fed entries,
 #                those in one chain also in partial chains (bench/data/sweep_candidates/gemm_sweep_
 #                candidates_tma_refresh_<gpu>.txt), on the refresh step's sets but the small stratum
-#                and the matrix-vector ones, for at most S seconds (default 540;
+#                and the matrix-vector ones; then with the GPU's own portfolio on the sets it has
+#                no sweep of (the rest of the large and middle strata, the vocabulary projections,
+#                the layer grid with 256-4096 tokens, its feed-forward layers, long sums under a
+#                moderate output), for at most S seconds (default 540;
 #                gemm_sweep_<gpu>_issue28-<set>-tma-refresh.tsv.gz)
 #   networks     bench/gemm_networks, shipped data only (empty user database)
 #   networks-fu  bench/gemm_networks with first-use tuning
@@ -212,7 +215,14 @@ REFRESH_SETS=("${MORE_SETS[@]}" "networks --networks --max-gflop 600" "long --lo
               "gemv-random --gemv --seeds 1-30")
 TMA_REFRESH_SETS=("networks --networks --max-gflop 600" "${MORE_SETS[@]}"
                   "large --seeds 3001-3012 --min-gflop 1" "long --long --only-candidates"
-                  "middle --seeds 3101-3108 --min-gflop 0.1")
+                  "middle --seeds 3101-3108 --min-gflop 0.1"
+                  "large-b --seeds 3013-3022 --min-gflop 1 --portfolio"
+                  "large-c --seeds 3023-3032 --min-gflop 1 --portfolio"
+                  "middle-b --seeds 3109-3116 --min-gflop 0.1 --portfolio"
+                  "vocab --vocab-networks --portfolio" "layer-grid --layer-grid --portfolio"
+                  "layer-tokens --layer-grid --layer-tokens 2048 3072 4096 --portfolio"
+                  "ffn-grid --layer-grid --layer-ffn --portfolio" "long-sums --long-sums --portfolio"
+                  "small-b --seeds 3205-3208 --min-gflop 0.01 --portfolio")
 # wgmma_sets ARRAY PREFIX [OPTIONS]: the wgmma steps' sets (networks, large stratum, second
 # fitting set, middle stratum) named PREFIX-<set>, OPTIONS added to each.
 wgmma_sets() {
