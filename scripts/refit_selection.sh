@@ -76,7 +76,10 @@
 # -more sweeps, its _issue28-hard-large sweep and its _issue28-decode sweep (not the layer grids: only
 # wgmma configs ran there, the H200 has no sweep of the others on it), then as on the H100 its
 # _issue28-hard-large-minb3, -decode-minb3, -hard-large-ahead, -decode-ahead and
-# -lanes-large-ahead sweeps (the table's header lists the files in order).
+# -lanes-large-ahead sweeps (the table's header lists the files in order), and last its TMA-fed
+# sweeps (`issue28_runs.sh tma-refresh`, ENTRIES=112): the files above, then
+#   ${H2}_issue28-{networks,more,large,long,middle,large-b,large-c,middle-b,small-b,vocab,layer-grid,
+#     layer-tokens,ffn-grid,long-sums}-tma-refresh.tsv.gz   (H2=bench/data/sweeps/gemm_sweep_nvidia-h200)
 # (at 80 the H200 refit dropped the FP64 split-K entry of a 118 GFLOP convolution weight gradient).
 # The other H100 sweeps measured single FFMA chains only where the accuracy contract now refuses
 # them (most rows past k = 128) and no FP64 tensor-core or KSUM config beside them, so their

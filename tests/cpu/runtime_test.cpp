@@ -218,10 +218,11 @@ TEST(RuntimeChoice, PlainTf32IsPickedOnlyForTheTf32ComputeType) {
   std::remove(db.c_str());
 }
 
-// An H200's own table was fitted before the TMA-fed wgmma kernels (MMA = 4) existed, and first-use
-// picked none of them there (0.69 of a 300 s run's best). Its candidates take the top picks of the
-// H100's model too, early enough that the budget of a long product times them (it stopped before
-// the 13th there); an H100's own picks hold them already.
+// A GPU's own table may predate a kernel family: the H200's was fitted before the TMA-fed wgmma
+// kernels (MMA = 4) existed, and first-use picked none of them there (0.69 of a 300 s run's best).
+// So first-use candidates take the top picks of the architecture's other models too, early enough
+// that the budget of a long product times them (it stopped before the 13th there); both tables
+// hold TMA-fed entries now, so each GPU's own picks hold them as well.
 TEST(RuntimeChoice, FirstUseCandidatesTakeTheArchitecturesOtherModels) {
   const OpRegistration& gemm = find_op("gemm");
   ProblemId id = gemm_op::problem_id(gemm_op::packed_problem("NT", 4096, 1536, 6144));
@@ -229,7 +230,7 @@ TEST(RuntimeChoice, FirstUseCandidatesTakeTheArchitecturesOtherModels) {
   auto tma_wgmma_at = [&](const DeviceInfo& device) {
     const auto candidates =
         Runtime::first_use_candidates(gemm, device, id, gemm.face->fallback_config(device, id));
-    EXPECT_GE(candidates.size(), 20u);
+    EXPECT_GT(candidates.size(), 8u);  // else any position would be within the first 8
     for (size_t i = 0; i < candidates.size(); ++i) {
       if (candidates[i].get("MMA") == 4) return i;
     }
