@@ -37,8 +37,6 @@ using sqlite::fail;
 using sqlite::Statement;
 using sqlite::Transaction;
 
-#define TUNED_NOW "strftime('%Y-%m-%dT%H:%M:%SZ','now')"
-
 struct Closer {
   void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 };

@@ -18,8 +18,6 @@ namespace {
 using sqlite::Statement;
 using sqlite::Transaction;
 
-#define TUNED_NOW "strftime('%Y-%m-%dT%H:%M:%SZ','now')"
-
 }  // namespace
 
 bool Database::cubins_trusted() const { return file::cubin_distrust(path_).empty(); }

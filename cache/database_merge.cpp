@@ -22,8 +22,6 @@ namespace {
 using sqlite::Statement;
 using sqlite::Transaction;
 
-#define TUNED_NOW "strftime('%Y-%m-%dT%H:%M:%SZ','now')"
-
 std::string describe_key(const ProblemKey& key) {
   return key.op + " " + key.variant + " " + key.shape_string() + " align " +
          std::to_string(key.alignment) + " of " + key.device_uuid;

@@ -11,6 +11,10 @@
 
 #include "tuned/error.hpp"
 
+// The current UTC time as SQL text, ISO 8601: the created_at/updated_at columns' format. A macro,
+// so that it joins the literal of a statement.
+#define TUNED_NOW "strftime('%Y-%m-%dT%H:%M:%SZ','now')"
+
 namespace tuned::cache::sqlite {
 
 [[noreturn]] inline void fail(const std::string& path, const std::string& reason) {

@@ -215,6 +215,7 @@ class RunPrinter : public tuned::TuningObserver {
   std::mutex mutex_;                                             // guards printers_
   std::map<size_t, std::unique_ptr<ProgressPrinter>> printers_;  // by task, while it runs
 };
+
 // The devices of the run, queried: --device N as ever; a list or all checked against the machine.
 // Returns nothing after printing a usage error (a listed index not on this machine).
 std::optional<std::vector<tuned::DeviceInfo>> query_devices(const AutotuneOptions& options) {
