@@ -108,6 +108,47 @@ tuned_status_t tuned_gemm_ex(tuned_operation_t op_a, tuned_operation_t op_b, int
   });
 }
 
+tuned_status_t tuned_gemm_strided_batched(tuned_operation_t op_a, tuned_operation_t op_b, int m,
+                                          int n, int k, const float* alpha, const float* A,
+                                          int lda, long long stride_a, const float* B, int ldb,
+                                          long long stride_b, const float* beta, float* C, int ldc,
+                                          long long stride_c, int batch_count,
+                                          cudaStream_t stream) {
+  return tuned_gemm_strided_batched_ex(op_a, op_b, m, n, k, alpha, A, lda, stride_a, B, ldb,
+                                       stride_b, beta, C, ldc, stride_c, batch_count,
+                                       TUNED_COMPUTE_DEFAULT, nullptr, stream);
+}
+
+tuned_status_t tuned_gemm_strided_batched_ex(
+    tuned_operation_t op_a, tuned_operation_t op_b, int m, int n, int k, const float* alpha,
+    const float* A, int lda, long long stride_a, const float* B, int ldb, long long stride_b,
+    const float* beta, float* C, int ldc, long long stride_c, int batch_count,
+    tuned_compute_t compute, const tuned_epilogue_t* epilogue, cudaStream_t stream) {
+  return guarded([&] {
+    tuned::gemm_op::Epilogue e;
+    if (epilogue != nullptr) {
+      e.bias_kind = static_cast<tuned::gemm_op::BiasKind>(epilogue->bias_kind);
+      e.bias = epilogue->bias;
+      e.bias_stride = epilogue->bias_batch_stride;
+      e.activation = static_cast<tuned::gemm_op::Activation>(epilogue->activation);
+    }
+    tuned::api::gemm(op_a, op_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, compute, stream,
+                     {stride_a, stride_b, stride_c, batch_count}, e);
+  });
+}
+
+tuned_status_t tuned_gemm_strided_batched_describe(
+    tuned_operation_t op_a, tuned_operation_t op_b, int m, int n, int k, const float* A, int lda,
+    long long stride_a, const float* B, int ldb, long long stride_b, const float* C, int ldc,
+    long long stride_c, int batch_count, tuned_compute_t compute, char* buf, unsigned long size) {
+  return guarded([&] {
+    tuned::require_argument(buf != nullptr && size > 0, "buf", "must hold at least one byte");
+    copy_text(tuned::api::describe_gemm(op_a, op_b, m, n, k, A, lda, B, ldb, C, ldc, compute,
+                                        {stride_a, stride_b, stride_c, batch_count}),
+              buf, size);
+  });
+}
+
 tuned_status_t tuned_transpose(int rows, int cols, const float* A, int lda, float* B, int ldb,
                                cudaStream_t stream) {
   return guarded([&] { tuned::api::transpose(rows, cols, A, lda, B, ldb, stream); });
@@ -229,6 +270,21 @@ std::string describe_gemm(Op op_a, Op op_b, int m, int n, int k, const float* a,
                           const float* b, int ldb, const float* c, int ldc, Compute compute) {
   return api::describe_gemm(static_cast<int>(op_a), static_cast<int>(op_b), m, n, k, a, lda, b, ldb,
                             c, ldc, static_cast<int>(compute));
+}
+
+void gemm_strided_batched(Op op_a, Op op_b, int m, int n, int k, float alpha, const float* a,
+                          int lda, long long stride_a, const float* b, int ldb,
+                          long long stride_b, float beta, float* c, int ldc, long long stride_c,
+                          int batch_count, cudaStream_t stream, Compute compute,
+                          const Epilogue& epilogue) {
+  gemm_op::Epilogue e;
+  e.bias_kind = static_cast<gemm_op::BiasKind>(epilogue.bias);
+  e.bias = epilogue.vector;
+  e.bias_stride = epilogue.batch_stride;
+  e.activation = static_cast<gemm_op::Activation>(epilogue.activation);
+  api::gemm(static_cast<int>(op_a), static_cast<int>(op_b), m, n, k, &alpha, a, lda, b, ldb, &beta,
+            c, ldc, static_cast<int>(compute), stream,
+            {stride_a, stride_b, stride_c, batch_count}, e);
 }
 
 void transpose(int rows, int cols, const float* a, int lda, float* b, int ldb,

@@ -385,7 +385,7 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
   const auto& model = cache::SelectionModel::builtin();
   const auto features = selection_features(op, device);
   const auto ranked = model.rank(
-      op.name, device.name, cc, data_key.variant, key.shape, key.alignment,
+      op.name, device.name, cc, data_key.variant, face.selection_shape(key.shape), key.alignment,
       [&](const std::string& text) { return runs_as_is(op, text, device, problem); }, 1, &features);
   if (nearest && nearest->key.shape != key.shape) {
     // A config tuned for another shape transfers with a regret that grows with the distance;
@@ -414,8 +414,8 @@ std::vector<Config> Runtime::first_use_candidates(const OpRegistration& op,
   const auto& model = cache::SelectionModel::builtin();
   auto ranked = [&](const std::string& model_device, size_t picks) {
     return model.rank(
-        op.name, model_device, cc, op.variants[face.data_variant(problem.variant)], problem.shape(),
-        problem.alignment,
+        op.name, model_device, cc, op.variants[face.data_variant(problem.variant)],
+        face.selection_shape(problem.shape()), problem.alignment,
         [&](const std::string& text) { return runs_as_is(op, text, device, problem); }, picks,
         &features);
   };

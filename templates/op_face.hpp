@@ -32,6 +32,9 @@ struct ProblemId {
   // a launch copies aligned, and so its workspace, may depend on them. Not part of the database's
   // key: the class is.
   int unaligned_operands = 0;
+  // Op-defined: which kernel of the chosen config the call needs (GEMM: 1, a fused epilogue).
+  // Not part of the database's key: the config is chosen for the problem, whatever its form.
+  int kernel_form = 0;
 
   std::vector<int64_t> shape() const { return {dims.begin(), dims.begin() + rank}; }
   bool operator==(const ProblemId&) const = default;
@@ -91,6 +94,12 @@ class OpFace {
   virtual void selection_features(const Config& /*config*/, int /*sm_count*/,
                                   const std::vector<int64_t>& /*shape*/,
                                   std::vector<double>& /*out*/) const {}
+  /// The shape at which a problem's shape is looked up in the op's shipped selection data (and
+  /// its features taken): where the data holds problems of another form (e.g. GEMM's sweeps hold
+  /// single products, a batch is looked up as one product of as many tiles). Itself by default.
+  virtual std::vector<int64_t> selection_shape(const std::vector<int64_t>& shape) const {
+    return shape;
+  }
 };
 
 }  // namespace tuned

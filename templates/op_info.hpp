@@ -18,6 +18,9 @@ namespace tuned {
 struct OpInfo {
   std::string name;                // "gemm"
   std::vector<std::string> dims;   // names of the shape's dimensions: {"M", "N", "K"}
+  /// Trailing dimensions a shape may add to dims, each 1 where left out (GEMM's BATCH: a strided
+  /// batch of products is a problem of its own).
+  std::vector<std::string> optional_dims;
   std::vector<std::string> variants;  // {"NN", "NT", "TN", "TT"}; the first is the default
   std::vector<std::vector<int64_t>> default_shapes;  // what `autotune --op NAME` tunes
   std::string rate_unit;           // "TFLOP/s" or "GB/s"
@@ -28,6 +31,12 @@ struct OpInfo {
   std::vector<Param> params;       // each parameter and the values it may take
 
   int rank() const { return static_cast<int>(dims.size()); }
+  /// The most sizes a shape may have: dims and optional_dims.
+  int max_rank() const { return rank() + static_cast<int>(optional_dims.size()); }
+  /// The name of dimension i (0 <= i < max_rank()).
+  const std::string& dim_name(int i) const;
+  /// The index of a dimension by name, -1 where the op has none of that name.
+  int dim_index(const std::string& name) const;
   /// The values dimension i may take: [first, second].
   std::pair<int64_t, int64_t> range_of(int i) const;
   /// Index of a variant name; throws Error(TUNED_STATUS_INVALID_ARGUMENT) listing the known ones.

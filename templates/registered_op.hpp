@@ -108,6 +108,10 @@ class Face final : public OpFace {
       OpFace::selection_features(config, sm_count, shape, out);
     }
   }
+  std::vector<int64_t> selection_shape(const std::vector<int64_t>& shape) const override {
+    if constexpr (requires { Op::selection_shape(shape); }) return Op::selection_shape(shape);
+    return OpFace::selection_shape(shape);
+  }
 };
 
 }  // namespace registered_op_detail

@@ -78,17 +78,22 @@ TaskRequest validated(const TaskRequest& request) {
   const OpRegistration& op = find_op(request.op);
   std::string dims;
   for (const auto& d : op.dims) dims += (dims.empty() ? "" : "x") + d;
-  if (static_cast<int>(request.shape.size()) != op.rank()) {
-    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                op.name + " shape: needs " + dims + " (" + std::to_string(op.rank()) +
-                    " sizes), got " + std::to_string(request.shape.size()));
+  for (const auto& d : op.optional_dims) dims += "[x" + d + "]";
+  const int sizes = static_cast<int>(request.shape.size());
+  if (sizes < op.rank() || sizes > op.max_rank()) {
+    const std::string counts = op.max_rank() == op.rank()
+                                   ? std::to_string(op.rank())
+                                   : std::to_string(op.rank()) + " to " +
+                                         std::to_string(op.max_rank());
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT, op.name + " shape: needs " + dims + " (" + counts +
+                                                   " sizes), got " + std::to_string(sizes));
   }
-  for (size_t i = 0; i < request.shape.size(); ++i) {
-    const int64_t size = request.shape[i];
-    const auto [lo, hi] = op.range_of(static_cast<int>(i));
+  for (int i = 0; i < sizes; ++i) {
+    const int64_t size = request.shape[static_cast<size_t>(i)];
+    const auto [lo, hi] = op.range_of(i);
     if (size < lo || size > hi) {
       throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                  op.name + " shape: " + op.dims[i] + " must be in " + std::to_string(lo) +
+                  op.name + " shape: " + op.dim_name(i) + " must be in " + std::to_string(lo) +
                       ".." + std::to_string(hi) + ", got " + std::to_string(size));
     }
   }

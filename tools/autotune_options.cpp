@@ -659,8 +659,12 @@ std::vector<int> selected_devices(const AutotuneOptions& options, int count) {
 double estimated_work(const ShapeRequest& problem) {
   const OpRegistration& op = find_op(problem.op);
   double work = 1;
-  for (size_t i = 0; i < problem.shape.size() && i < op.dims.size(); ++i) {
-    if (op.dim_ranges.count(op.dims[i]) == 0) work *= static_cast<double>(problem.shape[i]);
+  for (int i = 0; i < static_cast<int>(problem.shape.size()) && i < op.max_rank(); ++i) {
+    // Sizes, and a batch (its products are work too); not an entropy window's radius or levels.
+    const std::string& dim = op.dim_name(i);
+    if (op.dim_ranges.count(dim) == 0 || i >= op.rank()) {
+      work *= static_cast<double>(problem.shape[static_cast<size_t>(i)]);
+    }
   }
   return work;
 }
@@ -668,8 +672,9 @@ double estimated_work(const ShapeRequest& problem) {
 std::vector<ShapeRequest> shape_requests(const AutotuneOptions& options) {
   if (!options.recorded.empty()) return options.recorded;
   std::vector<ShapeRequest> requests;
-  for (const std::vector<int64_t>& shape :
+  for (std::vector<int64_t> shape :
        options.shapes.empty() ? default_shapes(options.op) : options.shapes) {
+    if (options.batch > 0) shape.push_back(options.batch);
     requests.push_back({options.op, options.layout, shape, 0});
   }
   return requests;
@@ -687,12 +692,13 @@ namespace {
 // names the flag and the rule in the same words as the TOML file's errors; and each option, which
 // says whether it was given.
 struct CommandLineText {
-  std::string device, op, layout, budget, max_trials, patience, strategy, db, config, seed,
+  std::string device, op, layout, budget, max_trials, patience, strategy, db, config, seed, batch,
       shapes_from, json_path;
   std::vector<std::string> shapes;
   bool verbose = false, no_wait = false, remeasure = false, flush_l2 = false;
   CLI::Option *device_opt, *op_opt, *shape_opt, *shapes_from_opt, *json_opt, *layout_opt,
-      *budget_opt, *max_trials_opt, *patience_opt, *strategy_opt, *db_opt, *config_opt, *seed_opt;
+      *budget_opt, *max_trials_opt, *patience_opt, *strategy_opt, *db_opt, *config_opt, *seed_opt,
+      *batch_opt;
 };
 
 bool given(const CLI::Option* option) { return option->count() > 0; }
@@ -736,6 +742,10 @@ void declare_options(CLI::App& app, CommandLineText& t) {
       "TUNED_RECORD=FILE records from a program's calls); --op and --layout fill in what a line "
       "omits");
   t.shapes_from_opt->excludes(t.shape_opt);
+  t.batch_opt = scalar("--batch", t.batch, "N",
+                       "tune each shape as a strided batch of N products (tuned_gemm_strided_"
+                       "batched; a batch is a problem of its own; ops with a BATCH dimension)");
+  t.batch_opt->excludes(t.shapes_from_opt);
   t.json_opt = scalar("--json", t.json_path, "FILE",
                       "also write the results table as JSON to FILE (rewritten after "
                       "each problem)");
@@ -788,6 +798,15 @@ std::optional<std::string> extras_error(const CLI::App& app) {
   return message;
 }
 
+// "MxNxK[xBATCH]": an op's dimensions as a shape names them.
+std::string shape_dims_text(const OpInfo& op) {
+  std::string text;
+  for (int i = 0; i < op.max_rank(); ++i) {
+    text += (i == op.rank() ? "[x" : i ? "x" : "") + op.dim_name(i);
+  }
+  return op.max_rank() > op.rank() ? text + "]" : text;
+}
+
 // Defaults < TOML file < command line; throws Error naming the flag and the rule.
 void apply_command_line(const CommandLineText& t, AutotuneOptions& options) {
   if (given(t.config_opt)) {
@@ -803,6 +822,26 @@ void apply_command_line(const CommandLineText& t, AutotuneOptions& options) {
         options.shapes.push_back(parse_shape(text));
       } catch (const Error& e) {
         throw Error(e.status(), std::string("--shape: ") + e.what());
+      }
+    }
+  }
+  if (given(t.batch_opt)) {
+    options.batch = cli_integer(t.batch, "--batch", "a whole number of products, 1 to 2147483647");
+    if (options.batch < 1 || options.batch > INT_MAX) {
+      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                  "--batch: must be 1 to 2147483647 products, got " + t.batch);
+    }
+    const OpInfo& op = find_op(options.op);
+    if (op.dim_index("BATCH") < 0) {
+      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                  "--batch: op " + op.name + " has no BATCH dimension (shapes " +
+                      shape_dims_text(op) + ")");
+    }
+    for (const auto& shape : options.shapes) {
+      if (static_cast<int>(shape.size()) > op.dim_index("BATCH")) {
+        throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                    "--batch: shape " + tuned::shape_string(shape) +
+                        " already gives a batch; give it once");
       }
     }
   }

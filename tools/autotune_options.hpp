@@ -31,6 +31,7 @@ struct AutotuneOptions {
   std::string device_argument = "--device";  // where the selection came from, for errors
   std::string op = "gemm";                  // a registered op
   std::vector<std::vector<int64_t>> shapes;  // empty: the op's default set
+  int64_t batch = 0;  // --batch N: each shape as a batch of N products (its BATCH dimension)
   std::string layout;                       // the op's variant (upper-cased); "": its first
   double budget_s = 0;                      // whole run, wall seconds; 0: 60 per shape
   int max_trials = 0;                       // per shape; 0: no limit besides the budget

@@ -88,6 +88,57 @@ tuned_status_t tuned_gemm_ex(tuned_operation_t op_a, tuned_operation_t op_b, int
                              const float* beta, float* C, int ldc, tuned_compute_t compute,
                              cudaStream_t stream);
 
+/// A bias vector the epilogue adds (tuned_epilogue_t): one value per row of C (m values, cuBLASLt's
+/// bias epilogue; a row-major framework's per-output-feature bias in the column-major call) or
+/// per column (n values).
+typedef enum tuned_bias_t {
+  TUNED_BIAS_NONE = 0,
+  TUNED_BIAS_ROW = 1,
+  TUNED_BIAS_COLUMN = 2
+} tuned_bias_t;
+
+/// The activation the epilogue applies last (tuned_epilogue_t): max(x, 0), or GELU as PyTorch
+/// computes it, with the tanh approximation or the exact erf form.
+typedef enum tuned_activation_t {
+  TUNED_ACTIVATION_NONE = 0,
+  TUNED_ACTIVATION_RELU = 1,
+  TUNED_ACTIVATION_GELU_TANH = 2,
+  TUNED_ACTIVATION_GELU_ERF = 3
+} tuned_activation_t;
+
+/// What the product's kernel does before it stores C (the cuBLASLt epilogue idea):
+/// C = activation(alpha op(A) op(B) + beta C + bias), in the same kernel, so a layer's product,
+/// bias and activation make one pass over C. A zero-initialised struct does nothing more.
+typedef struct tuned_epilogue_t {
+  tuned_bias_t bias_kind;
+  const float* bias;            ///< device memory; must not be NULL where bias_kind asks for one
+  long long bias_batch_stride;  ///< floats between the products' bias vectors (0: one for all)
+  tuned_activation_t activation;
+} tuned_epilogue_t;
+
+/// batch_count products C_i = alpha op(A_i) op(B_i) + beta C_i, i = 0 .. batch_count - 1, with
+/// cublasSgemmStridedBatched's arguments plus a stream: A_i = A + i stride_a (floats), B_i and C_i
+/// likewise. A stride of 0 uses one matrix for every product (broadcast: stride_a = 0 multiplies
+/// every B_i by the same A); strides must be >= 0 and C's products must not overlap (stride_c >=
+/// ldc * n when batch_count > 1). The products run in one launch (the batch is the grid's third
+/// dimension) with a kernel chosen for the whole batch like tuned_gemm's for one product (a batch
+/// is a problem of its own: autotune --op gemm --batch N tunes it); batch_count 1 is tuned_gemm,
+/// batch_count 0 does nothing.
+tuned_status_t tuned_gemm_strided_batched(tuned_operation_t op_a, tuned_operation_t op_b, int m,
+                                          int n, int k, const float* alpha, const float* A,
+                                          int lda, long long stride_a, const float* B, int ldb,
+                                          long long stride_b, const float* beta, float* C, int ldc,
+                                          long long stride_c, int batch_count,
+                                          cudaStream_t stream);
+
+/// tuned_gemm_strided_batched with a compute type (see tuned_compute_t) and an epilogue (NULL:
+/// none; see tuned_epilogue_t): C_i = activation(alpha op(A_i) op(B_i) + beta C_i + bias_i).
+tuned_status_t tuned_gemm_strided_batched_ex(
+    tuned_operation_t op_a, tuned_operation_t op_b, int m, int n, int k, const float* alpha,
+    const float* A, int lda, long long stride_a, const float* B, int ldb, long long stride_b,
+    const float* beta, float* C, int ldc, long long stride_c, int batch_count,
+    tuned_compute_t compute, const tuned_epilogue_t* epilogue, cudaStream_t stream);
+
 /// B = A^T, out of place, in FP32, column-major: A is rows x cols (lda >= max(1, rows)), B is
 /// cols x rows (ldb >= max(1, cols)); A and B must not overlap. Exact (bits are moved, not
 /// computed). The kernel is chosen like tuned_gemm's (the user's tuning for this exact shape, the
@@ -191,6 +242,13 @@ tuned_status_t tuned_gemm_describe_ex(tuned_operation_t op_a, tuned_operation_t 
                                       int k, const float* A, int lda, const float* B, int ldb,
                                       const float* C, int ldc, tuned_compute_t compute, char* buf,
                                       unsigned long size);
+
+/// The configuration tuned_gemm_strided_batched_ex would use for this batch (see
+/// tuned_gemm_describe).
+tuned_status_t tuned_gemm_strided_batched_describe(
+    tuned_operation_t op_a, tuned_operation_t op_b, int m, int n, int k, const float* A, int lda,
+    long long stride_a, const float* B, int ldb, long long stride_b, const float* C, int ldc,
+    long long stride_c, int batch_count, tuned_compute_t compute, char* buf, unsigned long size);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -37,6 +37,31 @@ std::string describe_gemm(Op op_a, Op op_b, int m, int n, int k, const float* a,
                           const float* b, int ldb, const float* c, int ldc,
                           Compute compute = Compute::kDefault);
 
+/// The epilogue's bias vector (see tuned_bias_t) and activation (tuned_activation_t).
+enum class Bias { kNone = TUNED_BIAS_NONE, kRow = TUNED_BIAS_ROW, kColumn = TUNED_BIAS_COLUMN };
+enum class Activation {
+  kNone = TUNED_ACTIVATION_NONE,
+  kRelu = TUNED_ACTIVATION_RELU,
+  kGeluTanh = TUNED_ACTIVATION_GELU_TANH,
+  kGeluErf = TUNED_ACTIVATION_GELU_ERF
+};
+/// C = activation(alpha op(A) op(B) + beta C + bias) in the product's kernel (see
+/// tuned_epilogue_t); the default does nothing more.
+struct Epilogue {
+  Bias bias = Bias::kNone;
+  const float* vector = nullptr;  // the bias: m (kRow) or n (kColumn) floats of device memory
+  long long batch_stride = 0;     // floats between the products' bias vectors (0: one for all)
+  Activation activation = Activation::kNone;
+};
+
+/// batch_count products C_i = activation(alpha op(A_i) op(B_i) + beta C_i + bias_i), A_i = a + i
+/// stride_a floats (0: one A for all), B_i and C_i likewise (see tuned_gemm_strided_batched_ex).
+void gemm_strided_batched(Op op_a, Op op_b, int m, int n, int k, float alpha, const float* a,
+                          int lda, long long stride_a, const float* b, int ldb,
+                          long long stride_b, float beta, float* c, int ldc, long long stride_c,
+                          int batch_count, cudaStream_t stream = nullptr,
+                          Compute compute = Compute::kDefault, const Epilogue& epilogue = {});
+
 /// B = A^T out of place in FP32, column-major (see tuned_transpose). Throws Error on bad
 /// arguments or failures. Asynchronous on the stream.
 void transpose(int rows, int cols, const float* a, int lda, float* b, int ldb,

@@ -19,6 +19,7 @@ import warnings
 
 from . import _dlpack
 from . import _library
+from . import _products
 from ._library import lib
 
 try:
@@ -382,10 +383,21 @@ def _gemm_arguments(a, b, c):
             a.ld, c.pointer, c.ld)
 
 
-def _gemm_entry(a, b, c=None, *, alpha=1.0, beta=0.0):
-    """c = alpha * a @ b + beta * c for 2-D float32 CUDA arrays; returns c. Without c, a new
+def _gemm_entry(a, b, c=None, *, alpha=1.0, beta=0.0, compute="default", bias=None,
+                activation=None):
+    """c = activation(alpha * a @ b + beta * c + bias) for float32 CUDA arrays; returns c.
+
+    a and b are 2-D, or 3-D for a batch of products (a[z] @ b[z]; a 2-D operand, or one with a
+    batch of 1, is shared by every product: tuned_gemm_strided_batched). Without c, a new
     row-major array of a's library (torch or CuPy) is made (beta must then be 0); arrays of other
-    producers (DLPack) need c. On a's producer's stream (DLPack: the legacy default stream)."""
+    producers (DLPack) need c. compute: "default" (FP32-accurate), "tf32" (TF32 rounding
+    accepted) or "pedantic" (FFMA only; tuned_compute_t). bias: a 1-D float32 array of c's
+    columns, added to every row (F.linear's); activation: None, "relu", "gelu" (erf) or
+    "gelu_tanh", applied last, in the product's kernel. On a's producer's stream (DLPack: the
+    legacy default stream)."""
+    if compute != "default" or bias is not None or activation is not None or \
+            _rank(a) == 3 or _rank(b) == 3:
+        return _gemm_general(a, b, c, alpha, beta, compute, bias, activation)
     # The hot path: torch CUDA tensors through tuned._native; None from it hands the call (and
     # every error message) to the Python path. (tuned.gemm is tuned._native.Gemm where the
     # extension is built: its calls run the fast path without this frame, with a new c made
@@ -418,6 +430,124 @@ def _gemm(a, b, c, alpha, beta):
     if result is not c:  # a strided c was computed in a contiguous copy (beta read it)
         c[...] = result
     return c
+
+
+def _rank(array):
+    """The number of dimensions of an array of any producer (None where it does not say)."""
+    shape = getattr(array, "shape", None)
+    if shape is None:
+        interface = getattr(array, "__cuda_array_interface__", None)
+        shape = interface.get("shape") if interface else None
+    return len(shape) if shape is not None else None
+
+
+def _operand(array, name, required=False):
+    """(Operand, device, stream) of a 2-D or 3-D float32 CUDA array (a 2-D one is a batch of 1);
+    a torch tensor or CuPy array with no unit stride is copied (the copy is computed on)."""
+    try:
+        return _read_operand(array, name)
+    except _products.NoUnitStride:
+        if _is_torch(array):
+            return _read_operand(array.contiguous(), name)
+        if _is_cupy(array):
+            import cupy
+            return _read_operand(cupy.ascontiguousarray(array), name)
+        raise
+
+
+def _read_operand(array, name):
+    if _is_torch(array):
+        torch = _torch()
+        if not array.is_cuda:
+            raise TypeError(f"{name} must be a CUDA tensor, got one on {array.device}")
+        if array.dtype is not torch.float32:
+            raise TypeError(f"{name} must hold float32, got {array.dtype}")
+        shape, strides, pointer = tuple(array.shape), array.stride(), array.data_ptr()
+        device, stream = array.get_device(), None
+    else:
+        interface = getattr(array, "__cuda_array_interface__", None)
+        if interface is None:
+            raise TypeError(f"{name} must be a CUDA array (torch, or with "
+                            f"__cuda_array_interface__) for a batch, a compute type, a bias or "
+                            f"an activation, got {type(array).__name__}")
+        if _TYPESTRS.get(interface["typestr"]) != _FLOAT32:
+            raise TypeError(f"{name} must hold float32, got typestr {interface['typestr']!r}")
+        shape = tuple(interface["shape"])
+        strides = interface.get("strides")
+        if strides is None:  # C-contiguous
+            strides, step = [], 4
+            for size in reversed(shape):
+                strides.insert(0, step)
+                step *= max(size, 1)
+        if any(s % 4 for s in strides):
+            raise ValueError(f"{name}'s strides {tuple(strides)} are not whole float32 elements")
+        strides = tuple(s // 4 for s in strides)
+        pointer = interface["data"][0] or 0
+        device = array.device.id if _is_cupy(array) else None
+        stream = interface.get("stream")
+    if len(shape) not in (2, 3):
+        raise ValueError(f"{name} must be 2-D or 3-D (a batch), got {len(shape)}-D (shape "
+                         f"{shape})")
+    if len(shape) == 2:
+        shape, strides = (1,) + shape, (0,) + tuple(strides)
+    operand = _products.Operand(name, pointer, shape, strides)
+    operand.storage()  # NoUnitStride now, where a copy helps
+    return operand, device, stream
+
+
+def _gemm_general(a, b, c, alpha, beta, compute, bias, activation):
+    """gemm with a batch, a compute type, a bias or an activation: tuned_gemm_strided_batched_ex."""
+    if compute not in _library.COMPUTE_TYPES:
+        raise ValueError(f"compute must be one of {list(_library.COMPUTE_TYPES)}, got "
+                         f"{compute!r}")
+    if activation not in _library.ACTIVATIONS:
+        raise ValueError(f"activation must be one of "
+                         f"{[x for x in _library.ACTIVATIONS if x]}, got {activation!r}")
+    oa, device_a, stream = _operand(a, "a")
+    ob, device_b, _ = _operand(b, "b")
+    batched = _rank(a) == 3 or _rank(b) == 3
+    if c is None:
+        if beta != 0:
+            raise ValueError("beta must be 0 when c is not given")
+        c = _empty_batch(a, max(oa.batch, ob.batch) if batched else None, oa.rows, ob.cols)
+    oc, device_c, _ = _read_operand(c, "c")
+    devices = {d for d in (device_a, device_b, device_c) if d is not None}
+    epilogue = _library.Epilogue(0, None, 0, _library.ACTIVATIONS[activation])
+    call = _products.plan(oa, ob, oc)
+    if bias is not None:
+        ov, device_v, _ = _read_operand(bias.reshape(1, -1) if hasattr(bias, "reshape") else bias,
+                                        "bias")
+        if (ov.rows, ov.cols) != (1, oc.cols):
+            raise ValueError(f"bias must hold c's {oc.cols} columns, got shape "
+                             f"{tuple(getattr(bias, 'shape', ()))}")
+        if device_v is not None:
+            devices.add(device_v)
+        epilogue.bias_kind, epilogue.bias = call.bias_kind, ov.pointer
+    if len(devices) > 1:
+        raise ValueError(f"a, b, c and bias must be on one device, got {sorted(devices)}")
+    device = devices.pop() if devices else None
+    if stream is None and _is_torch(a):
+        stream = _stream_of(a, None)
+    al, be = ctypes.c_float(alpha), ctypes.c_float(beta)
+    _check(_on_device(device, a, lib.tuned_gemm_strided_batched_ex, call.op_a, call.op_b, call.m,
+                      call.n, call.k, ctypes.byref(al), call.a, call.lda, call.stride_a, call.b,
+                      call.ldb, call.stride_b, ctypes.byref(be), call.c, call.ldc, call.stride_c,
+                      call.batch, _library.COMPUTE_TYPES[compute], ctypes.byref(epilogue),
+                      stream or 0))
+    return c
+
+
+def _empty_batch(array, batch, rows, cols):
+    """A new row-major float32 array of array's library: batch x rows x cols, or rows x cols."""
+    shape = (rows, cols) if batch is None else (batch, rows, cols)
+    if _is_torch(array):
+        torch = _torch()
+        return torch.empty(shape, dtype=torch.float32, device=array.device)
+    if _is_cupy(array):
+        import cupy
+        with array.device:
+            return cupy.empty(shape, dtype=cupy.float32)
+    raise TypeError(f"pass c: cannot make a result array for {type(array).__name__}")
 
 
 def _no_fast_gemm(a, b, c, alpha, beta):

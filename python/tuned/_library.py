@@ -45,8 +45,20 @@ class EntropyOptions(ctypes.Structure):
 
 ENTROPY_PATHS = {"auto": 0, "cpu": 1, "gpu": 2}  # tuned_entropy_path_t
 
+
+class Epilogue(ctypes.Structure):
+    """tuned_epilogue_t."""
+    _fields_ = [("bias_kind", ctypes.c_int), ("bias", ctypes.c_void_p),
+                ("bias_batch_stride", ctypes.c_longlong), ("activation", ctypes.c_int)]
+
+
+COMPUTE_TYPES = {"default": 0, "tf32": 1, "pedantic": 2}  # tuned_compute_t
+BIAS_KINDS = {None: 0, "row": 1, "column": 2}  # tuned_bias_t
+ACTIVATIONS = {None: 0, "none": 0, "relu": 1, "gelu_tanh": 2, "gelu": 3}  # tuned_activation_t
+
 _int, _float_p, _void_p = ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_void_p
 _char_p, _ulong = ctypes.c_char_p, ctypes.c_ulong
+_longlong = ctypes.c_longlong
 _entropy = [_int, _int, _int, _int, _void_p, _int, _void_p, _int]  # rows .. ld_out
 _signatures = {
     "tuned_version": (ctypes.c_char_p, []),
@@ -59,6 +71,16 @@ _signatures = {
                           _float_p, _void_p, _int, _void_p]),
     "tuned_gemm_describe": (_int, [_int, _int, _int, _int, _int, _void_p, _int, _void_p, _int,
                                    _void_p, _int, _char_p, _ulong]),
+    # op_a, op_b, m, n, k, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c,
+    # batch_count, compute, epilogue, stream
+    "tuned_gemm_strided_batched_ex": (_int, [_int, _int, _int, _int, _int, _float_p, _void_p, _int,
+                                             _longlong, _void_p, _int, _longlong, _float_p,
+                                             _void_p, _int, _longlong, _int, _int,
+                                             ctypes.POINTER(Epilogue), _void_p]),
+    "tuned_gemm_strided_batched_describe": (_int, [_int, _int, _int, _int, _int, _void_p, _int,
+                                                   _longlong, _void_p, _int, _longlong, _void_p,
+                                                   _int, _longlong, _int, _int, _char_p,
+                                                   _ulong]),
     "tuned_transpose": (_int, [_int, _int, _void_p, _int, _void_p, _int, _void_p]),
     "tuned_transpose_describe": (_int, [_int, _int, _void_p, _int, _void_p, _int, _char_p,
                                         _ulong]),

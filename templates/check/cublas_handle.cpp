@@ -39,6 +39,7 @@ CublasApi load() {
   symbol(api.status_name, TUNED_CUBLAS_NAME(cublasGetStatusName));
   symbol(api.status_string, TUNED_CUBLAS_NAME(cublasGetStatusString));
   symbol(api.sgemm_64, TUNED_CUBLAS_NAME(cublasSgemm_64));
+  symbol(api.sgemm_strided_batched_64, TUNED_CUBLAS_NAME(cublasSgemmStridedBatched_64));
   symbol(api.sgeam_64, TUNED_CUBLAS_NAME(cublasSgeam_64));
   return api;  // the library stays loaded for the life of the process
 }

@@ -21,6 +21,7 @@ struct CublasApi {
   decltype(&cublasGetStatusName) status_name;
   decltype(&cublasGetStatusString) status_string;
   decltype(&cublasSgemm_64) sgemm_64;
+  decltype(&cublasSgemmStridedBatched_64) sgemm_strided_batched_64;
   decltype(&cublasSgeam_64) sgeam_64;
 };
 

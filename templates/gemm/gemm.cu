@@ -73,6 +73,11 @@
 // parameter), is the widest store C allows: below VEC where packing let VEC exceed it.
 // GEMV > 0 replaces all of that with a matrix-vector kernel for m or n up to GCOLS (see below);
 // the tile parameters then hold fixed placeholder values and only VEC, SPLITK and GCOLS are read.
+// Set from the call, not tuned: BATCHED = 1 computes a strided batch of products, one per grid
+// row z (tuned_gemm_strided_batched); EPILOGUE = 1 adds a bias and an activation before C is
+// stored (tuned_gemm_strided_batched_ex). Both are compiled in only where a call needs them:
+// the code they add, even where it does nothing, changed ptxas's register allocation of the
+// plain kernels (one FFMA kernel 155 -> 217 registers, a block fewer per SM).
 
 #ifndef GEMV
 #error "gemm.cu: GEMV must be defined (-DGEMV=<value>)"
@@ -172,6 +177,12 @@
 #endif
 #ifndef C_STRIDE
 #error "gemm.cu: C_STRIDE must be defined (-DC_STRIDE=<value>)"
+#endif
+#ifndef BATCHED
+#error "gemm.cu: BATCHED must be defined (-DBATCHED=<value>)"
+#endif
+#ifndef EPILOGUE
+#error "gemm.cu: EPILOGUE must be defined (-DEPILOGUE=<value>)"
 #endif
 
 namespace {
@@ -957,15 +968,17 @@ struct alignas(64) TensorMap {
   unsigned long long bits[16];
 };
 
-// Copies one box of a 2D tensor (coordinates: contiguous dimension first) into shared memory; the
-// copy's bytes complete on bar's transaction count. Elements past the tensor's edges are zeros.
-__device__ __forceinline__ void tma_load(void* dst, const TensorMap& map, int c0, int c1,
+// Copies one box of a 3D tensor (coordinates: contiguous dimension first, then the other, then
+// the product of the batch) into shared memory; the copy's bytes complete on bar's transaction
+// count. Elements past the tensor's edges are zeros.
+__device__ __forceinline__ void tma_load(void* dst, const TensorMap& map, int c0, int c1, int c2,
                                          unsigned long long* bar) {
 #ifdef __CUDA_ARCH_FEAT_SM90_ALL
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
-      "%3}], [%4];\n" ::"r"(shared_address(dst)),
-      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(shared_address(bar))
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+      "%3, %4}], [%5];\n" ::"r"(shared_address(dst)),
+      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(c1), "r"(c2),
+      "r"(shared_address(bar))
       : "memory");
 #endif
 }
@@ -1040,10 +1053,57 @@ __device__ __forceinline__ void fragment_position(int tid, int e, int& m, int& n
   n = (warp / kWarpsM) * WN + (j / TN) * kLN * TN + lane_n * TN + j % TN;
 }
 
-// C = alpha * value + beta * C for one element; beta == 0 never reads C (NaNs there must not leak).
-__device__ __forceinline__ void store_c(float* c, float alpha, float value, float beta) {
+// A launch's products (tuned_gemm_strided_batched): grid row z computes product z, whose A, B, C
+// (and split-K workspace) lie a stride of floats after product z - 1's; 0 shares one operand
+// (broadcast). gemm_launch.cpp's BatchArgs: keep them equal.
+struct Batch {
+  long long a, b, c, workspace;
+};
+
+// What the epilogue adds before C is stored: C = act(alpha * product + beta * C + bias), bias one
+// value per row of C (kBiasRow, m of them) or per column (kBiasColumn, n), bias_stride floats
+// apart between products. gemm_launch.cpp's EpilogueArgs and gemm_op's BiasKind and Activation:
+// keep them equal.
+struct Epilogue {
+  const float* bias;
+  long long bias_stride;
+  int bias_kind;   // 0 none, 1 per row, 2 per column
+  int activation;  // 0 none, 1 ReLU, 2 GELU (tanh), 3 GELU (erf)
+};
+constexpr int kBiasRow = 1, kBiasColumn = 2;
+constexpr int kActRelu = 1, kActGeluTanh = 2, kActGeluErf = 3;
+
+// The epilogue's bias and activation on one output value at (row m, column n) of C; a launch
+// without them (most) takes one uniform branch. GELU as PyTorch computes it (approximate="tanh"
+// or the exact erf form).
+__device__ __forceinline__ float finish(float x, const Epilogue& epi, int m, int n) {
+  if constexpr (EPILOGUE == 0) return x;
+  if (epi.bias_kind != 0) x += epi.bias[epi.bias_kind == kBiasRow ? m : n];
+  switch (epi.activation) {
+    case kActRelu: return fmaxf(x, 0.0f);
+    case kActGeluTanh: {
+      const float inner = 0.7978845608028654f * fmaf(0.044715f * x, x * x, x);
+      return 0.5f * x * (1.0f + tanhf(inner));
+    }
+    case kActGeluErf: return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+    default: return x;
+  }
+}
+// finish as a call: the matrix-vector kernel's widest forms (16 columns of 256 rows) spilled
+// with the activations inlined.
+__device__ __noinline__ float finish_outlined(float x, Epilogue epi, int m, int n) {
+  return finish(x, epi, m, n);
+}
+__device__ __forceinline__ bool finishes(const Epilogue& epi) {
+  return EPILOGUE != 0 && (epi.bias_kind != 0 || epi.activation != 0);
+}
+
+// C = finish(alpha * value + beta * C) for one element at (row m, column n) of C; beta == 0 never
+// reads C (NaNs there must not leak).
+__device__ __forceinline__ void store_c(float* c, float alpha, float value, float beta,
+                                        const Epilogue& epi, int m, int n) {
   const float out = alpha * value;
-  *c = beta != 0.0f ? fmaf(beta, *c, out) : out;
+  *c = finish(beta != 0.0f ? fmaf(beta, *c, out) : out, epi, m, n);
 }
 
 // A barrier of the threads that hold C's fragments: all of them, or with MMA = 3's producer
@@ -1075,14 +1135,31 @@ __device__ __forceinline__ void wait_for_previous_grid() {
 extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
     KERNEL_NAME(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
-                float* __restrict__ workspace, int split_mode, int tail_first, int split_count
+                float* __restrict__ workspace, int split_mode, int tail_first, int split_count,
+                Batch batch, Epilogue epi
 #if MMA >= 4
-                // MMA = 4's operands as the TMA reads them: A (m, k) or (k, m), B (k, n)
+                // MMA = 4's operands as the TMA reads them: A (m, k, product) or (k, m, product),
+                // B (k, n, product)
                 ,
                 const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b
 #endif
     ) {
   wait_for_previous_grid();
+  // This block's product of the batch (grid row z): its operands here, its C, partial tiles and
+  // bias where they are first used (kept live through the main loop, their addresses cost
+  // registers: 155 -> 221 in one FFMA kernel).
+  const long long product = BATCHED ? blockIdx.z : 0;
+  if constexpr (BATCHED) {
+    A += product * batch.a;
+    B += product * batch.b;
+  }
+  auto to_product_outputs = [&] {
+    if constexpr (BATCHED) {
+      C += product * batch.c;
+      workspace += product * batch.workspace;
+      if (EPILOGUE && epi.bias_kind != 0) epi.bias += product * epi.bias_stride;
+    }
+  };
   constexpr int kTileFloats = BM * BN;  // == kThreads * kFragM * kFragN
   const int tid = threadIdx.x;
   const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
@@ -1092,6 +1169,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
       // tile t over the splits, in split order (the same additions as the last-block sum). The
       // partials' layout is the one the product pass writes below.
       if (tid >= kThreads) return;  // MMA = 3's producers hold no fragments
+      to_product_outputs();
       const int tile = blockIdx.x, e = blockIdx.y;
       const float* part = workspace + (long long)tile * kTileFloats + e * kThreads + tid;
       float sum = 0.0f;
@@ -1100,7 +1178,9 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
       int m0, n0, m, n;
       tile_origin(tile, M, N, m0, n0);
       fragment_position(tid, e, m, n);
-      if (m0 + m < M && n0 + n < N) store_c(C + (long long)(n0 + n) * ldc + m0 + m, alpha, sum, beta);
+      if (m0 + m < M && n0 + n < N) {
+        store_c(C + (long long)(n0 + n) * ldc + m0 + m, alpha, sum, beta, epi, m0 + m, n0 + n);
+      }
       return;
     }
   }
@@ -1291,6 +1371,10 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
       // One thread copies each slice into its stage once the consumers are done with the slice
       // kStages before (split-K ranges end on whole slices, or at K where the TMA fills zeros).
       if (ptid == 0) {
+        // The product's coordinate in each map: 0 where the operand is shared (stride 0; the
+        // host's map then has one product).
+        const int za = batch.a != 0 ? static_cast<int>(product) : 0;
+        const int zb = batch.b != 0 ? static_cast<int>(product) : 0;
         for (int u = 0; u < slices; ++u) {
           const int st = u % kStages;
           if (u >= kStages) barrier_wait(&empty[st], (u / kStages + 1) & 1);
@@ -1299,12 +1383,12 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
 #pragma unroll
           for (int box = 0; box < BM / kABox; ++box) {
             if constexpr (TRANS_A == 1) {
-              tma_load(stage_a(st), map_a, k0, m0, &loaded[st]);
+              tma_load(stage_a(st), map_a, k0, m0, za, &loaded[st]);
             } else {
-              tma_load(stage_a(st) + box * 4096, map_a, m0 + 32 * box, k0, &loaded[st]);
+              tma_load(stage_a(st) + box * 4096, map_a, m0 + 32 * box, k0, za, &loaded[st]);
             }
           }
-          tma_load(stage_b(st, 0), map_b, k0, n0, &loaded[st]);
+          tma_load(stage_b(st, 0), map_b, k0, n0, zb, &loaded[st]);
         }
       }
     } else {
@@ -1660,6 +1744,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
   }
 #endif  // MMA
 
+  to_product_outputs();
   if (SPLITK > 1 || (TAIL == 1 && splits > 1)) {
     // Partial tiles live in the workspace thread-major (coalesced, no edge cases): split s of
     // slot t at [(s * slots + t) * BM * BN], element (i, j) of thread tid at
@@ -1744,11 +1829,15 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
 #pragma unroll
           for (int e = 0; e < C_VEC; ++e) out.v[e] = alpha * out.v[e];
         }
+        if (finishes(epi)) {
+#pragma unroll
+          for (int e = 0; e < C_VEC; ++e) out.v[e] = finish(out.v[e], epi, m0 + m + e, n0 + n);
+        }
         *reinterpret_cast<Vec<C_VEC>*>(c) = out;
       } else {
 #pragma unroll
         for (int e = 0; e < C_VEC; ++e) {
-          if (m + e < m_left) store_c(c + e, alpha, out.v[e], beta);
+          if (m + e < m_left) store_c(c + e, alpha, out.v[e], beta, epi, m0 + m + e, n0 + n);
         }
       }
     }
@@ -1785,11 +1874,18 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
 #pragma unroll
               for (int e = 0; e < kCVec; ++e) out.v[e] = fmaf(beta, old.v[e], out.v[e]);
             }
+            if (finishes(epi)) {
+#pragma unroll
+              for (int e = 0; e < kCVec; ++e) out.v[e] = finish(out.v[e], epi, m0 + m + e, n0 + n);
+            }
             *p = out;
           } else {
 #pragma unroll
             for (int e = 0; e < kCVec; ++e) {
-              if (m + e < m_left) store_c(c_col + m + e, alpha, acc[wm * TM + i + e][wn * TN + j], beta);
+              if (m + e < m_left) {
+                store_c(c_col + m + e, alpha, acc[wm * TM + i + e][wn * TN + j], beta, epi,
+                        m0 + m + e, n0 + n);
+              }
             }
           }
         }
@@ -1833,8 +1929,18 @@ static_assert(GCOLS >= 1 && GCOLS <= 16 && (GCOLS & (GCOLS - 1)) == 0,
 extern "C" __global__ void __launch_bounds__(kGemvThreads, 2)
     KERNEL_NAME(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
-                float* __restrict__ workspace, int split_mode, int tail_first, int split_count) {
+                float* __restrict__ workspace, int split_mode, int tail_first, int split_count,
+                Batch batch, Epilogue epi) {
   wait_for_previous_grid();
+  // This block's product of the batch (grid row z), as in the tile kernel.
+  if constexpr (BATCHED) {
+    const long long product = blockIdx.z;
+    A += product * batch.a;
+    B += product * batch.b;
+    C += product * batch.c;
+    workspace += product * batch.workspace;
+    if (EPILOGUE && epi.bias_kind != 0) epi.bias += product * epi.bias_stride;
+  }
   // The matrix-vector kernel's last block always sums, and it has no tiles to split.
   (void)split_mode;
   (void)tail_first;
@@ -2017,8 +2123,11 @@ extern "C" __global__ void __launch_bounds__(kGemvThreads, 2)
     const int c = i / GEMV, rr = i % GEMV;
     if (c < cols && r0 + rr < rows) {
       float* y = C + (r0 + rr) * incy + c * ldy;
-      // beta == 0 never reads y (NaNs there must not leak).
-      *y = beta != 0.0f ? fmaf(beta, *y, alpha * sums[i]) : alpha * sums[i];
+      // beta == 0 never reads y (NaNs there must not leak). Y's row r0 + rr is C's row where
+      // Y = C, its column where Y = C^T.
+      float out = beta != 0.0f ? fmaf(beta, *y, alpha * sums[i]) : alpha * sums[i];
+      if (finishes(epi)) out = finish_outlined(out, epi, column ? r0 + rr : c, column ? c : r0 + rr);
+      *y = out;
     }
   }
 }
@@ -2053,8 +2162,10 @@ extern "C" __global__ void __launch_bounds__(256)
 // that it and the product launched after it join the programmatic launch chain: no launch gap
 // before either. The host names it gemm_op.cpp's kZeroTickets.
 extern "C" __global__ void __launch_bounds__(256)
-    tuned_gemm_zero_tickets(int* __restrict__ tickets, int n) {
+    tuned_gemm_zero_tickets(int* __restrict__ tickets, int n, long long batch_stride) {
   wait_for_previous_grid();  // the stream's previous kernel may still use this memory
+  // Grid row z: the tickets of product z of a batch, batch_stride ints after product z - 1's.
+  tickets += blockIdx.y * batch_stride;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     tickets[i] = 0;
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "templates/extent.hpp"
+#include "templates/gemm/gemm_launch.hpp"
 #include "templates/gemm/gemm_task.hpp"
 #include "templates/registered_op.hpp"
 
@@ -11,25 +12,47 @@ namespace tuned::gemm_op {
 namespace {
 
 constexpr int kLayouts = 4;  // NN, NT, TN, TT
+constexpr int kEpilogueForm = 1;  // ProblemId::kernel_form of a call with a fused epilogue
 
 }  // namespace
 
 Problem Descriptor::problem_of(const ProblemId& id) {
   static const std::vector<std::string> layouts = info().variants;
-  Problem p =
-      packed_problem(layouts[static_cast<size_t>(id.variant)], id.dims[0], id.dims[1], id.dims[2]);
+  Problem p = packed_problem(layouts[static_cast<size_t>(id.variant)], id.dims[0], id.dims[1],
+                             id.dims[2], id.rank > 3 ? id.dims[3] : 1);
   p.alignment = id.alignment;
   p.unaligned_operands = id.unaligned_operands;
+  p.epilogue = id.kernel_form == kEpilogueForm;
   p.lda = round_up(p.lda, id.alignment);
   p.ldb = round_up(p.ldb, id.alignment);
   p.ldc = round_up(p.ldc, id.alignment);
+  if (p.batch > 1) {
+    p.stride_a = round_up(p.lda * a_cols(p), id.alignment);
+    p.stride_b = round_up(p.ldb * b_cols(p), id.alignment);
+    p.stride_c = round_up(p.ldc * p.n, id.alignment);
+  }
   return p;
+}
+
+Problem Descriptor::request_problem(const TaskRequest& request) {
+  const auto& s = request.shape;
+  return packed_problem(request.layout, s[0], s[1], s[2], s.size() > 3 ? s[3] : 1);
 }
 
 size_t Descriptor::operand_bytes(const Problem& problem) {
   const auto m = static_cast<size_t>(problem.m), n = static_cast<size_t>(problem.n),
-             k = static_cast<size_t>(problem.k);
-  return (m * k + k * n + m * n) * sizeof(float);
+             k = static_cast<size_t>(problem.k), batch = static_cast<size_t>(problem.batch);
+  return (m * k + k * n + m * n) * batch * sizeof(float);
+}
+
+// A batch of products is looked up in the data of single products (sweeps and fits are of those)
+// as one product with the batch folded into its longer side: as many tiles, the same k, and the
+// shorter side, whose tile quantization a batch does not change, as it is.
+std::vector<int64_t> Descriptor::selection_shape(const std::vector<int64_t>& shape) {
+  if (shape.size() < 4 || shape[3] <= 1) return {shape.begin(), shape.begin() + 3};
+  std::vector<int64_t> folded = {shape[0], shape[1], shape[2]};
+  folded[shape[0] >= shape[1] ? 0 : 1] *= shape[3];
+  return folded;
 }
 
 std::unique_ptr<GemmTask> Descriptor::make_task(const DeviceInfo& device, const Problem& problem,
@@ -94,10 +117,12 @@ ProblemId problem_id(const Problem& p) {
   ProblemId id;
   // info().variants: the four layouts, then the four again with each compute type.
   id.variant = static_cast<int>(p.compute) * kLayouts + (p.trans_a ? 2 : 0) + (p.trans_b ? 1 : 0);
-  id.rank = 3;
-  id.dims = {p.m, p.n, p.k, 0};
+  // A batch is a problem of its own (rank 4); a single product keeps its rank-3 identity.
+  id.rank = p.batch > 1 ? 4 : 3;
+  id.dims = {p.m, p.n, p.k, p.batch > 1 ? p.batch : 0};
   id.alignment = p.alignment;
   id.unaligned_operands = p.unaligned_operands;
+  id.kernel_form = p.epilogue ? kEpilogueForm : 0;
   return id;
 }
 

@@ -22,9 +22,8 @@ struct Descriptor {
   /// A problem of the id's layout, shape and alignment with the smallest leading dimensions that
   /// keep that alignment class (what scratch buffers and kernel specs are built for).
   static Problem problem_of(const ProblemId& id);
-  static Problem request_problem(const TaskRequest& request) {
-    return packed_problem(request.layout, request.shape[0], request.shape[1], request.shape[2]);
-  }
+  /// m x n x k, or m x n x k x batch.
+  static Problem request_problem(const TaskRequest& request);
   static Space make_space(const DeviceInfo& device, const Problem& problem) {
     return gemm_op::make_space(device, problem);
   }
@@ -53,6 +52,7 @@ struct Descriptor {
   static Config serve(const Config& config, const ProblemId& problem);
   static bool transfers_to(const Config& config, const ProblemId& problem);
   static std::vector<std::string> selection_feature_names() { return {"padding", "waves"}; }
+  static std::vector<int64_t> selection_shape(const std::vector<int64_t>& shape);
   static void selection_features(const Config& config, int sm_count,
                                  const std::vector<int64_t>& shape, std::vector<double>& out);
 };

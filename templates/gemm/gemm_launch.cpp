@@ -37,17 +37,31 @@ int64_t copy_aligned(const LoadedKernel& kernel, const float* from, int64_t ld, 
   return to_ld;
 }
 
-// gemm.cu's tuned_gemm_zero_tickets over n tickets, in the programmatic launch chain.
-void zero_tickets(const LoadedKernel& kernel, int* tickets, int64_t n, cudaStream_t stream) {
+// gemm.cu's tuned_gemm_zero_tickets over n tickets of each of `products` products (batch_stride
+// ints apart), in the programmatic launch chain.
+void zero_tickets(const LoadedKernel& kernel, int* tickets, int64_t n, int64_t products,
+                  long long batch_stride, cudaStream_t stream) {
   constexpr int kThreads = 256;
   int count = static_cast<int>(n);
   LaunchGeometry g;
-  g.grid = dim3(static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 1024)));
+  g.grid = dim3(static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 1024)),
+                static_cast<unsigned>(products));
   g.block = dim3(kThreads);
   g.waits_for_previous_grid = true;
-  void* args[] = {&tickets, &count};
+  void* args[] = {&tickets, &count, &batch_stride};
   kernel.launch_companion(kZeroTickets, g, args, stream);
 }
+
+// gemm.cu's Batch and Epilogue kernel parameters (the same layout).
+struct BatchArgs {
+  long long a, b, c, workspace;
+};
+struct EpilogueArgs {
+  const float* bias;
+  long long bias_stride;
+  int bias_kind;
+  int activation;
+};
 
 // launch_pass's refusals, before anything is launched: sizes past the kernel's 32-bit indexing,
 // a missing workspace, and configs the problem does not fit.
@@ -66,6 +80,11 @@ void check_pass(const Config& config, const Problem& problem, const void* worksp
   if (is_gemv(config) && std::min(problem.m, problem.n) > config.get("GCOLS")) {
     throw Error(TUNED_STATUS_CONFIG_ERROR, "gemm config " + config.canonical() +
                                                ": GEMV > 0 needs m or n to be at most GCOLS");
+  }
+  if (problem.batch > 1 && (config.get("PRETB") || packs(config, problem))) {
+    throw Error(TUNED_STATUS_CONFIG_ERROR,
+                "gemm config " + config.canonical() +
+                    ": PRETB and PACK copy one product's operands; a batch needs neither");
   }
   if (config.get("PRETB") && problem.trans_b != is_tma(config)) {
     throw Error(TUNED_STATUS_CONFIG_ERROR,
@@ -146,13 +165,15 @@ SplitArgs prepare_splits(const LoadedKernel& kernel, const Config& config, const
                          cudaStream_t stream) {
   const int64_t splits = split_k_count(kernel, config, problem, product);
   product.grid.y = static_cast<unsigned>(splits);
+  // Each product of a batch has its partial tiles and tickets in a region of its own.
+  const auto region_ints = static_cast<long long>(batch_split_bytes(config, problem) / sizeof(int));
   if (splits > 1 && !sum_pass) {
     // The tickets, after the launch's partial tiles, start at zero each launch (the last block of
     // a tile also resets its own, but a workspace may be fresh or left over from an aborted one).
     const int64_t tiles = tile_count(config, problem);
     zero_tickets(kernel,
                  reinterpret_cast<int*>(split_ws + splits * tiles * split_tile_floats(config)),
-                 tiles, stream);
+                 tiles, problem.batch, region_ints, stream);
   }
   SplitArgs args;
   args.mode = sum_pass ? kSplitPartialsOnly : kSplitLastBlockSums;
@@ -167,7 +188,7 @@ SplitArgs prepare_splits(const LoadedKernel& kernel, const Config& config, const
                                  static_cast<size_t>(config.get("BM") * config.get("BN")) *
                                  sizeof(float);
     zero_tickets(kernel, reinterpret_cast<int*>(reinterpret_cast<char*>(split_ws) + partial_bytes),
-                 tail_tiles, stream);
+                 tail_tiles, 1, 0, stream);  // (tail_split splits no batch)
   }
   return args;
 }
@@ -176,26 +197,42 @@ SplitArgs prepare_splits(const LoadedKernel& kernel, const Config& config, const
 // where one adds the split-K partials (REDUCE = 1).
 void launch_product(const LoadedKernel& kernel, const Config& config, const Problem& problem,
                     float alpha, Operands operands, float beta, float* c, float* split_ws,
-                    cudaStream_t stream) {
+                    const Epilogue& epilogue, cudaStream_t stream) {
   int m = static_cast<int>(problem.m), n = static_cast<int>(problem.n),
       k = static_cast<int>(problem.k), ldc = static_cast<int>(problem.ldc);
   const bool sum_pass = config.get("SPLITK") > 1 && !is_gemv(config) && config.get("REDUCE") == 1;
   LaunchGeometry product = geometry(config, problem);
   SplitArgs split = prepare_splits(kernel, config, problem, sum_pass, split_ws, product, stream);
+  BatchArgs batch{problem.stride_a, problem.stride_b, problem.stride_c,
+                  static_cast<long long>(batch_split_bytes(config, problem) / sizeof(float))};
+  if (problem.batch == 1) batch = BatchArgs{0, 0, 0, 0};
+  EpilogueArgs epi{epilogue.bias, epilogue.bias_stride, static_cast<int>(epilogue.bias_kind),
+                   static_cast<int>(epilogue.activation)};
+  // The kernel must have been compiled for the call's form (kernel_spec: BATCHED, EPILOGUE; a
+  // batched or epilogue kernel also runs one plain product).
+  const bool finishes = epi.bias_kind != 0 || epi.activation != 0;
+  if ((problem.batch > 1 && kernel.name().find("_batched") == std::string::npos) ||
+      (finishes && kernel.name().find("_epilogue") == std::string::npos)) {
+    throw Error(TUNED_STATUS_INTERNAL_ERROR,
+                "gemm launch: kernel " + kernel.name() + " is not compiled for " +
+                    (finishes ? "an epilogue" : "a batch of " + std::to_string(problem.batch)));
+  }
   // MMA = 4 reads A and B through tensor maps (the kernel's last parameters; other kernels have
   // none and ignore them): A (m, k) or (k, m) in boxes of 32 x 32 or 32 x BM, B (k, n) in boxes
-  // of 32 x BN.
+  // of 32 x BN, each of the batch's products.
   TensorMapBytes map_a{}, map_b{};
   if (is_tma(config)) {
-    map_a = problem.trans_a
-                ? encode_tensor_map("A", operands.a, k, m, operands.lda, 32, config.get("BM"))
-                : encode_tensor_map("A", operands.a, m, k, operands.lda, 32, 32);
-    map_b = encode_tensor_map("B", operands.b, k, n, operands.ldb, 32, config.get("BN"));
+    map_a = problem.trans_a ? encode_tensor_map("A", operands.a, k, m, operands.lda, problem.batch,
+                                                batch.a, 32, config.get("BM"))
+                            : encode_tensor_map("A", operands.a, m, k, operands.lda, problem.batch,
+                                                batch.a, 32, 32);
+    map_b = encode_tensor_map("B", operands.b, k, n, operands.ldb, problem.batch, batch.b, 32,
+                              config.get("BN"));
   }
-  void* args[] = {
-      &m,    &n, &k,   &alpha,    &operands.a, &operands.lda,     &operands.b,  &operands.ldb,
-      &beta, &c, &ldc, &split_ws, &split.mode, &split.tail_first, &split.count, &map_a,
-      &map_b};
+  void* args[] = {&m,           &n,           &k,          &alpha,           &operands.a,
+                  &operands.lda, &operands.b, &operands.ldb, &beta,           &c,
+                  &ldc,          &split_ws,   &split.mode, &split.tail_first, &split.count,
+                  &batch,        &epi,        &map_a,      &map_b};
   kernel.launch(product, args, stream);
   if (sum_pass) {
     // The same kernel again as the summing pass: a block per (tile, fragment element).
@@ -212,7 +249,7 @@ void launch_product(const LoadedKernel& kernel, const Config& config, const Prob
 // [transpose B] [pack A and B] [zero tickets] product [sum pass], in the stream's launch chain.
 void launch_pass(const LoadedKernel& kernel, const Config& config, const Problem& problem,
                  float alpha, const float* a, const float* b, float beta, float* c, void* workspace,
-                 cudaStream_t stream, const TransposeB& transpose_b) {
+                 cudaStream_t stream, const TransposeB& transpose_b, const Epilogue& epilogue) {
   check_pass(config, problem, workspace);
   const WorkspaceRegions regions = workspace_regions(config, problem, workspace);
   Operands operands{a, static_cast<int>(problem.lda), b, static_cast<int>(problem.ldb)};
@@ -222,28 +259,56 @@ void launch_pass(const LoadedKernel& kernel, const Config& config, const Problem
   if (packs(config, problem) && problem.k > 0) {
     pack_unaligned(kernel, config, problem, regions, stream, operands);
   }
-  launch_product(kernel, config, problem, alpha, operands, beta, c, regions.split, stream);
+  launch_product(kernel, config, problem, alpha, operands, beta, c, regions.split, epilogue,
+                 stream);
+}
+
+// launch for at most kMaxBatchPerLaunch products: over k in passes where the operands are packed
+// in slices of it.
+void launch_products(const LoadedKernel& kernel, const Config& config, const Problem& problem,
+                     float alpha, const float* a, const float* b, float beta, float* c,
+                     void* workspace, cudaStream_t stream, const TransposeB& transpose_b,
+                     const Epilogue& epilogue) {
+  const int64_t pass_k = pack_pass_k(config, problem);
+  if (pass_k >= problem.k) {
+    launch_pass(kernel, config, problem, alpha, a, b, beta, c, workspace, stream, transpose_b,
+                epilogue);
+    return;
+  }
+  // Operands too large to pack at once (one product: a batch packs nothing): C = alpha op(A)
+  // op(B) + beta C over slices of k, each pass adding to what the last one left in C, and the
+  // epilogue's bias and activation once, on the last.
+  for (int64_t k0 = 0; k0 < problem.k; k0 += pass_k) {
+    const Problem pass = k_slice(problem, std::min(pass_k, problem.k - k0));
+    // Slice k0 of op(A) (m x k): columns of A as stored, or rows when transposed; B likewise.
+    const float* a_pass = a + (problem.trans_a ? k0 : k0 * problem.lda);
+    const float* b_pass = b + (problem.trans_b ? k0 * problem.ldb : k0);
+    const bool last = k0 + pass.k >= problem.k;
+    launch_pass(kernel, config, pass, alpha, a_pass, b_pass, k0 == 0 ? beta : 1.0f, c, workspace,
+                stream, transpose_b, last ? epilogue : Epilogue{});
+  }
 }
 
 }  // namespace
 
 void launch(const LoadedKernel& kernel, const Config& config, const Problem& problem, float alpha,
             const float* a, const float* b, float beta, float* c, void* workspace,
-            cudaStream_t stream, const TransposeB& transpose_b) {
-  const int64_t pass_k = pack_pass_k(config, problem);
-  if (pass_k >= problem.k) {
-    launch_pass(kernel, config, problem, alpha, a, b, beta, c, workspace, stream, transpose_b);
+            cudaStream_t stream, const TransposeB& transpose_b, const Epilogue& epilogue) {
+  if (problem.batch <= kMaxBatchPerLaunch) {
+    launch_products(kernel, config, problem, alpha, a, b, beta, c, workspace, stream, transpose_b,
+                    epilogue);
     return;
   }
-  // Operands too large to pack at once: C = alpha op(A) op(B) + beta C over slices of k, each
-  // pass adding to what the last one left in C.
-  for (int64_t k0 = 0; k0 < problem.k; k0 += pass_k) {
-    const Problem pass = k_slice(problem, std::min(pass_k, problem.k - k0));
-    // Slice k0 of op(A) (m x k): columns of A as stored, or rows when transposed; B likewise.
-    const float* a_pass = a + (problem.trans_a ? k0 : k0 * problem.lda);
-    const float* b_pass = b + (problem.trans_b ? k0 * problem.ldb : k0);
-    launch_pass(kernel, config, pass, alpha, a_pass, b_pass, k0 == 0 ? beta : 1.0f, c, workspace,
-                stream, transpose_b);
+  // More products than a grid's z extent: launches of kMaxBatchPerLaunch, each reusing the
+  // workspace of the first (in stream order).
+  for (int64_t z0 = 0; z0 < problem.batch; z0 += kMaxBatchPerLaunch) {
+    Problem part = problem;
+    part.batch = std::min(kMaxBatchPerLaunch, problem.batch - z0);
+    Epilogue part_epilogue = epilogue;
+    if (part_epilogue.bias != nullptr) part_epilogue.bias += z0 * epilogue.bias_stride;
+    launch_products(kernel, config, part, alpha, a + z0 * problem.stride_a,
+                    b + z0 * problem.stride_b, beta, c + z0 * problem.stride_c, workspace, stream,
+                    transpose_b, part_epilogue);
   }
 }
 

@@ -33,13 +33,17 @@ int64_t gemv_rows(const Config& c, const Problem& p);
 int64_t gemv_cols(const Config& c, const Problem& p);
 
 // Workspace layout: [B transposed (PRETB)] [A packed] [B packed (PACK; B only without PRETB)]
-// [partial tiles and tickets (SPLITK > 1)]. Copies have leading dimensions a multiple of 4.
+// [partial tiles and tickets (SPLITK > 1)], the last once per product of a batch,
+// batch_split_bytes apart (a batch copies nothing: rule copies_for_one_product). Copies have
+// leading dimensions a multiple of 4.
 struct WorkspaceRegions {
   char* transposed_b;
   char* packed_a;
   char* packed_b;
   float* split;  // partial tiles, then tickets
 };
+// One product's partial tiles and tickets, rounded up to the workspace's alignment.
+size_t batch_split_bytes(const Config& config, const Problem& problem);
 // The regions of a launch's workspace (one pass of pack_pass_k's k extent).
 WorkspaceRegions workspace_regions(const Config& config, const Problem& problem, void* workspace);
 int64_t aligned_ld(int64_t rows);

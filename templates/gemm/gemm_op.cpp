@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/cuda_check.hpp"
+#include "templates/extent.hpp"
 #include "templates/gemm/gemm_launch.hpp"
 #include "templates/gemm/gemm_rules.hpp"
 #include "templates/gemm/math_family.hpp"
@@ -178,7 +179,8 @@ std::string compute_suffix(Compute compute) {
   }
 }
 
-Problem packed_problem(const std::string& variant, int64_t m, int64_t n, int64_t k) {
+Problem packed_problem(const std::string& variant, int64_t m, int64_t n, int64_t k,
+                       int64_t batch) {
   const std::string layout = variant.substr(0, 2);
   const std::string suffix = variant.size() > 2 ? variant.substr(2) : "";
   Compute compute = Compute::kDefault;
@@ -203,6 +205,13 @@ Problem packed_problem(const std::string& variant, int64_t m, int64_t n, int64_t
   p.ldb = p.min_ldb();
   p.ldc = p.min_ldc();
   p.alignment = alignment_class(nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+  p.batch = std::max<int64_t>(batch, 1);
+  if (p.batch > 1) {
+    // One product after the other, each starting on the alignment class's boundary.
+    p.stride_a = round_up(p.lda * a_cols(p), p.alignment);
+    p.stride_b = round_up(p.ldb * b_cols(p), p.alignment);
+    p.stride_c = round_up(p.ldc * p.n, p.alignment);
+  }
   return p;
 }
 
@@ -211,12 +220,15 @@ int unaligned_operands(const void* a, int64_t lda, const void* b, int64_t ldb) {
 }
 
 int alignment_class(const void* a, const void* b, const void* c, int64_t lda, int64_t ldb,
-                    int64_t ldc) {
+                    int64_t ldc, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
   for (int w : {4, 2}) {
     const auto aligned = [w](const void* p) {
       return reinterpret_cast<uintptr_t>(p) % (4u * static_cast<unsigned>(w)) == 0;
     };
-    if (aligned(a) && aligned(b) && aligned(c) && lda % w == 0 && ldb % w == 0 && ldc % w == 0) {
+    // Every product of a batch starts a stride after the last: its pointers are as aligned as
+    // the first's where the strides are multiples of w.
+    if (aligned(a) && aligned(b) && aligned(c) && lda % w == 0 && ldb % w == 0 && ldc % w == 0 &&
+        stride_a % w == 0 && stride_b % w == 0 && stride_c % w == 0) {
       return w;
     }
   }
@@ -261,6 +273,37 @@ void validate_arguments(int op_a, int op_b, int64_t m, int64_t n, int64_t k, con
     require_argument(a != nullptr, "A", "must not be NULL when m, n, k > 0 and alpha != 0");
     require_argument(b != nullptr, "B", "must not be NULL when m, n, k > 0 and alpha != 0");
   }
+}
+
+void validate_batch(int64_t m, int64_t n, int64_t ldc, int64_t stride_a, int64_t stride_b,
+                    int64_t stride_c, int64_t batch) {
+  require_argument(batch >= 0, "batch_count",
+                   [&] { return "must be >= 0 (got " + std::to_string(batch) + ")"; });
+  for (const auto& [name, stride] :
+       {std::pair{"stride_a", stride_a}, {"stride_b", stride_b}, {"stride_c", stride_c}}) {
+    require_argument(stride >= 0, name, [&, stride = stride] {
+      return "must be >= 0 (0: one matrix for every product; got " + std::to_string(stride) + ")";
+    });
+  }
+  if (batch > 1 && m > 0 && n > 0) {
+    // Products writing into each other's C would race.
+    require_argument(stride_c >= ldc * n, "stride_c", [&] {
+      return "must be >= ldc * n = " + std::to_string(ldc * n) +
+             " so that the products' C do not overlap (got " + std::to_string(stride_c) + ")";
+    });
+  }
+}
+
+void validate_epilogue(const Epilogue& e) {
+  const int kind = static_cast<int>(e.bias_kind), act = static_cast<int>(e.activation);
+  require_argument(kind >= 0 && kind <= 2, "epilogue.bias_kind",
+                   "must be TUNED_BIAS_NONE, TUNED_BIAS_ROW or TUNED_BIAS_COLUMN");
+  require_argument(act >= 0 && act <= 3, "epilogue.activation",
+                   "must be TUNED_ACTIVATION_NONE, _RELU, _GELU_TANH or _GELU_ERF");
+  require_argument(e.bias_kind == BiasKind::kNone || e.bias != nullptr, "epilogue.bias",
+                   "must not be NULL when bias_kind asks for a bias");
+  require_argument(e.bias_stride >= 0, "epilogue.bias_stride",
+                   [&] { return "must be >= 0 (got " + std::to_string(e.bias_stride) + ")"; });
 }
 
 Space make_space(const DeviceInfo& device, const Problem& problem) {
@@ -419,7 +462,7 @@ const Space& space_for_fitting(const DeviceInfo& device, const Problem& problem)
     return a.trans_a == b.trans_a && a.trans_b == b.trans_b && a.m == b.m && a.n == b.n &&
            a.k == b.k && a.lda == b.lda && a.ldb == b.ldb && a.ldc == b.ldc &&
            a.alignment == b.alignment && a.unaligned_operands == b.unaligned_operands &&
-           a.compute == b.compute;
+           a.compute == b.compute && a.batch == b.batch;
   };
   if (!last.space || !same_device(last.device, device) || !same_problem(last.problem, problem)) {
     last.space.emplace(make_space(device, problem));
@@ -448,8 +491,9 @@ double packing_cost(const Problem& p) {
 }
 
 bool packing_pays(const Problem& p) {
-  // Narrowing VEC to 1 costs some 15 %: pack when the copies cost at most 10 %.
-  return p.m > 0 && p.n > 0 && p.k > 0 && packing_cost(p) <= 0.1;
+  // Narrowing VEC to 1 costs some 15 %: pack when the copies cost at most 10 %. (A batch's
+  // products are not copied: rule copies_for_one_product.)
+  return p.batch == 1 && p.m > 0 && p.n > 0 && p.k > 0 && packing_cost(p) <= 0.1;
 }
 
 Config packed_where_unaligned(Config config, const Problem& problem) {
@@ -518,7 +562,8 @@ std::string kernel_name(const Config& config, const Problem& problem) {
   const int cv = c_vec(config, problem);
   return "gemm_" + std::string(problem.trans_a ? "t" : "n") + (problem.trans_b ? "t" : "n") +
          kernel_config(config).name_suffix() +
-         (cv < config.get("VEC") ? "_cvec" + std::to_string(cv) : "");
+         (cv < config.get("VEC") ? "_cvec" + std::to_string(cv) : "") +
+         (problem.batch > 1 ? "_batched" : "") + (problem.epilogue ? "_epilogue" : "");
 }
 
 KernelSpec kernel_spec(const Config& config, const Problem& problem) {
@@ -527,7 +572,9 @@ KernelSpec kernel_spec(const Config& config, const Problem& problem) {
                   "-DTRANS_A=" + std::to_string(problem.trans_a ? 1 : 0),
                   "-DTRANS_B=" + std::to_string(reads_b_transposed(config, problem) ? 1 : 0),
                   "-DC_VEC=" + std::to_string(c_vec(config, problem)),
-                  "-DKSUM_CHAIN=" + std::to_string(kSumChain)};
+                  "-DKSUM_CHAIN=" + std::to_string(kSumChain),
+                  "-DBATCHED=" + std::to_string(problem.batch > 1 ? 1 : 0),
+                  "-DEPILOGUE=" + std::to_string(problem.epilogue ? 1 : 0)};
   if (is_tma(config) && config.get("KSUM") == 2) {
     spec.options.push_back("-DSLICE_CHAIN=" + std::to_string(kSliceChain));
   }
@@ -726,8 +773,15 @@ int64_t pack_pass_k(const Config& config, const Problem& p) {
 }
 
 size_t workspace_bytes(const Config& config, const Problem& problem) {
+  const size_t splits = problem.batch == 1 ? split_bytes(config, problem)
+                                           : batch_split_bytes(config, problem) *
+                                                 static_cast<size_t>(problem.batch);
   return transposed_b_bytes(config, problem) + packed_a_bytes(config, problem) +
-         packed_b_bytes(config, problem) + split_bytes(config, problem);
+         packed_b_bytes(config, problem) + splits;
+}
+
+size_t batch_split_bytes(const Config& config, const Problem& problem) {
+  return round_up_bytes(split_bytes(config, problem));
 }
 
 WorkspaceRegions workspace_regions(const Config& config, const Problem& problem, void* workspace) {
@@ -749,8 +803,10 @@ LaunchGeometry geometry(const Config& config, const Problem& problem) {
                     "; at most 2^31 - 1 fit a grid");
   }
   LaunchGeometry g;
-  // x: tiles (the kernel maps them to block rows and columns), y: splits of k.
-  g.grid = dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(config.get("SPLITK")));
+  // x: tiles (the kernel maps them to block rows and columns), y: splits of k, z: the products of
+  // a batch (launch runs at most kMaxBatchPerLaunch at a time).
+  g.grid = dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(config.get("SPLITK")),
+                static_cast<unsigned>(std::min(problem.batch, kMaxBatchPerLaunch)));
   g.block = dim3(static_cast<unsigned>(threads_per_block(config)));
   g.dynamic_smem_bytes = shared_bytes(config);
   g.waits_for_previous_grid = true;  // gemm.cu's kernels start with wait_for_previous_grid()
@@ -763,6 +819,7 @@ ProblemKey problem_key(const DeviceInfo& device, const Problem& problem) {
   key.op = "gemm";
   key.variant = problem.variant();
   key.shape = {problem.m, problem.n, problem.k};
+  if (problem.batch > 1) key.shape.push_back(problem.batch);  // a batch is a problem of its own
   key.alignment = problem.alignment;
   return key;
 }
@@ -784,6 +841,9 @@ TailSplit tail_split(const LoadedKernel& kernel, const Config& config, const Pro
                      const LaunchGeometry& product) {
   TailSplit none;
   if (is_gemv(config) || config.get("TAIL") == 0 || config.get("SPLITK") != 1) return none;
+  // (A batch's products fill the waves together: a tail sized for one product's tiles would
+  // split tiles of every product.)
+  if (problem.batch > 1) return none;
   const int64_t slots = resident_blocks(kernel, product);
   const int64_t tiles = tile_count(config, problem);
   if (slots <= 0 || tiles <= slots || tiles % slots == 0) return none;
@@ -803,7 +863,9 @@ int64_t max_split_k(const Config& config, const Problem& problem) {
                         config.get("BM") * config.get("BN") <= 64 * 64;
   if (least == 1 || !raisable) return least;
   const int64_t most = std::min(2 * least - 1, k_slices(config, problem));
-  if (most <= least || tile_count(config, problem) * most > kMaxRaisedSplitBlocks) return least;
+  if (most <= least || tile_count(config, problem) * problem.batch * most > kMaxRaisedSplitBlocks) {
+    return least;
+  }
   return most;
 }
 
@@ -822,7 +884,9 @@ int64_t split_k_count(const LoadedKernel& kernel, const Config& config, const Pr
   if (most == least) return least;
   const int64_t slots = resident_blocks(kernel, product);
   if (slots <= 0) return least;
-  const int64_t tiles = tile_count(config, problem), slices = k_slices(config, problem);
+  // (Every product of a batch is in the same waves.)
+  const int64_t tiles = tile_count(config, problem) * std::min(problem.batch, kMaxBatchPerLaunch),
+                slices = k_slices(config, problem);
   // Estimated time in slices: waves of blocks, each its split's slices plus the fixed cost.
   auto cost = [&](int64_t splits) {
     const int64_t per_split = (slices + splits - 1) / splits;
@@ -847,6 +911,8 @@ OpInfo info() {
   OpInfo op;
   op.name = "gemm";
   op.dims = {"M", "N", "K"};
+  op.optional_dims = {"BATCH"};  // tuned_gemm_strided_batched's batch_count
+  op.dim_ranges["BATCH"] = {1, INT_MAX};
   // The problem id's variant indexes these: the layouts, then with each compute type.
   for (Compute compute : {Compute::kDefault, Compute::kTf32, Compute::kPedantic}) {
     for (const char* layout : {"NN", "NT", "TN", "TT"}) {

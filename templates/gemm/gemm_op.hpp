@@ -25,13 +25,19 @@ enum class Compute { kDefault = 0, kTf32 = 1, kPedantic = 2 };
 std::string compute_suffix(Compute compute);
 
 /// One FP32 GEMM call's shape, layout, alignment and compute type (column-major, cuBLAS
-/// conventions).
+/// conventions); a strided batch of `batch` such products (cublasSgemmStridedBatched's): product
+/// z's operands start z strides (floats) after the first's, a stride of 0 sharing the operand.
 struct Problem {
   Compute compute = Compute::kDefault;
   bool trans_a = false;
   bool trans_b = false;
   int64_t m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t batch = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  // The call fuses a bias or an activation (Epilogue): its kernels are the EPILOGUE forms of the
+  // configs chosen for the plain product (same choice, another compile).
+  bool epilogue = false;
   int alignment = 1;  // widest vector (1, 2, 4 floats) that pointers and leading dims allow
   // kOperandA | kOperandB: operands whose pointer or leading dimension allows no 16-byte vectors
   // (an ld that is no multiple of 4 counts whether marked or not; a problem rebuilt from its id
@@ -43,7 +49,18 @@ struct Problem {
   int64_t min_lda() const { return std::max<int64_t>(1, trans_a ? k : m); }
   int64_t min_ldb() const { return std::max<int64_t>(1, trans_b ? n : k); }
   int64_t min_ldc() const { return std::max<int64_t>(1, m); }
-  double flops() const { return 2.0 * static_cast<double>(m) * n * k; }
+  double flops() const { return 2.0 * static_cast<double>(m) * n * k * batch; }
+};
+
+/// What the epilogue does before C is stored (tuned_gemm_strided_batched_ex, the cuBLASLt epilogue
+/// idea): C = act(alpha op(A) op(B) + beta C + bias). gemm.cu's Epilogue reads the same numbers.
+enum class BiasKind { kNone = 0, kRow = 1, kColumn = 2 };  // one value per row (m) or column (n)
+enum class Activation { kNone = 0, kRelu = 1, kGeluTanh = 2, kGeluErf = 3 };
+struct Epilogue {
+  BiasKind bias_kind = BiasKind::kNone;
+  const float* bias = nullptr;  // device memory: m (per row) or n (per column) floats a product
+  int64_t bias_stride = 0;      // floats between products' bias vectors (0: one for all)
+  Activation activation = Activation::kNone;
 };
 
 /// Bits of Problem::unaligned_operands.
@@ -54,20 +71,32 @@ constexpr int kOperandA = 1, kOperandB = 2;
 int unaligned_operands(const void* a, int64_t lda, const void* b, int64_t ldb);
 
 /// A problem with the smallest leading dimensions and aligned pointers (for tuning), of a variant
-/// ("NN", or with a compute type: "NN-tf32"); throws Error(TUNED_STATUS_INVALID_ARGUMENT) naming
-/// the variants for any other.
-Problem packed_problem(const std::string& variant, int64_t m, int64_t n, int64_t k);
+/// ("NN", or with a compute type: "NN-tf32"), and for a batch the products stored one after the
+/// other (strides of whole matrices, rounded up to the alignment class); throws
+/// Error(TUNED_STATUS_INVALID_ARGUMENT) naming the variants for any other.
+Problem packed_problem(const std::string& variant, int64_t m, int64_t n, int64_t k,
+                       int64_t batch = 1);
 
 /// Widest vector width w in {4, 2, 1} such that every pointer is 4w-byte aligned and every
-/// leading dimension a multiple of w.
+/// leading dimension (and batch stride) a multiple of w.
 int alignment_class(const void* a, const void* b, const void* c, int64_t lda, int64_t ldb,
-                    int64_t ldc);
+                    int64_t ldc, int64_t stride_a = 0, int64_t stride_b = 0,
+                    int64_t stride_c = 0);
 
 /// Checks tuned_gemm's arguments; throws Error(TUNED_STATUS_INVALID_ARGUMENT) naming the argument
 /// and the rule.
 void validate_arguments(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const float* alpha,
                         const void* a, int64_t lda, const void* b, int64_t ldb, const float* beta,
                         const void* c, int64_t ldc);
+/// Checks the batch of tuned_gemm_strided_batched (after validate_arguments): batch >= 0, strides
+/// >= 0, C's products apart so none overlaps another (stride_c >= ldc * n where batch > 1).
+void validate_batch(int64_t m, int64_t n, int64_t ldc, int64_t stride_a, int64_t stride_b,
+                    int64_t stride_c, int64_t batch);
+/// Checks an epilogue (kind, activation, a bias vector where one is asked for).
+void validate_epilogue(const Epilogue& epilogue);
+
+/// The most products one launch computes (a grid's z extent); launch runs more in several.
+constexpr int64_t kMaxBatchPerLaunch = 65535;
 
 /// Largest m, n or k: the kernels index in 32 bits, and a tile (at most 256 rows, columns or k
 /// elements) past the last row must not overflow.
@@ -253,12 +282,14 @@ int64_t max_split_k(const Config& config, const Problem& problem);
 using TransposeB = std::function<void(int64_t rows, int64_t cols, const float* a, int64_t lda,
                                       float* b, int64_t ldb, cudaStream_t stream)>;
 
-/// Launches C = alpha op(A) op(B) + beta C with a kernel built from config (m, n > 0).
+/// Launches C = alpha op(A) op(B) + beta C (then the epilogue's bias and activation) with a kernel
+/// built from config (m, n > 0), for every product of the problem's batch.
 /// workspace: at least workspace_bytes(config, problem) bytes of device memory, used in stream
 /// order (may be null when that is 0). transpose_b: needed by PRETB configs (Error otherwise).
 void launch(const LoadedKernel& kernel, const Config& config, const Problem& problem, float alpha,
             const float* a, const float* b, float beta, float* c, void* workspace,
-            cudaStream_t stream, const TransposeB& transpose_b = nullptr);
+            cudaStream_t stream, const TransposeB& transpose_b = nullptr,
+            const Epilogue& epilogue = {});
 
 /// What the op is (name, dims, variants, rate unit, parameters): its entry in the catalog.
 OpInfo info();

@@ -218,6 +218,11 @@ void add_launch_rules(Space& space, const SpaceLimits& lim, const Problem& probl
   space.require({"pretranspose_needs_k_contiguous_b", {"PRETB", "MMA"}, [=](const Config& c) {
                    return c.get("PRETB") == 0 || problem.trans_b == is_tma(c);
                  }});
+  // The workspace holds one copy of B transposed or of A and B packed: a batch's products are
+  // multiplied as they are stored (so a TMA-fed kernel needs B k-contiguous and 16-byte runs).
+  space.require({"copies_for_one_product", {"GEMV", "PRETB", "PACK"}, [=](const Config& c) {
+                   return problem.batch == 1 || (c.get("PRETB") == 0 && !packs(c, problem));
+                 }});
 }
 
 // Pruning: valid configs that cannot be worth measuring on this problem.

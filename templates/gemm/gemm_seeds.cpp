@@ -205,9 +205,12 @@ Config default_config(const DeviceInfo& device, const Problem& problem) {
   const Config small = Config::parse(
       "GEMV=0,BM=32,BN=32,BK=8,WM=16,WN=16,TM=2,TN=2,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=8,PIPE=1,"
       "SWZ=0,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0");
+  // (A batch's products share the waves.)
+  const double products = static_cast<double>(problem.batch);
   const double blocks_large =
-      static_cast<double>((problem.m + 127) / 128) * ((problem.n + 127) / 128);
-  const double blocks_medium = static_cast<double>((problem.m + 63) / 64) * ((problem.n + 63) / 64);
+      static_cast<double>((problem.m + 127) / 128) * ((problem.n + 127) / 128) * products;
+  const double blocks_medium =
+      static_cast<double>((problem.m + 63) / 64) * ((problem.n + 63) / 64) * products;
   const int sms = std::max(1, device.sm_count);
   const Config& tile = blocks_large >= sms ? large : blocks_medium >= sms ? medium : small;
   Config pick = with_absent_params(tile, parameters());

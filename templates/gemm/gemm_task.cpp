@@ -4,15 +4,24 @@
 
 #include "core/cuda_check.hpp"
 #include "templates/extent.hpp"
+#include "templates/gemm/gemm_launch.hpp"
 #include "templates/template_source.hpp"
 #include "templates/transpose/transpose_op.hpp"
 
 namespace tuned::gemm_op {
 void cublas_sgemm(cublasHandle_t handle, const Problem& p, float alpha, const float* a,
                   const float* b, float beta, float* c) {
-  check_cublas(cublas().sgemm_64(handle, p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                 p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, p.m, p.n, p.k, &alpha, a,
-                                 p.lda, b, p.ldb, &beta, c, p.ldc),
+  const cublasOperation_t op_a = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (p.batch > 1) {
+    check_cublas(cublas().sgemm_strided_batched_64(handle, op_a, op_b, p.m, p.n, p.k, &alpha, a,
+                                                   p.lda, p.stride_a, b, p.ldb, p.stride_b, &beta,
+                                                   c, p.ldc, p.stride_c, p.batch),
+                 "cublasSgemmStridedBatched_64");
+    return;
+  }
+  check_cublas(cublas().sgemm_64(handle, op_a, op_b, p.m, p.n, p.k, &alpha, a, p.lda, b, p.ldb,
+                                 &beta, c, p.ldc),
                "cublasSgemm_64");
 }
 
@@ -35,7 +44,17 @@ GemmTask::GemmTask(const DeviceInfo& device, const Problem& problem, DeviceCheck
   edge_.lda = round_up(edge_.min_lda(), problem.alignment) + problem.alignment;
   edge_.ldb = round_up(edge_.min_ldb(), problem.alignment) + 2 * problem.alignment;
   edge_.ldc = round_up(edge_.min_ldc(), problem.alignment) + 3 * problem.alignment;
+  // A batch's edge has three products with gaps between them (strides past the matrices, still
+  // multiples of the alignment class), so the kernels' product offsets are checked too.
+  if (problem.batch > 1) {
+    edge_.batch = 3;
+    edge_.stride_a = edge_.lda * a_cols(edge_) + problem.alignment;
+    edge_.stride_b = edge_.ldb * b_cols(edge_) + 2 * problem.alignment;
+    edge_.stride_c = edge_.ldc * edge_.n + 3 * problem.alignment;
+  }
   probe_ = edge_;
+  probe_.batch = 1;  // the contract is the arithmetic's, the same in every product
+  probe_.stride_a = probe_.stride_b = probe_.stride_c = 0;
   probe_.k = kProbeKs[0];
   probe_.lda = round_up(probe_.min_lda(), problem.alignment);
   probe_.ldb = round_up(probe_.min_ldb(), problem.alignment);
@@ -61,13 +80,30 @@ KernelSpec GemmTask::kernel_spec(const Config& config) const {
 std::string GemmTask::template_hash() const { return template_source("gemm.cu").hash; }
 
 void GemmTask::allocate(const Problem& p, Buffers& b, bool with_init) {
-  const int64_t a_cols = p.trans_a ? p.m : p.k;
-  const int64_t b_cols = p.trans_b ? p.k : p.n;
-  b.a = DeviceBuffer(column_major_elements(p.lda, a_cols) * sizeof(float));
-  b.b = DeviceBuffer(column_major_elements(p.ldb, b_cols) * sizeof(float));
-  b.c = DeviceBuffer(column_major_elements(p.ldc, p.n) * sizeof(float));
-  b.c_ref = DeviceBuffer(column_major_elements(p.ldc, p.n) * sizeof(float));
-  if (with_init) b.c_init = DeviceBuffer(column_major_elements(p.ldc, p.n) * sizeof(float));
+  // Every product of a batch: the last starts (batch - 1) strides after the first.
+  auto bytes = [&](int64_t ld, int64_t cols, int64_t stride) {
+    return (column_major_elements(ld, cols) + static_cast<size_t>((p.batch - 1) * stride)) *
+           sizeof(float);
+  };
+  b.a = DeviceBuffer(bytes(p.lda, a_cols(p), p.stride_a));
+  b.b = DeviceBuffer(bytes(p.ldb, b_cols(p), p.stride_b));
+  b.c = DeviceBuffer(bytes(p.ldc, p.n, p.stride_c));
+  b.c_ref = DeviceBuffer(bytes(p.ldc, p.n, p.stride_c));
+  if (with_init) b.c_init = DeviceBuffer(bytes(p.ldc, p.n, p.stride_c));
+}
+
+MatrixCheck GemmTask::compare_products(const Problem& p, const float* c, const float* c_ref,
+                                       cudaStream_t stream) {
+  // The products' C side by side: a batch's with gaps (the edge's) compared product by product.
+  if (p.batch == 1 || p.stride_c == p.ldc * p.n) {
+    return check_.compare(c, p.ldc, c_ref, p.ldc, p.m, p.n * p.batch, stream);
+  }
+  MatrixCheck all = check_.compare(c, p.ldc, c_ref, p.ldc, p.m, p.n, stream);
+  for (int64_t z = 1; z < p.batch; ++z) {
+    all.add(check_.compare(c + z * p.stride_c, p.ldc, c_ref + z * p.stride_c, p.ldc, p.m, p.n,
+                           stream));
+  }
+  return all;
 }
 
 void* GemmTask::workspace(const Config& config, const Problem& p) {
@@ -150,8 +186,8 @@ MatrixCheck GemmTask::check_uniform(const LoadedKernel& kernel, const Config& co
   DeviceCheck::poison(main_.c.as<float>(), main_.c.bytes() / sizeof(float), stream);
   launch(kernel, config, problem_, 1.0f, main_.a.as<float>(), main_.b.as<float>(), 0.0f,
          main_.c.as<float>(), workspace(config, problem_), stream, transpose_b_);
-  MatrixCheck main = check_.compare(main_.c.as<float>(), problem_.ldc, main_.c_ref.as<float>(),
-                                    problem_.ldc, problem_.m, problem_.n, stream);
+  MatrixCheck main =
+      compare_products(problem_, main_.c.as<float>(), main_.c_ref.as<float>(), stream);
   if (!main.passed(tolerance())) return main;
   main.exact_error = exact_->error(main_.c.as<float>(), problem_.ldc, stream);
   main.exact_limit = contract_limit(cublas_exact_error_);
@@ -163,9 +199,8 @@ MatrixCheck GemmTask::check_uniform(const LoadedKernel& kernel, const Config& co
   launch(kernel, config, edge_, kEdgeAlpha, edge_buffers_.a.as<float>(),
          edge_buffers_.b.as<float>(), kEdgeBeta, edge_buffers_.c.as<float>(),
          workspace(config, edge_), stream, transpose_b_);
-  MatrixCheck edge = check_.compare(edge_buffers_.c.as<float>(), edge_.ldc,
-                                    edge_buffers_.c_ref.as<float>(), edge_.ldc, edge_.m, edge_.n,
-                                    stream);
+  MatrixCheck edge = compare_products(edge_, edge_buffers_.c.as<float>(),
+                                      edge_buffers_.c_ref.as<float>(), stream);
   main.add(edge);
   return main;
 }

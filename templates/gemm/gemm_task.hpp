@@ -86,6 +86,9 @@ class GemmTask : public TuningTask {
     DeviceBuffer a, b, c, c_ref, c_init;
   };
   void allocate(const Problem& p, Buffers& buffers, bool with_init);
+  /// c against c_ref over every product of p's batch.
+  MatrixCheck compare_products(const Problem& p, const float* c, const float* c_ref,
+                               cudaStream_t stream);
   /// The probe at kProbeKs[i].
   Problem probe_at(size_t i) const;
   /// The probe's inputs of the current seed and, at kProbeKs[i], the FP64 product and cuBLAS's

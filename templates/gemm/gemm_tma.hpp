@@ -12,12 +12,14 @@ struct alignas(64) TensorMapBytes {
   std::array<uint64_t, 16> bits;
 };
 
-/// The column-major float matrix at `base` (`inner` contiguous elements per column, `outer`
-/// columns, `ld` floats apart), read in boxes of box_inner x box_outer elements stored in the
-/// 128-byte swizzle, zeros past the edges. `base` must be 16-byte aligned and `ld` a multiple of
-/// 4 (gemm_op's rules ask for that, or pack). Throws tuned::Error naming `operand` when the driver
-/// refuses it.
+/// The column-major float matrices at `base` (`inner` contiguous elements per column, `outer`
+/// columns, `ld` floats apart; `products` of them, `stride` floats apart, or one where stride is
+/// 0), read in boxes of box_inner x box_outer elements of one matrix stored in the 128-byte
+/// swizzle, zeros past the edges. `base` must be 16-byte aligned and `ld` and `stride` multiples
+/// of 4 (gemm_op's rules ask for that, or pack). Throws tuned::Error naming `operand` when the
+/// driver refuses it.
 TensorMapBytes encode_tensor_map(const char* operand, const float* base, int64_t inner,
-                                 int64_t outer, int64_t ld, int box_inner, int box_outer);
+                                 int64_t outer, int64_t ld, int64_t products, int64_t stride,
+                                 int box_inner, int box_outer);
 
 }  // namespace tuned::gemm_op

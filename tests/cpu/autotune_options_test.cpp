@@ -84,7 +84,7 @@ TEST(ParseShapeTest, LeavesZeroToTheOpsRanges) {
     validate_request(TaskRequest{"gemm", {4096}, "", {}});
     ADD_FAILURE() << "a gemm of one dimension was accepted";
   } catch (const Error& e) {
-    EXPECT_TRUE(contains(e.what(), "gemm shape: needs MxNxK (3 sizes), got 1")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "gemm shape: needs MxNxK[xBATCH] (3 to 4 sizes), got 1")) << e.what();
   }
 }
 

@@ -37,8 +37,17 @@ TEST(GemmSpace, ConfigRendersOptionsNameAndCanonicalText) {
   EXPECT_EQ(spec.options[2], "-DTRANS_B=0");
   EXPECT_EQ(spec.options[3], "-DC_VEC=4");
   EXPECT_EQ(spec.options[4], "-DKSUM_CHAIN=96");  // the accuracy contract's longest FFMA sum
-  EXPECT_EQ(spec.options[5], "-DGEMV=0");
-  EXPECT_EQ(spec.options[6], "-DBM=128");
+  EXPECT_EQ(spec.options[5], "-DBATCHED=0");   // one product: the plain kernel
+  EXPECT_EQ(spec.options[6], "-DEPILOGUE=0");  // no bias or activation fused
+  EXPECT_EQ(spec.options[7], "-DGEMV=0");
+  EXPECT_EQ(spec.options[8], "-DBM=128");
+  // A batch and a fused epilogue are forms of the same config: other kernels, other names.
+  Problem batched = packed_problem("TN", 100, 200, 300, 6);
+  batched.epilogue = true;
+  const KernelSpec forms = kernel_spec(c, batched);
+  EXPECT_EQ(forms.kernel_name, spec.kernel_name + "_batched_epilogue");
+  EXPECT_EQ(forms.options[5], "-DBATCHED=1");
+  EXPECT_EQ(forms.options[6], "-DEPILOGUE=1");
   // PACK and REDUCE are the launch's: neither in the kernel's name nor among its options.
   // Last the kernel's parameters, then the shared strides the host derives (BM + PAD, BN + PAD,
   // and the staged C tile's BM + 4, passed even where it is not staged).
