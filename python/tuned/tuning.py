@@ -1,22 +1,27 @@
-"""Tuning from Python: the recorder and the tuner.
+"""Tuning from Python: the recorder, the tuner and what the database holds.
 
     with tuned.recording("shapes.txt"):      # or TUNED_RECORD=shapes.txt python train.py
         model(x)                             # each new (op, layout, shape) is appended once
     tuned.autotune(shapes_from="shapes.txt", budget=120)   # tunes exactly those
     model(x)                                 # now runs the tuned kernels (describe: "exact")
+    tuned.results(op="gemm")                 # the bests the database holds, as dicts
 
 autotune runs the `autotune` program (bundled with the package, or TUNED_AUTOTUNE, or on PATH) in
 its own process, as the command line does: its progress goes to this process's stderr, every trial
-is durable in the database as it is measured, and Ctrl-C ends it after the trial in hand.
+is durable in the database as it is measured, and Ctrl-C ends it after the trial in hand. results
+reads the database through libtuned (tuned_results_json), as `tunedb best` does: it never writes.
 """
 import contextlib
+import ctypes
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 
+from . import _library
 from ._library import lib
 
 _record_path = os.environ.get("TUNED_RECORD") or None
@@ -113,4 +118,70 @@ def autotune(op="gemm", shapes=None, layout=None, budget=None, *, shapes_from=No
         raise KeyboardInterrupt("autotune interrupted: what it measured is in the database")
     if code != 0:
         raise RuntimeError(f"autotune failed (exit {code}): {message or ' '.join(tail[-1:])}")
+    return rows
+
+
+def _text(value, name, what="a string"):
+    """A non-empty str without NUL (a command-line argument), or TypeError/ValueError naming it."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+    if not value or "\0" in value:
+        raise ValueError(f"{name} must be {what}: non-empty and without NUL characters, got "
+                         f"{value!r}")
+    return value
+
+
+def _path(value, name):
+    """A path (str, bytes or os.PathLike) as text, or TypeError/ValueError naming it."""
+    try:
+        path = os.fsdecode(os.fspath(value))
+    except TypeError:
+        raise TypeError(f"{name} must be a path (str or os.PathLike), got "
+                        f"{type(value).__name__}") from None
+    return _text(path, name, "a path")
+
+
+# ----- what the database holds --------------------------------------------------------------------
+
+def results(db=None, op=None, device=None):
+    """The best configurations the tuning database holds: one dict per (device, op, variant,
+    shape, alignment), in `tunedb best`'s order, with device_uuid, device_name (None where the
+    GPU is not recorded), op, variant (and layout, the same: the name autotune's rows use), shape
+    (a tuple of the op's sizes), alignment, config (its canonical text) and params (a dict
+    parameter -> int; None where the text is no NAME=INTEGER list), kernel_name, ms, rate,
+    rate_unit ("TFLOP/s", "GB/s"; None where unknown), baseline_ms and ratio (None where no
+    baseline was measured), session_id (None: none), updated_at (ISO 8601 UTC), origin
+    ("autotune" or "first-use"), template_hash and source ("": measured in this database, else the
+    file it was merged from).
+
+    db: the database file (None: the one this process uses, set_database's, else TUNED_DB, else
+    the default); op: one op's rows ("gemm", "transpose", "entropy"); device: one GPU's rows, by
+    its uuid, the only recorded uuid it begins, or its model's name (every GPU of that model).
+
+    Only reads, through libtuned as `tunedb best` does: not a byte of the file changes and no file
+    appears beside it. A missing file holds nothing tuned: []. A file that is no tuned database
+    (another application's, damaged, empty, a folder) raises tuned.Error naming the path; rows
+    this build cannot read are left out with a RuntimeWarning saying how many."""
+    from . import _raise
+    path = None if db is None else os.fsencode(_path(db, "db"))
+    op = None if op is None else _text(op, "op", "an op name")
+    device = None if device is None else _text(device, "device", "a GPU uuid, its prefix or name")
+    text = ctypes.c_void_p()
+    status = lib.tuned_results_json(path, None if op is None else op.encode(),
+                                    None if device is None else device.encode(),
+                                    ctypes.byref(text))
+    if status != _library.STATUS_SUCCESS:
+        _raise(status)
+    try:
+        document = json.loads(ctypes.string_at(text.value).decode())
+    finally:
+        lib.tuned_free(text)
+    if document["skipped"]:
+        warnings.warn(f"{document['database']}: {document['skipped']} best row(s) this build "
+                      f"cannot read were left out", RuntimeWarning, stacklevel=2)
+    rows = []
+    for best in document["bests"]:
+        best["shape"] = tuple(best["shape"])
+        best["layout"] = best["variant"]
+        rows.append(best)
     return rows
