@@ -49,7 +49,8 @@ ROWS = [{"op": "gemm", "layout": "NN", "shape": "8x8x8", "ms": 0.5, "config": "B
 
 def real_autotune():
     """This build's autotune program, or None: beside the library's build (tools/), in the
-    installed prefix (bin/), bundled with the package, or on PATH."""
+    installed prefix (bin/), bundled with the package, in the repository's build folder (what
+    scripts/test.sh builds), or on PATH."""
     candidates = []
     library = os.environ.get("TUNED_LIBRARY")
     if library:
@@ -57,6 +58,7 @@ def real_autotune():
         candidates += [os.path.join(folder, "tools", "autotune"),
                        os.path.join(folder, "..", "bin", "autotune")]
     candidates += [os.path.join(os.path.dirname(tuning.__file__), "bin", "autotune"),
+                   os.path.join(PACKAGE_ROOT, "..", "build", "tools", "autotune"),
                    shutil.which("autotune")]
     for path in candidates:
         if path and os.path.isfile(path) and os.access(path, os.X_OK):
@@ -242,7 +244,7 @@ class AutotuneErrors(WithFakeAutotune):
 
 
 @unittest.skipIf(real_autotune() is None, "this build's autotune program was not found (beside "
-                 "TUNED_LIBRARY's build, bundled, or on PATH)")
+                 "TUNED_LIBRARY's build, bundled, in build/tools, or on PATH)")
 class AgainstTheRealProgram(unittest.TestCase):
     """The keywords against the autotune program itself: every option of its --help has one, and
     what it refuses comes back as a ValueError with its message. (It refuses before any GPU or
