@@ -142,20 +142,18 @@ std::string results_json(const std::string& path, const std::string& op,
   std::map<std::string, std::string> names;  // uuid -> GPU name
   const std::vector<cache::DeviceRecord> devices = db.devices();
   for (const cache::DeviceRecord& d : devices) names[d.uuid] = d.name;
-  std::set<std::string> wanted;
+  std::set<std::string> wanted;  // several: a model's GPUs, filtered here
   if (!device.empty()) {
     wanted = named_devices(devices, device);
     if (wanted.size() == 1) filter.device_uuid = *wanted.begin();
   }
   std::string rows;
-  if (device.empty() || !wanted.empty()) {
-    db.for_each_best(filter, [&](const cache::BestRecord& b) {
-      if (!device.empty() && wanted.count(b.key.device_uuid) == 0) return;
-      const auto name = names.find(b.key.device_uuid);
-      rows +=
-          (rows.empty() ? "\n  " : ",\n  ") + best_json(b, name != names.end() ? name->second : "");
-    });
-  }
+  db.for_each_best(filter, [&](const cache::BestRecord& b) {
+    if (!device.empty() && wanted.count(b.key.device_uuid) == 0) return;
+    const auto name = names.find(b.key.device_uuid);
+    rows +=
+        (rows.empty() ? "\n  " : ",\n  ") + best_json(b, name != names.end() ? name->second : "");
+  });
   return head + ", \"schema_version\": " + std::to_string(db.file_version()) +
          ", \"skipped\": " + std::to_string(db.skipped("best")) + ", \"bests\": [" + rows +
          (rows.empty() ? "]}\n" : "\n]}\n");
