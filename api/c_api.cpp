@@ -1,8 +1,10 @@
 // The C edge: every exception becomes a status code and a per-thread message. Nothing escapes.
 #include <algorithm>
+#include <functional>
 #include <new>
 #include <string>
 
+#include "api/c_edge.hpp"
 #include "api/entropy_api.hpp"
 #include "api/gemm_api.hpp"
 #include "api/transpose_api.hpp"
@@ -336,3 +338,11 @@ void set_tuning(Tuning policy) {
 }
 
 }  // namespace tuned
+
+namespace tuned::api {
+
+// The guard above, for the C entry points defined in other files (api/c_edge.hpp): one
+// tuned_last_error() for all of them.
+tuned_status_t c_edge(const std::function<void()>& body) { return guarded(body); }
+
+}  // namespace tuned::api

@@ -288,6 +288,11 @@ std::string Runtime::set_database(const std::string& path) {
   return warning;
 }
 
+std::string Runtime::database_path() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return db_->path;
+}
+
 void Runtime::set_record(const std::string& path) {
   recorder_.set_path(path);
   // Problems this process already met are recorded at their next call too.

@@ -60,6 +60,8 @@ class Runtime {
   /// the shipped choices and use it once it can be (retried every kRetrySeconds). Safe while
   /// other threads call run(): they finish with the database they started with.
   std::string set_database(const std::string& path);
+  /// The path of the database calls use now: set_database's, else the default. Nothing is opened.
+  std::string database_path();
   /// Appends each problem called from now on, once, to the file at path ("" stops; see
   /// api/shape_recorder.hpp). TUNED_RECORD sets it at start. Throws Error naming the path when
   /// the file cannot be appended to.

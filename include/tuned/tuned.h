@@ -250,6 +250,41 @@ tuned_status_t tuned_gemm_strided_batched_describe(
     long long stride_a, const float* B, int ldb, long long stride_b, const float* C, int ldc,
     long long stride_c, int batch_count, tuned_compute_t compute, char* buf, unsigned long size);
 
+// ----- What the tuning database holds -------------------------------------------------------
+// For programs that show what is tuned (Python's tuned.results, a report): the bests, read as
+// `tunedb best` reads them. Apart from the calls above: nothing here computes or needs a GPU.
+
+/// The best configurations of the tuning database at path (NULL: the one calls use now, set by
+/// tuned_set_database, else TUNED_DB, else the default), as one JSON document (UTF-8,
+/// NUL-terminated) that the library allocates into *json: release it with tuned_free. op (NULL or
+/// "": every op) keeps one op's rows; device (NULL or "": every GPU) those of a GPU named by its
+/// uuid, by the only recorded uuid it begins (like `tunedb --device`), or by its model's name (all
+/// of that model's GPUs); any other text is taken as a whole uuid (a GPU the devices table does
+/// not list), so a device named by nothing lists no row. The document is
+///   {"database": path, "schema_version": N (null for a missing file), "skipped": N,
+///    "bests": [{"device_uuid", "device_name" (null where the GPU is not recorded), "op",
+///               "variant" (a gemm layout), "shape": [sizes], "alignment", "config" (canonical
+///               text), "params" ({name: integer}, null where config is no NAME=INTEGER list),
+///               "kernel_name", "ms", "rate", "rate_unit" (null where unknown), "baseline_ms"
+///               and "ratio" (null where no baseline was measured), "session_id" (null: none),
+///               "updated_at" (ISO 8601 UTC), "origin" ("autotune" or "first-use"),
+///               "template_hash" ("" in rows older than schema 4), "source" ("": measured in
+///               this database, else the file it was merged from)}, ...]}
+/// in tunedb's order (device, op, variant, shape, alignment); skipped counts the rows this build
+/// cannot read (left out, with a warning in the log). A reader: not a byte of the file changes and
+/// no file is made beside it (no -wal, no -shm); a missing file lists nothing; another process's
+/// lock is waited for up to 10 seconds. Errors (*json is then NULL): TUNED_STATUS_DATABASE_ERROR
+/// naming the path for a file that is no tuned database (another application's, damaged, empty, a
+/// folder) or stays locked; TUNED_STATUS_INVALID_ARGUMENT for a NULL json, an empty path, an op
+/// this build does not know or a device prefix of several uuids.
+tuned_status_t tuned_results_json(const char* path, const char* op, const char* device,
+                                  char** json);
+
+/// Releases text the library allocated (tuned_results_json's); NULL is ignored.
+void tuned_free(void* pointer);
+
+// ----- end of what the tuning database holds ------------------------------------------------
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

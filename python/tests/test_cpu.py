@@ -881,10 +881,6 @@ class WithoutGpu(unittest.TestCase):
         self.assertIn("no CUDA device", str(raised.exception))
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class OfflineTuning(unittest.TestCase):
     """The recorder's Python face and tuned.autotune's handling of the autotune program (a stand-in
     script here: the real one needs a GPU)."""
@@ -916,7 +912,7 @@ class OfflineTuning(unittest.TestCase):
         arguments = os.path.join(self.folder, "arguments")
         rows = [{"op": "gemm", "layout": "NN", "shape": "8x8x8", "config": "BM=16"}]
         body = ('printf "%s\\n" "$@" > ' + arguments +
-                '; json=""; while [ $# -gt 0 ]; do [ "$1" = --json ] && json=$2; shift; done; '
+                '; for a in "$@"; do case "$a" in --json=*) json="${a#--json=}" ;; esac; done; '
                 "printf '%s' '" + json.dumps({"device": "fake", "rows": rows}) + "' > \"$json\"")
         with mock.patch.dict(os.environ, {"TUNED_AUTOTUNE": self.program(body)}):
             got = tuned.autotune(shapes=["8x8x8", (16, 16, 16)], layout="NN", budget=2,
@@ -924,10 +920,10 @@ class OfflineTuning(unittest.TestCase):
         self.assertEqual(got, rows)
         with open(arguments) as f:
             passed = f.read().split("\n")
-        for expected in (["--op", "gemm"], ["--shape", "8x8x8"], ["--shape", "16x16x16"],
-                         ["--layout", "NN"], ["--budget", "2"],
-                         ["--db", os.path.join(self.folder, "t.db")]):
-            self.assertIn(expected, [passed[i:i + 2] for i in range(len(passed) - 1)], passed)
+        # (test_tuning.py checks every keyword; values are passed as --flag=value)
+        for expected in ("--shape=8x8x8", "--shape=16x16x16", "--layout=NN", "--budget=2",
+                         "--db=" + os.path.join(self.folder, "t.db")):
+            self.assertIn(expected, passed)
 
     def test_autotune_errors(self):
         with mock.patch.dict(os.environ, {"TUNED_AUTOTUNE": self.program(
@@ -949,3 +945,7 @@ class OfflineTuning(unittest.TestCase):
                                           "PATH": empty}):
             with self.assertRaisesRegex(FileNotFoundError, "TUNED_AUTOTUNE"):
                 tuned.autotune(shapes=["1x1x1"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -29,7 +29,7 @@ except ImportError:  # not built (no compiler when installed): the Python path d
 
 __all__ = ["Error", "version", "gemm", "describe", "transpose", "describe_transpose", "entropy",
            "describe_entropy", "set_database", "set_tuning", "set_record", "recording", "autotune",
-           "build_torch_reader"]
+           "results", "build_torch_reader"]
 
 version = lib.tuned_version().decode()
 
@@ -774,4 +774,4 @@ def describe_entropy(x, radius, levels):
     return buffer.value.decode()
 
 
-from .tuning import autotune, recording, set_record  # noqa: E402  (they use what is above)
+from .tuning import autotune, recording, results, set_record  # noqa: E402  (they use what is above)

@@ -89,6 +89,9 @@ _signatures = {
     "tuned_entropy_host": (_int, _entropy + [ctypes.POINTER(EntropyOptions)]),
     "tuned_entropy_host_u8": (_int, _entropy + [ctypes.POINTER(EntropyOptions)]),
     "tuned_entropy_describe": (_int, [_int, _int, _int, _int, _int, _char_p, _ulong]),
+    # The JSON text comes back as a pointer the library allocated (tuning.results frees it).
+    "tuned_results_json": (_int, [_char_p, _char_p, _char_p, ctypes.POINTER(_void_p)]),
+    "tuned_free": (None, [_void_p]),
 }
 for _name, (_restype, _argtypes) in _signatures.items():
     _function = getattr(lib, _name)

@@ -52,7 +52,7 @@ std::vector<std::string> split(const std::string& text, const std::string& separ
 // The first byte of text a terminal or a table reader would act on, described, or "": a C0
 // control not in `allowed`, DEL, a C1 control (U+0080..U+009F), a bidirectional override or
 // isolate, a line or paragraph separator, or a byte that is not part of valid UTF-8. Written
-// apart from tools/terminal_text.cpp, so that it checks that code rather than repeats it.
+// apart from core/text.cpp, so that it checks that code rather than repeats it.
 std::string raw_control(const std::string& text, const std::string& allowed) {
   auto at = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
   for (size_t i = 0; i < text.size();) {

@@ -1,9 +1,9 @@
-#include "tools/terminal_text.hpp"
+#include "core/text.hpp"
 
 #include <cstdint>
 #include <cstdio>
 
-namespace tuned::tools {
+namespace tuned {
 namespace {
 
 // Length of the valid UTF-8 sequence at text[i] (1 to 4) with its code point, or 0 where the byte
@@ -172,4 +172,4 @@ std::string json_string(std::string_view text) {
   return out + "\"";
 }
 
-}  // namespace tuned::tools
+}  // namespace tuned
