@@ -125,8 +125,9 @@ def cmake_build(build_temp):
                            "-DBUILD_SHARED_LIBS=ON", "-DTUNED_BUILD_TESTS=OFF",
                            "-DTUNED_BUILD_TOOLS=ON", "-DTUNED_BUILD_BENCH=OFF",
                            "-DCMAKE_INSTALL_LIBDIR=lib"])
-    # Targets of the top-level CMakeLists.txt (tuned) and tools/CMakeLists.txt (autotune).
-    subprocess.check_call(["cmake", "--build", build, "--target", "tuned", "autotune",
+    # What `cmake --install` installs: tuned (the top-level CMakeLists.txt), autotune and tunedb
+    # (tools/CMakeLists.txt; tunedb only links objects built for the others).
+    subprocess.check_call(["cmake", "--build", build, "--target", "tuned", "autotune", "tunedb",
                            "--parallel", jobs])
     # Installed, the run paths are the ones of the install (no build folder in them).
     shutil.rmtree(prefix, ignore_errors=True)
