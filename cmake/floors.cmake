@@ -29,13 +29,14 @@ set(TUNED_FLOORS_BELOW_tools ${TUNED_LIBRARY_FLOORS})
 # links (kept apart: the tools see the floors but link libtuned, not these).
 add_library(tuned_floor_base INTERFACE)
 target_include_directories(tuned_floor_base INTERFACE
-  ${PROJECT_SOURCE_DIR}/include ${TUNED_GENERATED_INCLUDE_DIR} ${TOMLPP_INCLUDE_DIR})
+  ${PROJECT_SOURCE_DIR}/include ${TUNED_GENERATED_INCLUDE_DIR} ${TOMLPP_INCLUDE_DIR}
+  ${ZSTD_INCLUDE_DIR})
 target_compile_definitions(tuned_floor_base INTERFACE TOML_HEADER_ONLY=1)
 target_compile_options(tuned_floor_base INTERFACE -Wall -Wextra)
 add_library(tuned_floor_dependencies INTERFACE)
 target_link_libraries(tuned_floor_dependencies INTERFACE
   CUDA::cudart_static CUDA::nvrtc ${CMAKE_DL_LIBS} SQLite::SQLite3 Threads::Threads
-  OpenMP::OpenMP_CXX)
+  OpenMP::OpenMP_CXX ${ZSTD_STATIC_LIBRARY})
 
 # tuned_sees_<floor>: an interface target that gives a target the view of <floor> (its folder and
 # the folders below it). Made for every floor up front, so that a probe can take any floor's view.

@@ -26,9 +26,9 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/tunedConfig.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/tuned)
 
 # tuned.pc. Cflags name the CUDA headers (tuned.h includes cuda_runtime_api.h). libtuned.so needs
-# nothing more to link; libtuned.a needs what it links (cudart_static, NVRTC, cuBLAS, SQLite,
-# OpenMP, the C++ library), listed in Libs, not Libs.private, as there is no shared library to
-# link instead.
+# nothing more to link; libtuned.a needs what it links (cudart_static, NVRTC, cuBLAS, SQLite, zstd,
+# OpenMP, the C++ library), listed in Libs, not Libs.private, as there is no shared library to link
+# instead.
 function(tuned_pc_link_flags out)  # -L/-l flags for library files and names, system dirs left out
   set(flags "")
   set(dirs "")
@@ -67,7 +67,8 @@ else()
   endforeach()
   tuned_pc_link_flags(TUNED_PC_LIBS ${CUDAToolkit_LIBRARY_DIR}/libcudart_static.a
                       ${CUDAToolkit_LIBRARY_DIR}/libnvrtc.so
-                      ${SQLite3_LIBRARIES} ${openmp_libs} pthread dl rt stdc++ m)
+                      ${SQLite3_LIBRARIES} ${ZSTD_STATIC_LIBRARY} ${openmp_libs} pthread dl
+                      rt stdc++ m)
 endif()
 # The prefix is the one installed to (cmake --install --prefix): filled in at install time.
 foreach(dir LIBDIR INCLUDEDIR)

@@ -1,21 +1,29 @@
 """Builds the package: Python over libtuned.so, plus the optional C extension tuned._native (the
 fast path of tuned.gemm for torch tensors; stable ABI, one build for every Python from 3.11 on; a
-failed compile leaves the package pure Python, with a warning).
+failed compile leaves the package pure Python, with a warning), and the top-level module tuned_gpu
+(an import that says so where `import tuned` finds another package of that name).
 
-libtuned.so is bundled from, in order: TUNED_LIBRARY (cmake -DBUILD_SHARED_LIBS=ON builds it);
-nothing when a libtuned is on the system's library path (found at run time); else a CMake build of
-the repository this folder is in, which also bundles its autotune as tuned/bin/autotune
-(TUNED_BUILD_LIBRARY=0 skips it). TUNED_AUTOTUNE names an autotune executable to bundle instead.
-At run time TUNED_LIBRARY, when set, overrides the bundled library.
+The package bundles libtuned.so as tuned/lib/<its soname> and the autotune program as
+tuned/bin/autotune, which links that library (its run path $ORIGIN/../lib, as `cmake --install`
+gives it), so the kernels are in the wheel once. They come from, in order: TUNED_LIBRARY (and
+TUNED_AUTOTUNE), e.g. the ones `cmake --install` put in a prefix of a -DBUILD_SHARED_LIBS=ON build;
+nothing when a libtuned is on the system's library path (found at run time); else a CMake build and
+install of the repository this folder is in (TUNED_BUILD_LIBRARY=0 skips it). Either way a binary
+whose run path names a folder outside the package (a build tree's), or an autotune that does not
+link the bundled library (a static build's, with its own copy of the kernels), is refused: the
+wheel must work wherever it is installed. At run time TUNED_LIBRARY, when set, overrides the
+bundled library.
 """
 import ctypes.util
+import glob
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 
-from setuptools import Extension, setup
+from setuptools import Distribution, Extension, setup
 from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -32,33 +40,115 @@ def log(message):
     print(f"tuned setup: {message}", file=sys.stderr, flush=True)
 
 
+class BundleError(Exception):
+    """A binary that must not go into the package, and why."""
+
+
+def elf_dynamic(path):
+    """The dynamic section of an ELF64 little-endian file: {"SONAME": str, "NEEDED": [...],
+    "RUNPATH": [...], "RPATH": [...]} (what the loader reads to find libraries)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise BundleError(f"{path} is not an ELF64 little-endian file")
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+                for i in range(shnum)]
+    SHT_DYNAMIC = 6
+    DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH = 1, 14, 15, 29
+    result = {"SONAME": None, "NEEDED": [], "RUNPATH": [], "RPATH": []}
+    for _, kind, _, _, offset, size, link, _, _, entsize in sections:
+        if kind != SHT_DYNAMIC:
+            continue
+        strings = sections[link][4]  # the dynamic string table's file offset
+
+        def string(at):
+            return data[strings + at:data.index(b"\0", strings + at)].decode()
+        for i in range(0, size, entsize or 16):
+            tag, value = struct.unpack_from("<qQ", data, offset + i)
+            if tag == DT_NEEDED:
+                result["NEEDED"].append(string(value))
+            elif tag == DT_SONAME:
+                result["SONAME"] = string(value)
+            elif tag in (DT_RPATH, DT_RUNPATH):
+                result["RPATH" if tag == DT_RPATH else "RUNPATH"] += string(value).split(":")
+    return result
+
+
+def check_run_path(path, dynamic, wanted):
+    """Refuses a binary whose run path names anything but wanted ($ORIGIN-relative) folders."""
+    for entry in dynamic["RUNPATH"] + dynamic["RPATH"]:
+        if entry not in wanted:
+            raise BundleError(
+                f"{path} has the run path {':'.join(dynamic['RUNPATH'] + dynamic['RPATH'])}, "
+                f"which names {entry!r}: only {' or '.join(wanted)} finds what the package "
+                "holds wherever it is installed. Bundle the files `cmake --install` writes "
+                "(PREFIX/lib/libtuned.so, PREFIX/bin/autotune), not the build tree's")
+
+
+def plan_bundle(library, autotune):
+    """Where library and autotune go in the package ({file in the package: source}), after
+    checking that they work from there."""
+    library = os.path.realpath(library)
+    dynamic = elf_dynamic(library)
+    check_run_path(library, dynamic, ["$ORIGIN"])
+    name = dynamic["SONAME"] or os.path.basename(library)
+    if not name.startswith("libtuned.so"):
+        raise BundleError(f"{library} is not libtuned (its soname is {name})")
+    files = {os.path.join("lib", name): library}
+    if autotune:
+        autotune = os.path.realpath(autotune)
+        dynamic = elf_dynamic(autotune)
+        if name not in dynamic["NEEDED"]:
+            raise BundleError(
+                f"{autotune} does not link {name} (it needs {', '.join(dynamic['NEEDED'])}): a "
+                "static build's autotune carries its own copy of the kernels. Bundle the autotune "
+                "of the -DBUILD_SHARED_LIBS=ON build that made the library")
+        check_run_path(autotune, dynamic, ["$ORIGIN/../lib"])
+        if "$ORIGIN/../lib" not in dynamic["RUNPATH"] + dynamic["RPATH"]:
+            raise BundleError(f"{autotune} has no run path $ORIGIN/../lib: from the package's "
+                              f"bin/ it would not find lib/{name}")
+        files[os.path.join("bin", "autotune")] = autotune
+    return files
+
+
 def cmake_build(build_temp):
-    """Builds libtuned.so (and autotune) from the repository with CMake; returns their paths
-    (autotune None if it was not built)."""
+    """Builds libtuned.so and autotune from the repository with CMake and installs them into a
+    prefix in build_temp; returns their installed paths."""
     build = os.path.abspath(os.path.join(build_temp, "libtuned-cmake"))
+    prefix = os.path.abspath(os.path.join(build_temp, "libtuned-prefix"))
     jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)
-    configure = ["cmake", "-S", REPOSITORY, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
-                 "-DBUILD_SHARED_LIBS=ON", "-DTUNED_BUILD_TESTS=OFF", "-DTUNED_BUILD_TOOLS=ON",
-                 "-DTUNED_BUILD_BENCH=OFF",
-                 # The package holds the library as libtuned.so and autotune in bin/ below it: an
-                 # unversioned soname and $ORIGIN/.. let the bundled autotune find it.
-                 "-DCMAKE_PLATFORM_NO_VERSIONED_SONAME=ON", "-DCMAKE_BUILD_RPATH=$ORIGIN/.."]
     log(f"TUNED_LIBRARY is not set and no libtuned is installed: building it with CMake in "
         f"{build} (several minutes)")
-    subprocess.check_call(configure)
-    # Targets of the top-level CMakeLists.txt (tuned) and tools/CMakeLists.txt (autotune).
-    subprocess.check_call(["cmake", "--build", build, "--target", "tuned", "autotune",
+    subprocess.check_call(["cmake", "-S", REPOSITORY, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
+                           "-DBUILD_SHARED_LIBS=ON", "-DTUNED_BUILD_TESTS=OFF",
+                           "-DTUNED_BUILD_TOOLS=ON", "-DTUNED_BUILD_BENCH=OFF",
+                           "-DCMAKE_INSTALL_LIBDIR=lib"])
+    # What `cmake --install` installs: tuned (the top-level CMakeLists.txt), autotune and tunedb
+    # (tools/CMakeLists.txt; tunedb only links objects built for the others).
+    subprocess.check_call(["cmake", "--build", build, "--target", "tuned", "autotune", "tunedb",
                            "--parallel", jobs])
-    autotune = os.path.join(build, "tools", "autotune")
-    return os.path.join(build, "libtuned.so"), autotune if os.path.exists(autotune) else None
+    # Installed, the run paths are the ones of the install (no build folder in them).
+    shutil.rmtree(prefix, ignore_errors=True)
+    subprocess.check_call(["cmake", "--install", build, "--prefix", prefix])
+    libraries = sorted(glob.glob(os.path.join(prefix, "lib", "libtuned.so.*")))
+    return libraries[0], os.path.join(prefix, "bin", "autotune")
 
 
 class BuildWithLibrary(build_py):
-    """build_py, then libtuned.so (and autotune) copied into the package being built."""
+    """build_py, then libtuned.so and autotune copied into the package being built."""
 
     def run(self):
         super().run()
         package = os.path.join(self.build_lib, "tuned")
+        # Whatever an earlier build bundled: the package holds this build's binaries or none.
+        for stale in ("lib", "bin", "libtuned.so"):
+            path = os.path.join(package, stale)
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            elif os.path.exists(path):
+                os.remove(path)
         library = os.environ.get("TUNED_LIBRARY")
         autotune = os.environ.get("TUNED_AUTOTUNE")
         if not library and not ctypes.util.find_library("tuned") \
@@ -69,11 +159,30 @@ class BuildWithLibrary(build_py):
             else:
                 log("no libtuned to bundle (TUNED_LIBRARY unset, no repository to build): set "
                     "TUNED_LIBRARY at run time")
-        if library:
-            shutil.copy2(os.path.realpath(library), os.path.join(package, "libtuned.so"))
-        if autotune:
-            os.makedirs(os.path.join(package, "bin"), exist_ok=True)
-            shutil.copy2(os.path.realpath(autotune), os.path.join(package, "bin", "autotune"))
+        if autotune and not library:
+            raise SystemExit("tuned setup: TUNED_AUTOTUNE needs the libtuned.so it links in "
+                             "TUNED_LIBRARY")
+        if not library:
+            return
+        for variable, path in (("TUNED_LIBRARY", library), ("TUNED_AUTOTUNE", autotune)):
+            if path and not os.path.isfile(path):
+                raise SystemExit(f"tuned setup: {variable}={path}: no such file (pip builds in "
+                                 f"{os.getcwd()}: give an absolute path)")
+        try:
+            files = plan_bundle(library, autotune)
+        except BundleError as e:
+            raise SystemExit(f"tuned setup: {e}")
+        for target, source in files.items():
+            os.makedirs(os.path.dirname(os.path.join(package, target)), exist_ok=True)
+            shutil.copy2(source, os.path.join(package, target))
+            log(f"bundled {source} as tuned/{target} ({os.path.getsize(source) / 1e6:.1f} MB)")
+
+
+class BinaryDistribution(Distribution):
+    """The wheel holds binaries for this platform, extension or not."""
+
+    def has_ext_modules(self):
+        return True
 
 
 def extensions():
@@ -90,4 +199,4 @@ def wheel_options():
 
 
 setup(version=project_version(), cmdclass={"build_py": BuildWithLibrary},
-      ext_modules=extensions(), options=wheel_options())
+      distclass=BinaryDistribution, ext_modules=extensions(), options=wheel_options())

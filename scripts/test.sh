@@ -4,26 +4,46 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+# Shared: the libtuned.so and autotune the wheel below bundles are this build's, and ctest tests
+# them as they ship (the install test builds the static kind beside).
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON
 cmake --build build -j"$(nproc)"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
-# The Python package: installed with pip (the README's command, offline: the build backend from
-# Debian's packages) into a fresh environment with the shared libtuned the install test built (or
-# this build's own, where it is the shared one) bundled and its C extension compiled; imported
-# outside the repository; its CPU tests run against the installed package.
-python_library=build/install-check/shared/prefix/lib/libtuned.so
-[ -e "$python_library" ] || python_library=build/libtuned.so
-rm -rf build/python-env
-/usr/bin/python3 -m venv --system-site-packages build/python-env
-TUNED_LIBRARY="$PWD/$python_library" build/python-env/bin/pip install --no-build-isolation \
-  --no-index --quiet ./python
-(cd /tmp && "$OLDPWD/build/python-env/bin/python" -c \
-  "import tuned; print('tuned', tuned.version, 'native', tuned._native is not None)")
-TUNED_TEST_INSTALLED=1 build/python-env/bin/python -m unittest discover -s python/tests -v
+# The Python wheel, made and installed as the README says (offline: the build backend from
+# Debian's packages) in a folder outside the repository: it bundles the library and autotune that
+# `cmake --install` wrote (their run paths the install's, no build folder), and its C extension.
+work=$(mktemp -d "${TMPDIR:-/tmp}/tuned-ci.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cmake --install build --prefix "$work/prefix" >/dev/null
+library=$(find "$work/prefix" -name 'libtuned.so.*.*.*' | head -n 1)
+/usr/bin/python3 -m venv --system-site-packages "$work/build-env"
+TUNED_LIBRARY="$library" TUNED_AUTOTUNE="$work/prefix/bin/autotune" "$work/build-env/bin/pip" wheel \
+  --no-build-isolation --no-index --no-deps --quiet -w "$work/dist" ./python
+wheel=$(echo "$work"/dist/tuned-*.whl)
+/usr/bin/python3 -m venv --system-site-packages "$work/env"
+start=$EPOCHREALTIME
+"$work/env/bin/pip" install --no-index --quiet "$wheel"
+awk -v s="$start" -v e="$EPOCHREALTIME" -v w="$(basename "$wheel")" \
+  'BEGIN { printf "installed %s in a fresh environment in %.1f s\n", w, e - s }'
+package=$("$work/env/bin/python" -c 'import os, tuned; print(os.path.dirname(tuned.__file__))')
+# The artifact's sizes, bounded: the kernels are held compressed, by libtuned alone.
+size_check() {  # what, file, limit in MB
+  awk -v what="$1" -v file="$2" -v bytes="$(stat -c %s "$2")" -v limit="$3" 'BEGIN {
+    printf "%-12s %6.1f MB (at most %d MB)  %s\n", what, bytes / 1e6, limit, file
+    if (bytes > limit * 1e6) { printf "%s is larger than %d MB\n", what, limit > "/dev/stderr"; exit 1 }
+  }'
+}
+size_check wheel "$wheel" 60
+size_check libtuned.so "$(echo "$package"/lib/libtuned.so*)" 40
+size_check autotune "$package/bin/autotune" 40
+# Imported from outside the repository; its CPU tests run against the installed package.
+(cd "$work" && env/bin/python -c \
+  "import tuned, tuned_gpu; print('tuned', tuned.version, 'native', tuned._native is not None)")
+(cd "$work" && TUNED_TEST_INSTALLED=1 env/bin/python -m unittest discover -s "$OLDPWD/python/tests" -v)
 # Its GPU tests report themselves skipped, with the reason, where torch or a GPU is missing.
-TUNED_TEST_INSTALLED=1 build/python-env/bin/python -m unittest discover -s python/gpu_tests -v 2>&1 |
-  grep -m1 -E "skipped '" || true
-TUNED_TEST_INSTALLED=1 build/python-env/bin/python -m unittest discover -s python/gpu_tests
+(cd "$work" && TUNED_TEST_INSTALLED=1 env/bin/python -m unittest discover -s "$OLDPWD/python/gpu_tests" \
+  -v 2>&1 | grep -m1 -E "skipped '" || true)
+(cd "$work" && TUNED_TEST_INSTALLED=1 env/bin/python -m unittest discover -s "$OLDPWD/python/gpu_tests")
 # The runtime's thread-safety test once more, built with ThreadSanitizer: a data race fails here.
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS=-fsanitize=thread \
   "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -Wl,--as-needed" -DTUNED_BUILD_BENCH=OFF \

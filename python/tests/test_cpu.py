@@ -7,6 +7,7 @@ device. Run: TUNED_LIBRARY=.../libtuned.so python3 -m unittest discover -s pytho
 import collections
 import contextlib
 import ctypes
+import glob
 import itertools
 import math
 import os
@@ -67,6 +68,97 @@ class Package(unittest.TestCase):
     def test_set_tuning_names_the_policies(self):
         with self.assertRaisesRegex(ValueError, "first-use"):
             tuned.set_tuning("sometimes")
+
+
+INSTALLED = os.environ.get("TUNED_TEST_INSTALLED") == "1"
+PACKAGE = os.path.dirname(os.path.abspath(tuned.__file__))  # the tuned tested
+
+
+class Installed(unittest.TestCase):
+    """The package as pip installed it (TUNED_TEST_INSTALLED=1): outside the source tree, with
+    its libtuned and an autotune that links it, both working from wherever they were installed."""
+
+    def setUp(self):
+        if not INSTALLED:
+            self.skipTest("tests python/tuned, not an installed package")
+
+    def test_the_package_tested_is_not_the_source_tree(self):
+        source = os.path.realpath(os.path.join(PACKAGE_ROOT, "tuned"))
+        self.assertNotEqual(os.path.realpath(PACKAGE), source)
+        self.assertNotIn(os.path.realpath(PACKAGE_ROOT), os.path.realpath(PACKAGE))
+
+    def test_the_bundled_library_is_the_one_loaded(self):
+        if os.environ.get("TUNED_LIBRARY"):
+            self.skipTest("TUNED_LIBRARY overrides the bundled library")
+        bundled = glob.glob(os.path.join(PACKAGE, "lib", "libtuned.so*"))
+        self.assertEqual(len(bundled), 1, bundled)
+        self.assertEqual(tuned._library._SEARCHED[-1], bundled[0])
+
+    def test_bundled_autotune_runs_with_the_bundled_library(self):
+        autotune = os.path.join(PACKAGE, "bin", "autotune")
+        self.assertTrue(os.access(autotune, os.X_OK), autotune)
+        env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+        run = subprocess.run([autotune, "--version"], capture_output=True, text=True, env=env)
+        self.assertEqual((run.returncode, run.stdout, run.stderr),
+                         (0, f"autotune (tuned) {tuned.version}\n", ""))
+        readelf = shutil.which("readelf")
+        if readelf is None:
+            self.skipTest("no readelf to read the run paths with")
+        library = glob.glob(os.path.join(PACKAGE, "lib", "libtuned.so*"))[0]
+        for binary, run_path in ((autotune, "$ORIGIN/../lib"), (library, None)):
+            dynamic = subprocess.run([readelf, "-d", binary], capture_output=True, text=True,
+                                     check=True).stdout
+            paths = re.findall(r"\((?:RUNPATH|RPATH)\)\s+Library r(?:un)?path: \[(.*)\]", dynamic)
+            self.assertEqual(paths, [run_path] if run_path else [], binary)
+        self.assertIn(f"Shared library: [{os.path.basename(library)}]",
+                      subprocess.run([readelf, "-d", autotune], capture_output=True, text=True,
+                                     check=True).stdout)
+
+
+class NameClash(unittest.TestCase):
+    """tuned_gpu: our tuned where `import tuned` finds it, else an ImportError naming both."""
+
+    def run_python(self, code, fake=None):
+        """code in a fresh interpreter that sees the tuned tested (and, first, a folder holding
+        another package named tuned, where fake is given: "path" puts it on sys.path, "imported"
+        imports it too); returns the finished process."""
+        with tempfile.TemporaryDirectory() as folder:
+            other = os.path.join(folder, "elsewhere")
+            os.makedirs(os.path.join(other, "tuned"))
+            with open(os.path.join(other, "tuned", "__init__.py"), "w") as f:
+                f.write("DAEMON = True\n")
+            prologue = "import sys\n"
+            if not INSTALLED:
+                prologue += f"sys.path.insert(0, {PACKAGE_ROOT!r})\n"
+            if fake:
+                prologue += f"sys.path.insert(0, {other!r})\n"
+            if fake == "imported":
+                prologue += "import tuned\nassert tuned.DAEMON\n"
+            run = subprocess.run([sys.executable, "-c", prologue + code], capture_output=True,
+                                 text=True, cwd=folder)
+            return run, os.path.join(other, "tuned")
+
+    def test_tuned_gpu_is_this_tuned(self):
+        run, _ = self.run_python("import tuned_gpu, tuned\n"
+                                 "import os\n"
+                                 "print(tuned_gpu is tuned, os.path.realpath(tuned.__file__),"
+                                 " tuned_gpu.version)")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(run.stdout.split(), ["True", os.path.realpath(tuned.__file__),
+                                              tuned.version])
+
+    def check_refused(self, run, other):
+        self.assertNotEqual(run.returncode, 0)
+        self.assertIn("ImportError: tuned_gpu: `import tuned` finds " + other, run.stderr)
+        self.assertIn(f"not the GPU kernel package tuned installed beside this module ({PACKAGE})",
+                      run.stderr)
+        self.assertIn("python3 -m venv", run.stderr)
+
+    def test_another_tuned_first_on_the_path_is_named(self):
+        self.check_refused(*self.run_python("import tuned_gpu", fake="path"))
+
+    def test_another_tuned_imported_already_is_named(self):
+        self.check_refused(*self.run_python("import tuned_gpu", fake="imported"))
 
 
 class Arguments(unittest.TestCase):

@@ -6,6 +6,7 @@ calling tuned_gemm through the address it is given from here (it does not link l
 """
 import ctypes
 import ctypes.util
+import glob
 import os
 
 _SEARCHED = []
@@ -15,8 +16,9 @@ def _candidates():
     env = os.environ.get("TUNED_LIBRARY")
     if env:
         yield env
+    # Bundled by the build under its soname, which the bundled autotune links too.
     here = os.path.dirname(os.path.abspath(__file__))
-    yield os.path.join(here, "libtuned.so")  # bundled by the build
+    yield from sorted(glob.glob(os.path.join(here, "lib", "libtuned.so*")))
     found = ctypes.util.find_library("tuned")
     if found:
         yield found
