@@ -4,7 +4,8 @@
 set -euo pipefail
 need=()
 for pkg in cmake g++ make pkg-config python3 python3-dev python3-venv python3-setuptools python3-wheel \
-    libsqlite3-dev zlib1g-dev libzstd-dev libtomlplusplus-dev libcli11-dev libgtest-dev; do
+    libsqlite3-dev zlib1g-dev libzstd-dev libtomlplusplus-dev libcli11-dev libgtest-dev \
+    python3-torch; do  # (torch: the routing tests of the Python package run on its CPU tensors)
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -305,12 +305,13 @@ class TorchOp(unittest.TestCase):
         layers, exact, _ = self.block()
         x = torch.randn((3, 333, 127), device="cuda")
         calls = []
-        original = tuned.gemm
+        products = tuned.torch_op._products
+        original = products.launch
 
         def counting(*args, **kwargs):
             calls.append(1)
             return original(*args, **kwargs)
-        tuned.gemm = counting
+        products.launch = counting
         try:
             with torch.no_grad(), tuned.torch_op.routing():
                 y = layers(x)  # F.linear twice
@@ -318,7 +319,7 @@ class TorchOp(unittest.TestCase):
                 z = a @ b
                 torch.mm(a.double(), b.double())  # not float32: torch's own
         finally:
-            tuned.gemm = original
+            products.launch = original
         self.assertEqual(len(calls), 3)
         with torch.no_grad():
             self.assert_within_contract(y, layers(x), exact(x.double()))
@@ -343,6 +344,148 @@ class TorchOp(unittest.TestCase):
         (a @ b).square().sum().backward()
         self.assertTrue(torch.allclose(grad_a, a.grad, rtol=1e-4, atol=1e-3))
         self.assertTrue(torch.allclose(grad_b, b.grad, rtol=1e-4, atol=1e-3))
+
+
+@unittest.skipIf(_SKIP, _SKIP)
+class TorchRouting(unittest.TestCase):
+    """tuned.torch_op.enable(): every eligible product of the thread, batched ones, linear with
+    its bias, addmm/baddbmm; autograd; torch.compile without graph breaks; CUDA graphs; autocast
+    and other dtypes left to torch bit for bit; torch's precision setting; a tensor on another
+    GPU."""
+
+    def setUp(self):
+        import tuned.torch_op
+        torch.manual_seed(65)
+        torch.set_float32_matmul_precision("highest")
+        tuned.torch_op.enable()
+        self.addCleanup(tuned.torch_op.disable)
+
+    def attention(self, q, k, v):
+        scores = (q @ k.transpose(-2, -1)) / q.shape[-1] ** 0.5
+        return torch.softmax(scores, dim=-1) @ v
+
+    def test_batched_products_and_their_gradients_match_fp64(self):
+        q, k, v = (torch.randn((2, 5, 77, 64), device="cuda", requires_grad=True)
+                   for _ in range(3))
+        y = self.attention(q, k, v)
+        y.square().sum().backward()
+        grads = [t.grad.clone() for t in (q, k, v)]
+        tuned.torch_op.disable()
+        qd, kd, vd = (t.detach().double().requires_grad_() for t in (q, k, v))
+        exact = self.attention(qd, kd, vd)
+        exact.square().sum().backward()
+        reference = self.attention(q.detach(), k.detach(), v.detach())
+        self.assertLessEqual(normwise_error(y, exact), 2 * normwise_error(reference, exact) + 1e-7)
+        for got, want in zip(grads, (qd.grad, kd.grad, vd.grad)):
+            self.assertLess(normwise_error(got, want), 1e-5)
+
+    def test_linear_addmm_baddbmm_broadcasts(self):
+        x, w, b = (torch.randn(s, device="cuda") for s in ((3, 50, 129), (77, 129), (77,)))
+        cases = [
+            lambda: torch.nn.functional.linear(x, w, b),
+            lambda: torch.addmm(b, x[0], w.t(), alpha=0.5),
+            lambda: torch.baddbmm(torch.randn((3, 50, 77), device="cuda"), x, w.t().expand(3, -1, -1),
+                                  beta=2.0),
+            lambda: torch.randn((129,), device="cuda") @ x.transpose(1, 2),
+            lambda: torch.randn((4, 1, 50, 129), device="cuda") @ torch.randn((1, 3, 129, 8),
+                                                                              device="cuda"),
+        ]
+        for case in cases:
+            torch.manual_seed(1)
+            got = case()
+            tuned.torch_op.disable()
+            torch.manual_seed(1)
+            want = case()
+            tuned.torch_op.enable()
+            self.assertEqual(got.shape, want.shape)
+            self.assertLess(normwise_error(got, want.double()), 1e-5)
+
+    def test_fused_linear_gelu_and_its_gradient(self):
+        x = torch.randn((300, 129), device="cuda", requires_grad=True)
+        w = torch.randn((77, 129), device="cuda", requires_grad=True)
+        b = torch.randn((77,), device="cuda", requires_grad=True)
+        for activation, torch_activation in (("gelu", torch.nn.functional.gelu),
+                                             ("relu", torch.relu)):
+            y = tuned.torch_op.linear(x, w, b, activation=activation)
+            y.sum().backward()
+            grads = [t.grad.clone() for t in (x, w, b)]
+            for t in (x, w, b):
+                t.grad = None
+            with torch.no_grad():
+                want = torch_activation(torch.nn.functional.linear(x.double(), w.double(),
+                                                                   b.double()))
+            self.assertLess(normwise_error(y, want), 1e-6, activation)
+            tuned.torch_op.disable()
+            torch_activation(torch.nn.functional.linear(x, w, b)).sum().backward()
+            tuned.torch_op.enable()
+            for got, t in zip(grads, (x, w, b)):
+                self.assertLess(normwise_error(got, t.grad.double()), 1e-5, activation)
+                t.grad = None
+
+    def test_compiled_without_graph_breaks_and_in_a_cuda_graph(self):
+        def block(x, w, b):
+            h = torch.nn.functional.linear(x, w, b)
+            return self.attention(h, h, h) @ w
+
+        x = torch.randn((2, 64, 96), device="cuda")
+        w, b = torch.randn((96, 96), device="cuda"), torch.randn((96,), device="cuda")
+        tuned.torch_op.disable()
+        want = block(x.double(), w.double(), b.double())
+        tuned.torch_op.enable()
+        compiled = torch.compile(block, fullgraph=True)  # a graph break fails
+        self.assertLess(normwise_error(compiled(x, w, b), want), 1e-5)
+        static_x = x.clone()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            block(static_x, w, b)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_y = block(static_x, w, b)
+        static_x.copy_(torch.randn_like(x))
+        graph.replay()
+        torch.cuda.synchronize()
+        tuned.torch_op.disable()
+        want = block(static_x.double(), w.double(), b.double())
+        self.assertLess(normwise_error(static_y, want), 1e-5)
+
+    def test_autocast_and_other_dtypes_are_torchs_bit_for_bit(self):
+        x, w = torch.randn((64, 96), device="cuda"), torch.randn((80, 96), device="cuda")
+        before = tuned.torch_op.refusals()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            on = torch.nn.functional.linear(x, w) @ w
+        for dtype in (torch.float16, torch.float64):
+            on_dtype = x.to(dtype) @ w.to(dtype).t()
+        tuned.torch_op.disable()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            off = torch.nn.functional.linear(x, w) @ w
+        self.assertTrue(torch.equal(on, off))
+        self.assertEqual(on.dtype, torch.bfloat16)
+        self.assertTrue(torch.equal(on_dtype, x.double() @ w.double().t()))
+        after = tuned.torch_op.refusals()
+        self.assertGreater(sum(after.values()), sum(before.values()))
+
+    def test_precision_high_runs_the_tf32_compute_type(self):
+        a, b = torch.randn((512, 512), device="cuda"), torch.randn((512, 512), device="cuda")
+        exact = a.double() @ b.double()
+        accurate = normwise_error(a @ b, exact)
+        torch.set_float32_matmul_precision("high")
+        try:
+            fast = normwise_error(a @ b, exact)
+        finally:
+            torch.set_float32_matmul_precision("highest")
+        self.assertLess(accurate, 1e-6)
+        self.assertGreater(fast, 1e-5)  # TF32's 10 bits
+        self.assertLess(fast, 1e-2)
+
+    @unittest.skipIf(_SKIP or torch.cuda.device_count() < 2, "one GPU")
+    def test_tensors_on_another_gpu_run_there(self):
+        a, b = torch.randn((100, 60), device="cuda:1"), torch.randn((60, 70), device="cuda:1")
+        self.assertEqual(torch.cuda.current_device(), 0)
+        y = a @ b
+        self.assertEqual(y.device, a.device)
+        self.assertLess(normwise_error(y, a.double() @ b.double()), 1e-6)
 
 
 @unittest.skipIf(_SKIP, _SKIP)

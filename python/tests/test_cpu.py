@@ -173,7 +173,15 @@ class Arguments(unittest.TestCase):
             tuned.gemm(FakeCudaArray((2, 2), typestr="<f8"), FakeCudaArray((2, 2)))
 
     def test_wrong_rank_is_a_value_error(self):
-        with self.assertRaisesRegex(ValueError, "a must be 2-D, got 3-D"):
+        # 3-D is a batch of products (tuned_gemm_strided_batched); 4-D is no product tuned runs.
+        with self.assertRaisesRegex(ValueError, r"a must be 2-D or 3-D \(a batch\), got 4-D"):
+            tuned.gemm(FakeCudaArray((2, 2, 2, 2)), FakeCudaArray((2, 2)))
+        with self.assertRaisesRegex(ValueError, r"c must be 2-D or 3-D \(a batch\), got 1-D"):
+            tuned.gemm(FakeCudaArray((2, 2, 2)), FakeCudaArray((2, 2)), FakeCudaArray((2,)))
+
+    def test_a_batch_of_an_array_library_tuned_cannot_allocate_in_needs_c(self):
+        with self.assertRaisesRegex(TypeError, "pass c: cannot make a result array for "
+                                               "FakeCudaArray"):
             tuned.gemm(FakeCudaArray((2, 2, 2)), FakeCudaArray((2, 2)))
 
     def test_mismatched_shapes_are_value_errors(self):

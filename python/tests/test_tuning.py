@@ -266,16 +266,15 @@ class AgainstTheRealProgram(unittest.TestCase):
         mapped = set(tuning._OPTIONS.values()) | set(tuning._FLAGS.values())
         # --json carries the rows back; --help and --version are not tuning.
         self.assertEqual(flags - mapped, {"--json", "--help", "--version"})
-        # --batch is passed on before the program has it (another change adds it to the CLI).
-        self.assertEqual(mapped - flags - {"--batch"}, set())
+        self.assertEqual(mapped - flags, set())
 
     def test_its_refusals_are_value_errors_with_its_message(self):
         db = os.path.join(self.folder, "t.db")
         with self.assertRaisesRegex(ValueError, r"^autotune: --layout: must be one of NN, .*"
                                                 r"got 'XX'"):
             tuned.autotune(layout="XX", db=db, quiet=True)
-        with self.assertRaisesRegex(ValueError, r"^autotune: gemm shape: needs MxNxK \(3 sizes\), "
-                                                r"got 2$"):
+        with self.assertRaisesRegex(ValueError, r"^autotune: gemm shape: needs MxNxK\[xBATCH\] "
+                                                r"\(3 to 4 sizes\), got 2$"):
             tuned.autotune(shapes=(8, 8), db=db, quiet=True)
         with self.assertRaisesRegex(ValueError, "^autotune: space: unknown parameter 'NOPE'"):
             tuned.autotune(shapes=(64, 64, 64), space={"NOPE": 1}, db=db, quiet=True)

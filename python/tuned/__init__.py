@@ -775,3 +775,20 @@ def describe_entropy(x, radius, levels):
 
 
 from .tuning import autotune, recording, results, set_record  # noqa: E402  (they use what is above)
+
+
+def _enable_torch_from_environment():
+    """TUNED_TORCH=1: every eligible torch product of this process (its importing thread) through
+    tuned (tuned.torch_op.enable()); where that cannot be (no torch, a torch older than 2.4), a
+    warning and torch as it is, never an error in the program."""
+    if os.environ.get("TUNED_TORCH", "0") in ("", "0"):
+        return
+    try:
+        from . import torch_op
+        torch_op.enable()
+    except Exception as e:  # noqa: BLE001  (the program runs on, with torch's products)
+        warnings.warn(f"TUNED_TORCH is set but tuned cannot route torch's products: {e}",
+                      RuntimeWarning, stacklevel=2)
+
+
+_enable_torch_from_environment()

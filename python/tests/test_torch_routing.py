@@ -1,0 +1,253 @@
+"""Routing of torch's products without a GPU: every decision tuned._routing makes (autocast,
+dtypes, ranks, broadcasting, devices, keywords, precision, refusals) on real torch tensors, with
+the library call replaced by a reference that reads and writes memory exactly as libtuned's
+arguments say (pointers, leading dimensions, batch strides, transposes, the epilogue). So the
+arguments tuned._products and tuned._torch_products make are checked against torch's own results.
+
+The router is made for CPU tensors here (device_type="cpu"); on a GPU tuned.torch_op routes CUDA
+tensors the same way (python/gpu_tests). Needs torch (Debian's python3-torch on CI); skipped with
+the reason otherwise. Run: python3 -m unittest discover -s python/tests
+"""
+import ctypes
+import os
+import sys
+import unittest
+
+if os.environ.get("TUNED_TEST_INSTALLED") != "1":
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+try:
+    import numpy
+    import torch
+    from torch.overrides import TorchFunctionMode
+except ImportError as e:  # pragma: no cover - CI installs them
+    torch = None
+    REASON = f"torch and numpy are needed: {e}"
+
+if torch is not None:
+    from tuned import _routing
+    from tuned._torch_products import TorchProducts
+
+
+class Reference:
+    """libtuned's strided batched product on host memory, from the call's arguments alone; records
+    each call."""
+
+    def __init__(self):
+        self.calls = []
+
+    @staticmethod
+    def _matrix(pointer, rows, cols, ld, transposed):
+        """op(X) (rows x cols) of the column-major X at pointer, as a float64 array (a copy)."""
+        s0, s1 = (ld, 1) if transposed else (1, ld)
+        span = (rows - 1) * s0 + (cols - 1) * s1 + 1 if rows and cols else 0
+        if span == 0:
+            return numpy.zeros((rows, cols))
+        memory = numpy.ctypeslib.as_array((ctypes.c_float * span).from_address(pointer))
+        return numpy.lib.stride_tricks.as_strided(memory, (rows, cols), (4 * s0, 4 * s1)) \
+            .astype(numpy.float64)
+
+    def __call__(self, call, alpha, beta, compute, epilogue, device):
+        self.calls.append((call, compute, epilogue.bias_kind, epilogue.activation))
+        for z in range(call.batch):
+            a = self._matrix(call.a + 4 * z * call.stride_a, call.m, call.k, call.lda, call.op_a)
+            b = self._matrix(call.b + 4 * z * call.stride_b, call.k, call.n, call.ldb, call.op_b)
+            c_at = call.c + 4 * z * call.stride_c
+            out = alpha * (a @ b)
+            if beta != 0:
+                out += beta * self._matrix(c_at, call.m, call.n, call.ldc, False)
+            if epilogue.bias_kind:
+                length = call.m if epilogue.bias_kind == 1 else call.n
+                bias = self._matrix(epilogue.bias + 4 * z * epilogue.bias_batch_stride, length, 1,
+                                    length, False)[:, 0]
+                out += bias[:, None] if epilogue.bias_kind == 1 else bias[None, :]
+            if epilogue.activation == 1:
+                out = numpy.maximum(out, 0)
+            if call.m and call.n:
+                memory = numpy.ctypeslib.as_array(
+                    (ctypes.c_float * ((call.n - 1) * call.ldc + call.m)).from_address(c_at))
+                target = numpy.lib.stride_tricks.as_strided(memory, (call.m, call.n),
+                                                            (4, 4 * call.ldc))
+                target[...] = out
+
+
+class RoutingTest(unittest.TestCase):
+    def setUp(self):
+        if torch is None:
+            self.skipTest(REASON)
+        self.reference = Reference()
+        products = TorchProducts(torch, self.reference)
+
+        class Ops:  # what tuned.torch_op gives the router, without torch.library's operators
+            mm = staticmethod(products.mm)
+            bmm = staticmethod(products.bmm)
+            linear = staticmethod(lambda x, w, bias, compute: products.linear(x, w, bias, 0,
+                                                                              compute))
+            addmm = staticmethod(products.addmm)
+            baddbmm = staticmethod(products.baddbmm)
+
+        self.router = _routing.Router(torch, Ops(), device_type="cpu")
+        router = self.router
+
+        class Mode(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                if router.handles(func):
+                    try:
+                        return router.route(func, args, kwargs)
+                    except _routing.Refused:
+                        pass
+                return func(*args, **(kwargs or {}))
+
+        self.mode = Mode
+        self.generator = torch.Generator().manual_seed(0)
+        torch.set_float32_matmul_precision("highest")
+
+    def rand(self, *shape, dtype=None):
+        return torch.rand(*shape, generator=self.generator, dtype=dtype or torch.float32) - 0.5
+
+    def routed(self, function):
+        """function() inside routing, its result beside torch's own, and the calls it made."""
+        expected = function()
+        self.reference.calls.clear()
+        with self.mode():
+            got = function()
+        return got, expected, list(self.reference.calls)
+
+    def assert_routed(self, function, calls=1):
+        got, expected, made = self.routed(function)
+        self.assertEqual(len(made), calls, f"library calls: {made}")
+        self.assertEqual(got.shape, expected.shape)
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+        return made
+
+    def assert_refused(self, function, reason):
+        got, expected, made = self.routed(function)
+        self.assertEqual(made, [])
+        self.assertTrue(torch.equal(got, expected), "a refused call must be torch's, bit for bit")
+        self.assertTrue(any(reason in r for r in self.router.refusals), self.router.refusals)
+
+    # ----- ranks and layouts -------------------------------------------------------------------
+
+    def test_two_matrices_take_one_call_in_every_layout(self):
+        a, b = self.rand(7, 13), self.rand(13, 5)
+        for x, y in ((a, b), (a.t().contiguous().t(), b), (a, b.t().contiguous().t()),
+                     (a.t().contiguous().t(), b.t().contiguous().t())):
+            (call, compute, _, _), = self.assert_routed(lambda: torch.mm(x, y))
+            self.assertEqual((call.m, call.n, call.k, call.batch), (5, 7, 13, 1))  # c^T = b^T a^T
+            self.assertEqual(compute, 0)
+        self.assert_routed(lambda: a @ b)
+        self.assert_routed(lambda: a.matmul(b))
+        self.assert_routed(lambda: torch.matmul(a, b))
+
+    def test_vectors_are_matrices_of_one_row_or_column(self):
+        a, v, w = self.rand(9, 4), self.rand(4), self.rand(9)
+        self.assert_routed(lambda: a @ v)
+        self.assert_routed(lambda: w @ a)
+        self.assert_refused(lambda: v @ v, "dot product")
+
+    def test_leading_dimensions_fold_into_rows_against_a_matrix(self):
+        x, w = self.rand(3, 5, 8), self.rand(8, 6)
+        (call, _, _, _), = self.assert_routed(lambda: x @ w)
+        self.assertEqual((call.m, call.n, call.k, call.batch), (6, 15, 8, 1))
+
+    def test_attention_products_are_one_batch(self):
+        q, k, v = self.rand(2, 3, 10, 4), self.rand(2, 3, 10, 4), self.rand(2, 3, 10, 4)
+        (call, _, _, _), = self.assert_routed(lambda: q @ k.transpose(-2, -1))
+        self.assertEqual((call.m, call.n, call.k, call.batch), (10, 10, 4, 6))
+        self.assertEqual(call.op_a, 1)  # k^T's storage read as stored: no copy
+        scores = self.rand(2, 3, 10, 10)
+        self.assert_routed(lambda: torch.matmul(scores, v))
+        self.assert_routed(lambda: torch.bmm(q.reshape(6, 10, 4), k.reshape(6, 10, 4).transpose(1, 2)))
+
+    def test_broadcast_batches_follow_torch(self):
+        a = self.rand(4, 6)
+        b = self.rand(2, 3, 6, 5)
+        (call, _, _, _), = self.assert_routed(lambda: a @ b)  # a shared by every product
+        self.assertEqual((call.batch, call.stride_b), (6, 0))  # the call's B is torch's a
+        for x, y in ((self.rand(2, 1, 4, 6), self.rand(1, 3, 6, 5)),
+                     (self.rand(1, 1, 4, 6), self.rand(2, 3, 6, 5)),
+                     (self.rand(5), self.rand(2, 5, 3)), (self.rand(2, 3, 4), self.rand(4))):
+            (call, _, _, _), = self.assert_routed(lambda: x @ y)
+            if x.dim() == 4 and all(s == 1 for s in x.shape[:2]):  # a shared, not copied
+                self.assertEqual(call.stride_b, 0)
+
+    def test_operands_without_a_unit_stride_are_copied(self):
+        a = self.rand(6, 16)[:, ::2]
+        b = self.rand(8, 3)
+        self.assert_routed(lambda: a @ b)
+
+    # ----- linear, addmm, baddbmm ----------------------------------------------------------------
+
+    def test_linear_fuses_its_bias(self):
+        F = torch.nn.functional
+        x, w, bias = self.rand(2, 7, 12), self.rand(5, 12), self.rand(5)
+        (call, _, bias_kind, activation), = self.assert_routed(lambda: F.linear(x, w, bias))
+        self.assertEqual((call.m, call.n, call.k, bias_kind, activation), (5, 14, 12, 1, 0))
+        (_, _, bias_kind, _), = self.assert_routed(lambda: F.linear(x, w))
+        self.assertEqual(bias_kind, 0)
+        layer = torch.nn.Linear(12, 5)
+        self.assert_routed(lambda: layer(x))
+        bias2 = self.rand(1, 5)
+        self.assert_refused(lambda: F.linear(x, w, bias2), "one value per output")
+
+    def test_addmm_and_baddbmm_scale_and_add_their_input(self):
+        a, b = self.rand(6, 4), self.rand(4, 9)
+        vector, matrix, column = self.rand(9), self.rand(6, 9), self.rand(6, 1)
+        (_, _, bias_kind, _), = self.assert_routed(lambda: torch.addmm(vector, a, b))
+        self.assertEqual(bias_kind, 1)  # a vector of columns: the epilogue's bias
+        self.assert_routed(lambda: torch.addmm(matrix, a, b, beta=0.5, alpha=2.0))
+        self.assert_routed(lambda: column.addmm(a, b, alpha=-1.0))
+        nan = torch.full((6, 9), float("nan"))
+        self.assert_routed(lambda: torch.addmm(nan, a, b, beta=0))  # beta 0 ignores input
+        b1, b2 = self.rand(3, 6, 4), self.rand(3, 4, 9)
+        batch_input = self.rand(3, 6, 9)
+        self.assert_routed(lambda: torch.baddbmm(batch_input, b1, b2, beta=0.25, alpha=3))
+        self.assert_routed(lambda: torch.baddbmm(vector, b1, b2))
+        self.assert_refused(lambda: torch.addmm(matrix, a, b, out=torch.empty(6, 9)), "out=")
+
+    # ----- torch's rules -------------------------------------------------------------------------
+
+    def test_other_dtypes_are_torchs(self):
+        for dtype in (torch.float64, torch.bfloat16):
+            a, b = self.rand(5, 4, dtype=dtype), self.rand(4, 3, dtype=dtype)
+            self.assert_refused(lambda: a @ b, f"dtype {dtype}")
+        a, b = self.rand(5, 4), self.rand(4, 3, dtype=torch.float64)
+        with self.mode(), self.assertRaises(RuntimeError):  # torch's own error for mixed dtypes
+            a @ b
+        self.assertTrue(any("dtype torch.float64" in r for r in self.router.refusals))
+
+    def test_autocast_is_torchs_and_outputs_are_identical(self):
+        a, b = self.rand(16, 8), self.rand(8, 4)
+        F = torch.nn.functional
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            self.assert_refused(lambda: a @ b, "autocast")
+            self.assert_refused(lambda: F.linear(a, b.t(), None), "autocast")
+
+    def test_tensors_of_another_device_type_are_torchs(self):
+        cuda_router = _routing.Router(torch, None, device_type="cuda")
+        with self.assertRaises(_routing.Refused) as refused:
+            cuda_router.route(torch.mm, (self.rand(2, 2), self.rand(2, 2)), {})
+        self.assertIn("a tensor on cpu", str(refused.exception))
+
+    def test_precision_setting_picks_the_compute_type(self):
+        a, b = self.rand(5, 4), self.rand(4, 3)
+        try:
+            for precision, compute in (("high", 1), ("medium", 1), ("highest", 0)):
+                torch.set_float32_matmul_precision(precision)
+                (_, got, _, _), = self.assert_routed(lambda: a @ b)
+                self.assertEqual(got, compute, precision)
+        finally:
+            torch.set_float32_matmul_precision("highest")
+
+    def test_refusals_fall_back_to_torch_errors_included(self):
+        u, v = self.rand(3), self.rand(3)
+        self.assert_refused(lambda: u @ v, "dot product")
+        with self.mode(), self.assertRaises(RuntimeError):  # torch's own message, not ours
+            self.rand(3, 4) @ self.rand(5, 2)
+        with self.mode(), self.assertRaises(RuntimeError):
+            torch.bmm(self.rand(2, 3, 4), self.rand(3, 4, 2))
+        self.assertTrue(any("torch's error" in r for r in self.router.refusals))
+
+
+if __name__ == "__main__":
+    unittest.main()
