@@ -215,7 +215,7 @@ TEST(GemmBatchGpu, EpilogueIsRightWhereverAKernelStoresC) {
 TEST(GemmBatchGpu, PublicEntrySharesOperandsAndRunsMoreProductsThanALaunchHolds) {
   TUNED_REQUIRE_GPU();
   TUNED_CUDA_CHECK(cudaSetDevice(0));
-  CublasHandle cublas;
+  CublasHandle handle;
   for (auto [m, n, k, batch, shared_a] :
        {std::tuple{33, 47, 129, 7, true}, std::tuple{2, 3, 4, 70000, false},
         std::tuple{128, 64, 64, 64, false}, std::tuple{1, 300, 257, 6, true}}) {
@@ -237,7 +237,7 @@ TEST(GemmBatchGpu, PublicEntrySharesOperandsAndRunsMoreProductsThanALaunchHolds)
               TUNED_STATUS_SUCCESS)
         << tuned_last_error();
     check_cublas(cublas().sgemm_strided_batched_64(
-                     cublas.get(), CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, da.as<float>(), m,
+                     handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, da.as<float>(), m,
                      stride_a, db.as<float>(), k, stride_b, &zero, dref.as<float>(), m, stride_c,
                      batch),
                  "cublasSgemmStridedBatched_64");
@@ -247,7 +247,7 @@ TEST(GemmBatchGpu, PublicEntrySharesOperandsAndRunsMoreProductsThanALaunchHolds)
     TUNED_CUDA_CHECK(cudaMemcpy(ref.data(), dref.get(), ref.size() * 4, cudaMemcpyDeviceToHost));
     double worst = 0;
     for (size_t i = 0; i < got.size(); ++i) {
-      worst = std::max(worst, std::isfinite(got[i]) ? std::fabs(got[i] - ref[i]) : INFINITY);
+      worst = std::max(worst, std::isfinite(got[i]) ? std::fabs(double{got[i]} - ref[i]) : INFINITY);
     }
     EXPECT_LT(worst, 1e-4 * std::sqrt(static_cast<double>(k)));
   }
