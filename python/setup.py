@@ -28,6 +28,7 @@ from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPOSITORY = os.path.dirname(HERE)
+STARTUP_HOOK = "tuned-torch.pth"
 LIMITED_API = 0x030B0000  # Python 3.11: the oldest whose stable ABI _native uses
 
 
@@ -137,10 +138,14 @@ def cmake_build(build_temp):
 
 
 class BuildWithLibrary(build_py):
-    """build_py, then libtuned.so and autotune copied into the package being built."""
+    """build_py, then libtuned.so and autotune copied into the package being built, and the
+    start-up hook of TUNED_TORCH beside it."""
 
     def run(self):
         super().run()
+        # TUNED_TORCH=1 with no change to the program: site runs this file's line at start-up,
+        # which (only where it is set) waits for the program's import of torch (_tuned_startup).
+        shutil.copy2(os.path.join(HERE, STARTUP_HOOK), os.path.join(self.build_lib, STARTUP_HOOK))
         package = os.path.join(self.build_lib, "tuned")
         # Whatever an earlier build bundled: the package holds this build's binaries or none.
         for stale in ("lib", "bin", "libtuned.so"):

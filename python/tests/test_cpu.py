@@ -115,6 +115,45 @@ class Installed(unittest.TestCase):
                                      check=True).stdout)
 
 
+@unittest.skipUnless(INSTALLED, "the start-up hook is installed by the wheel (tuned-torch.pth)")
+class StartupHook(unittest.TestCase):
+    """TUNED_TORCH=1 alone, no change to the program: tuned comes with the program's import of
+    torch, and only then (a program without torch pays nothing)."""
+
+    def run_python(self, code, **env):
+        environment = {k: v for k, v in os.environ.items() if k != "TUNED_TORCH"}
+        environment.update(env)
+        with tempfile.TemporaryDirectory() as folder:
+            return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                  cwd=folder, env=environment)
+
+    def test_nothing_is_imported_without_torch_or_without_the_switch(self):
+        run = self.run_python("import sys; print('tuned' in sys.modules)", TUNED_TORCH="1")
+        self.assertEqual((run.returncode, run.stdout.strip(), run.stderr), (0, "False", ""))
+        run = self.run_python("import sys\ntry:\n import torch\nexcept ImportError:\n pass\n"
+                              "print('tuned' in sys.modules)", TUNED_TORCH="0")
+        self.assertEqual((run.returncode, run.stdout.strip(), run.stderr), (0, "False", ""))
+
+    def test_importing_torch_switches_routing_on(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("torch is not installed")
+        run = self.run_python("import sys, torch\nt = sys.modules.get('tuned')\n"
+                              "print(t is not None and t.__file__)\n"
+                              "print(t is not None and t.torch_op.enabled() if hasattr(t, "
+                              "'torch_op') else 'no torch_op')", TUNED_TORCH="1")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        lines = run.stdout.split("\n")
+        self.assertEqual(os.path.realpath(lines[0]), os.path.realpath(tuned.__file__))
+        if hasattr(torch.library, "custom_op"):  # torch 2.4 and later: routed
+            self.assertEqual((lines[1], run.stderr), ("True", ""))
+        else:  # an older torch: one warning, and the program runs on with torch's products
+            self.assertEqual(lines[1], "no torch_op")
+            self.assertIn("RuntimeWarning: TUNED_TORCH is set but tuned cannot route torch's "
+                          "products", run.stderr)
+
+
 class NameClash(unittest.TestCase):
     """tuned_gpu: our tuned where `import tuned` finds it, else an ImportError naming both."""
 
