@@ -396,7 +396,7 @@ def _gemm_entry(a, b, c=None, *, alpha=1.0, beta=0.0, compute="default", bias=No
     "gelu_tanh", applied last, in the product's kernel. On a's producer's stream (DLPack: the
     legacy default stream)."""
     if compute != "default" or bias is not None or activation is not None or \
-            _rank(a) == 3 or _rank(b) == 3:
+            _rank(a) not in (2, None) or _rank(b) not in (2, None):  # (its rank errors too)
         return _gemm_general(a, b, c, alpha, beta, compute, bias, activation)
     # The hot path: torch CUDA tensors through tuned._native; None from it hands the call (and
     # every error message) to the Python path. (tuned.gemm is tuned._native.Gemm where the
