@@ -262,19 +262,18 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "tuned": tuned.version}
-    parts = args.only or ["bmm", "linear", "training"]
-    if "bmm" in parts:
-        result["bmm"] = bmm_benchmark()
-    if "linear" in parts:
-        result["fused_linear"] = fused_linear_benchmark()
-    if "training" in parts:
-        result["training"] = training(args)
+    parts = args.only or ["training", "bmm", "linear"]
+    run = {"training": lambda: training(args), "bmm": bmm_benchmark,
+           "linear": fused_linear_benchmark}
+    for part in ["training", "bmm", "linear"]:
+        if part in parts:
+            result["fused_linear" if part == "linear" else part] = run[part]()
+            if args.out:  # after each part: a run cut short keeps what it measured
+                with open(args.out, "w") as f:
+                    json.dump(result, f, indent=1)
     print(json.dumps({k: v.get("summary", v) if isinstance(v, dict) else v
                       for k, v in result.items()}, indent=1,
                      default=lambda o: None)[:4000])
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
 
 
 if __name__ == "__main__":
