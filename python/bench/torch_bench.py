@@ -9,7 +9,9 @@
 2. bmm on attention shapes (batch * heads 64-256, 128-2048 tokens, head dims 64 and 128; the
    forward products q k^T and p v and the backward ones) against torch.bmm, time-weighted;
 3. F.linear with bias and GELU fused in the product's kernel against the unfused tuned path
-   (linear with its bias, then torch's GELU), no gradient.
+   (linear with its bias, then torch's GELU), no gradient; beside them the product alone, with
+   its bias only, and torch's F.linear + GELU;
+4. the host time of one small call through each route (torch, tuned.gemm, the operators, routed).
 
 torch's FP32 matmul precision is "highest" (TF32 off) throughout, as for torch's own FP32.
 
@@ -239,14 +241,51 @@ def fused_linear_benchmark():
             exact = F.gelu(F.linear(x.double(), w.double(), b.double()))
             error = normwise_error(fused(), exact)
             fused_ms, unfused_ms = timed_pair(fused, unfused)
+            # Where the time goes: the product alone (the plain kernel), with the bias fused
+            # (the epilogue kernel), and torch's own F.linear + GELU.
+            plain_ms, bias_ms = timed_pair(lambda: torch.ops.tuned.linear(x, w, None, 0, 0),
+                                           lambda: torch.ops.tuned.linear(x, w, b, 0, 0))
+            torch_ms, _ = timed_pair(lambda: F.gelu(F.linear(x, w, b)), fused)
         rows.append({"m": rows_, "in": d_in, "out": d_out, "fused_ms": fused_ms,
-                     "unfused_ms": unfused_ms, "ratio": unfused_ms / fused_ms, "error": error})
+                     "unfused_ms": unfused_ms, "ratio": unfused_ms / fused_ms, "error": error,
+                     "plain_ms": plain_ms, "bias_ms": bias_ms, "torch_ms": torch_ms})
         print(f"linear+gelu {rows_}x{d_in}->{d_out}: fused {fused_ms:.3f} ms, unfused "
-              f"{unfused_ms:.3f} ms, {unfused_ms / fused_ms:.2f}x, err {error:.1e}", flush=True)
+              f"{unfused_ms:.3f} ms, {unfused_ms / fused_ms:.2f}x, err {error:.1e}; product "
+              f"alone {plain_ms:.3f}, with bias {bias_ms:.3f}, torch {torch_ms:.3f}", flush=True)
     summary = {"time_weighted_ratio": sum(r["unfused_ms"] for r in rows) /
                sum(r["fused_ms"] for r in rows),
                "worst_ratio": min(r["ratio"] for r in rows)}
     return {"summary": summary, "rows": rows}
+
+
+def call_overhead():
+    """Host time of one small call (µs, CPU-bound: no GPU wait between calls) through each route:
+    the floor under every short product."""
+    a, b = torch.randn((8, 8), device="cuda"), torch.randn((8, 8), device="cuda")
+    a3, b3 = a[None].expand(4, 8, 8).contiguous(), b[None].expand(4, 8, 8).contiguous()
+    routes = {"torch.mm": lambda: torch.mm(a, b), "tuned.gemm": lambda: tuned.gemm(a, b),
+              "torch.ops.tuned.mm": lambda: torch.ops.tuned.mm(a, b, 0),
+              "torch.bmm": lambda: torch.bmm(a3, b3),
+              "torch.ops.tuned.bmm": lambda: torch.ops.tuned.bmm(a3, b3, 0)}
+    result = {}
+    with torch.no_grad():
+        for name, fn in routes.items():
+            for _ in range(50):
+                fn()
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(2000):
+                fn()
+            result[name] = (time.perf_counter() - start) / 2000 * 1e6
+            torch.cuda.synchronize()
+    with torch.no_grad(), tuned.torch_op.routing():
+        start = time.perf_counter()
+        for _ in range(2000):
+            torch.bmm(a3, b3)
+        result["torch.bmm routed"] = (time.perf_counter() - start) / 2000 * 1e6
+        torch.cuda.synchronize()
+    print("host us per call: " + ", ".join(f"{k} {v:.1f}" for k, v in result.items()), flush=True)
+    return result
 
 
 def main():
@@ -256,18 +295,20 @@ def main():
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--only", choices=["training", "bmm", "linear"], action="append")
+    parser.add_argument("--only", choices=["training", "bmm", "linear", "overhead"],
+                        action="append")
     args = parser.parse_args()
     torch.set_float32_matmul_precision("highest")
     torch.backends.cudnn.allow_tf32 = False
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "tuned": tuned.version}
-    parts = args.only or ["training", "bmm", "linear"]
+    parts = args.only or ["training", "bmm", "linear", "overhead"]
     run = {"training": lambda: training(args), "bmm": bmm_benchmark,
-           "linear": fused_linear_benchmark}
-    for part in ["training", "bmm", "linear"]:
+           "linear": fused_linear_benchmark, "overhead": call_overhead}
+    names = {"linear": "fused_linear", "overhead": "call_overhead_us"}
+    for part in ["training", "bmm", "linear", "overhead"]:
         if part in parts:
-            result["fused_linear" if part == "linear" else part] = run[part]()
+            result[names.get(part, part)] = run[part]()
             if args.out:  # after each part: a run cut short keeps what it measured
                 with open(args.out, "w") as f:
                     json.dump(result, f, indent=1)

@@ -30,6 +30,17 @@ class Router:
     def __init__(self, torch, ops, device_type="cuda"):
         self.torch, self.ops, self.device_type = torch, ops, device_type
         self.refusals = {}  # reason -> count (a test and a log see what was left to torch)
+
+        def precision():
+            if torch.get_float32_matmul_precision() != "highest" or \
+                    torch.backends.cuda.matmul.allow_tf32:
+                return COMPUTE_TF32
+            return COMPUTE_DEFAULT
+        # torch.compile cannot trace the precision getters (a str result is a graph break): it
+        # reads them once as it compiles the graph, as it does for its own matmuls' precision.
+        compiler = getattr(torch, "compiler", None)
+        constant = getattr(compiler, "assume_constant_result", None)
+        self._precision = constant(precision) if constant else precision
         F = torch.nn.functional
         T = torch.Tensor
         self.handlers = {
@@ -95,11 +106,7 @@ class Router:
     def compute_type(self):
         """torch's FP32 matmul precision as a tuned_compute_t: "highest" keeps FP32 accuracy;
         "high" and "medium" (allow_tf32) accept TF32 rounding."""
-        torch = self.torch
-        precision = torch.get_float32_matmul_precision()
-        if precision != "highest" or torch.backends.cuda.matmul.allow_tf32:
-            return COMPUTE_TF32
-        return COMPUTE_DEFAULT
+        return self._precision()
 
     def _sizes(self, *tensors):
         for t in tensors:

@@ -235,10 +235,10 @@ void launch_product(const LoadedKernel& kernel, const Config& config, const Prob
                   &batch,        &epi,        &map_a,      &map_b};
   kernel.launch(product, args, stream);
   if (sum_pass) {
-    // The same kernel again as the summing pass: a block per (tile, fragment element).
+    // The same kernel again as the summing pass: a block per (tile, fragment element, product).
     LaunchGeometry sum = product;
-    sum.grid =
-        dim3(product.grid.x, static_cast<unsigned>(config.get("WM") * config.get("WN") / 32));
+    sum.grid = dim3(product.grid.x, static_cast<unsigned>(config.get("WM") * config.get("WN") / 32),
+                    product.grid.z);
     sum.dynamic_smem_bytes = 0;
     split.mode = kSplitSumPass;
     kernel.launch(sum, args, stream);
