@@ -49,7 +49,7 @@ print('torch reader:', tuned._torch_reader() is not None)" > "$OUT/torch_reader_
       summary+=("overhead rc=$?: $(tail -4 "$OUT/python_call_overhead_nvidia-${tag}.txt" | tr '\n' ' ')") ;;
     networks)
       python3 python/bench/mm_vs_torch.py carry/network_shapes.txt \
-        --out "$OUT/python_nvidia-${tag}.json" > "$OUT/mm_vs_torch_${tag}.log" 2>&1
+        --out "$OUT/python_matmul_nvidia-${tag}.json" > "$OUT/mm_vs_torch_${tag}.log" 2>&1
       summary+=("networks rc=$?: $(grep -E 'time_weighted|geomean|worst' "$OUT/mm_vs_torch_${tag}.log" | tr '\n' ' ')") ;;
     *) summary+=("unknown step $step") ;;
   esac

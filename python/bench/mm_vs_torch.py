@@ -6,7 +6,7 @@ factor row-major where its BLAS letter is N and a transposed view where it is T.
 interleaved, with CUDA events; each result checked against an FP64 product (normwise error within
 2x torch.matmul's, the accuracy contract).
 
-    python mm_vs_torch.py SHAPES.txt [--out python_<device>.json]
+    python mm_vs_torch.py SHAPES.txt [--out python_matmul_<device>.json]
 SHAPES.txt: the output of `build/bench/gemm_networks --print-shapes`."""
 import argparse
 import json
