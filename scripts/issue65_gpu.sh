@@ -3,7 +3,8 @@
 # machine's torch (timed), import tuned and run a product, then the library's batch/epilogue GPU
 # tests (the test binary linked to the wheel's libtuned), the Python GPU tests against the
 # installed package, and the torch benchmark (bench/results/python_<gpu>.json).
-#   carry/dist/tuned-*.whl, carry/tests/tuned_gpu_tests (stripped);  STEPS="install gtest py bench"
+#   carry/dist/tuned-*.whl, carry/tests/tuned_gpu_tests (stripped);  STEPS="install gtest bench py"
+#   (GTEST: a gtest filter; *_LIMIT: seconds for gtest, the bench and the Python tests)
 # Logs under $OUT; a short table last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -51,7 +52,9 @@ if step gtest; then
   LD_LIBRARY_PATH="$package/lib:$PWD/carry/sys" timeout ${GTEST_LIMIT:-120} carry/tests/tuned_gpu_tests \
     --gtest_filter="${GTEST:-GemmBatchGpu.*}" >"$out/gtest.log" 2>&1
   rc=$?
-  summary+=("gtest rc=$rc: $(grep -c '^\[       OK \]' "$out/gtest.log") passed, $(grep -c '^\[  FAILED  \] [A-Za-z]*\.' "$out/gtest.log") failed lines")
+  passed=$(grep -c '^\[       OK \]' "$out/gtest.log")
+  failed=$(grep -c '^\[  FAILED  \] [A-Za-z]*\.' "$out/gtest.log")
+  summary+=("gtest rc=$rc: $passed passed, $failed failed lines")
   grep '^\[  FAILED  \]' "$out/gtest.log" | head -8
 fi
 if step bench; then

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 
 import tuned
 import tuned.torch_op
+from mm_vs_torch import timed  # (this folder: the script's own, first on the path)
 
 
 # ----- the model ------------------------------------------------------------------------------------
@@ -156,21 +157,13 @@ def training(args):
 
 def timed_pair(first, second, rounds=None):
     """Median ms of each of two calls, interleaved (CUDA events around repeated calls)."""
-    def once(fn, repeat):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(repeat):
-            fn()
-        stop.record()
-        stop.synchronize()
-        return start.elapsed_time(stop) / repeat
     first(), second()
-    probe = once(first, 1)
+    probe = timed(first, 1)
     repeat = rounds or max(1, min(200, int(5.0 / max(probe, 1e-3))))
     a, b = [], []
     for _ in range(5):
-        a.append(once(first, repeat))
-        b.append(once(second, repeat))
+        a.append(timed(first, repeat))
+        b.append(timed(second, repeat))
     return statistics.median(a), statistics.median(b)
 
 

@@ -11,8 +11,10 @@ import tempfile
 import unittest
 from unittest import mock
 
-if os.environ.get("TUNED_TEST_INSTALLED") != "1":  # else the installed package is tested
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+INSTALLED = os.environ.get("TUNED_TEST_INSTALLED") == "1"
+PACKAGE_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+if not INSTALLED:  # else the installed package is tested
+    sys.path.insert(0, PACKAGE_ROOT)
 import tuned  # noqa: E402
 
 try:
@@ -306,21 +308,17 @@ class TorchOp(unittest.TestCase):
         layers, exact, _ = self.block()
         x = torch.randn((3, 333, 127), device="cuda")
         calls = []
-        products = tuned.torch_op._products
-        original = products.launch
+        original = tuned.torch_op._products.launch
 
         def counting(*args, **kwargs):
             calls.append(1)
             return original(*args, **kwargs)
-        products.launch = counting
-        try:
+        with mock.patch.object(tuned.torch_op._products, "launch", counting):
             with torch.no_grad(), tuned.torch_op.routing():
                 y = layers(x)  # F.linear twice
                 a, b = torch.randn((7, 127), device="cuda"), torch.randn((127, 1000), device="cuda")
                 z = a @ b
                 torch.mm(a.double(), b.double())  # not float32: torch's own
-        finally:
-            products.launch = original
         self.assertEqual(len(calls), 3)
         with torch.no_grad():
             self.assert_within_contract(y, layers(x), exact(x.double()))
@@ -385,8 +383,8 @@ class TorchRouting(unittest.TestCase):
         cases = [
             lambda: torch.nn.functional.linear(x, w, b),
             lambda: torch.addmm(b, x[0], w.t(), alpha=0.5),
-            lambda: torch.baddbmm(torch.randn((3, 50, 77), device="cuda"), x, w.t().expand(3, -1, -1),
-                                  beta=2.0),
+            lambda: torch.baddbmm(torch.randn((3, 50, 77), device="cuda"), x,
+                                  w.t().expand(3, -1, -1), beta=2.0),
             lambda: torch.randn((129,), device="cuda") @ x.transpose(1, 2),
             lambda: torch.randn((4, 1, 50, 129), device="cuda") @ torch.randn((1, 3, 129, 8),
                                                                               device="cuda"),
@@ -543,8 +541,7 @@ class RecordingFromTheEnvironment(unittest.TestCase):
     def test_a_fresh_process_records_its_calls_once(self):
         import subprocess
         record = os.path.join(tempfile.mkdtemp(prefix="tuned-record-"), "shapes.txt")
-        path = "" if os.environ.get("TUNED_TEST_INSTALLED") == "1" else \
-            "sys.path.insert(0, %r); " % os.path.join(os.path.dirname(__file__), "..")
+        path = "" if INSTALLED else "sys.path.insert(0, %r); " % PACKAGE_ROOT
         program = ("import sys, torch; " + path + "import tuned; "
                    "a = torch.randn((333, 77), device='cuda'); "
                    "[tuned.gemm(a, a.t()) for _ in range(3)]; tuned.transpose(a); "

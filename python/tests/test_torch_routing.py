@@ -157,7 +157,8 @@ class RoutingTest(unittest.TestCase):
         self.assertEqual(call.op_a, 1)  # k^T's storage read as stored: no copy
         scores = self.rand(2, 3, 10, 10)
         self.assert_routed(lambda: torch.matmul(scores, v))
-        self.assert_routed(lambda: torch.bmm(q.reshape(6, 10, 4), k.reshape(6, 10, 4).transpose(1, 2)))
+        self.assert_routed(lambda: torch.bmm(q.reshape(6, 10, 4),
+                                             k.reshape(6, 10, 4).transpose(1, 2)))
 
     def test_broadcast_batches_follow_torch(self):
         a = self.rand(4, 6)
