@@ -70,8 +70,7 @@ void gemm(int op_a, int op_b, int64_t m, int64_t n, int64_t k, const float* alph
   gemm_op::validate_epilogue(epilogue);
   gemm_op::Problem problem =
       make_problem(op_a, op_b, m, n, k, a, lda, b, ldb, c, ldc, compute, batch);
-  problem.epilogue = epilogue.bias_kind != gemm_op::BiasKind::kNone ||
-                     epilogue.activation != gemm_op::Activation::kNone;
+  problem.epilogue = gemm_op::epilogue_form(epilogue);
   if (m == 0 || n == 0 || batch.count == 0) return;
   // BLAS semantics: alpha == 0 reads neither A nor B (they may be NULL); with k = 0 the kernel
   // writes beta * C (and the epilogue's bias and activation) without touching them.

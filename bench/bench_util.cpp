@@ -59,7 +59,8 @@ void print_contract_violations(const std::vector<std::string>& violations) {
 }
 
 std::string Shape::text() const {
-  return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+  return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+         (batch > 1 ? "x" + std::to_string(batch) : "");
 }
 
 Shape parse_layout_shape(const std::string& text) {

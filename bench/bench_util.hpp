@@ -24,12 +24,17 @@
 
 namespace tuned::bench {
 
-/// One benchmark problem: layout and shape (column-major, cuBLAS conventions).
+/// One benchmark problem: layout and shape (column-major, cuBLAS conventions), and for a strided
+/// batch the number of products.
 struct Shape {
   std::string layout;
   int64_t m, n, k;
-  std::string text() const;  // "4096x4096x4096"
-  double gflop() const { return 2e-9 * static_cast<double>(m) * static_cast<double>(n) * k; }
+  int64_t batch = 1;
+  std::string text() const;  // "4096x4096x4096", a batch "2048x64x2048x96"
+  double gflop() const {
+    return 2e-9 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
+           static_cast<double>(batch);
+  }
 };
 
 /// "LAYOUT:MxNxK" (NN:1000x1000x1000) as a Shape; throws Error(TUNED_STATUS_INVALID_ARGUMENT)

@@ -50,7 +50,8 @@ constexpr const char* kVectorParam = "VEC";
 
 struct Problem {
   std::string variant;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;       // as the library looks it up (OpFace::selection_shape)
+  std::vector<int64_t> full_shape;  // as swept (a GEMM batch: m, n, k, batch)
   int alignment = 1;
   double cublas_ms = 0;
   double weight = 1;                 // in the portfolio's objective: 1 + cublas_ms / scale
@@ -121,6 +122,7 @@ struct Options {
   double time_weight_ms = 0.05;  // a problem weighs 1 + cuBLAS ms / this (0: every problem 1)
   std::string feature_weights;   // "padding=0.75,waves=0.5": the op's selection features
   bool op_rules = true;          // leave out configs the op refuses on their problem
+  std::string append_to;         // a table fit_selection wrote: its portfolio kept, points added
   std::string out;
   std::string command_line;
 };
@@ -290,7 +292,9 @@ void SweepReader::read_row(const std::vector<std::string>& f) {
   Problem& p = sweep_.problems[key];
   if (p.shape.empty()) {
     p.variant = f[0];
-    p.shape = s;
+    // A batch is a point where the library looks it up (the GEMM's batch folded into a side).
+    p.shape = op_.face->selection_shape(s);
+    p.full_shape = s;
     p.alignment = std::stoi(f[col_alignment_]);
     p.cublas_ms = std::stod(f[col_cublas_]);
   }
@@ -532,7 +536,8 @@ std::vector<std::string> point_lines(const std::string& variant, const std::vect
     // An entry as the op serves it on a problem (where it was not measured itself).
     const auto served_text = [&](size_t e) -> std::string {
       try {
-        return op.face->serve(chosen_configs[e], op.problem_id(variant, p->shape, p->alignment))
+        return op.face
+            ->serve(chosen_configs[e], op.problem_id(variant, p->full_shape, p->alignment))
             .canonical();
       } catch (const Error&) {
         return chosen[e];
@@ -722,6 +727,149 @@ int run(Options opt) {
   return 0;
 }
 
+// --append-to: a table fit_selection wrote, by lines: its model and features lines, each variant's
+// entries in order and the line of its sized block of points.
+struct FittedTable {
+  std::vector<std::string> lines;
+  std::string model_head;  // the model and features lines
+  std::string device_name;
+  int cc = 0;
+  std::map<std::string, std::vector<std::string>> entries;  // variant -> configs by index
+  std::map<std::string, size_t> block;                      // variant -> its "points" line
+};
+
+FittedTable read_fitted_table(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--append-to: cannot read " + path);
+  FittedTable t;
+  for (std::string line; std::getline(in, line);) t.lines.push_back(line);
+  auto fail = [&](size_t i, const std::string& why) {
+    throw Error(TUNED_STATUS_CONFIG_ERROR,
+                "--append-to " + path + ", line " + std::to_string(i + 1) + ": " + why);
+  };
+  for (size_t i = 0; i < t.lines.size(); ++i) {
+    const auto f = split(t.lines[i], '\t');
+    if (f[0] == "model") {
+      if (!t.device_name.empty()) fail(i, "a second model: one model per table here");
+      if (f.size() < 4) fail(i, "a model line has a device name, a compute capability, an op");
+      t.device_name = f[1];
+      t.cc = std::atoi(f[2].c_str());
+      t.model_head += t.lines[i] + '\n';
+    } else if (f[0] == "features") {
+      t.model_head += t.lines[i] + '\n';
+    } else if (f[0] == "entry" && f.size() == 4) {
+      auto& list = t.entries[f[1]];
+      if (std::to_string(list.size()) != f[2]) fail(i, "entries out of order");
+      list.push_back(f[3]);
+    } else if (f[0] == "points" && f.size() == 4) {
+      t.block[f[1]] = i;
+    }
+  }
+  if (t.device_name.empty()) fail(t.lines.size(), "no model line");
+  return t;
+}
+
+// The table's features line as Options (the weights and SM count the ranking uses).
+void features_of_table(const FittedTable& t, Options& opt) {
+  for (const auto& line : split(t.model_head, '\n')) {
+    const auto f = split(line, '\t');
+    if (f[0] != "features" || f.size() < 2) continue;
+    opt.sm_count = std::atoi(f[1].c_str());
+    opt.feature_weights.clear();
+    for (size_t i = 2; i < f.size(); ++i) {
+      opt.feature_weights += (opt.feature_weights.empty() ? "" : ",") + f[i];
+    }
+  }
+}
+
+// --append-to: the sweeps' problems become points of the table's variants, timed with its
+// portfolio's entries (which stay as they are, as do its points): a later sweep of problems the
+// fit did not see (e.g. batches) informs the picks near them and changes no pick elsewhere.
+int append_points(Options opt) {
+  const FittedTable table = read_fitted_table(opt.append_to);
+  opt.device_name = table.device_name;
+  opt.cc = table.cc;
+  Sweep sweep = read_inputs(opt);
+  if (sweep.device_name != table.device_name) {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--append-to: the table is of " +
+                                                   table.device_name + ", the sweep of " +
+                                                   sweep.device_name);
+  }
+  features_of_table(table, opt);
+  size_t without_valid = 0;
+  const auto by_variant = problems_by_variant(sweep, opt.time_weight_ms, without_valid);
+  tuned::cache::SelectionModel::Features features;
+  model_lines(opt, 0, features);
+  const tuned::OpRegistration& op = tuned::find_op(opt.op);
+  std::map<std::string, std::vector<std::string>> added;  // variant -> point lines
+  std::ostringstream quality;
+  for (const auto& [variant, list] : by_variant) {
+    const auto entries = table.entries.find(variant);
+    const auto block = table.block.find(variant);
+    if (entries == table.entries.end() || block == table.block.end()) {
+      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                  "--append-to: the table has no entries or no sized points of " + variant);
+    }
+    const auto& chosen = entries->second;
+    auto points = point_lines(variant, list, chosen, op);
+    // Expected quality of the new problems' picks: each ranked by the table's model with the
+    // other new points, not its own.
+    std::string head = table.model_head;
+    for (size_t e = 0; e < chosen.size(); ++e) {
+      head += "entry\t" + variant + '\t' + std::to_string(e) + '\t' + chosen[e] + '\n';
+    }
+    const size_t old_count = std::stoul(split(table.lines[block->second], '\t')[2]);
+    for (size_t i = 1; i <= old_count; ++i) head += table.lines[block->second + i] + '\n';
+    const ExpectedQuality q = leave_one_out(variant, list, chosen, head, points, opt, features);
+    const std::string line = q.summary(variant, list.size(), chosen.size());
+    std::fprintf(stderr, "fit_selection: appended %s\n", line.c_str());
+    quality << "#   " << line << '\n';
+    std::erase(points, std::string());
+    added[variant] = std::move(points);
+  }
+  // The table again: the header's note after its comments, each block with its new points.
+  char when[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  std::ostringstream out;
+  bool noted = false;
+  for (size_t i = 0; i < table.lines.size(); ++i) {
+    const std::string& line = table.lines[i];
+    if (!noted && (line.empty() || line[0] != '#')) {
+      noted = true;
+      out << "# Points appended by bench/fit_selection on " << when << ":\n#   " << opt.command_line
+          << "\n# from";
+      for (const auto& in : opt.inputs) {
+        out << ' ' << (in == "-" && !opt.input_name.empty() ? opt.input_name : in);
+      }
+      out << " (" << sweep.rows << " rows, " << sweep.invalid << " wrong results, "
+          << sweep.inaccurate << " beyond the accuracy contract, " << sweep.refused
+          << " refused left out), timed with the portfolio above; expected quality of their "
+             "picks:\n"
+          << quality.str();
+    }
+    const auto f = split(line, '\t');
+    const auto more = f.size() == 4 && f[0] == "points" ? added.find(f[1]) : added.end();
+    if (more == added.end()) {
+      out << line << '\n';
+      continue;
+    }
+    size_t bytes = std::stoul(f[3]);
+    for (const auto& p : more->second) bytes += p.size();
+    const size_t count = std::stoul(f[2]);
+    out << "points\t" << f[1] << '\t' << count + more->second.size() << '\t' << bytes << '\n';
+    for (size_t j = 1; j <= count; ++j) out << table.lines[i + j] << '\n';
+    for (const auto& p : more->second) out << p;
+    i += count;
+  }
+  std::ofstream file(opt.out);
+  file << out.str();
+  file.close();
+  if (!file) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "cannot write " + opt.out);
+  std::fprintf(stderr, "fit_selection: wrote %s\n", opt.out.c_str());
+  return 0;
+}
+
 std::string quoted_command_line(int argc, char** argv) {
   std::string out = std::filesystem::path(argv[0]).filename().string();
   for (int i = 1; i < argc; ++i) {
@@ -766,11 +914,14 @@ int main(int argc, char** argv) {
   app.add_flag("!--without-op-rules", opt.op_rules,
                "keep rows of configs the op refuses on their problem (synthetic sweeps whose "
                "configs are not the op's)");
+  app.add_option("--append-to", opt.append_to,
+                 "a table fit_selection wrote: keep its portfolio and points and add the sweeps' "
+                 "problems as points timed with its entries (--out may name the same file)");
   app.add_option("--out", opt.out, "table to write")->required();
   CLI11_PARSE(app, argc, argv);
   opt.command_line = quoted_command_line(argc, argv);
   try {
-    return run(opt);
+    return opt.append_to.empty() ? run(opt) : append_points(opt);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fit_selection: %s\n", e.what());
     return 1;

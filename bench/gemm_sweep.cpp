@@ -7,10 +7,12 @@
 // candidate):
 //   layout m n k alignment config registers occupancy ms cublas_ms rel_error exact_error
 //   cublas_exact_error within_contract
+// (--attention: strided batches of attention's products instead, the batch after k, their
+// batched kernels timed and their first and last products checked.)
 // Rows are flushed per problem, so a run cut short keeps what it measured.
 //   gemm_sweep --seeds 1-25 [--min-gflop X] [--grid] [--networks] [--vocab-networks]
 //              [--layer-grid [--layer-ffn] [--layer-tokens T...]] [--hard-families] [--skinny]
-//              [--unaligned]
+//              [--unaligned] [--attention]
 //              [--gemv] [--long] [--long-sums] [--portfolio] [--candidates FILE]
 //              [--candidates-from-db DB [--top N]]
 //              [--cubin-db DB] [--max-gflop X] [--out FILE [--resume]] [--max-seconds S]
@@ -210,6 +212,15 @@ std::vector<Shape> long_shapes() {
   return out;
 }
 
+// Fisher-Yates with a fixed 64-bit LCG: the same order on every run.
+void shuffle(std::vector<Shape>& shapes) {
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  for (size_t i = shapes.size(); i > 1; --i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    std::swap(shapes[i - 1], shapes[(state >> 33) % i]);
+  }
+}
+
 // Long sums under a moderate output, as the gradients of vocabulary projections (k = the
 // vocabulary) and convolutions' weight gradients (k = batch x pixels) make them: a log grid of
 // m, n and k between the fitting networks' sizes, every layout, odd k and m of two-float rows
@@ -226,11 +237,30 @@ std::vector<Shape> long_sum_shapes() {
       }
     }
   }
-  uint64_t state = 0x9e3779b97f4a7c15ull;  // Fisher-Yates with a fixed 64-bit LCG
-  for (size_t i = out.size(); i > 1; --i) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    std::swap(out[i - 1], out[(state >> 33) % i]);
+  shuffle(out);
+  return out;
+}
+
+// Attention's batched products (batch x heads products of one layer), as PyTorch's row-major
+// tensors reach cuBLAS's column-major terms: the scores (q k^T, and dp = do v^T backwards) are
+// TN products of t x t x d, the outputs (p v; p^T do backwards) NN and NT products of d x t x t;
+// each form in the other two of those layouts as well (keys stored transposed, a view made
+// contiguous). A grid of sequence lengths t, head dims d and batch x heads b between the sizes
+// that benchmarks use (no t of a power of two above 64 but 3072), each operand at most 2^30
+// floats and 300 GFLOP a batch at most; shuffled by a fixed permutation, so that a run cut short
+// still covers the grid.
+std::vector<Shape> attention_shapes() {
+  std::vector<Shape> out;
+  for (int64_t t : {96, 192, 384, 768, 1536, 3072}) {
+    for (int64_t b : {384, 96, 24}) {
+      for (int64_t d : {32, 64, 96, 128}) {
+        if (b * t * t > (int64_t{1} << 30) || 2.0 * b * t * t * d > 300e9) continue;
+        for (const char* layout : {"TN", "NN", "NT"}) out.push_back({layout, t, t, d, b});
+        for (const char* layout : {"NN", "NT", "TN"}) out.push_back({layout, d, t, t, b});
+      }
+    }
   }
+  shuffle(out);
   return out;
 }
 
@@ -449,7 +479,7 @@ struct Selection {
   bool grid = false, hard_families = false, skinny = false, gemv = false, portfolio = false,
        networks = false, more_networks = false, decode_networks = false, long_products = false,
        long_sums = false, layer_grid = false, layer_ffn = false, vocab_networks = false,
-       only_candidates = false, unaligned_only = false;
+       only_candidates = false, unaligned_only = false, attention = false;
   double min_gflop = 0, max_gflop = 0;  // random draws of at least; any problem of at most (0: any)
   int64_t max_n = 0;                    // problems with n up to this only (0: any)
   int64_t min_k = 0, max_k = 0;         // problems with k in [min_k, max_k] only (max 0: any)
@@ -461,7 +491,7 @@ struct Selection {
 // Every problem the selection asks for, the held-out ones left out, in the order they are swept.
 std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& sel) {
   std::vector<Shape> shapes;
-  std::set<std::tuple<std::string, int64_t, int64_t, int64_t>> seen;
+  std::set<std::tuple<std::string, int64_t, int64_t, int64_t, int64_t>> seen;
   auto add = [&](const Shape& s) {
     if (sel.max_gflop > 0 && s.gflop() > sel.max_gflop) return;
     if (sel.max_n > 0 && s.n > sel.max_n) return;
@@ -470,8 +500,8 @@ std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& 
     if (sel.unaligned_only && gemm_op::packed_problem(s.layout, s.m, s.n, s.k).alignment == 4) {
       return;
     }
-    if (is_held_out_shape(s.layout, s.m, s.n, s.k)) return;
-    if (seen.emplace(s.layout, s.m, s.n, s.k).second) shapes.push_back(s);
+    if (s.batch == 1 && is_held_out_shape(s.layout, s.m, s.n, s.k)) return;
+    if (seen.emplace(s.layout, s.m, s.n, s.k, s.batch).second) shapes.push_back(s);
   };
   // The grid first: a run cut short by --max-seconds still covers every region.
   if (sel.grid) {
@@ -498,6 +528,9 @@ std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& 
   if (sel.layer_grid) {
     for (const auto& s : layer_grid_shapes(sel.layer_tokens, sel.layer_ffn)) add(s);
   }
+  if (sel.attention) {
+    for (const auto& s : attention_shapes()) add(s);
+  }
   for (uint64_t seed : parse_seeds(seeds_text)) {
     for (const auto& s : random_shapes(seed, kShapesPerSeed, sel.min_gflop)) {
       if (sel.hard_families && !in_hard_family(s)) continue;
@@ -509,6 +542,7 @@ std::vector<Shape> sweep_shapes(const std::string& seeds_text, const Selection& 
 }
 
 constexpr size_t kMaxElements = size_t{1} << 28;  // 16384^2 floats per operand
+constexpr size_t kMaxBatchElements = size_t{1} << 30;  // a batch's operand (attention_shapes)
 constexpr const char* kLayouts[] = {"NN", "NT", "TN", "TT"};
 
 // Bases per layout: the shipped portfolio (--portfolio), configs from a file and from a tuning
@@ -556,9 +590,11 @@ using JobKeys = std::map<std::string, std::vector<std::pair<std::string, int>>>;
 // its VEC on problems of narrower alignment, where C is stored C_VEC = alignment wide: a kernel
 // for each. Returns how many it submitted.
 size_t submit_alignments(const Config& c, const gemm_op::Problem& p, int vec,
-                         const std::string& key, CompilePool& pool, JobKeys& job_keys) {
+                         const std::string& key, CompilePool& pool, JobKeys& job_keys,
+                         bool aligned_only) {
   size_t submitted = 0;
   for (int alignment : {4, 2, 1}) {
+    if (aligned_only && alignment < 4) continue;
     auto aligned = p;
     aligned.alignment = alignment;
     const bool keeps_vec =
@@ -574,28 +610,45 @@ size_t submit_alignments(const Config& c, const gemm_op::Problem& p, int vec,
   return submitted;
 }
 
-// Every VEC variant of every base in every layout swept: compiled up front on all cores. Returns
-// how many kernels it submitted.
+// Every VEC variant of every base in every layout swept: compiled up front on all cores, in the
+// batched form where the sweep is of batches (the kernels the library runs there), and only the
+// bases' own widths where every problem is aligned (nothing else is timed there). Returns how
+// many kernels it submitted.
 size_t submit_candidates(const std::vector<Shape>& shapes,
                          std::map<std::string, std::vector<Config>>& bases_by_layout,
                          const DeviceInfo& device, CompilePool& pool, Candidates& by_key,
                          JobKeys& job_keys) {
   size_t submitted = 0;
-  std::set<std::string> layouts;
-  for (const Shape& s : shapes) layouts.insert(s.layout);
-  for (const std::string& layout : layouts) {
+  std::map<std::string, std::vector<Space>> spaces;  // per layout: of its problems' kinds
+  bool aligned_only = true;
+  const int64_t batch = shapes.empty() ? 1 : shapes.front().batch;
+  for (const Shape& s : shapes) {
+    aligned_only = aligned_only && gemm_op::packed_problem(s.layout, s.m, s.n, s.k).alignment == 4;
+    if (batch > 1 && spaces[s.layout].size() < 64) {
+      // A batch's rules depend on its shape (a short k admits single FFMA chains): a config
+      // valid on any of the first problems of its layout is compiled.
+      spaces[s.layout].push_back(
+          gemm_op::make_space(device, gemm_op::packed_problem(s.layout, s.m, s.n, s.k, s.batch)));
+    }
+    spaces.try_emplace(s.layout);
+  }
+  for (auto& [layout, layout_spaces] : spaces) {
     for (const auto& base : bases_by_layout[layout]) {
       for (int vec : {4, 2, 1}) {
-        if (vec > base.get("VEC")) continue;
+        if (vec > base.get("VEC") || (aligned_only && vec < base.get("VEC"))) continue;
         // (A matrix-vector config is valid only where m or n is as few as its columns.)
         const auto p = gemm_op::packed_problem(
-            layout, 1024, base.get("GEMV") > 0 ? base.get("GCOLS") : 1024, 1024);
+            layout, 1024, base.get("GEMV") > 0 ? base.get("GCOLS") : 1024, 1024, batch > 1 ? 2 : 1);
         Config c = gemm_op::with_operands_as_stored(base, p);
         c.set("VEC", vec);
-        if (gemm_op::make_space(device, p).violation(c, false)) continue;
+        const auto valid = [&](const Space& space) { return !space.violation(c, false); };
+        if (layout_spaces.empty() ? !valid(gemm_op::make_space(device, p))
+                                  : std::none_of(layout_spaces.begin(), layout_spaces.end(), valid)) {
+          continue;
+        }
         const std::string key = layout + "|" + c.canonical();
         if (!by_key.emplace(key, Candidate{c, layout}).second) continue;
-        submitted += submit_alignments(c, p, vec, key, pool, job_keys);
+        submitted += submit_alignments(c, p, vec, key, pool, job_keys, aligned_only);
       }
     }
   }
@@ -631,8 +684,10 @@ void load_compiled(CompilePool& pool, JobKeys& job_keys, Candidates& by_key) {
 // [-1, 1]), C, cuBLAS's C and a split-K workspace, the check against cuBLAS, a cuBLAS handle on
 // one stream and the FP64 sample of the accuracy contract.
 struct TimingBench {
-  TimingBench(KernelCache& kernels, const DeviceInfo& device);
+  // elements: floats per operand buffer (kMaxElements, or a batch sweep's kMaxBatchElements).
+  TimingBench(KernelCache& kernels, const DeviceInfo& device, size_t elements);
 
+  size_t elements;
   DeviceBuffer a, b, c, c_ref, workspace;
   DeviceCheck check;
   Stream stream;
@@ -641,16 +696,17 @@ struct TimingBench {
   std::optional<gemm_op::Fp64Sample> exact;
 };
 
-TimingBench::TimingBench(KernelCache& kernels, const DeviceInfo& device)
-    : a(kMaxElements * 4),
-      b(kMaxElements * 4),
-      c(kMaxElements * 4),
-      c_ref(kMaxElements * 4),
+TimingBench::TimingBench(KernelCache& kernels, const DeviceInfo& device, size_t elements)
+    : elements(elements),
+      a(elements * 4),
+      b(elements * 4),
+      c(elements * 4),
+      c_ref(elements * 4),
       workspace(kMaxWorkspace),
       check(kernels, device),
       stream(Stream::create()) {
-  check.fill_uniform(a.as<float>(), kMaxElements, 1, -1.0f, 1.0f, stream.get());
-  check.fill_uniform(b.as<float>(), kMaxElements, 2, -1.0f, 1.0f, stream.get());
+  check.fill_uniform(a.as<float>(), elements, 1, -1.0f, 1.0f, stream.get());
+  check.fill_uniform(b.as<float>(), elements, 2, -1.0f, 1.0f, stream.get());
   cublas.emplace();
   cublas->set_stream(stream.get());
   exact.emplace(kernels, device);
@@ -701,11 +757,18 @@ CandidateResult check_and_time(const LoadedKernel& kernel, const Config& config,
                     bench.c.as<float>(), bench.workspace.get(), st, api::transpose);
   };
   CandidateResult result;
-  DeviceCheck::poison(bench.c.as<float>(), static_cast<size_t>(p.ldc * p.n), bench.stream.get());
+  const int64_t c_elements = p.batch > 1 ? p.stride_c * p.batch : p.ldc * p.n;
+  DeviceCheck::poison(bench.c.as<float>(), static_cast<size_t>(c_elements), bench.stream.get());
   call(bench.stream.get());
-  const MatrixCheck compared = bench.check.compare(
-      bench.c.as<float>(), p.ldc, bench.c_ref.as<float>(), p.ldc, p.m, p.n, bench.stream.get());
-  result.rel_error = compared.unwritten || compared.nonfinite ? 1.0 : compared.rel_error;
+  // Against cuBLAS: the product, or a batch's first and last (the FP64 sample is of the first).
+  for (int64_t z : {int64_t{0}, p.batch - 1}) {
+    const MatrixCheck compared =
+        bench.check.compare(bench.c.as<float>() + z * p.stride_c, p.ldc,
+                            bench.c_ref.as<float>() + z * p.stride_c, p.ldc, p.m, p.n,
+                            bench.stream.get());
+    result.rel_error = std::max(
+        result.rel_error, compared.unwritten || compared.nonfinite ? 1.0 : compared.rel_error);
+  }
   result.exact_error = bench.exact->error(bench.c.as<float>(), p.ldc, bench.stream.get());
   // (The checked call above is the warm-up.)
   result.ms = time_calls(call, bench.stream.get(), give_up_ms, /*warmed=*/true);
@@ -735,7 +798,8 @@ std::string measure_problem(const Shape& s, const gemm_op::Problem& p, const Can
     if (kernel == nullptr) continue;
     const CandidateResult r = check_and_time(*kernel, config, p, bench, best > 0 ? 4 * best : 0);
     if (best == 0 || r.ms < best) best = r.ms;
-    lines << s.layout << '\t' << s.m << '\t' << s.n << '\t' << s.k << '\t' << p.alignment << '\t'
+    lines << s.layout << '\t' << s.m << '\t' << s.n << '\t' << s.k << '\t'
+          << (p.batch > 1 ? std::to_string(p.batch) + '\t' : std::string()) << p.alignment << '\t'
           << config.canonical() << '\t' << cand.registers << '\t' << cand.occupancy << '\t' << r.ms
           << '\t' << cublas_ms << '\t' << r.rel_error << '\t' << r.exact_error << '\t'
           << cublas_exact << '\t' << (gemm_op::within_contract(r.exact_error, cublas_exact) ? 1 : 0)
@@ -745,39 +809,49 @@ std::string measure_problem(const Shape& s, const gemm_op::Problem& p, const Can
   return lines.str();
 }
 
-using ProblemKey = std::tuple<std::string, int64_t, int64_t, int64_t>;
+using ProblemKey = std::tuple<std::string, int64_t, int64_t, int64_t, int64_t>;
 
-// --resume: the problems a cut-short run of the same command wrote are not measured again.
+// --resume: the problems a cut-short run of the same command wrote are not measured again (a
+// batch sweep's rows have the batch after k).
 std::set<ProblemKey> measured_before(const std::string& out_path) {
   std::set<ProblemKey> measured;
   std::ifstream previous(out_path);
+  bool batches = false;
   for (std::string line; std::getline(previous, line);) {
+    if (line.rfind("layout\t", 0) == 0) batches = line.find("\tbatch\t") != std::string::npos;
     std::istringstream fields(line);
     std::string layout;
-    int64_t m = 0, n = 0, k = 0;
+    int64_t m = 0, n = 0, k = 0, batch = 1;
     if (line.empty() || line[0] == '#' || !(fields >> layout >> m >> n >> k)) continue;
-    measured.emplace(layout, m, n, k);
+    if (batches && !(fields >> batch)) continue;
+    measured.emplace(layout, m, n, k, batch);
   }
   return measured;
 }
 
-// The TSV, appended to where resuming a file that exists, else new with its header.
-std::ofstream open_table(const std::string& out_path, bool resume, const DeviceInfo& device) {
+// The TSV, appended to where resuming a file that exists, else new with its header (a batch
+// sweep's with the batch as a fourth dimension).
+std::ofstream open_table(const std::string& out_path, bool resume, const DeviceInfo& device,
+                         bool batches) {
   const bool append = resume && std::filesystem::exists(out_path);
   std::ofstream out(out_path, append ? std::ios::app : std::ios::trunc);
   if (!append) {
     out << "# gemm_sweep on " << device.name << " (" << device.arch() << ", " << device.sm_count
-        << " SMs)\nlayout\tm\tn\tk\talignment\tconfig\tregisters\toccupancy\tms\tcublas_ms\t"
+        << " SMs)\nlayout\tm\tn\tk\t" << (batches ? "batch\t" : "")
+        << "alignment\tconfig\tregisters\toccupancy\tms\tcublas_ms\t"
            "rel_error\texact_error\tcublas_exact_error\twithin_contract\n";
   }
   return out;
 }
 
-// Whether an operand of problem p holds more floats than the operand buffers.
-bool exceeds_buffers(const gemm_op::Problem& p) {
-  return column_major_elements(p.lda, p.trans_a ? p.m : p.k) > kMaxElements ||
-         column_major_elements(p.ldb, p.trans_b ? p.k : p.n) > kMaxElements ||
-         column_major_elements(p.ldc, p.n) > kMaxElements;
+// Whether an operand of problem p (the whole batch) holds more floats than buffers of elements.
+bool exceeds_buffers(const gemm_op::Problem& p, size_t elements) {
+  auto operand = [&](int64_t ld, int64_t cols, int64_t stride) {
+    return p.batch > 1 ? static_cast<size_t>(stride * p.batch) : column_major_elements(ld, cols);
+  };
+  return operand(p.lda, p.trans_a ? p.m : p.k, p.stride_a) > elements ||
+         operand(p.ldb, p.trans_b ? p.k : p.n, p.stride_b) > elements ||
+         operand(p.ldc, p.n, p.stride_c) > elements;
 }
 
 double seconds_since(Clock::time_point started) {
@@ -797,10 +871,11 @@ struct SweepPlan {
 // Times the problems in order (those --resume finds measured left out) until max_seconds, each
 // problem's rows written and flushed as one.
 int measure_shapes(const SweepPlan& plan, KernelCache& kernels, const DeviceInfo& device) {
-  TimingBench bench(kernels, device);
+  const bool batches = !plan.shapes.empty() && plan.shapes.front().batch > 1;
+  TimingBench bench(kernels, device, batches ? kMaxBatchElements : kMaxElements);
   const std::set<ProblemKey> measured =
       plan.resume ? measured_before(plan.out_path) : std::set<ProblemKey>{};
-  std::ofstream out = open_table(plan.out_path, plan.resume, device);
+  std::ofstream out = open_table(plan.out_path, plan.resume, device, batches);
   size_t done = measured.size(), rows = 0;
   if (!measured.empty()) {
     std::fprintf(stderr, "gemm_sweep: resuming %s: %zu problems measured before\n",
@@ -808,11 +883,11 @@ int measure_shapes(const SweepPlan& plan, KernelCache& kernels, const DeviceInfo
   }
   for (const Shape& s : plan.shapes) {
     if (seconds_since(plan.started) > plan.max_seconds) break;
-    if (measured.count({s.layout, s.m, s.n, s.k})) continue;
-    const auto p = gemm_op::packed_problem(s.layout, s.m, s.n, s.k);
-    if (exceeds_buffers(p)) {
+    if (measured.count({s.layout, s.m, s.n, s.k, s.batch})) continue;
+    const auto p = gemm_op::packed_problem(s.layout, s.m, s.n, s.k, s.batch);
+    if (exceeds_buffers(p, bench.elements)) {
       std::fprintf(stderr, "gemm_sweep: %s %s skipped: an operand over %zu floats\n",
-                   s.layout.c_str(), s.text().c_str(), kMaxElements);
+                   s.layout.c_str(), s.text().c_str(), bench.elements);
       continue;
     }
     out << measure_problem(s, p, plan.by_key, device, bench, rows);
@@ -834,6 +909,12 @@ int run(const std::string& seeds_text, const Selection& sel, const std::string& 
   const DeviceInfo device = query_device(0);
   TUNED_CUDA_CHECK(cudaSetDevice(0));
   const std::vector<Shape> shapes = sweep_shapes(seeds_text, sel);
+  // One kind of problem a sweep: the rows of batches have a column more, their kernels another form.
+  if (std::any_of(shapes.begin(), shapes.end(), [](const Shape& s) { return s.batch > 1; }) &&
+      std::any_of(shapes.begin(), shapes.end(), [](const Shape& s) { return s.batch == 1; })) {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                "--attention sweeps batches: give it without the options of single products");
+  }
   size_t base_count = 0;
   auto bases_by_layout = swept_bases(sel, device, min_split, base_count);
   // Kernels compiled by an earlier sweep on this machine are loaded from there, not rebuilt.
@@ -911,6 +992,10 @@ void add_problem_options(CLI::App& app, Arguments& args) {
   app.add_flag("--vocab-networks", sel.vocab_networks,
                "add the fourth fitting set: vocabulary projections of models whose vocabulary is "
                "not a multiple of 4, every pass and decoding 8-24 tokens (fitting_gemms_vocab)");
+  app.add_flag("--attention", sel.attention,
+               "sweep attention's batched products instead (batch x heads 12-192, sequence "
+               "lengths 96-3072, head dims 32-128; scores and outputs in three layouts each): "
+               "rows with a batch column, batched kernels");
   app.add_flag("--unaligned", sel.unaligned_only,
                "only the problems whose leading dimensions are not all multiples of 4");
   app.add_option("--layer-tokens", sel.layer_tokens,

@@ -3,8 +3,9 @@
 # machine's torch (timed), import tuned and run a product, then the library's batch/epilogue GPU
 # tests (the test binary linked to the wheel's libtuned), the Python GPU tests against the
 # installed package, and the torch benchmark (bench/results/python_<gpu>.json).
-#   carry/dist/tuned-*.whl, carry/tests/tuned_gpu_tests (stripped);  STEPS="install gtest bench py"
-#   (GTEST: a gtest filter; *_LIMIT: seconds for gtest, the bench and the Python tests)
+#   carry/dist/tuned-*.whl, carry/tests/tuned_gpu_tests and carry/bench/gemm_sweep (stripped);
+#   STEPS="install gtest sweep bench py" (default: all but sweep; GTEST: a gtest filter; *_LIMIT:
+#   seconds for gtest, the sweep, the bench and the Python tests)
 # Logs under $OUT; a short table last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -56,6 +57,16 @@ if step gtest; then
   failed=$(grep -c '^\[  FAILED  \] [A-Za-z]*\.' "$out/gtest.log")
   summary+=("gtest rc=$rc: $passed passed, $failed failed lines")
   grep '^\[  FAILED  \]' "$out/gtest.log" | head -8
+fi
+# The selection model's data for batches: the portfolio on attention's batched products
+# (gemm_sweep --attention), for cache/shipped (fit_selection --append-to).
+if step sweep; then
+  LD_LIBRARY_PATH="$package/lib:$PWD/carry/sys" timeout $((${SWEEP_LIMIT:-300} + 30)) \
+    carry/bench/gemm_sweep --attention --portfolio --max-seconds ${SWEEP_LIMIT:-300} \
+    --out "$out/gemm_sweep_${tag}_attention.tsv" >"$out/sweep.log" 2>&1
+  rc=$?
+  summary+=("sweep rc=$rc: $(tail -n 1 "$out/sweep.log")")
+  gzip -k "$out/gemm_sweep_${tag}_attention.tsv"
 fi
 if step bench; then
   (cd /tmp && PYTHONUNBUFFERED=1 timeout ${BENCH_LIMIT:-300} "$env/bin/python" "$OLDPWD/python/bench/torch_bench.py" \

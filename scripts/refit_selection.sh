@@ -86,6 +86,13 @@
 # problems would speak for what the library can no longer run; the H200's sweeps from before issue
 # 28 likewise.
 #
+# Batches (issue 65): after the refit, the portfolio's times on attention's batched products
+# (gemm_sweep --attention --portfolio, scripts/issue65_gpu.sh's sweep step) are appended to the
+# table as points where the library looks a batch up (the batch folded into the longer side); the
+# portfolio and every other point stay as the refit wrote them:
+#   zcat ${H}_attention.tsv.gz | build-fit/bench/fit_selection - --input-name ${H}_attention.tsv.gz \
+#     --append-to cache/shipped/gemm_selection_nvidia-h100.tsv --out cache/shipped/gemm_selection_nvidia-h100.tsv
+#
 # fit_selection is built in build-fit/ (no precompiled kernels, no tests): BUILD_DIR overrides.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -12,7 +12,6 @@ namespace tuned::gemm_op {
 namespace {
 
 constexpr int kLayouts = 4;  // NN, NT, TN, TT
-constexpr int kEpilogueForm = 1;  // ProblemId::kernel_form of a call with a fused epilogue
 
 }  // namespace
 
@@ -22,7 +21,7 @@ Problem Descriptor::problem_of(const ProblemId& id) {
                              id.dims[2], id.rank > 3 ? id.dims[3] : 1);
   p.alignment = id.alignment;
   p.unaligned_operands = id.unaligned_operands;
-  p.epilogue = id.kernel_form == kEpilogueForm;
+  p.epilogue = id.kernel_form;  // the epilogue's kernel form (epilogue_form)
   p.lda = round_up(p.lda, id.alignment);
   p.ldb = round_up(p.ldb, id.alignment);
   p.ldc = round_up(p.ldc, id.alignment);
@@ -122,7 +121,7 @@ ProblemId problem_id(const Problem& p) {
   id.dims = {p.m, p.n, p.k, p.batch > 1 ? p.batch : 0};
   id.alignment = p.alignment;
   id.unaligned_operands = p.unaligned_operands;
-  id.kernel_form = p.epilogue ? kEpilogueForm : 0;
+  id.kernel_form = p.epilogue;
   return id;
 }
 

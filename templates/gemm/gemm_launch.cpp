@@ -209,13 +209,21 @@ void launch_product(const LoadedKernel& kernel, const Config& config, const Prob
   EpilogueArgs epi{epilogue.bias, epilogue.bias_stride, static_cast<int>(epilogue.bias_kind),
                    static_cast<int>(epilogue.activation)};
   // The kernel must have been compiled for the call's form (kernel_spec: BATCHED, EPILOGUE; a
-  // batched or epilogue kernel also runs one plain product).
+  // batched or epilogue kernel also runs one plain product, and an activation's kernel a launch
+  // that adds no activation: a pass over a slice of k but the last).
   const bool finishes = epi.bias_kind != 0 || epi.activation != 0;
+  const std::string form = epilogue_suffix(problem.epilogue);
+  const bool form_compiled =
+      kernel.name().size() >= form.size() &&
+      kernel.name().compare(kernel.name().size() - form.size(), form.size(), form) == 0;
   if ((problem.batch > 1 && kernel.name().find("_batched") == std::string::npos) ||
-      (finishes && kernel.name().find("_epilogue") == std::string::npos)) {
+      (finishes && (problem.epilogue == 0 || !form_compiled)) ||
+      (epi.activation != 0 && epi.activation != problem.epilogue - 1)) {
     throw Error(TUNED_STATUS_INTERNAL_ERROR,
                 "gemm launch: kernel " + kernel.name() + " is not compiled for " +
-                    (finishes ? "an epilogue" : "a batch of " + std::to_string(problem.batch)));
+                    (finishes ? "this epilogue (activation " + std::to_string(epi.activation) +
+                                    ", bias kind " + std::to_string(epi.bias_kind) + ")"
+                              : "a batch of " + std::to_string(problem.batch)));
   }
   // MMA = 4 reads A and B through tensor maps (the kernel's last parameters; other kernels have
   // none and ignore them): A (m, k) or (k, m) in boxes of 32 x 32 or 32 x BM, B (k, n) in boxes

@@ -306,6 +306,20 @@ void validate_epilogue(const Epilogue& e) {
                    [&] { return "must be >= 0 (got " + std::to_string(e.bias_stride) + ")"; });
 }
 
+int epilogue_form(const Epilogue& e) {
+  if (e.bias_kind == BiasKind::kNone && e.activation == Activation::kNone) return 0;
+  return 1 + static_cast<int>(e.activation);
+}
+
+std::string epilogue_suffix(int form) {
+  static const char* const suffixes[] = {"", "_epilogue", "_epilogue_relu", "_epilogue_gelu_tanh",
+                                         "_epilogue_gelu_erf"};
+  if (form < 0 || form > 4) {
+    throw Error(TUNED_STATUS_INTERNAL_ERROR, "gemm: no epilogue form " + std::to_string(form));
+  }
+  return suffixes[form];
+}
+
 Space make_space(const DeviceInfo& device, const Problem& problem) {
   Space space;
   for (const auto& p : parameters()) space.add(p);
@@ -563,7 +577,7 @@ std::string kernel_name(const Config& config, const Problem& problem) {
   return "gemm_" + std::string(problem.trans_a ? "t" : "n") + (problem.trans_b ? "t" : "n") +
          kernel_config(config).name_suffix() +
          (cv < config.get("VEC") ? "_cvec" + std::to_string(cv) : "") +
-         (problem.batch > 1 ? "_batched" : "") + (problem.epilogue ? "_epilogue" : "");
+         (problem.batch > 1 ? "_batched" : "") + epilogue_suffix(problem.epilogue);
 }
 
 KernelSpec kernel_spec(const Config& config, const Problem& problem) {
@@ -574,7 +588,7 @@ KernelSpec kernel_spec(const Config& config, const Problem& problem) {
                   "-DC_VEC=" + std::to_string(c_vec(config, problem)),
                   "-DKSUM_CHAIN=" + std::to_string(kSumChain),
                   "-DBATCHED=" + std::to_string(problem.batch > 1 ? 1 : 0),
-                  "-DEPILOGUE=" + std::to_string(problem.epilogue ? 1 : 0)};
+                  "-DEPILOGUE=" + std::to_string(problem.epilogue)};
   if (is_tma(config) && config.get("KSUM") == 2) {
     spec.options.push_back("-DSLICE_CHAIN=" + std::to_string(kSliceChain));
   }

@@ -36,8 +36,9 @@ struct Problem {
   int64_t batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
   // The call fuses a bias or an activation (Epilogue): its kernels are the EPILOGUE forms of the
-  // configs chosen for the plain product (same choice, another compile).
-  bool epilogue = false;
+  // configs chosen for the plain product (same choice, another compile), one per activation
+  // (epilogue_form: 0 none, else 1 + the activation).
+  int epilogue = 0;
   int alignment = 1;  // widest vector (1, 2, 4 floats) that pointers and leading dims allow
   // kOperandA | kOperandB: operands whose pointer or leading dimension allows no 16-byte vectors
   // (an ld that is no multiple of 4 counts whether marked or not; a problem rebuilt from its id
@@ -62,6 +63,10 @@ struct Epilogue {
   int64_t bias_stride = 0;      // floats between products' bias vectors (0: one for all)
   Activation activation = Activation::kNone;
 };
+
+/// The kernel form an epilogue needs (Problem::epilogue): 0 where it adds nothing, else 1 + its
+/// activation (each activation is compiled into its own kernels).
+int epilogue_form(const Epilogue& epilogue);
 
 /// Bits of Problem::unaligned_operands.
 constexpr int kOperandA = 1, kOperandB = 2;
@@ -168,6 +173,8 @@ Config fit_config(const Config& config, const DeviceInfo& device, const Problem&
 
 /// "gemm_nn_bm128_bn128_bk8_wm64_..._splitk1": the layout, then every parameter with its value.
 std::string kernel_name(const Config& config, const Problem& problem);
+/// The kernel name's ending for an epilogue form ("", "_epilogue", "_epilogue_gelu_erf", ...).
+std::string epilogue_suffix(int form);
 KernelSpec kernel_spec(const Config& config, const Problem& problem);
 int stages(const Config& config);  // shared-memory stages PIPE implies
 /// Row lengths (floats) of A's and B's shared tiles: the stored extent plus PAD, or for MMA = 1 the

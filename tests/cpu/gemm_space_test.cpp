@@ -43,11 +43,18 @@ TEST(GemmSpace, ConfigRendersOptionsNameAndCanonicalText) {
   EXPECT_EQ(spec.options[8], "-DBM=128");
   // A batch and a fused epilogue are forms of the same config: other kernels, other names.
   Problem batched = packed_problem("TN", 100, 200, 300, 6);
-  batched.epilogue = true;
+  batched.epilogue = epilogue_form({BiasKind::kColumn, nullptr, 0, Activation::kNone});
   const KernelSpec forms = kernel_spec(c, batched);
   EXPECT_EQ(forms.kernel_name, spec.kernel_name + "_batched_epilogue");
   EXPECT_EQ(forms.options[5], "-DBATCHED=1");
   EXPECT_EQ(forms.options[6], "-DEPILOGUE=1");
+  // Each activation is compiled into a kernel of its own (with or without a bias).
+  batched.epilogue = epilogue_form({BiasKind::kNone, nullptr, 0, Activation::kGeluErf});
+  EXPECT_EQ(kernel_spec(c, batched).kernel_name, spec.kernel_name + "_batched_epilogue_gelu_erf");
+  EXPECT_EQ(kernel_spec(c, batched).options[6], "-DEPILOGUE=4");
+  batched.epilogue = epilogue_form({BiasKind::kRow, nullptr, 0, Activation::kRelu});
+  EXPECT_EQ(kernel_spec(c, batched).kernel_name, spec.kernel_name + "_batched_epilogue_relu");
+  EXPECT_EQ(epilogue_form({}), 0);
   // PACK and REDUCE are the launch's: neither in the kernel's name nor among its options.
   // Last the kernel's parameters, then the shared strides the host derives (BM + PAD, BN + PAD,
   // and the staged C tile's BM + 4, passed even where it is not staged).

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -433,11 +434,11 @@ TEST(SelectionModel, BuiltinHasNoHeldOutShapeAndParsesFast) {
   }
   std::printf("selection model: %zu points, %zu entries, %zu bytes parsed in %.2f ms\n",
               points.size(), builtin.entries().size(), text.size(), best_ms);
-  // Every table eagerly (2.2 MB, ~9k points: 11-18 ms on one idle core here); a call parses only
-  // its GPU model's variant (a fraction of this), and its first-call time is measured on the GPU
-  // by bench/gemm_random. The bound catches a parser gone quadratic, with room for a loaded
-  // 2-core CI machine running tests in parallel.
-  EXPECT_LT(best_ms, 50.0);
+  // Every table eagerly (7.7 MB, ~16k points: 50-70 ms on one idle core of this machine type);
+  // a call parses only its GPU model's variant (a fraction of this), and its first-call time is
+  // measured on the GPU by bench/gemm_random. The bound catches a parser gone quadratic, with
+  // room for a loaded 2-core CI machine running tests in parallel.
+  EXPECT_LT(best_ms, 200.0);
 }
 
 // ---- bench/fit_selection as a subprocess ----
@@ -558,6 +559,88 @@ TEST_F(FitSelectionTest, FitsATableThatRanksTheWinnerFirst) {
   // The header says how the table was made.
   EXPECT_NE(fit.table.find("--entries 3 --neighbours 3"), std::string::npos) << fit.table;
   EXPECT_NE(fit.table.find("gemm_sweep on Test GPU 7"), std::string::npos) << fit.table;
+}
+
+// A sweep of batches (gemm_sweep --attention: the batch after k): each problem is a point where the
+// library looks a batch up, the batch folded into the longer side (Descriptor::selection_shape).
+const char* const kBatchHeader =
+    "# gemm_sweep on Test GPU 7 (sm_86, 10 SMs)\n"
+    "layout\tm\tn\tk\tbatch\talignment\tconfig\tregisters\toccupancy\tms\tcublas_ms\t"
+    "rel_error\n";
+
+std::string batch_row(const std::string& layout, int64_t m, int64_t n, int64_t k, int64_t batch,
+                      const std::string& config, double ms) {
+  std::ostringstream out;
+  out << layout << '\t' << m << '\t' << n << '\t' << k << '\t' << batch << "\t4\t" << config
+      << "\t64\t2\t" << ms << "\t1.0\t0\n";
+  return out.str();
+}
+
+TEST_F(FitSelectionTest, ABatchIsAPointWhereTheLibraryLooksItUp) {
+  std::string sweep = kBatchHeader;
+  sweep += batch_row("NN", 64, 1024, 1024, 8, "A=1,VEC=4", 1.0);
+  sweep += batch_row("NN", 64, 1024, 1024, 8, "A=2,VEC=4", 2.0);
+  sweep += batch_row("TN", 512, 512, 64, 96, "A=2,VEC=4", 1.0);
+  const Fit fit = this->fit(sweep, "--entries 2 --without-op-rules");
+  ASSERT_EQ(fit.exit_code, 0) << fit.output;
+  EXPECT_NE(fit.table.find("point\tNN\t4\t64x8192x1024\t1\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("point\tTN\t4\t49152x512x64\t1\n"), std::string::npos) << fit.table;
+}
+
+// --append-to: a later sweep's problems join a fitted table as points timed with its portfolio,
+// which stays as it was (no entry added, however fast the sweep found another config), as do the
+// table's own points; the block sizes follow and the model ranks by the new points near them.
+TEST_F(FitSelectionTest, AppendingKeepsThePortfolioAndAddsPoints) {
+  const Fit first = this->fit(synthetic_sweep(), "--entries 3 --neighbours 1 --without-op-rules");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  std::string batches = kBatchHeader;
+  for (int64_t batch : {64, 128}) {
+    batches += batch_row("NN", 64, 2048, 2048, batch, "A=1,VEC=4", 3.0);
+    batches += batch_row("NN", 64, 2048, 2048, batch, "A=1,VEC=1", 2.0);
+    batches += batch_row("NN", 64, 2048, 2048, batch, "A=5,VEC=4", 0.5);  // in no portfolio
+  }
+  std::ofstream(dir_ / "batches.tsv") << batches;
+  const std::string command = "'" + fit_selection_path().string() + "' '" +
+                              (dir_ / "batches.tsv").string() + "' --append-to '" +
+                              (dir_ / "table.tsv").string() + "' --out '" +
+                              (dir_ / "appended.tsv").string() + "' --without-op-rules 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  std::stringstream text;
+  text << std::ifstream(dir_ / "appended.tsv").rdbuf();
+  const std::string appended = text.str();
+  EXPECT_NE(appended.find("# Points appended by bench/fit_selection"), std::string::npos);
+  EXPECT_EQ(appended.find("A=5"), std::string::npos) << appended;
+  EXPECT_NE(appended.find("point\tNN\t4\t64x131072x2048\t3,2\t0.5\n"), std::string::npos)
+      << appended;
+  // Everything the first fit wrote is there, in order.
+  size_t at = 0;
+  std::istringstream lines(first.table);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("points\t", 0) == 0 || line.empty()) continue;
+    at = appended.find(line, at);
+    ASSERT_NE(at, std::string::npos) << "lost: " << line << "\n" << appended;
+  }
+  const SelectionModel before(first.table), after(appended);
+  EXPECT_EQ(after.entries().size(), before.entries().size());
+  EXPECT_EQ(after.points().size(), before.points().size() + 2);
+  // Near the appended points, their winner; elsewhere the picks of before.
+  EXPECT_EQ(after.rank("gemm", "Test GPU 7", 86, "NN", {64, 190000, 2048}, 4, kAll, 1)[0].config,
+            "A=1,VEC=1");
+  EXPECT_EQ(before.rank("gemm", "Test GPU 7", 86, "NN", {64, 190000, 2048}, 4, kAll, 1)[0].config,
+            "A=1,VEC=4");
+  EXPECT_EQ(after.rank("gemm", "Test GPU 7", 86, "NN", {100, 100, 100}, 4, kAll, 1)[0].config,
+            "A=1,VEC=4");
+
+  // A sweep of another GPU model is refused, naming both.
+  std::string other = batches;
+  other.replace(other.find("Test GPU 7"), 10, "Test GPU 8");
+  std::ofstream(dir_ / "other.tsv") << other;
+  const std::string refused = "'" + fit_selection_path().string() + "' '" +
+                              (dir_ / "other.tsv").string() + "' --append-to '" +
+                              (dir_ / "table.tsv").string() + "' --out '" +
+                              (dir_ / "other_table.tsv").string() + "' --without-op-rules";
+  EXPECT_NE(std::system(refused.c_str()), 0);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "other_table.tsv"));
 }
 
 TEST_F(FitSelectionTest, DropsTheHeldOutShapes) {

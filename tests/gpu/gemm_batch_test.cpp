@@ -102,7 +102,7 @@ std::vector<float> random_floats(size_t count, uint32_t seed) {
 // double on the host. Returns the largest error relative to the largest output.
 double epilogue_error(const DeviceInfo& device, KernelCache& kernels, const Config& config,
                       Problem p, const Epilogue& shape_of_epilogue, cudaStream_t stream) {
-  p.epilogue = true;
+  p.epilogue = epilogue_form(shape_of_epilogue);  // its activation's kernel
   const int64_t a_elems = p.lda * a_cols(p) + (p.batch - 1) * p.stride_a;
   const int64_t b_elems = p.ldb * b_cols(p) + (p.batch - 1) * p.stride_b;
   const int64_t c_elems = p.ldc * p.n + (p.batch - 1) * p.stride_c;
@@ -188,7 +188,9 @@ TEST(GemmBatchGpu, EpilogueIsRightWhereverAKernelStoresC) {
       {BiasKind::kRow, nullptr, 0, Activation::kGeluTanh},
       {BiasKind::kNone, nullptr, 0, Activation::kGeluErf},
       {BiasKind::kColumn, nullptr, 0, Activation::kGeluErf}};
-  int checked = 0;
+  // Each activation is a kernel of its own: two epilogues per config and shape, in turn, so every
+  // way of storing C meets several activations and both bias kinds without compiling all forms.
+  int checked = 0, turn = 0;
   for (const Config& config : configs) {
     for (const auto& [m, n, k] : {std::tuple{127, 65, 1000}, std::tuple{3000, 4, 700}}) {
       const Problem p = packed_problem("NN", m, n, k, 2);
@@ -198,7 +200,8 @@ TEST(GemmBatchGpu, EpilogueIsRightWhereverAKernelStoresC) {
       } catch (const Error&) {
         continue;  // not valid there (a matrix-vector config on 127 x 65, ...)
       }
-      for (const Epilogue& e : epilogues) {
+      turn += 2;
+      for (const Epilogue& e : {epilogues[turn % 5], epilogues[(turn + 3) % 5]}) {
         SCOPED_TRACE(fitted.canonical() + " " + std::to_string(m) + "x" + std::to_string(n) +
                      "x" + std::to_string(k) + " bias " +
                      std::to_string(static_cast<int>(e.bias_kind)) + " act " +
@@ -208,7 +211,7 @@ TEST(GemmBatchGpu, EpilogueIsRightWhereverAKernelStoresC) {
       }
     }
   }
-  EXPECT_GE(checked, 30);
+  EXPECT_GE(checked, 16);
 }
 
 // The public entry against cuBLAS on the same strided batch (stride 0 included).
