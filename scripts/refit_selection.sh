@@ -92,6 +92,9 @@
 # portfolio and every other point stay as the refit wrote them:
 #   zcat ${H}_attention.tsv.gz | build-fit/bench/fit_selection - --input-name ${H}_attention.tsv.gz \
 #     --append-to cache/shipped/gemm_selection_nvidia-h100.tsv --out cache/shipped/gemm_selection_nvidia-h100.tsv
+# (the shipped H100 table; its sweep is the first --attention grid, batch x heads 12-192 and
+# operands up to 2^29 floats, whose kernels were those valid on a 1024^3 batch; the H200 has none
+# yet.)
 #
 # fit_selection is built in build-fit/ (no precompiled kernels, no tests): BUILD_DIR overrides.
 set -euo pipefail

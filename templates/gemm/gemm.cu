@@ -1084,7 +1084,9 @@ constexpr int kActRelu = 1, kActGeluTanh = 2, kActGeluErf = 3;
 constexpr int kActivation = EPILOGUE > 0 ? EPILOGUE - 1 : 0;
 __device__ __forceinline__ float finish(float x, const Epilogue& epi, int m, int n) {
   if constexpr (EPILOGUE == 0) return x;
-  if (epi.bias_kind != 0) x += epi.bias[epi.bias_kind == kBiasRow ? m : n];
+  // (Through the read-only cache: the bias is not written during the call, and a plain load
+  // would have to be ordered after every store to C that might alias it.)
+  if (epi.bias_kind != 0) x += __ldg(epi.bias + (epi.bias_kind == kBiasRow ? m : n));
   if constexpr (kActivation == 0) return x;
   if (epi.activation == 0) return x;
   if constexpr (kActivation == kActRelu) return fmaxf(x, 0.0f);
