@@ -363,6 +363,31 @@ class TorchRouting(unittest.TestCase):
         scores = (q @ k.transpose(-2, -1)) / q.shape[-1] ** 0.5
         return torch.softmax(scores, dim=-1) @ v
 
+    def test_the_operator_is_skipped_only_where_it_has_nothing_to_do(self):
+        # Without gradients or tracing, routing runs the operator's body (the operator's dispatch
+        # costs more host time than a short product); with a gradient to compute and on a tensor
+        # subclass, the operator itself (under torch.compile too: the compiled tests below fail
+        # on a graph break, which the body's raw pointers would be).
+        ops = tuned.torch_op
+        a, b = torch.randn((6, 33, 77), device="cuda"), torch.randn((6, 77, 45), device="cuda")
+        exact = a.double() @ b.double()
+        with mock.patch.object(ops, "bmm", wraps=ops.bmm) as operator:
+            with torch.no_grad():
+                y = torch.bmm(a, b)
+            self.assertEqual(operator.call_count, 0)
+            self.assertLess(normwise_error(y, exact), 1e-6)
+            y = torch.bmm(a, b.requires_grad_())  # grad enabled, an input requires it
+            self.assertEqual(operator.call_count, 1)
+            y.sum().backward()  # (whose formula calls the operator for b's gradient)
+            self.assertIsNotNone(b.grad)
+            b, calls = b.detach(), operator.call_count
+
+            class Marked(torch.Tensor):
+                pass
+            with torch.no_grad():
+                torch.bmm(a.as_subclass(Marked), b)
+            self.assertEqual(operator.call_count, calls + 1)
+
     def test_batched_products_and_their_gradients_match_fp64(self):
         q, k, v = (torch.randn((2, 5, 77, 64), device="cuda", requires_grad=True)
                    for _ in range(3))

@@ -66,12 +66,18 @@ def _served(name, tuned_call, torch_call):
 
 
 # ----- the operators ------------------------------------------------------------------------------
+# Each operator's body is a plain function (_*_eager) that routing also calls directly where the
+# operator's own layers have nothing to do (_eager).
+
+def _mm_eager(a, b, compute):
+    return _served("mm", lambda: _products.mm(a, b, compute),
+                   lambda: torch.ops.aten.mm.default(a, b))
+
 
 @torch.library.custom_op("tuned::mm", mutates_args=())
 def mm(a: torch.Tensor, b: torch.Tensor, compute: int = 0) -> torch.Tensor:
     """a @ b for 2-D float32 CUDA tensors (any strides)."""
-    return _served("mm", lambda: _products.mm(a, b, compute),
-                   lambda: torch.ops.aten.mm.default(a, b))
+    return _mm_eager(a, b, compute)
 
 
 @mm.register_fake
@@ -81,13 +87,17 @@ def _(a, b, compute=0):
     return a.new_empty((a.shape[0], b.shape[1]))
 
 
-@torch.library.custom_op("tuned::bmm", mutates_args=())
-def bmm(a: torch.Tensor, b: torch.Tensor, compute: int = 0) -> torch.Tensor:
-    """a[z] @ b[z] for 3-D float32 CUDA tensors; a batch of 1 is shared by every product."""
+def _bmm_eager(a, b, compute):
     def by_torch():
         batch = max(a.shape[0], b.shape[0])
         return torch.ops.aten.bmm.default(a.expand(batch, -1, -1), b.expand(batch, -1, -1))
     return _served("bmm", lambda: _products.bmm(a, b, compute), by_torch)
+
+
+@torch.library.custom_op("tuned::bmm", mutates_args=())
+def bmm(a: torch.Tensor, b: torch.Tensor, compute: int = 0) -> torch.Tensor:
+    """a[z] @ b[z] for 3-D float32 CUDA tensors; a batch of 1 is shared by every product."""
+    return _bmm_eager(a, b, compute)
 
 
 @bmm.register_fake
@@ -97,16 +107,20 @@ def _(a, b, compute=0):
     return a.new_empty((max(a.shape[0], b.shape[0]), a.shape[1], b.shape[2]))
 
 
-@torch.library.custom_op("tuned::linear", mutates_args=())
-def linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
-              activation: int = 0, compute: int = 0) -> torch.Tensor:
-    """activation(x @ weight^T + bias), x (rows, in), weight (out, in), bias (out,) or None, in
-    one kernel (activation: tuned_activation_t)."""
+def _linear_eager(x, weight, bias, activation, compute):
     def by_torch():
         y = torch.ops.aten.linear.default(x, weight, bias)
         return _activate(y, activation)
     return _served("linear",
                    lambda: _products.linear(x, weight, bias, activation, compute), by_torch)
+
+
+@torch.library.custom_op("tuned::linear", mutates_args=())
+def linear_op(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+              activation: int = 0, compute: int = 0) -> torch.Tensor:
+    """activation(x @ weight^T + bias), x (rows, in), weight (out, in), bias (out,) or None, in
+    one kernel (activation: tuned_activation_t)."""
+    return _linear_eager(x, weight, bias, activation, compute)
 
 
 @linear_op.register_fake
@@ -116,12 +130,16 @@ def _(x, weight, bias=None, activation=0, compute=0):
     return x.new_empty((x.shape[0], weight.shape[0]))
 
 
+def _addmm_eager(input, a, b, beta, alpha, compute):
+    return _served("addmm", lambda: _products.addmm(input, a, b, beta, alpha, compute),
+                   lambda: torch.ops.aten.addmm.default(input, a, b, beta=beta, alpha=alpha))
+
+
 @torch.library.custom_op("tuned::addmm", mutates_args=())
 def addmm(input: torch.Tensor, a: torch.Tensor, b: torch.Tensor, beta: float = 1.0,
           alpha: float = 1.0, compute: int = 0) -> torch.Tensor:
     """beta input + alpha a @ b (torch.addmm)."""
-    return _served("addmm", lambda: _products.addmm(input, a, b, beta, alpha, compute),
-                   lambda: torch.ops.aten.addmm.default(input, a, b, beta=beta, alpha=alpha))
+    return _addmm_eager(input, a, b, beta, alpha, compute)
 
 
 @addmm.register_fake
@@ -129,13 +147,17 @@ def _(input, a, b, beta=1.0, alpha=1.0, compute=0):
     return a.new_empty((a.shape[0], b.shape[1]))
 
 
+def _baddbmm_eager(input, a, b, beta, alpha, compute):
+    return _served("baddbmm",
+                   lambda: _products.baddbmm(input, a, b, beta, alpha, compute),
+                   lambda: torch.ops.aten.baddbmm.default(input, a, b, beta=beta, alpha=alpha))
+
+
 @torch.library.custom_op("tuned::baddbmm", mutates_args=())
 def baddbmm(input: torch.Tensor, a: torch.Tensor, b: torch.Tensor, beta: float = 1.0,
             alpha: float = 1.0, compute: int = 0) -> torch.Tensor:
     """beta input + alpha a[z] @ b[z] (torch.baddbmm)."""
-    return _served("baddbmm",
-                   lambda: _products.baddbmm(input, a, b, beta, alpha, compute),
-                   lambda: torch.ops.aten.baddbmm.default(input, a, b, beta=beta, alpha=alpha))
+    return _baddbmm_eager(input, a, b, beta, alpha, compute)
 
 
 @baddbmm.register_fake
@@ -236,17 +258,57 @@ for _op, _backward in ((mm, _mm_backward), (bmm, _bmm_backward), (linear_op, _li
 
 # ----- what routing calls -------------------------------------------------------------------------
 
-class _Operators:
-    """The Router's ops: tuned's operators (linear without an activation: torch's rules keep the
-    pre-activation for autograd)."""
+_functorch_wrapped = getattr(getattr(torch._C, "_functorch", None),
+                             "is_functorch_wrapped_tensor", None)
 
-    mm = staticmethod(lambda a, b, compute: mm(a, b, compute))
-    bmm = staticmethod(lambda a, b, compute: bmm(a, b, compute))
-    linear = staticmethod(lambda x, w, bias, compute: linear_op(x, w, bias, 0, compute))
-    addmm = staticmethod(lambda input, a, b, beta, alpha, compute:
-                         addmm(input, a, b, beta, alpha, compute))
-    baddbmm = staticmethod(lambda input, a, b, beta, alpha, compute:
-                           baddbmm(input, a, b, beta, alpha, compute))
+
+def _eager(*tensors):
+    """Whether a routed call may run an operator's body directly: plain tensors (no subclass, no
+    vmap or other functorch wrapper), nothing to differentiate, nothing traced (torch.compile,
+    export). There the operator's dispatch (its autograd and fake-tensor layers, ~60 us of host
+    time a call on the H100 machine) only delays a short product."""
+    if torch.compiler.is_compiling():
+        return False
+    grad = torch.is_grad_enabled()
+    for t in tensors:
+        if t is None:
+            continue
+        if type(t) is not torch.Tensor or (grad and t.requires_grad):
+            return False
+        if _functorch_wrapped is not None and _functorch_wrapped(t):
+            return False
+    return True
+
+
+class _Operators:
+    """The Router's ops: tuned's operators, or their bodies where _eager allows (linear without
+    an activation: torch's rules keep the pre-activation for autograd)."""
+
+    @staticmethod
+    def mm(a, b, compute):
+        return _mm_eager(a, b, compute) if _eager(a, b) else mm(a, b, compute)
+
+    @staticmethod
+    def bmm(a, b, compute):
+        return _bmm_eager(a, b, compute) if _eager(a, b) else bmm(a, b, compute)
+
+    @staticmethod
+    def linear(x, w, bias, compute):
+        if _eager(x, w, bias):
+            return _linear_eager(x, w, bias, 0, compute)
+        return linear_op(x, w, bias, 0, compute)
+
+    @staticmethod
+    def addmm(input, a, b, beta, alpha, compute):
+        if _eager(input, a, b):
+            return _addmm_eager(input, a, b, beta, alpha, compute)
+        return addmm(input, a, b, beta, alpha, compute)
+
+    @staticmethod
+    def baddbmm(input, a, b, beta, alpha, compute):
+        if _eager(input, a, b):
+            return _baddbmm_eager(input, a, b, beta, alpha, compute)
+        return baddbmm(input, a, b, beta, alpha, compute)
 
 
 _router = Router(torch, _Operators())
