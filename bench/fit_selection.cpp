@@ -13,6 +13,10 @@
 // Prints the expected quality per variant (leave-one-out) to stderr.
 //   zcat bench/data/sweeps/gemm_sweep_nvidia-h100.tsv.gz |
 //     fit_selection - --op gemm --entries 16 --neighbours 5 --out TABLE
+// A sweep of batches (a batch column after the dims) gives points where the library looks each
+// batch up (OpFace::selection_shape). --append-to TABLE keeps a fitted table's portfolio and
+// points and adds the sweep's problems as points timed with its entries:
+//   fit_selection SWEEP --append-to TABLE --out TABLE
 // scripts/refit_selection.sh regenerates the shipped tables.
 #include <CLI/CLI.hpp>
 #include <algorithm>
