@@ -12,6 +12,7 @@ import ctypes
 import os
 import sys
 import unittest
+from unittest import mock
 
 if os.environ.get("TUNED_TEST_INSTALLED") != "1":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -176,6 +177,29 @@ class RoutingTest(unittest.TestCase):
         a = self.rand(6, 16)[:, ::2]
         b = self.rand(8, 3)
         self.assert_routed(lambda: a @ b)
+
+    def test_a_geometry_is_planned_once_and_right_for_every_operand(self):
+        # Kept plans take each call's own pointers: new tensors of the same shapes and strides,
+        # both storage orders, a shared operand (batch 1) and the same tensor on both sides.
+        from tuned import _products
+        cases = [lambda: (self.rand(4, 9, 5), self.rand(4, 5, 3)),
+                 lambda: (self.rand(4, 5, 9).transpose(1, 2), self.rand(4, 3, 5).transpose(1, 2)),
+                 lambda: (self.rand(1, 9, 5), self.rand(4, 5, 3))]
+        original, planned = _products.plan, []
+
+        def counting(*args):
+            planned.append(1)
+            return original(*args)
+        with mock.patch.object(_products, "plan", counting):
+            for make in cases:
+                planned.clear()
+                for _ in range(3):
+                    a, b = make()
+                    self.assert_routed(lambda: torch.matmul(a, b))
+                self.assertEqual(len(planned), 1)
+            h = self.rand(3, 6, 6)
+            self.assert_routed(lambda: torch.bmm(h, h))
+            self.assert_routed(lambda: torch.bmm(h, h.transpose(1, 2)))
 
     # ----- linear, addmm, baddbmm ----------------------------------------------------------------
 

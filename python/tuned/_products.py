@@ -67,6 +67,14 @@ def batch_count(a, b, c):
     return batch
 
 
+def with_pointers(call, a, b, c):
+    """call for other operands of the same shapes and strides (pointers in bytes): a plan depends
+    on the operands' geometry alone, so a caller may keep it."""
+    if call.bias_kind == 2:  # C = op(A) op(B): a, b in order
+        return call._replace(a=a, b=b, c=c)
+    return call._replace(a=b, b=a, c=c)  # c^T = b^T a^T
+
+
 def plan(a, b, c):
     """The Call computing c = a @ b (every product), or ValueError naming what does not fit;
     NoUnitStride for an operand the caller may copy."""

@@ -24,23 +24,35 @@ class TorchProducts:
     """mm, bmm, linear, addmm and baddbmm of float32 tensors of one device through launch(call,
     alpha, beta, compute, epilogue, device) (launch raises on failure)."""
 
+    # Plans kept by the operands' shapes and strides: a model repeats a few geometries, and
+    # planning one in Python costs more host time than a short product.
+    MAX_PLANS = 1024
+
     def __init__(self, torch, launch):
         self.torch, self.launch = torch, launch
+        self._plans = {}
 
     def product(self, a, b, c, alpha=1.0, beta=0.0, compute=COMPUTE_DEFAULT, bias=None,
                 activation=0):
         """c = activation(alpha a @ b + beta c + bias) (a, b, c 2-D or 3-D; bias: c's columns);
         an operand with no unit stride in its matrices is copied first. Returns c."""
-        operands = []
-        for tensor, name in ((a, "a"), (b, "b")):
-            o = operand(tensor, name)
-            try:
-                o.storage()
-            except _products.NoUnitStride:
-                tensor = tensor.contiguous()
+        geometry = (a.shape, a.stride(), b.shape, b.stride(), c.shape, c.stride())
+        kept = self._plans.get(geometry)
+        if kept is not None:
+            call = _products.with_pointers(kept, a.data_ptr(), b.data_ptr(), c.data_ptr())
+        else:
+            operands, copied = [], False
+            for tensor, name in ((a, "a"), (b, "b")):
                 o = operand(tensor, name)
-            operands.append((o, tensor))  # the tensor keeps a copy alive through the call
-        call = _products.plan(operands[0][0], operands[1][0], operand(c, "c"))
+                try:
+                    o.storage()
+                except _products.NoUnitStride:
+                    tensor, copied = tensor.contiguous(), True
+                    o = operand(tensor, name)
+                operands.append((o, tensor))  # the tensor keeps a copy alive through the call
+            call = _products.plan(operands[0][0], operands[1][0], operand(c, "c"))
+            if not copied and len(self._plans) < self.MAX_PLANS:  # (a copy's pointer is new)
+                self._plans[geometry] = call
         epilogue = _library.Epilogue(0, None, 0, activation)
         if bias is not None:
             bias = bias.contiguous()
