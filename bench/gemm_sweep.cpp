@@ -25,6 +25,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <span>
 #include <sstream>
 #include <thread>
 
@@ -761,7 +762,8 @@ CandidateResult check_and_time(const LoadedKernel& kernel, const Config& config,
   DeviceCheck::poison(bench.c.as<float>(), static_cast<size_t>(c_elements), bench.stream.get());
   call(bench.stream.get());
   // Against cuBLAS: the product, or a batch's first and last (the FP64 sample is of the first).
-  for (int64_t z : {int64_t{0}, p.batch - 1}) {
+  const int64_t checked[] = {0, p.batch - 1};
+  for (int64_t z : std::span(checked, p.batch > 1 ? 2 : 1)) {
     const MatrixCheck compared =
         bench.check.compare(bench.c.as<float>() + z * p.stride_c, p.ldc,
                             bench.c_ref.as<float>() + z * p.stride_c, p.ldc, p.m, p.n,
