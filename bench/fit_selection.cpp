@@ -15,8 +15,10 @@
 //     fit_selection - --op gemm --entries 16 --neighbours 5 --out TABLE
 // A sweep of batches (a batch column after the dims) gives points where the library looks each
 // batch up (OpFace::selection_shape). --append-to TABLE keeps a fitted table's portfolio and
-// points and adds the sweep's problems as points timed with its entries:
-//   fit_selection SWEEP --append-to TABLE --out TABLE
+// points and adds the sweep's problems as points timed with its entries; --add-entries N also
+// adds up to N of the sweep's other configs per variant as entries (chosen like the portfolio,
+// on the new problems; '-' at the old points, so they are picked only near the new ones):
+//   fit_selection SWEEP --append-to TABLE [--add-entries N] --out TABLE
 // scripts/refit_selection.sh regenerates the shipped tables.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -127,6 +129,7 @@ struct Options {
   std::string feature_weights;   // "padding=0.75,waves=0.5": the op's selection features
   bool op_rules = true;          // leave out configs the op refuses on their problem
   std::string append_to;         // a table fit_selection wrote: its portfolio kept, points added
+  int add_entries = 0;           // with append_to: new entries per variant, from the sweep
   std::string out;
   std::string command_line;
 };
@@ -334,9 +337,11 @@ void read_sweep(std::istream& in, const std::string& path, Options& opt, Sweep& 
 }
 
 // Per variant: greedy portfolio; 'current' is each problem's regret with the chosen entries, and
-// a step's gain the weighted sum of what it lowers.
-std::vector<std::string> choose_portfolio(const std::vector<Problem*>& list, int entries) {
-  std::set<std::string> all;
+// a step's gain the weighted sum of what it lowers. Starts from `kept` (a table's entries, in
+// order) and adds up to `entries` more.
+std::vector<std::string> choose_portfolio(const std::vector<Problem*>& list, int entries,
+                                          const std::vector<std::string>& kept = {}) {
+  std::set<std::string> all(kept.begin(), kept.end());
   for (const Problem* p : list) {
     for (const auto& [c, ms] : p->ms) all.insert(c);
   }
@@ -354,7 +359,14 @@ std::vector<std::string> choose_portfolio(const std::vector<Problem*>& list, int
   std::vector<double> current(list.size(), kMissingRegret);
   std::vector<bool> taken(candidates.size(), false);
   std::vector<std::string> chosen;
-  while (static_cast<int>(chosen.size()) < entries) {
+  const auto take = [&](size_t c) {
+    taken[c] = true;
+    chosen.push_back(candidates[c]);
+    for (size_t i = 0; i < list.size(); ++i) current[i] = std::min(current[i], regret[c][i]);
+  };
+  for (const auto& k : kept) take(std::lower_bound(candidates.begin(), candidates.end(), k) -
+                                  candidates.begin());
+  while (static_cast<int>(chosen.size() - kept.size()) < entries) {
     size_t pick = candidates.size();
     double pick_gain = 0;
     for (size_t c = 0; c < candidates.size(); ++c) {
@@ -369,9 +381,7 @@ std::vector<std::string> choose_portfolio(const std::vector<Problem*>& list, int
       }
     }
     if (pick == candidates.size()) break;  // nothing left improves any problem
-    taken[pick] = true;
-    chosen.push_back(candidates[pick]);
-    for (size_t i = 0; i < list.size(); ++i) current[i] = std::min(current[i], regret[pick][i]);
+    take(pick);
   }
   return chosen;
 }
@@ -773,6 +783,16 @@ FittedTable read_fitted_table(const std::string& path) {
   return t;
 }
 
+// A point line of a table with `more` entries added after its own: '-' (not measured) for each.
+std::string with_unmeasured_entries(const std::string& line, size_t more) {
+  auto f = split(line, '\t');
+  if (more == 0 || f.size() < 5 || f[0] != "point") return line;
+  for (size_t i = 0; i < more; ++i) f[4] += ",-";
+  std::string out;
+  for (size_t i = 0; i < f.size(); ++i) out += (i ? "\t" : "") + f[i];
+  return out;
+}
+
 // The table's features line as Options (the weights and SM count the ranking uses).
 void features_of_table(const FittedTable& t, Options& opt) {
   for (const auto& line : split(t.model_head, '\n')) {
@@ -806,6 +826,7 @@ int append_points(Options opt) {
   model_lines(opt, 0, features);
   const tuned::OpRegistration& op = tuned::find_op(opt.op);
   std::map<std::string, std::vector<std::string>> added;  // variant -> point lines
+  std::map<std::string, std::vector<std::string>> new_entries;  // variant -> configs added
   std::ostringstream quality;
   for (const auto& [variant, list] : by_variant) {
     const auto entries = table.entries.find(variant);
@@ -814,7 +835,11 @@ int append_points(Options opt) {
       throw Error(TUNED_STATUS_INVALID_ARGUMENT,
                   "--append-to: the table has no entries or no sized points of " + variant);
     }
-    const auto& chosen = entries->second;
+    const auto& kept = entries->second;
+    const auto chosen = choose_portfolio(list, opt.add_entries, kept);
+    const size_t more = chosen.size() - kept.size();
+    new_entries[variant].assign(chosen.begin() + static_cast<std::ptrdiff_t>(kept.size()),
+                                chosen.end());
     auto points = point_lines(variant, list, chosen, op);
     // Expected quality of the new problems' picks: each ranked by the table's model with the
     // other new points, not its own.
@@ -823,9 +848,12 @@ int append_points(Options opt) {
       head += "entry\t" + variant + '\t' + std::to_string(e) + '\t' + chosen[e] + '\n';
     }
     const size_t old_count = std::stoul(split(table.lines[block->second], '\t')[2]);
-    for (size_t i = 1; i <= old_count; ++i) head += table.lines[block->second + i] + '\n';
+    for (size_t i = 1; i <= old_count; ++i) {
+      head += with_unmeasured_entries(table.lines[block->second + i], more) + '\n';
+    }
     const ExpectedQuality q = leave_one_out(variant, list, chosen, head, points, opt, features);
-    const std::string line = q.summary(variant, list.size(), chosen.size());
+    const std::string line = q.summary(variant, list.size(), chosen.size()) +
+                             (more ? "; " + std::to_string(more) + " entries added" : "");
     std::fprintf(stderr, "fit_selection: appended %s\n", line.c_str());
     quality << "#   " << line << '\n';
     std::erase(points, std::string());
@@ -848,8 +876,12 @@ int append_points(Options opt) {
       }
       out << " (" << sweep.rows << " rows, " << sweep.invalid << " wrong results, "
           << sweep.inaccurate << " beyond the accuracy contract, " << sweep.refused
-          << " refused left out), timed with the portfolio above; expected quality of their "
-             "picks:\n"
+          << " refused left out), timed with the portfolio above"
+          << (opt.add_entries ? " and up to " + std::to_string(opt.add_entries) +
+                                    " entries added per variant from the sweep's configs ('-' "
+                                    "at the points above)"
+                              : std::string())
+          << "; expected quality of their picks:\n"
           << quality.str();
     }
     const auto f = split(line, '\t');
@@ -858,11 +890,22 @@ int append_points(Options opt) {
       out << line << '\n';
       continue;
     }
-    size_t bytes = std::stoul(f[3]);
-    for (const auto& p : more->second) bytes += p.size();
+    // The variant's new entries follow its others (just before its points), and its old points
+    // say they were not measured with them.
+    const auto& entries_added = new_entries[f[1]];
+    const size_t first_new = table.entries.at(f[1]).size();
+    for (size_t e = 0; e < entries_added.size(); ++e) {
+      out << "entry\t" << f[1] << '\t' << first_new + e << '\t' << entries_added[e] << '\n';
+    }
     const size_t count = std::stoul(f[2]);
-    out << "points\t" << f[1] << '\t' << count + more->second.size() << '\t' << bytes << '\n';
-    for (size_t j = 1; j <= count; ++j) out << table.lines[i + j] << '\n';
+    std::string old_points;
+    for (size_t j = 1; j <= count; ++j) {
+      old_points += with_unmeasured_entries(table.lines[i + j], entries_added.size()) + '\n';
+    }
+    size_t bytes = old_points.size();
+    for (const auto& p : more->second) bytes += p.size();
+    out << "points\t" << f[1] << '\t' << count + more->second.size() << '\t' << bytes << '\n'
+        << old_points;
     for (const auto& p : more->second) out << p;
     i += count;
   }
@@ -921,6 +964,10 @@ int main(int argc, char** argv) {
   app.add_option("--append-to", opt.append_to,
                  "a table fit_selection wrote: keep its portfolio and points and add the sweeps' "
                  "problems as points timed with its entries (--out may name the same file)");
+  app.add_option("--add-entries", opt.add_entries,
+                 "with --append-to: add up to N of the sweep's other configs per variant as "
+                 "entries, chosen on its problems (unmeasured at the table's points)")
+      ->check(CLI::Range(0, 256));
   app.add_option("--out", opt.out, "table to write")->required();
   CLI11_PARSE(app, argc, argv);
   opt.command_line = quoted_command_line(argc, argv);

@@ -5,7 +5,8 @@
 # installed package, and the torch benchmark (bench/results/python_<gpu>.json).
 #   carry/dist/tuned-*.whl, carry/tests/tuned_gpu_tests and carry/bench/gemm_sweep (stripped);
 #   STEPS="install gtest sweep bench py" (default: all but sweep; GTEST: a gtest filter; *_LIMIT:
-#   seconds for gtest, the sweep, the bench and the Python tests)
+#   seconds for gtest, the sweep, the bench and the Python tests; SWEEP_ARGS: more gemm_sweep
+#   options, e.g. --candidates FILE; SWEEP_NAME: a suffix of the sweep's file name)
 # Logs under $OUT; a short table last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -62,11 +63,11 @@ fi
 # (gemm_sweep --attention), for cache/shipped (fit_selection --append-to).
 if step sweep; then
   LD_LIBRARY_PATH="$package/lib:$PWD/carry/sys" timeout $((${SWEEP_LIMIT:-300} + 30)) \
-    carry/bench/gemm_sweep --attention --portfolio --max-seconds ${SWEEP_LIMIT:-300} \
-    --out "$out/gemm_sweep_${tag}_attention.tsv" >"$out/sweep.log" 2>&1
+    carry/bench/gemm_sweep --attention --portfolio ${SWEEP_ARGS:-} --max-seconds ${SWEEP_LIMIT:-300} \
+    --out "$out/gemm_sweep_${tag}_attention${SWEEP_NAME:-}.tsv" >"$out/sweep.log" 2>&1
   rc=$?
   summary+=("sweep rc=$rc: $(tail -n 1 "$out/sweep.log")")
-  gzip -k "$out/gemm_sweep_${tag}_attention.tsv"
+  gzip -k "$out/gemm_sweep_${tag}_attention${SWEEP_NAME:-}.tsv"
 fi
 if step bench; then
   (cd /tmp && PYTHONUNBUFFERED=1 timeout ${BENCH_LIMIT:-300} "$env/bin/python" "$OLDPWD/python/bench/torch_bench.py" \

@@ -193,13 +193,49 @@ class RoutingTest(unittest.TestCase):
         with mock.patch.object(_products, "plan", counting):
             for make in cases:
                 planned.clear()
-                for _ in range(3):
+                for i in range(3):
                     a, b = make()
                     self.assert_routed(lambda: torch.matmul(a, b))
-                self.assertEqual(len(planned), 1)
+                    if i == 0:
+                        first = len(planned)  # (a batch read transposed: turnings planned too)
+                self.assertEqual(len(planned), first)
+                self.assertGreaterEqual(first, 1)
             h = self.rand(3, 6, 6)
             self.assert_routed(lambda: torch.bmm(h, h))
             self.assert_routed(lambda: torch.bmm(h, h.transpose(1, 2)))
+
+    def test_a_batch_that_reads_b_transposed_is_turned_over_where_it_pays(self):
+        # p^T do: the library would read its t x t operand as B transposed. Turned over, the
+        # product writes c's transpose from do's transpose and reads p^T as stored (NN); only
+        # where the copies cost little next to the product (here a slow one, on CPU sizes).
+        from tuned import _products
+        p, do = self.rand(3, 40, 40), self.rand(3, 40, 8)
+        (call, _, _, _), = self.assert_routed(lambda: torch.matmul(p.transpose(1, 2), do))
+        self.assertEqual((call.op_a, call.op_b, call.m, call.n), (0, 1, 8, 40))  # too small
+        p, do = self.rand(3, 48, 48), self.rand(3, 48, 8)  # (a geometry's plan is kept)
+        with mock.patch.multiple(_products, TRANSPOSED_B_BATCH_FLOPS_PER_S=1.0, COPY_HOST_S=0.0):
+            for _ in range(2):  # planned, then kept
+                (call, _, _, _), = self.assert_routed(lambda: torch.matmul(p.transpose(1, 2), do))
+                self.assertEqual((call.op_a, call.op_b, call.m, call.n, call.k), (0, 0, 48, 8, 48))
+            # a shared operand, a bias and a transposed c's input (beta != 0: not turned over)
+            self.assert_routed(lambda: torch.matmul(p[:1].transpose(1, 2), do))
+            self.assert_routed(lambda: torch.matmul(p.transpose(1, 2), do[:1]))
+            given = self.rand(3, 48, 8)
+            made = self.assert_routed(lambda: torch.baddbmm(given, p.transpose(1, 2), do, beta=0.5))
+            self.assertEqual(made[0][0].op_b, 1)
+        # At attention's sizes the real costs turn it over: do and the output are copied, p read.
+        big_p = _products.Operand("a", 1 << 40, (256, 2048, 2048), (2048 * 2048, 1, 2048))
+        big_do = _products.Operand("b", 1 << 41, (256, 2048, 128), (2048 * 128, 128, 1))
+        out = _products.Operand("c", 1 << 42, (256, 2048, 128), (2048 * 128, 128, 1))
+        call = _products.plan(big_p, big_do, out)
+        turn = _products.turn_over(big_p, big_do, out, call)
+        self.assertEqual((turn.copy_a, turn.copy_b, turn.copy_c), (False, True, True))
+        self.assertEqual((turn.call.op_a, turn.call.op_b), (0, 0))
+        tiny_p = _products.Operand("a", 1 << 40, (64, 128, 128), (128 * 128, 1, 128))
+        tiny_do = _products.Operand("b", 1 << 41, (64, 128, 64), (128 * 64, 64, 1))
+        tiny_out = _products.Operand("c", 1 << 42, (64, 128, 64), (128 * 64, 64, 1))
+        self.assertIsNone(_products.turn_over(tiny_p, tiny_do, tiny_out,
+                                              _products.plan(tiny_p, tiny_do, tiny_out)))
 
     # ----- linear, addmm, baddbmm ----------------------------------------------------------------
 

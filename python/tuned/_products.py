@@ -18,6 +18,19 @@ Call = namedtuple("Call", "op_a op_b m n k a lda stride_a b ldb stride_b c ldc s
                           "bias_kind")
 
 
+#: A batch turned over (turn_over): which operands are computed on as copies in the other storage
+#: order (c: the product writes a copy that is then copied into c), and the call made on them
+#: (its pointers the copies').
+Turn = namedtuple("Turn", "copy_a copy_b copy_c call")
+
+# turn_over's costs, from an H100 (an H200 is a little faster at both): a device-to-device copy
+# moves ~3.0 TB/s counting reads and writes, and a torch copy costs ~10 us of host time; a batch
+# that reads B transposed runs at ~60 TFLOP/s (the TMA-fed kernels, ~90, cannot read it so).
+COPY_BYTES_PER_S = 3.0e12
+COPY_HOST_S = 10e-6
+TRANSPOSED_B_BATCH_FLOPS_PER_S = 60e12
+
+
 class NoUnitStride(ValueError):
     """An operand whose matrices have no unit stride along either dimension: a contiguous copy of
     it can be computed on (the caller makes one)."""
@@ -105,3 +118,41 @@ def plan(a, b, c):
         raise ValueError(f"too large for libtuned: {', '.join(too_large)} must be below 2**31 "
                          f"({a.rows}x{a.cols} @ {b.rows}x{b.cols}, {batch} products)")
     return call
+
+
+def other_order(o):
+    """The Operand of a contiguous copy of o's matrices in the other storage order (pointer 0:
+    the copy's is given later, with_pointers)."""
+    column_major, _ = o.storage()
+    batch_stride = o.rows * o.cols if o.batch > 1 else 0
+    strides = (batch_stride, o.cols, 1) if column_major else (batch_stride, 1, o.rows)
+    return Operand(o.name, 0, (o.batch, o.rows, o.cols), strides)
+
+
+def turn_over(a, b, c, call):
+    """A batch whose call reads B transposed (call = plan(a, b, c)) runs on slower kernels than
+    one that reads it as stored; copying an operand in the other storage order, or having the
+    product write c's transpose and copying that into c, can turn it into such a call. The Turn
+    whose copies cost least, where they cost under a quarter of the product (attention's p^T do:
+    its small operand and output turned over, the t x t one read as it is); None otherwise."""
+    if call.batch <= 1 or not call.op_b:
+        return None
+    best_cost, best = None, None
+    for copy_c in (False, True):
+        for copy_a in (False, True):
+            for copy_b in (False, True):
+                flags = ((a, copy_a), (b, copy_b), (c, copy_c))
+                copies = [x for x, flag in flags if flag]
+                if not copies:
+                    continue
+                turned = plan(*(other_order(x) if flag else x for x, flag in flags))
+                if turned.op_b:
+                    continue
+                cost = sum(8.0 * x.batch * x.rows * x.cols / COPY_BYTES_PER_S + COPY_HOST_S
+                           for x in copies)
+                if best_cost is None or cost < best_cost:
+                    best_cost, best = cost, Turn(copy_a, copy_b, copy_c, turned)
+    flops = 2.0 * call.m * call.n * call.k * call.batch
+    if best is None or best_cost > 0.25 * flops / TRANSPOSED_B_BATCH_FLOPS_PER_S:
+        return None
+    return best

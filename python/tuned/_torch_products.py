@@ -35,11 +35,12 @@ class TorchProducts:
     def product(self, a, b, c, alpha=1.0, beta=0.0, compute=COMPUTE_DEFAULT, bias=None,
                 activation=0):
         """c = activation(alpha a @ b + beta c + bias) (a, b, c 2-D or 3-D; bias: c's columns);
-        an operand with no unit stride in its matrices is copied first. Returns c."""
-        geometry = (a.shape, a.stride(), b.shape, b.stride(), c.shape, c.stride())
+        an operand with no unit stride in its matrices is copied first, and a batch that reads
+        better turned over is (_products.turn_over). Returns c."""
+        geometry = (a.shape, a.stride(), b.shape, b.stride(), c.shape, c.stride(), beta == 0)
         kept = self._plans.get(geometry)
         if kept is not None:
-            call = _products.with_pointers(kept, a.data_ptr(), b.data_ptr(), c.data_ptr())
+            call, turn = kept
         else:
             operands, copied = [], False
             for tensor, name in ((a, "a"), (b, "b")):
@@ -50,15 +51,36 @@ class TorchProducts:
                     tensor, copied = tensor.contiguous(), True
                     o = operand(tensor, name)
                 operands.append((o, tensor))  # the tensor keeps a copy alive through the call
-            call = _products.plan(operands[0][0], operands[1][0], operand(c, "c"))
+            (oa, a), (ob, b) = operands
+            oc = operand(c, "c")
+            call = _products.plan(oa, ob, oc)
+            # (beta != 0 reads c: its transpose would have to be copied in too)
+            turn = _products.turn_over(oa, ob, oc, call) if beta == 0 else None
             if not copied and len(self._plans) < self.MAX_PLANS:  # (a copy's pointer is new)
-                self._plans[geometry] = call
+                self._plans[geometry] = (call, turn)
+        out = c
+        if turn is not None:
+            a = self._other_order(a) if turn.copy_a else a
+            b = self._other_order(b) if turn.copy_b else b
+            if turn.copy_c:
+                out = self._empty(c.shape[:-2] + (c.shape[-1], c.shape[-2]), c).transpose(-1, -2)
+            call = turn.call
+        call = _products.with_pointers(call, a.data_ptr(), b.data_ptr(), out.data_ptr())
         epilogue = _library.Epilogue(0, None, 0, activation)
         if bias is not None:
             bias = bias.contiguous()
             epilogue.bias_kind, epilogue.bias = call.bias_kind, bias.data_ptr()
         self.launch(call, alpha, beta, compute, epilogue, c.device)
+        if out is not c:
+            c.copy_(out)
         return c
+
+    @staticmethod
+    def _other_order(x):
+        """A copy of x's matrices stored in the other order (as _products.other_order plans)."""
+        if operand(x, "x").storage()[0]:  # column-major: a row-major copy
+            return x.contiguous()
+        return x.transpose(-1, -2).contiguous().transpose(-1, -2)
 
     def _empty(self, shape, like):
         return self.torch.empty(shape, dtype=self.torch.float32, device=like.device)

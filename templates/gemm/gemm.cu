@@ -1082,11 +1082,7 @@ constexpr int kActRelu = 1, kActGeluTanh = 2, kActGeluErf = 3;
 // last): with every activation inlined at each of a thread's stores, the fused GELU linear
 // (4096 x 1600 -> 6400, H100) took longer than the bias-only kernel plus torch's GELU after it.
 constexpr int kActivation = EPILOGUE > 0 ? EPILOGUE - 1 : 0;
-__device__ __forceinline__ float finish(float x, const Epilogue& epi, int m, int n) {
-  if constexpr (EPILOGUE == 0) return x;
-  // (Through the read-only cache: the bias is not written during the call, and a plain load
-  // would have to be ordered after every store to C that might alias it.)
-  if (epi.bias_kind != 0) x += __ldg(epi.bias + (epi.bias_kind == kBiasRow ? m : n));
+__device__ __forceinline__ float activate(float x, const Epilogue& epi) {
   if constexpr (kActivation == 0) return x;
   if (epi.activation == 0) return x;
   if constexpr (kActivation == kActRelu) return fmaxf(x, 0.0f);
@@ -1095,6 +1091,25 @@ __device__ __forceinline__ float finish(float x, const Epilogue& epi, int m, int
     return 0.5f * x * (1.0f + tanhf(inner));
   }
   return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));  // kActGeluErf
+}
+__device__ __forceinline__ float finish(float x, const Epilogue& epi, int m, int n) {
+  if constexpr (EPILOGUE == 0) return x;
+  // (Through the read-only cache: the bias is not written during the call, and a plain load
+  // would have to be ordered after every store to C that might alias it.)
+  if (epi.bias_kind != 0) x += __ldg(epi.bias + (epi.bias_kind == kBiasRow ? m : n));
+  return activate(x, epi);
+}
+// finish where the caller holds its row's bias: a thread stores each of its few rows in many
+// columns, so a row bias is loaded once per row, not per element (row_bias: read only where the
+// bias is by row).
+__device__ __forceinline__ float finish_row(float x, const Epilogue& epi, float row_bias, int n) {
+  if constexpr (EPILOGUE == 0) return x;
+  if (epi.bias_kind == kBiasRow) {
+    x += row_bias;
+  } else if (epi.bias_kind == kBiasColumn) {
+    x += __ldg(epi.bias + n);
+  }
+  return activate(x, epi);
 }
 // finish as a call: the matrix-vector kernel's widest forms (16 columns of 256 rows) spilled
 // with the activations inlined.
@@ -1859,6 +1874,17 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
                         : kMma          ? (C_VEC >= 2 ? 2 : 1)
                         : (TM % C_VEC == 0) ? C_VEC
                                             : 1;
+  // The bias of this thread's rows, where the bias is by row (see finish_row).
+  float row_bias[kWMIter * TM];
+#pragma unroll
+  for (int wm = 0; wm < kWMIter; ++wm)
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+      const int m = warp_m0 + wm * LM * TM + lane_row(lane_m, i);
+      row_bias[wm * TM + i] = EPILOGUE != 0 && epi.bias_kind == kBiasRow && m < m_left
+                                  ? __ldg(epi.bias + m0 + m)
+                                  : 0.0f;
+    }
 #pragma unroll
   for (int wm = 0; wm < kWMIter; ++wm) {
 #pragma unroll
@@ -1883,7 +1909,9 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
             }
             if (finishes(epi)) {
 #pragma unroll
-              for (int e = 0; e < kCVec; ++e) out.v[e] = finish(out.v[e], epi, m0 + m + e, n0 + n);
+              for (int e = 0; e < kCVec; ++e) {
+                out.v[e] = finish_row(out.v[e], epi, row_bias[wm * TM + i + e], n0 + n);
+              }
             }
             *p = out;
           } else {

@@ -646,6 +646,48 @@ TEST_F(FitSelectionTest, AppendingKeepsThePortfolioAndAddsPoints) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "other_table.tsv"));
 }
 
+// --add-entries: a config of the appended sweep outside the portfolio becomes an entry, unmeasured
+// ('-') at the old points, so it is picked near the new points only.
+TEST_F(FitSelectionTest, AppendingCanAddEntriesThatServeOnlyTheNewPoints) {
+  const Fit first = this->fit(synthetic_sweep(), "--entries 3 --neighbours 1 --without-op-rules");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  std::string batches = kBatchHeader;
+  for (int64_t batch : {64, 128}) {
+    batches += batch_row("NN", 64, 2048, 2048, batch, "A=1,VEC=4", 3.0);
+    batches += batch_row("NN", 64, 2048, 2048, batch, "A=5,VEC=4", 0.5);  // in no portfolio
+    batches += batch_row("NN", 64, 2048, 2048, batch, "A=6,VEC=4", 0.6);  // nor: adds nothing
+  }
+  std::ofstream(dir_ / "batches.tsv") << batches;
+  ASSERT_EQ(run_fit_selection("'" + (dir_ / "batches.tsv").string() + "' --append-to '" +
+                              (dir_ / "table.tsv").string() + "' --out '" +
+                              (dir_ / "appended.tsv").string() +
+                              "' --add-entries 2 --without-op-rules 2>&1"),
+            0);
+  std::stringstream text;
+  text << std::ifstream(dir_ / "appended.tsv").rdbuf();
+  const std::string appended = text.str();
+  const SelectionModel before(first.table), after(appended);
+  const auto nn_entries = [](const SelectionModel& model) {
+    std::vector<std::string> out;
+    for (const auto& e : model.entries()) {
+      if (e.variant == "NN") out.push_back(e.config);
+    }
+    return out;
+  };
+  auto expected = nn_entries(before);
+  expected.push_back("A=5,VEC=4");  // the one that lowers a regret; A=6 then lowers none
+  EXPECT_EQ(nn_entries(after), expected) << appended;
+  EXPECT_EQ(appended.find("A=6"), std::string::npos) << appended;
+  EXPECT_EQ(after.points().size(), before.points().size() + 2);
+  EXPECT_EQ(after.rank("gemm", "Test GPU 7", 86, "NN", {64, 190000, 2048}, 4, kAll, 1)[0].config,
+            "A=5,VEC=4");
+  // Away from the new points every pick is the old one (the new entry counts as unmeasured).
+  for (const auto& shape : {std::vector<int64_t>{100, 100, 100}, {7, 3000, 33}, {2048, 64, 9}}) {
+    EXPECT_EQ(after.rank("gemm", "Test GPU 7", 86, "NN", shape, 4, kAll, 1)[0].config,
+              before.rank("gemm", "Test GPU 7", 86, "NN", shape, 4, kAll, 1)[0].config);
+  }
+}
+
 TEST_F(FitSelectionTest, DropsTheHeldOutShapes) {
   const auto accepted = tuned::bench::random_shapes(tuned::bench::kAcceptanceSeeds[1])[0];
   ASSERT_TRUE(tuned::bench::is_held_out_shape(accepted.layout, accepted.m, accepted.n,
