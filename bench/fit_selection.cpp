@@ -459,7 +459,11 @@ std::map<std::string, std::vector<Problem*>> problems_by_variant(Sweep& sweep,
         p.best_config = c;
       }
     }
-    for (int64_t d : p.shape) p.coords.push_back(std::log2(static_cast<double>(d) + 1.0));
+    // (4 coordinates, as the library's: a single product's batch, its missing fourth dim, is 1)
+    for (size_t i = 0; i < 4; ++i) {
+      const int64_t d = i < p.shape.size() ? p.shape[i] : 1;
+      p.coords.push_back(std::log2(static_cast<double>(d) + 1.0));
+    }
     p.weight = time_weight_ms > 0 ? 1.0 + p.cublas_ms / time_weight_ms : 1.0;
     by_variant[p.variant].push_back(&p);
   }

@@ -246,8 +246,9 @@ std::vector<Shape> long_sum_shapes() {
 // tensors reach cuBLAS's column-major terms: the scores (q k^T, and dp = do v^T backwards) are
 // TN products of t x t x d, the outputs (p v; p^T do backwards) NN and NT products of d x t x t;
 // each form in the other two of those layouts as well (keys stored transposed, a view made
-// contiguous), and the NN product of t x d x t that tuned.torch_op computes instead of an NT one
-// of d x t x t whose small operands it can turn over. A grid of sequence lengths t, head dims d and batch x heads b between the sizes
+// contiguous), and the NN and TN products of t x d x t that tuned.torch_op computes instead of
+// the NT and NN ones of d x t x t (its small operand and output turned over). A grid of sequence
+// lengths t, head dims d and batch x heads b between the sizes
 // that benchmarks use (no t of a power of two above 64 but 3072), each operand at most 2^30
 // floats and 300 GFLOP a batch at most; shuffled by a fixed permutation, so that a run cut short
 // still covers the grid.
@@ -259,7 +260,8 @@ std::vector<Shape> attention_shapes() {
         if (b * t * t > (int64_t{1} << 30) || 2.0 * b * t * t * d > 300e9) continue;
         for (const char* layout : {"TN", "NN", "NT"}) out.push_back({layout, t, t, d, b});
         for (const char* layout : {"NN", "NT", "TN"}) out.push_back({layout, d, t, t, b});
-        out.push_back({"NN", t, d, t, b});  // p^T do turned over (tuned.torch_op's NT batches)
+        // the outputs turned over (tuned.torch_op: p^T do as NN, p v as TN, of t x d x t)
+        for (const char* layout : {"NN", "TN"}) out.push_back({layout, t, d, t, b});
       }
     }
   }
@@ -999,7 +1001,7 @@ void add_problem_options(CLI::App& app, Arguments& args) {
   app.add_flag("--attention", sel.attention,
                "sweep attention's batched products instead (batch x heads 24-384, sequence "
                "lengths 96-3072, head dims 32-128; scores and outputs in three layouts each, "
-               "outputs turned over as NN): "
+               "outputs turned over as NN and TN): "
                "rows with a batch column, batched kernels");
   app.add_flag("--unaligned", sel.unaligned_only,
                "only the problems whose leading dimensions are not all multiples of 4");

@@ -228,6 +228,7 @@ SelectionModel::SelectionModel(std::string_view table, bool lazy) : lazy_(lazy) 
 void SelectionModel::reserve_points(Variant& v) {
   size_t n = v.pending.size();
   for (const auto& block : v.blocks) n += block.lines;
+  v.dims.reserve(n);
   v.shapes.reserve(n * kMaxDims);
   v.coords.reserve(n * kMaxDims);
   v.times.reserve(n);
@@ -271,14 +272,12 @@ void SelectionModel::add_point(Variant& v, std::string_view line, int line_no,
   }
   split(f[3], 'x', items);
   if (items.size() > kMaxDims) fail("shape '" + std::string(f[3]) + "' has more than 4 dims");
-  if (v.dims == 0) v.dims = items.size();
-  if (items.size() != v.dims) {
-    fail("shape '" + std::string(f[3]) + "' has " + std::to_string(items.size()) +
-         " dims, the variant's points " + std::to_string(v.dims));
-  }
-  for (std::string_view d : items) {
-    int64_t value = 0;
-    if (!parse_number(d, value) || value < 0) fail("shape '" + std::string(f[3]) + "'");
+  v.dims.push_back(static_cast<uint8_t>(items.size()));
+  for (size_t i = 0; i < kMaxDims; ++i) {
+    int64_t value = 1;
+    if (i < items.size() && (!parse_number(items[i], value) || value < 0)) {
+      fail("shape '" + std::string(f[3]) + "'");
+    }
     v.shapes.push_back(value);
     v.coords.push_back(static_cast<float>(std::log2(static_cast<double>(value) + 1.0)));
   }
@@ -387,21 +386,27 @@ std::vector<std::string> SelectionModel::same_arch_devices(const std::string& op
 SelectionModel::Neighbours SelectionModel::nearest_points(const Model& model, const Variant& v,
                                                           const std::vector<int64_t>& shape,
                                                           int alignment) {
-  const size_t dims = std::max(v.dims, shape.size());
-  std::vector<float> q(dims, 0.0f);
-  for (size_t i = 0; i < shape.size(); ++i) {
+  std::vector<float> q(kMaxDims, 1.0f);  // log2(1 + 1): a missing dim reads as 1
+  for (size_t i = 0; i < std::min(shape.size(), kMaxDims); ++i) {
     q[i] = static_cast<float>(std::log2(static_cast<double>(std::max<int64_t>(shape[i], 0)) + 1));
   }
   const float q_alignment = static_cast<float>(std::log2(std::max(alignment, 1)));
   Neighbours near;
-  // The K nearest points; the pair's index breaks distance ties in table order.
-  near.by_distance.resize(v.points());
-  for (size_t p = 0; p < v.points(); ++p) {
-    const float* c = &v.coords[p * v.dims];
-    float d = kAlignmentWeight * std::fabs(v.alignment_coords[p] - q_alignment);
-    for (size_t i = 0; i < dims; ++i) d += std::fabs((i < v.dims ? c[i] : 0.0f) - q[i]);
-    near.by_distance[p] = {d, p};
-  }
+  // The K nearest points; the pair's index breaks distance ties in table order. A point of more
+  // dims than the shape (a batch, for a single product) is none of its neighbours: a batch is
+  // measured with its own launches, and single products keep the picks of their own points.
+  near.by_distance.reserve(v.points());
+  const auto add_points = [&](bool any_dims) {
+    for (size_t p = 0; p < v.points(); ++p) {
+      if (!any_dims && v.dims[p] > shape.size()) continue;
+      const float* c = &v.coords[p * kMaxDims];
+      float d = kAlignmentWeight * std::fabs(v.alignment_coords[p] - q_alignment);
+      for (size_t i = 0; i < kMaxDims; ++i) d += std::fabs(c[i] - q[i]);
+      near.by_distance.emplace_back(d, p);
+    }
+  };
+  add_points(false);
+  if (near.by_distance.empty()) add_points(true);  // a variant of batches alone
   near.k = std::min(near.by_distance.size(), static_cast<size_t>(model.neighbours));
   near.window = std::min(near.by_distance.size(), kNeighbourWindow * near.k);
   std::partial_sort(near.by_distance.begin(),
@@ -471,9 +476,9 @@ SelectionModel::Ranked SelectionModel::score_entry(const Model& model, const Var
     sum += regret;
     ++used;
     if (!weights.empty()) {
-      const auto first = v.shapes.begin() + static_cast<std::ptrdiff_t>(p * v.dims);
+      const auto first = v.shapes.begin() + static_cast<std::ptrdiff_t>(p * kMaxDims);
       at.emplace_back(model.feature_sm_count,
-                      std::vector<int64_t>(first, first + static_cast<std::ptrdiff_t>(v.dims)));
+                      std::vector<int64_t>(first, first + static_cast<std::ptrdiff_t>(v.dims[p])));
     }
   }
   if (!weights.empty() && used > 0) {
@@ -550,9 +555,9 @@ std::vector<SelectionModel::PointRef> SelectionModel::points() const {
     for (const auto& variant : m.variants) {
       const Variant& v = ready(variant, lazy_);
       for (size_t p = 0; p < v.points(); ++p) {
-        const auto first = v.shapes.begin() + static_cast<std::ptrdiff_t>(p * v.dims);
+        const auto first = v.shapes.begin() + static_cast<std::ptrdiff_t>(p * kMaxDims);
         out.push_back({m.device_name, m.cc, m.op, v.name, v.alignments[p],
-                       std::vector<int64_t>(first, first + static_cast<std::ptrdiff_t>(v.dims))});
+                       std::vector<int64_t>(first, first + static_cast<std::ptrdiff_t>(v.dims[p]))});
       }
     }
   }

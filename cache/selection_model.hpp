@@ -28,7 +28,10 @@ class SelectionModel {
   ///   points variant  count  bytes   (optional: the next count lines, bytes in all, are point
   ///                                   lines of the variant; read only when it is first ranked)
   /// entry and point lines belong to the model line above them; a variant's entries come before
-  /// its points, and its points all have the same number of dims (1 to 4). Throws
+  /// its points. A point has 1 to 4 dims; its missing trailing dims, and a shape's that is
+  /// ranked, read as 1 (an op's optional dims: a GEMM batch is looked up as 4 dims, a single
+  /// product as 3), and a point of more dims than the shape ranked is none of its neighbours
+  /// (points of batches move no single product's pick). Throws
   /// Error(TUNED_STATUS_CONFIG_ERROR, "selection model, line N: ...").
   explicit SelectionModel(std::string_view table) : SelectionModel(table, false) {}
 
@@ -134,11 +137,11 @@ class SelectionModel {
     std::vector<Block> blocks;  // "points" blocks not split into lines yet
     std::unique_ptr<std::once_flag> parsed = std::make_unique<std::once_flag>();
     std::vector<std::string> configs;
-    size_t dims = 0;                  // of every point
-    std::vector<int64_t> shapes;      // per point, dims values
+    std::vector<uint8_t> dims;        // per point, its number of dims
+    std::vector<int64_t> shapes;      // per point, kMaxDims values (missing dims: 1)
     std::vector<int> alignments;      // per point
     std::vector<float> alignment_coords;  // per point: log2(alignment), weighted into distances
-    std::vector<float> coords;        // per point, dims values: log2(d + 1)
+    std::vector<float> coords;        // per point, kMaxDims values: log2(d + 1)
     // per point, once its times are parsed (null before), per entry: log(ms / point's best ms),
     // the best over the entries and the point's reference (an entry measured where only slow
     // configs ran must not look like the best there); NaN where the entry was not measured.

@@ -88,13 +88,19 @@
 #
 # Batches (issue 65): after the refit, the portfolio's times on attention's batched products
 # (gemm_sweep --attention --portfolio, scripts/issue65_gpu.sh's sweep step) are appended to the
-# table as points where the library looks a batch up (the batch folded into the longer side); the
-# portfolio and every other point stay as the refit wrote them:
+# table as points where the library looks a batch up (the batch folded into the longer side, and
+# the batch as a fourth dim); the portfolio and every other point stay as the refit wrote them.
+# The second sweep also timed TMA-fed tiles with a head dimension on one side (--candidates
+# bench/data/sweep_candidates/gemm_sweep_candidates_attention_heads.txt), up to 4 of which per
+# layout become entries (--add-entries):
 #   zcat ${H}_attention.tsv.gz | build-fit/bench/fit_selection - --input-name ${H}_attention.tsv.gz \
 #     --append-to cache/shipped/gemm_selection_nvidia-h100.tsv --out cache/shipped/gemm_selection_nvidia-h100.tsv
-# (the shipped H100 table; its sweep is the first --attention grid, batch x heads 12-192 and
-# operands up to 2^29 floats, whose kernels were those valid on a 1024^3 batch; the H200 has none
-# yet.)
+#   zcat ${H}_attention-heads.tsv.gz | build-fit/bench/fit_selection - \
+#     --input-name ${H}_attention-heads.tsv.gz --add-entries 4 \
+#     --append-to cache/shipped/gemm_selection_nvidia-h100.tsv --out cache/shipped/gemm_selection_nvidia-h100.tsv
+# (the shipped H100 table; its first sweep is the first --attention grid, batch x heads 12-192 and
+# operands up to 2^29 floats, whose kernels were those valid on a 1024^3 batch; the second the
+# grid of batch x heads 24-384 with the outputs turned over. The H200 has none yet.)
 #
 # fit_selection is built in build-fit/ (no precompiled kernels, no tests): BUILD_DIR overrides.
 set -euo pipefail

@@ -204,38 +204,48 @@ class RoutingTest(unittest.TestCase):
             self.assert_routed(lambda: torch.bmm(h, h))
             self.assert_routed(lambda: torch.bmm(h, h.transpose(1, 2)))
 
-    def test_a_batch_that_reads_b_transposed_is_turned_over_where_it_pays(self):
-        # p^T do: the library would read its t x t operand as B transposed. Turned over, the
-        # product writes c's transpose from do's transpose and reads p^T as stored (NN); only
-        # where the copies cost little next to the product (here a slow one, on CPU sizes).
+    def test_a_batch_is_turned_over_where_the_cost_model_says_it_pays(self):
+        # p^T do: the library would read its t x t operand as B transposed; p v (d 64): a call of
+        # m = d. Turned over, the product writes c's transpose from the small operand's, reading
+        # the t x t one as stored (NN and TN of t x d x t); only where the copies cost little
+        # next to the product (here a slow one, on CPU sizes).
         from tuned import _products
         p, do = self.rand(3, 40, 40), self.rand(3, 40, 8)
         (call, _, _, _), = self.assert_routed(lambda: torch.matmul(p.transpose(1, 2), do))
         self.assertEqual((call.op_a, call.op_b, call.m, call.n), (0, 1, 8, 40))  # too small
-        p, do = self.rand(3, 48, 48), self.rand(3, 48, 8)  # (a geometry's plan is kept)
-        with mock.patch.multiple(_products, TRANSPOSED_B_BATCH_FLOPS_PER_S=1.0, COPY_HOST_S=0.0):
+        p, do = self.rand(3, 80, 80), self.rand(3, 80, 8)  # (a geometry's plan is kept)
+        with mock.patch.multiple(_products, TRANSPOSED_B_BATCH_FLOPS_PER_S=1.0,
+                                 FEW_ROWS_BATCH_FLOPS_PER_S=1.0, COPY_HOST_S=0.0):
             for _ in range(2):  # planned, then kept
                 (call, _, _, _), = self.assert_routed(lambda: torch.matmul(p.transpose(1, 2), do))
-                self.assertEqual((call.op_a, call.op_b, call.m, call.n, call.k), (0, 0, 48, 8, 48))
-            # a shared operand, a bias and a transposed c's input (beta != 0: not turned over)
+                self.assertEqual((call.op_a, call.op_b, call.m, call.n, call.k), (0, 0, 80, 8, 80))
+                (call, _, _, _), = self.assert_routed(lambda: torch.matmul(p, do))
+                self.assertEqual((call.op_a, call.op_b, call.m, call.n, call.k), (1, 0, 80, 8, 80))
+            # a shared operand, and a c whose input counts (beta != 0: not turned over)
             self.assert_routed(lambda: torch.matmul(p[:1].transpose(1, 2), do))
             self.assert_routed(lambda: torch.matmul(p.transpose(1, 2), do[:1]))
-            given = self.rand(3, 48, 8)
+            given = self.rand(3, 80, 8)
             made = self.assert_routed(lambda: torch.baddbmm(given, p.transpose(1, 2), do, beta=0.5))
             self.assertEqual(made[0][0].op_b, 1)
-        # At attention's sizes the real costs turn it over: do and the output are copied, p read.
-        big_p = _products.Operand("a", 1 << 40, (256, 2048, 2048), (2048 * 2048, 1, 2048))
-        big_do = _products.Operand("b", 1 << 41, (256, 2048, 128), (2048 * 128, 128, 1))
-        out = _products.Operand("c", 1 << 42, (256, 2048, 128), (2048 * 128, 128, 1))
-        call = _products.plan(big_p, big_do, out)
-        turn = _products.turn_over(big_p, big_do, out, call)
-        self.assertEqual((turn.copy_a, turn.copy_b, turn.copy_c), (False, True, True))
-        self.assertEqual((turn.call.op_a, turn.call.op_b), (0, 0))
-        tiny_p = _products.Operand("a", 1 << 40, (64, 128, 128), (128 * 128, 1, 128))
-        tiny_do = _products.Operand("b", 1 << 41, (64, 128, 64), (128 * 64, 64, 1))
-        tiny_out = _products.Operand("c", 1 << 42, (64, 128, 64), (128 * 64, 64, 1))
-        self.assertIsNone(_products.turn_over(tiny_p, tiny_do, tiny_out,
-                                              _products.plan(tiny_p, tiny_do, tiny_out)))
+        # At attention's sizes the model's own costs: p^T do and p v of head dim 64 turned over
+        # (do or v and the output copied, p read as stored), p v of 128 and q k^T not.
+        def operands(batch, t, d, p_transposed, b_rows):
+            p = _products.Operand("a", 1 << 40, (batch, t, t),
+                                  (t * t, 1, t) if p_transposed else (t * t, t, 1))
+            b = _products.Operand("b", 1 << 41, (batch, b_rows, d), (b_rows * d, d, 1))
+            c = _products.Operand("c", 1 << 42, (batch, t, d), (t * d, d, 1))
+            return p, b, c, _products.plan(p, b, c)
+        for transposed, d in ((True, 128), (True, 64), (False, 64)):
+            turn = _products.turn_over(*operands(256, 2048, d, transposed, 2048))
+            self.assertEqual((turn.copy_a, turn.copy_b, turn.copy_c), (False, True, True))
+            self.assertEqual(turn.call.op_b, 0)
+            self.assertGreater(turn.call.m, 64)
+        self.assertIsNone(_products.turn_over(*operands(256, 2048, 128, False, 2048)))
+        self.assertIsNone(_products.turn_over(*operands(64, 128, 64, True, 128)))
+        q = _products.Operand("a", 1 << 40, (256, 2048, 64), (2048 * 64, 64, 1))
+        k_t = _products.Operand("b", 1 << 41, (256, 64, 2048), (2048 * 64, 1, 64))
+        s = _products.Operand("c", 1 << 42, (256, 2048, 2048), (2048 * 2048, 2048, 1))
+        self.assertIsNone(_products.turn_over(q, k_t, s, _products.plan(q, k_t, s)))
 
     # ----- linear, addmm, baddbmm ----------------------------------------------------------------
 

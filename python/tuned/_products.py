@@ -23,12 +23,17 @@ Call = namedtuple("Call", "op_a op_b m n k a lda stride_a b ldb stride_b c ldc s
 #: (its pointers the copies').
 Turn = namedtuple("Turn", "copy_a copy_b copy_c call")
 
-# turn_over's costs, from an H100 (an H200 is a little faster at both): a device-to-device copy
-# moves ~3.0 TB/s counting reads and writes, and a torch copy costs ~10 us of host time; a batch
-# that reads B transposed runs at ~60 TFLOP/s (the TMA-fed kernels, ~90, cannot read it so).
+# turn_over's cost model, from an H100's attention sweeps (an H200 is a little faster at all):
+# a device-to-device copy moves ~3.0 TB/s counting reads and writes, and a torch copy costs ~10 us
+# of host time; a batch runs at ~80 TFLOP/s where a TMA-fed kernel of 128-row tiles serves it,
+# ~60 where it reads B transposed (no TMA-fed kernel does in a batch) and ~50 where m is at most
+# 64 (half of a 128-row tile idle, a 64-row one alone on its SM).
 COPY_BYTES_PER_S = 3.0e12
 COPY_HOST_S = 10e-6
+BATCH_FLOPS_PER_S = 80e12
 TRANSPOSED_B_BATCH_FLOPS_PER_S = 60e12
+FEW_ROWS_BATCH_FLOPS_PER_S = 50e12
+TURN_GAIN = 0.9  # turned over only where the model says 10 % faster, copies included
 
 
 class NoUnitStride(ValueError):
@@ -129,15 +134,26 @@ def other_order(o):
     return Operand(o.name, 0, (o.batch, o.rows, o.cols), strides)
 
 
+def batch_seconds(call):
+    """turn_over's estimate of a batched call's time."""
+    flops = 2.0 * call.m * call.n * call.k * call.batch
+    if call.op_b:
+        return flops / TRANSPOSED_B_BATCH_FLOPS_PER_S
+    if call.m <= 64:
+        return flops / FEW_ROWS_BATCH_FLOPS_PER_S
+    return flops / BATCH_FLOPS_PER_S
+
+
 def turn_over(a, b, c, call):
-    """A batch whose call reads B transposed (call = plan(a, b, c)) runs on slower kernels than
-    one that reads it as stored; copying an operand in the other storage order, or having the
-    product write c's transpose and copying that into c, can turn it into such a call. The Turn
-    whose copies cost least, where they cost under a quarter of the product (attention's p^T do:
-    its small operand and output turned over, the t x t one read as it is); None otherwise."""
-    if call.batch <= 1 or not call.op_b:
+    """A batch can run on faster kernels turned over: an operand copied in the other storage order
+    (where the call reads B transposed), or the product writing c's transpose, copied into c then
+    (which swaps m and n: where m is a head dimension, as in attention's p v and p^T do, its small
+    operand and output are copied and the t x t one read as stored). The Turn the cost model
+    (batch_seconds and the copies) puts fastest, where it is 10 % faster than the call; None
+    otherwise (call = plan(a, b, c))."""
+    if call.batch <= 1:
         return None
-    best_cost, best = None, None
+    best_seconds, best = TURN_GAIN * batch_seconds(call), None
     for copy_c in (False, True):
         for copy_a in (False, True):
             for copy_b in (False, True):
@@ -146,13 +162,9 @@ def turn_over(a, b, c, call):
                 if not copies:
                     continue
                 turned = plan(*(other_order(x) if flag else x for x, flag in flags))
-                if turned.op_b:
-                    continue
-                cost = sum(8.0 * x.batch * x.rows * x.cols / COPY_BYTES_PER_S + COPY_HOST_S
-                           for x in copies)
-                if best_cost is None or cost < best_cost:
-                    best_cost, best = cost, Turn(copy_a, copy_b, copy_c, turned)
-    flops = 2.0 * call.m * call.n * call.k * call.batch
-    if best is None or best_cost > 0.25 * flops / TRANSPOSED_B_BATCH_FLOPS_PER_S:
-        return None
+                seconds = batch_seconds(turned) + sum(
+                    8.0 * x.batch * x.rows * x.cols / COPY_BYTES_PER_S + COPY_HOST_S
+                    for x in copies)
+                if seconds < best_seconds:
+                    best_seconds, best = seconds, Turn(copy_a, copy_b, copy_c, turned)
     return best

@@ -44,12 +44,14 @@ size_t Descriptor::operand_bytes(const Problem& problem) {
   return (m * k + k * n + m * n) * batch * sizeof(float);
 }
 
-// A batch of products is looked up in the data of single products (sweeps and fits are of those)
-// as one product with the batch folded into its longer side: as many tiles, the same k, and the
-// shorter side, whose tile quantization a batch does not change, as it is.
+// A batch of products is looked up as one product with the batch folded into its longer side (as
+// many tiles, the same k, and the shorter side, whose tile quantization a batch does not change,
+// as it is), and the batch as a fourth dim: the points of batches (gemm_sweep --attention) are
+// near it, and far from single products (3 dims: a batch of 1), whose picks they must not move;
+// a table without them ranks a batch by the single products alone, as before.
 std::vector<int64_t> Descriptor::selection_shape(const std::vector<int64_t>& shape) {
   if (shape.size() < 4 || shape[3] <= 1) return {shape.begin(), shape.begin() + 3};
-  std::vector<int64_t> folded = {shape[0], shape[1], shape[2]};
+  std::vector<int64_t> folded = {shape[0], shape[1], shape[2], shape[3]};
   folded[shape[0] >= shape[1] ? 0 : 1] *= shape[3];
   return folded;
 }

@@ -107,16 +107,17 @@ TEST(GemmBatch, EachProductHasItsOwnPartialTilesAndTickets) {
             static_cast<unsigned>(kMaxBatchPerLaunch));
 }
 
-TEST(GemmBatch, ABatchIsLookedUpAsOneProductOfAsManyTiles) {
-  // Folded into the longer of m and n; k and the shorter side as they are.
+TEST(GemmBatch, ABatchIsLookedUpAsOneProductOfAsManyTilesAndItsBatch) {
+  // Folded into the longer of m and n; k and the shorter side as they are; the batch after them.
   EXPECT_EQ(Descriptor::selection_shape({1024, 64, 1024, 32}),
-            (std::vector<int64_t>{32768, 64, 1024}));
+            (std::vector<int64_t>{32768, 64, 1024, 32}));
   EXPECT_EQ(Descriptor::selection_shape({64, 2048, 128, 8}),
-            (std::vector<int64_t>{64, 16384, 128}));
+            (std::vector<int64_t>{64, 16384, 128, 8}));
   EXPECT_EQ(Descriptor::selection_shape({64, 2048, 128}), (std::vector<int64_t>{64, 2048, 128}));
+  EXPECT_EQ(Descriptor::selection_shape({64, 2048, 128, 1}), (std::vector<int64_t>{64, 2048, 128}));
   // Through the op's runtime face, as the runtime asks it.
   const OpRegistration& gemm = find_op("gemm");
-  EXPECT_EQ(gemm.face->selection_shape({10, 20, 30, 4}), (std::vector<int64_t>{10, 80, 30}));
+  EXPECT_EQ(gemm.face->selection_shape({10, 20, 30, 4}), (std::vector<int64_t>{10, 80, 30, 4}));
   // Ops without the hook keep their shapes.
   EXPECT_EQ(find_op("transpose").face->selection_shape({10, 20}),
             (std::vector<int64_t>{10, 20}));

@@ -72,8 +72,6 @@ TEST(SelectionModel, ParseErrorsNameTheLine) {
       {model + entries + "point\tNN\t4\t8x8x8\t-,-\n", "line 5: a point needs at least one"},
       {model + entries + "point\tNN\t4\t8x-8x8\t1,2\n", "line 5: shape '8x-8x8'"},
       {model + entries + "point\tNN\t4\t1x2x3x4x5\t1,2\n", "line 5: shape '1x2x3x4x5' has more"},
-      {model + entries + "point\tNN\t4\t8x8x8\t1,2\npoint\tNN\t4\t8x8\t1,2\n",
-       "line 6: shape '8x8' has 2 dims"},
       {model + entries + "point\tNN\t0\t8x8x8\t1,2\n", "line 5: alignment '0'"},
       {model + entries + "point\tNN\t4\t8x8x8\t1,2\nentry\tNN\t2\tC2\n",
        "line 6: entry after the variant's points"},
@@ -211,6 +209,28 @@ TEST(SelectionModel, AnalyticFeaturesMoveEachNeighboursRegret) {
 
 // fit_selection writes each variant's points as a sized block ("points variant count bytes"), so
 // the library reads a block only when it ranks that variant: the same model as plain point lines.
+// A point's missing trailing dims read as 1 (GEMM: a single product is a batch of 1), so points
+// of batches (4 dims) stand apart from single products at the same folded shape: each kind is
+// ranked by its own where both are near.
+TEST(SelectionModel, PointsOfBatchesAreFarFromSingleProducts) {
+  const std::string table =
+      "model\tGPU\t90\tgemm\t1\t0.1\n"
+      "entry\tNN\t0\tA\n"
+      "entry\tNN\t1\tB\n"
+      "point\tNN\t4\t64x1024x1024\t1,2\n"
+      "point\tNN\t4\t64x1024x1024x96\t2,1\n";
+  const SelectionModel model(table);
+  const auto pick = [&](std::vector<int64_t> shape) {
+    return model.rank("gemm", "GPU", 90, "NN", shape, 4, kAll, 1).at(0).config;
+  };
+  EXPECT_EQ(pick({64, 1024, 1024}), "A");
+  EXPECT_EQ(pick({64, 1024, 1024, 1}), "A");
+  EXPECT_EQ(pick({64, 1024, 1024, 96}), "B");
+  EXPECT_EQ(pick({64, 1200, 1024, 64}), "B");
+  EXPECT_EQ(model.points().at(0).shape, (std::vector<int64_t>{64, 1024, 1024}));
+  EXPECT_EQ(model.points().at(1).shape, (std::vector<int64_t>{64, 1024, 1024, 96}));
+}
+
 TEST(SelectionModel, SizedPointBlocksRankLikePlainPointLines) {
   std::string blocked;
   std::istringstream in(kTable);
@@ -589,8 +609,8 @@ TEST_F(FitSelectionTest, ABatchIsAPointWhereTheLibraryLooksItUp) {
   sweep += batch_row("TN", 512, 512, 64, 96, "A=2,VEC=4", 1.0);
   const Fit fit = this->fit(sweep, "--entries 2 --without-op-rules");
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
-  EXPECT_NE(fit.table.find("point\tNN\t4\t64x8192x1024\t1\n"), std::string::npos) << fit.table;
-  EXPECT_NE(fit.table.find("point\tTN\t4\t49152x512x64\t1\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("point\tNN\t4\t64x8192x1024x8\t1\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("point\tTN\t4\t49152x512x64x96\t1\n"), std::string::npos) << fit.table;
 }
 
 // --append-to: a later sweep's problems join a fitted table as points timed with its portfolio,
@@ -617,7 +637,7 @@ TEST_F(FitSelectionTest, AppendingKeepsThePortfolioAndAddsPoints) {
   const std::string appended = text.str();
   EXPECT_NE(appended.find("# Points appended by bench/fit_selection"), std::string::npos);
   EXPECT_EQ(appended.find("A=5"), std::string::npos) << appended;
-  EXPECT_NE(appended.find("point\tNN\t4\t64x131072x2048\t3,2\t0.5\n"), std::string::npos)
+  EXPECT_NE(appended.find("point\tNN\t4\t64x131072x2048x64\t3,2\t0.5\n"), std::string::npos)
       << appended;
   // Everything the first fit wrote is there, in order.
   size_t at = 0;
@@ -630,10 +650,15 @@ TEST_F(FitSelectionTest, AppendingKeepsThePortfolioAndAddsPoints) {
   const SelectionModel before(first.table), after(appended);
   EXPECT_EQ(after.entries().size(), before.entries().size());
   EXPECT_EQ(after.points().size(), before.points().size() + 2);
-  // Near the appended points, their winner; elsewhere the picks of before.
-  EXPECT_EQ(after.rank("gemm", "Test GPU 7", 86, "NN", {64, 190000, 2048}, 4, kAll, 1)[0].config,
-            "A=1,VEC=1");
-  EXPECT_EQ(before.rank("gemm", "Test GPU 7", 86, "NN", {64, 190000, 2048}, 4, kAll, 1)[0].config,
+  // Near the appended points (a batch, looked up with its batch as a fourth dim), their winner;
+  // elsewhere the picks of before.
+  EXPECT_EQ(
+      after.rank("gemm", "Test GPU 7", 86, "NN", {64, 190000, 2048, 90}, 4, kAll, 1)[0].config,
+      "A=1,VEC=1");
+  EXPECT_EQ(
+      before.rank("gemm", "Test GPU 7", 86, "NN", {64, 190000, 2048, 90}, 4, kAll, 1)[0].config,
+      "A=1,VEC=4");
+  EXPECT_EQ(after.rank("gemm", "Test GPU 7", 86, "NN", {512, 512, 300}, 4, kAll, 1)[0].config,
             "A=1,VEC=4");
   EXPECT_EQ(after.rank("gemm", "Test GPU 7", 86, "NN", {100, 100, 100}, 4, kAll, 1)[0].config,
             "A=1,VEC=4");
@@ -679,8 +704,9 @@ TEST_F(FitSelectionTest, AppendingCanAddEntriesThatServeOnlyTheNewPoints) {
   EXPECT_EQ(nn_entries(after), expected) << appended;
   EXPECT_EQ(appended.find("A=6"), std::string::npos) << appended;
   EXPECT_EQ(after.points().size(), before.points().size() + 2);
-  EXPECT_EQ(after.rank("gemm", "Test GPU 7", 86, "NN", {64, 190000, 2048}, 4, kAll, 1)[0].config,
-            "A=5,VEC=4");
+  EXPECT_EQ(
+      after.rank("gemm", "Test GPU 7", 86, "NN", {64, 190000, 2048, 90}, 4, kAll, 1)[0].config,
+      "A=5,VEC=4");
   // Away from the new points every pick is the old one (the new entry counts as unmeasured).
   for (const auto& shape : {std::vector<int64_t>{100, 100, 100}, {7, 3000, 33}, {2048, 64, 9}}) {
     EXPECT_EQ(after.rank("gemm", "Test GPU 7", 86, "NN", shape, 4, kAll, 1)[0].config,
