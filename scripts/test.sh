@@ -8,12 +8,20 @@ scripts/install_deps.sh
 # them as they ship (the install test builds the static kind beside).
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON
 cmake --build build -j"$(nproc)"
+# The tuning store's tests run against a throwaway PostgreSQL server (stopped on exit), and must:
+# TUNED_REQUIRE_STORE turns their skip into a failure.
+store_dir=$(mktemp -d "${TMPDIR:-/tmp}/tuned-store.XXXXXX")
+chmod 755 "$store_dir"
+stop_store() { scripts/pg_test_cluster.sh stop "$store_dir"; rm -rf "$store_dir"; }
+trap stop_store EXIT
+TUNED_TEST_STORE=$(scripts/pg_test_cluster.sh start "$store_dir")
+export TUNED_TEST_STORE TUNED_REQUIRE_STORE=1
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 # The Python wheel, made and installed as the README says (offline: the build backend from
 # Debian's packages) in a folder outside the repository: it bundles the library and autotune that
 # `cmake --install` wrote (their run paths the install's, no build folder), and its C extension.
 work=$(mktemp -d "${TMPDIR:-/tmp}/tuned-ci.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work"; stop_store' EXIT
 cmake --install build --prefix "$work/prefix" >/dev/null
 library=$(find "$work/prefix" -name 'libtuned.so.*.*.*' | head -n 1)
 /usr/bin/python3 -m venv --system-site-packages "$work/build-env"

@@ -23,9 +23,12 @@
 #include "cache/database.hpp"
 #include "generator/device.hpp"
 #include "templates/registry.hpp"
+#include "tools/autotune_fleet.hpp"
 #include "tools/autotune_options.hpp"
 #include "tools/terminal_text.hpp"
 #include "tuned/error.hpp"
+#include "tuner/recorded_space.hpp"
+#include "tuner/replay_evaluator.hpp"
 #include "tuner/session_evaluator.hpp"
 #include "tuner/tuning_run.hpp"
 
@@ -216,6 +219,53 @@ class RunPrinter : public tuned::TuningObserver {
   std::map<size_t, std::unique_ptr<ProgressPrinter>> printers_;  // by task, while it runs
 };
 
+// --replay's GPUs: the records' GPU model (as a reference device of its compute capability), one
+// uuid per process and index, so that processes on one machine are GPUs of their own.
+std::optional<std::vector<tuned::DeviceInfo>> replay_devices(
+    const AutotuneOptions& options, const std::vector<tuned::ReplayedProblem>& problems) {
+  std::vector<int> indices = {options.device};
+  try {
+    indices = tuned::tools::selected_devices(options, options.replay_gpus);
+    if (!tuned::tools::several_devices(options) && options.device >= options.replay_gpus) {
+      throw tuned::Error(TUNED_STATUS_INVALID_ARGUMENT,
+                         "--device " + std::to_string(options.device) + ": --replay stands in for " +
+                             std::to_string(options.replay_gpus) + " GPU(s) (--replay-gpus)");
+    }
+  } catch (const tuned::Error& e) {
+    std::fprintf(stderr, "autotune: %s\n", e.what());
+    return std::nullopt;
+  }
+  const tuned::RecordedSpace& first = problems.front().record;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::vector<tuned::DeviceInfo> devices;
+  for (int index : indices) {
+    tuned::DeviceInfo d = tuned::reference_device(first.compute_capability ? first.compute_capability : 90);
+    d.index = index;
+    d.name = "replayed " + (first.device.empty() ? d.name : first.device);
+    d.uuid = "GPU-replay-" + std::string(host) + "-" + std::to_string(getpid()) + "-" +
+             std::to_string(index);
+    devices.push_back(d);
+  }
+  return devices;
+}
+
+// The run's evaluators: a session on each GPU, or the replay of the recorded spaces.
+std::vector<std::unique_ptr<tuned::DeviceEvaluator>> evaluators_for(
+    const AutotuneOptions& options, const std::vector<tuned::DeviceInfo>& devices,
+    const std::vector<tuned::ReplayedProblem>& replayed) {
+  std::vector<std::unique_ptr<tuned::DeviceEvaluator>> evaluators;
+  for (const tuned::DeviceInfo& device : devices) {
+    if (options.replay.empty()) {
+      evaluators.push_back(std::make_unique<tuned::SessionDevice>(device));
+    } else {
+      evaluators.push_back(std::make_unique<tuned::ReplayDevice>(
+          device, replayed, 15, std::chrono::milliseconds(options.replay_pace_ms)));
+    }
+  }
+  return evaluators;
+}
+
 // The devices of the run, queried: --device N as ever; a list or all checked against the machine.
 // Returns nothing after printing a usage error (a listed index not on this machine).
 std::optional<std::vector<tuned::DeviceInfo>> query_devices(const AutotuneOptions& options) {
@@ -366,11 +416,21 @@ tuned::TuningRunOptions run_options(const AutotuneOptions& options, double budge
 }
 
 int run(const AutotuneOptions& options) {
-  const std::optional<std::vector<tuned::DeviceInfo>> queried = query_devices(options);
+  using Mode = AutotuneOptions::QueueMode;
+  if (options.queue_mode == Mode::kEnqueue) return tuned::tools::run_enqueue(options);
+  if (options.queue_mode == Mode::kStatus) return tuned::tools::run_status(options);
+  std::vector<tuned::ReplayedProblem> replayed;
+  if (!options.replay.empty()) replayed = tuned::replayed_problems(options.replay);
+  const std::optional<std::vector<tuned::DeviceInfo>> queried =
+      options.replay.empty() ? query_devices(options) : replay_devices(options, replayed);
   if (!queried) return 2;
   const std::vector<tuned::DeviceInfo>& devices = *queried;
+  if (options.queue_mode == Mode::kWorker) {
+    return tuned::tools::run_queue_worker(options, evaluators_for(options, devices, replayed),
+                                          g_interrupted);
+  }
   const std::vector<tuned::tools::ShapeRequest> requests = tuned::tools::shape_requests(options);
-  if (!spaces_hold(options, requests, devices)) return 2;
+  if (options.replay.empty() && !spaces_hold(options, requests, devices)) return 2;
   std::vector<std::string> names, op_names;
   for (const tuned::DeviceInfo& device : devices) names.push_back(device.name);
   for (const auto& request : requests) op_names.push_back(request.op);
@@ -390,10 +450,7 @@ int run(const AutotuneOptions& options) {
     problems.push_back({tuned::tools::task_request(options, request),
                         tuned::tools::estimated_work(request), request.alignment});
   }
-  std::vector<std::unique_ptr<tuned::DeviceEvaluator>> evaluators;
-  for (const tuned::DeviceInfo& device : devices) {
-    evaluators.push_back(std::make_unique<tuned::SessionDevice>(device));
-  }
+  const auto evaluators = evaluators_for(options, devices, replayed);
   RunPrinter printer(
       options, several_ops, tuned::tools::several_devices(options), json_device,
       [&] { print_header(options, devices, requests.size(), ops, budget, db_path); });

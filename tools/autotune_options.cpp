@@ -693,12 +693,14 @@ namespace {
 // says whether it was given.
 struct CommandLineText {
   std::string device, op, layout, budget, max_trials, patience, strategy, db, config, seed, batch,
-      shapes_from, json_path;
-  std::vector<std::string> shapes;
-  bool verbose = false, no_wait = false, remeasure = false, flush_l2 = false;
+      shapes_from, json_path, store, lease, node, replay_gpus, replay_pace;
+  std::vector<std::string> shapes, device_models, replay;
+  bool verbose = false, no_wait = false, remeasure = false, flush_l2 = false, enqueue = false,
+       worker = false, status = false, wait = false;
   CLI::Option *device_opt, *op_opt, *shape_opt, *shapes_from_opt, *json_opt, *layout_opt,
       *budget_opt, *max_trials_opt, *patience_opt, *strategy_opt, *db_opt, *config_opt, *seed_opt,
-      *batch_opt;
+      *batch_opt, *store_opt, *lease_opt, *node_opt, *device_model_opt, *replay_opt,
+      *replay_gpus_opt, *replay_pace_opt, *enqueue_opt, *worker_opt, *status_opt, *wait_opt;
 };
 
 bool given(const CLI::Option* option) { return option->count() > 0; }
@@ -778,6 +780,48 @@ void declare_options(CLI::App& app, CommandLineText& t) {
                "time the final round of each shape's leaders (and the baseline) with the L2 cache "
                "flushed before every call, as for operands that were evicted (default: calls back "
                "to back)");
+  // Many machines: a store and its queue.
+  t.store_opt = scalar("--store", t.store, "URL",
+                       "a PostgreSQL tuning store (libpq connection string or postgresql:// URI; "
+                       "password from ~/.pgpass or PGPASSWORD): with --enqueue, --worker or "
+                       "--status");
+  t.enqueue_opt = app.add_flag("--enqueue", t.enqueue,
+                               "put the problems (--shapes-from, --shape, the op's set) in the "
+                               "store's queue with this command's budget per shape, strategy, "
+                               "trial limit and seed, instead of tuning them here");
+  t.worker_opt = app.add_flag("--worker", t.worker,
+                              "tune the store's queued tasks on --device (N, a list or all) "
+                              "until none is left, each trial and best written to the store as "
+                              "measured; a worker killed at any moment is resumed by another");
+  t.status_opt = app.add_flag("--status", t.status,
+                              "show the store's queue: queued, running (node, GPU, elapsed), done, "
+                              "failed");
+  t.enqueue_opt->excludes(t.worker_opt)->excludes(t.status_opt);
+  t.worker_opt->excludes(t.status_opt);
+  t.device_model_opt =
+      app.add_option("--device-model", t.device_models,
+                     "with --enqueue: tasks for this GPU model only (its name as nvidia-smi prints "
+                     "it; repeatable: a task per model; default: any GPU)")
+          ->type_name("NAME");
+  t.lease_opt = scalar("--lease", t.lease, "SECONDS",
+                       "with --worker: how long a claimed task stays a worker's without its "
+                       "heartbeat (default 60; renewed every third)");
+  t.wait_opt = app.add_flag("--wait", t.wait,
+                            "with --worker: wait for new tasks once the queue is empty (default: "
+                            "end when nothing is queued or running)");
+  t.node_opt = scalar("--node", t.node, "NAME",
+                      "with --worker: the name the store shows for this worker (default: the "
+                      "host's name)");
+  t.replay_opt = app.add_option("--replay", t.replay,
+                                "recorded spaces (FILE.tsv.gz or folders of them, bench/replay) "
+                                "stand in for the GPUs: each trial is the recorded one (tests and "
+                                "studies of a run's policy, no GPU needed)")
+                     ->type_name("PATH");
+  t.replay_gpus_opt = scalar("--replay-gpus", t.replay_gpus, "N",
+                             "with --replay: how many GPUs it stands in for (default 1; "
+                             "--device all takes them all)");
+  t.replay_pace_opt = scalar("--replay-pace", t.replay_pace, "MS",
+                             "with --replay: wall time spent per trial (default 0)");
 }
 
 // What is wrong with the first argument CLI11 did not take, or nothing. (Extras are collected
@@ -805,6 +849,85 @@ std::string shape_dims_text(const OpInfo& op) {
     text += (i == op.rank() ? "[x" : i ? "x" : "") + op.dim_name(i);
   }
   return op.max_rank() > op.rank() ? text + "]" : text;
+}
+
+// Many machines: the mode, its store and the options only a mode takes; --replay's GPUs.
+void apply_queue_options(const CommandLineText& t, AutotuneOptions& options) {
+  using Mode = AutotuneOptions::QueueMode;
+  options.queue_mode = t.enqueue  ? Mode::kEnqueue
+                       : t.worker ? Mode::kWorker
+                       : t.status ? Mode::kStatus
+                                  : Mode::kNone;
+  const char* mode = t.enqueue ? "--enqueue" : t.worker ? "--worker" : "--status";
+  if (options.queue_mode != Mode::kNone && !given(t.store_opt)) {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                std::string(mode) + ": needs --store URL (the PostgreSQL store of the queue)");
+  }
+  if (given(t.store_opt)) {
+    if (options.queue_mode == Mode::kNone) {
+      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                  "--store: give --enqueue, --worker or --status with it (tunedb push and pull "
+                  "send and bring results)");
+    }
+    if (t.store.empty()) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--store: must not be empty");
+    options.store_url = t.store;
+  }
+  auto only_with = [&](const CLI::Option* option, const char* name, Mode needed,
+                       const char* needed_name) {
+    if (given(option) && options.queue_mode != needed) {
+      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                  std::string(name) + ": only with " + needed_name);
+    }
+  };
+  only_with(t.device_model_opt, "--device-model", Mode::kEnqueue, "--enqueue");
+  only_with(t.lease_opt, "--lease", Mode::kWorker, "--worker");
+  only_with(t.wait_opt, "--wait", Mode::kWorker, "--worker");
+  only_with(t.node_opt, "--node", Mode::kWorker, "--worker");
+  for (const std::string& model : t.device_models) {
+    if (model.empty()) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--device-model: must not be empty");
+  }
+  options.device_models = t.device_models;
+  if (given(t.lease_opt)) {
+    const int64_t lease = cli_integer(t.lease, "--lease", "whole seconds, 2 to 86400");
+    if (lease < 2 || lease > 86400) {
+      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                  "--lease: must be 2 to 86400 seconds, got " + t.lease);
+    }
+    options.lease_s = static_cast<int>(lease);
+  }
+  options.wait = t.wait;
+  options.node = t.node;
+  if (options.queue_mode == Mode::kEnqueue && !options.space.empty()) {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                "--enqueue: a [space] restriction does not travel with queued tasks; tune "
+                "restricted spaces here, without --enqueue");
+  }
+  if (options.queue_mode == Mode::kEnqueue && several_devices(options)) {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                "--device: --enqueue tunes nothing here (workers choose their devices)");
+  }
+  options.replay = t.replay;
+  if ((given(t.replay_gpus_opt) || given(t.replay_pace_opt)) && t.replay.empty()) {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                std::string(given(t.replay_gpus_opt) ? "--replay-gpus" : "--replay-pace") +
+                    ": only with --replay");
+  }
+  if (given(t.replay_gpus_opt)) {
+    const int64_t gpus = cli_integer(t.replay_gpus, "--replay-gpus", "1 to 64 GPUs");
+    if (gpus < 1 || gpus > 64) {
+      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                  "--replay-gpus: must be 1 to 64, got " + t.replay_gpus);
+    }
+    options.replay_gpus = static_cast<int>(gpus);
+  }
+  if (given(t.replay_pace_opt)) {
+    const int64_t pace = cli_integer(t.replay_pace, "--replay-pace", "0 to 60000 milliseconds");
+    if (pace < 0 || pace > 60000) {
+      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                  "--replay-pace: must be 0 to 60000 milliseconds, got " + t.replay_pace);
+    }
+    options.replay_pace_ms = static_cast<int>(pace);
+  }
 }
 
 // Defaults < TOML file < command line; throws Error naming the flag and the rule.
@@ -863,6 +986,7 @@ void apply_command_line(const CommandLineText& t, AutotuneOptions& options) {
     options.shapes_from = check_path(t.shapes_from, "--shapes-from");
     options.recorded = read_shapes_file(options.shapes_from, options.op, options.layout);
   }
+  apply_queue_options(t, options);
   options.verbose = t.verbose;
   options.no_wait = t.no_wait;
   options.remeasure = t.remeasure;

@@ -50,6 +50,21 @@ struct AutotuneOptions {
   std::string shapes_from;             // --shapes-from: the file `recorded` was read from
   std::vector<ShapeRequest> recorded;  // its problems (replacing op x shapes x layout)
   std::string json_path;               // --json: the results table as JSON, rewritten per shape
+
+  // Many machines (cache/store_queue.hpp, tuner/fleet_worker.hpp): a PostgreSQL store and what to
+  // do with its queue instead of tuning here and now.
+  enum class QueueMode { kNone, kEnqueue, kWorker, kStatus };
+  QueueMode queue_mode = QueueMode::kNone;
+  std::string store_url;                   // --store URL
+  std::vector<std::string> device_models;  // --device-model NAME (enqueue: for these models only)
+  int lease_s = 60;                        // --lease SECONDS (worker)
+  bool wait = false;                       // --wait (worker: wait for tasks when none is left)
+  std::string node;                        // --node NAME (worker: its name in the store)
+  // --replay PATH...: recorded spaces (bench/replay/*.tsv.gz or a folder of them) stand in for
+  // GPUs, --replay-gpus of them, each trial taking --replay-pace milliseconds of wall time.
+  std::vector<std::string> replay;
+  int replay_gpus = 1;
+  int replay_pace_ms = 0;
 };
 
 /// Whether the run tunes on several GPUs' tuners (--device all or a list), however many there are.

@@ -22,6 +22,8 @@
 #include "cache/database.hpp"
 #include "cache/portable.hpp"
 #include "cache/shipped_defaults.hpp"
+#include "cache/tuning_store.hpp"
+#include "generator/device.hpp"
 #include "core/log.hpp"
 #include "templates/registry.hpp"
 #include "tools/terminal_text.hpp"
@@ -52,6 +54,8 @@ struct Options {
   std::string portable_path;             // export --portable FILE
   bool with_cubins = false;              // merge, import, export --portable
   bool with_trials = false;              // export --portable
+  std::string store_url;                 // push, pull: --store URL
+  std::vector<std::string> device_models;  // pull: --device-model NAME (default: this machine's)
 };
 
 std::string fixed(double value, int decimals) {
@@ -550,6 +554,67 @@ int run_import(const std::string& dest, const std::string& file, const Options& 
   return 0;
 }
 
+// This host's name, for the provenance of what it pushes.
+std::string host_name() {
+  char name[256] = {};
+  return gethostname(name, sizeof name - 1) == 0 && name[0] ? name : "localhost";
+}
+
+// push: the database's records to the store (the database is only read).
+int run_push(const Options& options) {
+  Database db(options.db_path, tuned::cache::Access::kRead);
+  tuned::cache::TuningStore store(options.store_url);
+  const auto r = store.push(db, host_name());
+  auto n = [](int64_t v) { return std::to_string(v); };
+  std::cout << "pushed '" << escape_text(options.db_path) << "' to " << store.name() << "\n"
+            << "  devices: " << n(r.devices) << " sent\n"
+            << "  sessions: " << n(r.sessions_added) << " added, " << n(r.sessions_present)
+            << " present\n"
+            << "  trials: " << n(r.trials_added) << " added, " << n(r.trials_present) << " present";
+  if (r.trials_without_session > 0) {
+    std::cout << ", " << n(r.trials_without_session) << " left out (no session of theirs here)";
+  }
+  std::cout << "\n  bests: " << n(r.bests_taken) << " taken, " << n(r.bests_kept)
+            << " kept (the store's as fast or faster)";
+  if (r.bests_without_device > 0) {
+    std::cout << ", " << n(r.bests_without_device) << " left out (no device of theirs here)";
+  }
+  std::cout << "\n";
+  return 0;
+}
+
+// pull: the store's bests for this machine's GPU models (or those named) into the database, as
+// data: each config checked against this build's space; kernels compiled here, never taken.
+int run_pull(const Options& options) {
+  std::vector<std::string> models = options.device_models;
+  if (models.empty()) {
+    int count = 0;
+    try {
+      count = tuned::device_count();
+    } catch (const tuned::Error& e) {
+      std::cerr << "tunedb: pull: no GPU here to pull for (" << escape_text(e.what())
+                << "); name the models with --device-model NAME\n";
+      return 2;
+    }
+    for (int i = 0; i < count; ++i) {
+      const std::string name = tuned::query_device(i).name;
+      if (std::find(models.begin(), models.end(), name) == models.end()) models.push_back(name);
+    }
+  }
+  tuned::cache::TuningStore store(options.store_url);
+  const auto source = store.bests_source(models);
+  Database db(options.db_path, tuned::cache::Access::kWrite);
+  tuned::cache::MergeOptions merge = merge_options(options);
+  merge.with_cubins = false;
+  const auto report = db.merge(*source, merge);
+  std::string names;
+  for (const auto& m : models) names += (names.empty() ? "" : ", ") + m;
+  print_report("pulled the bests of " + escape_text(names) + " from " + store.name() + " into '" +
+                   escape_text(options.db_path) + "'",
+               report);
+  return 0;
+}
+
 // Written aside and renamed into place: a failed export leaves no partial file at FILE.
 int run_export_portable(Database& db, const Options& options) {
   tuned::cache::PortableOptions portable;
@@ -656,6 +721,24 @@ void declare_command_line(CLI::App& app, Options& options) {
       app.add_subcommand("import", "import FILE: merge a portable file into the database");
   import_cmd->add_option("FILE", options.import_path, "portable file (tunedb export --portable)")
       ->required();
+  CLI::App* push_cmd = app.add_subcommand(
+      "push",
+      "push --store URL: send the database's devices, sessions, trials and bests to a PostgreSQL "
+      "tuning store (faster best wins per GPU model and template; idempotent; the database is "
+      "only read)");
+  CLI::App* pull_cmd = app.add_subcommand(
+      "pull",
+      "pull --store URL: bring the store's bests for this machine's GPU models into the database "
+      "as data (configs checked against this build; kernels compiled here, never taken)");
+  for (CLI::App* command : {push_cmd, pull_cmd}) {
+    command->add_option("--store", options.store_url,
+                        "libpq connection string or postgresql:// URI (password from ~/.pgpass "
+                        "or PGPASSWORD)")
+        ->required();
+  }
+  pull_cmd->add_option("--device-model", options.device_models,
+                       "the GPU model to pull for (its name as nvidia-smi prints it; repeatable; "
+                       "default: this machine's GPUs)");
   for (CLI::App* command : {export_cmd, merge_cmd, import_cmd}) {
     command->add_flag("--with-cubins", options.with_cubins,
                       "cubins too (compiled code: only from a source you trust); without it "
@@ -670,8 +753,8 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
   if (message.rfind("DEST_SRC", 0) == 0) message = "merge [DEST] SRC" + message.substr(8);
   if (app.get_subcommands().empty() && message == "A subcommand is required") {
     message =
-        "a command is required: devices, best, trials, sessions, export, merge, import or "
-        "upgrade";
+        "a command is required: devices, best, trials, sessions, export, merge, import, "
+        "push, pull or upgrade";
   }
   return message;
 }
@@ -687,7 +770,8 @@ std::optional<std::string> usage_problem(const Options& options) {
     return "export --portable takes no --format and no --limit";
   }
   const Filter& f = options.filter;
-  if ((options.command == "merge" || options.command == "import") &&
+  if ((options.command == "merge" || options.command == "import" || options.command == "push" ||
+       options.command == "pull") &&
       (!f.op.empty() || !f.device_uuid.empty() || f.session_id != 0 || f.limit > 0 ||
        !options.format.empty())) {
     return options.command +
@@ -745,7 +829,8 @@ int run_command(Options& options) {
   std::error_code ec;
   // Database would create an empty file; a listing of nothing would hide a wrong path. (Merges
   // and imports write: they create their destination.)
-  const bool writes = options.command == "merge" || options.command == "import";
+  const bool writes =
+      options.command == "merge" || options.command == "import" || options.command == "pull";
   if (!writes && !std::filesystem::exists(options.db_path, ec) && !ec) {
     std::cerr << "tunedb: no tuning database at '" << options.db_path
               << "' (run autotune first, or pass --db PATH or set TUNED_DB)\n";
@@ -764,6 +849,8 @@ int run_command(Options& options) {
     if (options.command == "import") {
       return run_import(options.db_path, options.import_path, options);
     }
+    if (options.command == "push") return run_push(options);
+    if (options.command == "pull") return run_pull(options);
     return run_reader(options);
   } catch (const tuned::Error& e) {
     std::cerr << "tunedb: " << escape_text(e.what()) << "\n";  // may quote the database's text

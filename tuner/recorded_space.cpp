@@ -2,7 +2,9 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 
@@ -177,6 +179,40 @@ void write_recorded_space(const std::string& path, const RecordedSpace& r) {
                    static_cast<int>(text.size())) {
     throw Error(TUNED_STATUS_INVALID_ARGUMENT, path + ": cannot be written");
   }
+}
+
+std::vector<ReplayedProblem> replayed_problems(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      std::vector<std::string> found;
+      for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+        const std::string name = entry.path().string();
+        if (name.size() > 7 && name.compare(name.size() - 7, 7, ".tsv.gz") == 0) {
+          found.push_back(name);
+        }
+      }
+      if (found.empty()) {
+        throw Error(TUNED_STATUS_CONFIG_ERROR, path + ": no recorded space (*.tsv.gz) in it");
+      }
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else {
+      files.push_back(path);
+    }
+  }
+  std::vector<ReplayedProblem> problems;
+  for (const std::string& file : files) {
+    ReplayedProblem p;
+    p.record = read_recorded_space(file);
+    p.space = recorded_problem_space(p.record);
+    // A record names no work per run: its rate is runs per second, whatever the op.
+    p.rate_at_1ms = 1000;
+    p.rate_unit = "runs/s";
+    problems.push_back(std::move(p));
+  }
+  return problems;
 }
 
 }  // namespace tuned

@@ -9,8 +9,10 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "tuner/replay.hpp"
+#include "tuner/replay_evaluator.hpp"
 
 namespace tuned {
 
@@ -29,6 +31,10 @@ double recorded_best_ms(const RecordedSpace& record, const Space& space);
 /// today (as a session's starting configs are adapted: GEMM's one chain of slice sums turned into
 /// partial chains where the contract's bound has moved since the recording).
 std::vector<Config> recorded_first(const RecordedSpace& record);
+/// The recorded spaces of files and folders (each *.tsv.gz of a folder, in name order) as problems
+/// a replay device serves (ReplayDevice): each searched in its recorded configs, its rate counted
+/// in runs per second (a record names no work per run). Throws like read_recorded_space.
+std::vector<ReplayedProblem> replayed_problems(const std::vector<std::string>& paths);
 /// Writes it gzip-compressed (throws Error(TUNED_STATUS_IO_ERROR) naming the path on failure).
 void write_recorded_space(const std::string& path, const RecordedSpace& record);
 

@@ -1,6 +1,7 @@
 #include "tuner/replay_evaluator.hpp"
 
 #include <limits>
+#include <thread>
 #include <unordered_map>
 
 #include "tuned/error.hpp"
@@ -10,8 +11,9 @@ namespace {
 
 class ReplayTask : public TaskEvaluator {
  public:
-  ReplayTask(const ReplayedProblem& problem, const DeviceInfo& device, int compile_threads)
-      : problem_(problem), device_(device), compile_threads_(compile_threads) {}
+  ReplayTask(const ReplayedProblem& problem, const DeviceInfo& device, int compile_threads,
+             std::chrono::milliseconds pace)
+      : problem_(problem), device_(device), compile_threads_(compile_threads), pace_(pace) {}
 
   ProblemKey key() const override {
     const RecordedSpace& r = problem_.record;
@@ -60,6 +62,7 @@ class ReplayTask : public TaskEvaluator {
   const ReplayedProblem& problem_;
   const DeviceInfo& device_;
   int compile_threads_;
+  std::chrono::milliseconds pace_;
 };
 
 // The replay's reasons in a session's words.
@@ -97,6 +100,11 @@ SessionResult ReplayTask::search(const SessionOptions& options, int64_t session_
       shown.resumed = ++result.resumed;
       continue;
     }
+    if (options.stop && options.stop->load()) {
+      result.stop_reason = "interrupted";
+      break;
+    }
+    if (pace_.count() > 0) std::this_thread::sleep_for(pace_);
     result.trials.push_back(trial_record(*by_config.at(step.config), session_id));
     const cache::TrialRecord& trial = result.trials.back();
     record({trial});
@@ -123,7 +131,7 @@ std::unique_ptr<TaskEvaluator> ReplayDevice::task(const TaskRequest& request) {
   for (const ReplayedProblem& problem : problems_) {
     const RecordedSpace& r = problem.record;
     if (r.op == request.op && r.variant == request.layout && r.shape == request.shape) {
-      return std::make_unique<ReplayTask>(problem, device_, compile_threads_);
+      return std::make_unique<ReplayTask>(problem, device_, compile_threads_, pace_);
     }
   }
   throw Error(TUNED_STATUS_INVALID_ARGUMENT, "replay: no recorded space for " + request.op + " " +

@@ -3,6 +3,7 @@
 // resume, budget split, bests kept in the database) is run and tested on any machine.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -22,11 +23,15 @@ struct ReplayedProblem {
 
 class ReplayDevice : public DeviceEvaluator {
  public:
-  /// compile_threads: the modelled compile pool of each replay (ReplayOptions).
-  ReplayDevice(DeviceInfo device, std::vector<ReplayedProblem> problems, int compile_threads = 15)
+  /// compile_threads: the modelled compile pool of each replay (ReplayOptions); pace: wall time
+  /// spent per replayed trial (0: none), so that a replay takes time as a GPU would and a worker
+  /// can be killed in the middle of a task (autotune --replay-pace).
+  ReplayDevice(DeviceInfo device, std::vector<ReplayedProblem> problems, int compile_threads = 15,
+               std::chrono::milliseconds pace = {})
       : device_(std::move(device)),
         problems_(std::move(problems)),
-        compile_threads_(compile_threads) {}
+        compile_threads_(compile_threads),
+        pace_(pace) {}
 
   const DeviceInfo& device() const override { return device_; }
   void start() override {}
@@ -38,6 +43,7 @@ class ReplayDevice : public DeviceEvaluator {
   DeviceInfo device_;
   std::vector<ReplayedProblem> problems_;
   int compile_threads_;
+  std::chrono::milliseconds pace_;
 };
 
 }  // namespace tuned

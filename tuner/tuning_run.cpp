@@ -10,6 +10,7 @@
 #include "tuned/error.hpp"
 #include "tuner/device_lock.hpp"
 #include "tuner/task_queue.hpp"
+#include "tuner/task_run.hpp"
 
 namespace tuned {
 namespace {
@@ -30,130 +31,6 @@ struct RunState {
   std::vector<std::optional<TaskOutcome>> outcomes;
 };
 
-// One task on one device (its tuner's thread): a session, its trials and bests in the database.
-class TaskRun {
- public:
-  TaskRun(RunState& run, DeviceEvaluator& device, const TaskQueue::Grant& grant)
-      : run_(run),
-        device_(device.device()),
-        index_(grant.task),
-        budget_s_(grant.budget_s),
-        task_(device.task(run.problems[grant.task].request)) {
-    view_ = {index_, task_->key(), task_->rate_unit(), task_->baseline_name(), &device_};
-  }
-
-  // Throws for a device error, after its outcome is kept.
-  void run() {
-    const int recorded = run_.problems[index_].recorded_alignment;
-    if (recorded != 0 && recorded != view_.key.alignment) {
-      run_.observer.alignment_changed(view_, recorded);
-    }
-    const SessionOptions options = session_options();
-    cache::SessionRecord session;
-    session.device_uuid = device_.uuid;
-    session.op = view_.key.op;
-    session.strategy = run_.options.session.strategy;
-    session.budget_s = options.budget_s;
-    session_ = run_.db.begin_session(session);
-    if (!options.measured.empty()) run_.observer.resuming(view_, options.measured.size());
-    const SessionResult result = task_->search(
-        options, session_.id,
-        [&](const std::vector<cache::TrialRecord>& batch) { run_.db.record_trials(batch); },
-        [&](const Progress& p) { run_.observer.progress(view_, p); },
-        // Each improvement is stored with its cubin at once: a kill keeps the best so far.
-        [&](const cache::TrialRecord& t, const BuiltKernel& built, double baseline_ms) {
-          task_->keep_best(run_.db, best_record(t, t.ms_median, baseline_ms), &built.cubin);
-        });
-    end(outcome(result));
-    if (result.stop_reason.rfind("device error", 0) == 0) {
-      throw Error(TUNED_STATUS_LAUNCH_ERROR,
-                  (run_.several_devices ? "GPU " + std::to_string(device_.index) + ": " : "") +
-                      result.stop_reason);
-    }
-  }
-
- private:
-  SessionOptions session_options() const {
-    const TuningRunOptions& run = run_.options;
-    SessionOptions options = run.session;
-    options.budget_s = budget_s_;
-    options.seed =
-        run.seed
-            ? run.seed + index_
-            : static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
-    options.first = task_->starting_configs(run_.db);
-    options.stop = run.stop;
-    if (!run.remeasure) {
-      // A re-run resumes: what this key's trials on this template measured is not measured
-      // again.
-      for (const auto& t : run_.db.measured(view_.key, task_->template_hash())) {
-        auto& known = options.measured[t.config];
-        if (t.disposition == cache::Disposition::kOk && (!known || t.ms_median < *known)) {
-          known = t.ms_median;
-        }
-      }
-    }
-    return options;
-  }
-
-  cache::BestRecord best_record(const cache::TrialRecord& t, double ms, double baseline_ms) const {
-    cache::BestRecord best;
-    best.key = view_.key;
-    best.config = t.config;
-    best.kernel_name = t.kernel_name;
-    best.ms = ms;
-    best.rate = task_->rate(ms);
-    best.rate_unit = view_.rate_unit;
-    best.baseline_ms = baseline_ms;
-    best.session_id = session_.id;
-    return best;
-  }
-
-  // The row of the task; the best re-timed at the end is offered to the database again (its time
-  // beside the baseline is the one the table states).
-  TaskOutcome outcome(const SessionResult& result) {
-    TaskOutcome row;
-    row.key = view_.key;
-    row.rate_unit = view_.rate_unit;
-    row.baseline_name = view_.baseline_name;
-    row.gpu = device_.index;
-    row.device_name = device_.name;
-    row.trials = static_cast<int>(result.trials.size());
-    for (const auto& t : result.trials) row.ok += t.disposition == cache::Disposition::kOk;
-    row.baseline_ms =
-        result.final_baseline.runs ? result.final_baseline.ms_median : result.baseline.ms_median;
-    row.baseline_rate = task_->rate(row.baseline_ms);
-    if (result.best) {
-      row.config = result.best->config;
-      row.ms = result.final_best.runs ? result.final_best.ms_median : result.best->ms_median;
-      row.rate = task_->rate(row.ms);
-      const CubinRecord* cubin = result.best_kernel ? &result.best_kernel->cubin : nullptr;
-      if (!task_->keep_best(run_.db, best_record(*result.best, row.ms, row.baseline_ms), cubin)) {
-        row.note = "database keeps a faster earlier best";
-      }
-    } else if (result.trials.empty() && result.resumed > 0) {
-      row.note = "nothing new to measure: every config proposed was measured before";
-    } else {
-      row.note = "no valid config";
-    }
-    return row;
-  }
-
-  void end(TaskOutcome row) {
-    std::lock_guard<std::mutex> lock(run_.mutex);
-    run_.outcomes[index_] = std::move(row);
-    run_.observer.task_ended(view_, run_.outcomes);
-  }
-
-  RunState& run_;
-  const DeviceInfo& device_;
-  size_t index_;
-  double budget_s_;
-  std::unique_ptr<TaskEvaluator> task_;
-  TaskView view_;
-  cache::SessionRecord session_;
-};
-
 // One device's tuner, on its own thread: tasks from the queue until none is left. A tuner that
 // fails stops taking tasks (the others take them) and leaves its error.
 void tuner(RunState& run, DeviceEvaluator& device, std::exception_ptr& error) {
@@ -165,7 +42,25 @@ void tuner(RunState& run, DeviceEvaluator& device, std::exception_ptr& error) {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       };
       try {
-        TaskRun(run, device, *grant).run();
+        const TuningProblem& problem = run.problems[grant->task];
+        const TuningRunOptions& o = run.options;
+        TaskPlan plan{&problem, grant->task, grant->budget_s,
+                      o.seed ? o.seed + grant->task : 0, o.stop};
+        TaskResult result = run_task(plan, device, run.db, o, run.observer);
+        {
+          std::lock_guard<std::mutex> lock(run.mutex);
+          run.outcomes[grant->task] = std::move(result.outcome);
+          TaskView view{grant->task, run.outcomes[grant->task]->key,
+                        run.outcomes[grant->task]->rate_unit,
+                        run.outcomes[grant->task]->baseline_name, &device.device()};
+          run.observer.task_ended(view, run.outcomes);
+        }
+        if (!result.device_error.empty()) {
+          throw Error(TUNED_STATUS_LAUNCH_ERROR,
+                      (run.several_devices ? "GPU " + std::to_string(device.device().index) + ": "
+                                           : "") +
+                          result.device_error);
+        }
       } catch (...) {
         run.queue.done(*grant, elapsed());
         throw;
