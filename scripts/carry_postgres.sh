@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs this machine's PostgreSQL server (Debian's postgresql: initdb, pg_ctl, postgres, psql, and
-# the libraries they and libpq load) into carry/pg.tar.zst, for a GPU machine that has none
+# the libraries they and libpq load) into carry/pg.tar.xz, for a GPU machine that has none
 # (scripts/issue66_gpu.sh unpacks it). The tree keeps Debian's layout under usr/, so the server
 # finds its share and lib folders relative to its binaries; the JIT's bitcode is left out.
 set -euo pipefail
@@ -24,5 +24,5 @@ done | sort -u | grep -v -e '/libc\.so' -e '/libm\.so' -e ld-linux -e libpthread
   -e '/librt\.' -e libstdc++ -e libgcc_s | while read -r lib; do cp -L "$lib" "$stage/libs/"; done
 cp -L "$libpq" "$stage/libs/"
 mkdir -p carry
-tar -C "$stage" -cf - . | zstd -q --ultra -22 --long=27 -T0 -o carry/pg.tar.zst -f
-echo "carry/pg.tar.zst: PostgreSQL $version, $(du -h carry/pg.tar.zst | cut -f1)"
+tar -C "$stage" -cf - . | xz -9e -T0 >carry/pg.tar.xz
+echo "carry/pg.tar.xz: PostgreSQL $version, $(du -h carry/pg.tar.xz | cut -f1)"

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Issue 66 on one GPU machine: a PostgreSQL store started there (carry/pg.tar.zst, made by
+# Issue 66 on one GPU machine: a PostgreSQL store started there (carry/pg.tar.xz, made by
 # scripts/carry_postgres.sh: the GPU machines have no server), the benchmark suite's NN shapes but
 # the largest (16 problems) enqueued, two workers tuning them from the one queue (two processes on
 # one GPU: the device lock hands the GPU to one at a time, a task at a time), the bests pulled into
 # an empty database, and a fresh process served from it (gemm_vs_cublas --db) beside a local run
 # of the same problems with the same budget (autotune, then gemm_vs_cublas on its database).
-#   carry/tools.tar.zst: bin/{autotune,tunedb,gemm_vs_cublas} and lib/libtuned.so* of one build
+#   carry/tools.tar.xz: bin/{autotune,tunedb,gemm_vs_cublas} and lib/libtuned.so* of one build
 #   BUDGET: seconds per problem (default 6)
 # Logs under $OUT; a short table last.
 set -uo pipefail
@@ -15,8 +15,10 @@ budget=${BUDGET:-6}
 root=/tmp/issue66
 rm -rf "$root" && mkdir -p "$root/pg" "$root/tools"
 chmod 755 "$root"
-zstd -dc carry/pg.tar.zst | tar -C "$root/pg" -xf -
-zstd -dc carry/tools.tar.zst | tar -C "$root/tools" -xf -
+# (xz through Python's tarfile: the GPU machines have no zstd program)
+unpack() { python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$@"; }
+unpack carry/pg.tar.xz "$root/pg"
+unpack carry/tools.tar.xz "$root/tools"
 chmod -R a+rX "$root"
 # The carried libraries this machine has already stay out of the path: its own are newer.
 mkdir -p "$root/pg/own"

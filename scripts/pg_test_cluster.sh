@@ -18,7 +18,8 @@ fi
 as_owner=()
 if [ "$(id -u)" -eq 0 ]; then
   id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres
-  as_owner=(runuser -u postgres --)
+  # (the carried server's libraries travel in LD_LIBRARY_PATH: passed on explicitly)
+  as_owner=(runuser -u postgres -- env "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}")
 fi
 data=$dir/data
 case $command in
