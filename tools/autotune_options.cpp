@@ -851,6 +851,17 @@ std::string shape_dims_text(const OpInfo& op) {
   return op.max_rank() > op.rank() ? text + "]" : text;
 }
 
+// A whole number of unit from lowest to highest, or Error naming the flag and the range.
+int cli_bounded(const std::string& text, const std::string& flag, int lowest, int highest,
+                const std::string& unit) {
+  const std::string range = std::to_string(lowest) + " to " + std::to_string(highest) + " " + unit;
+  const int64_t value = cli_integer(text, flag, "a whole number of " + unit + ", " + range);
+  if (value < lowest || value > highest) {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT, flag + ": must be " + range + ", got " + text);
+  }
+  return static_cast<int>(value);
+}
+
 // Many machines: the mode, its store and the options only a mode takes; --replay's GPUs.
 void apply_queue_options(const CommandLineText& t, AutotuneOptions& options) {
   using Mode = AutotuneOptions::QueueMode;
@@ -887,14 +898,7 @@ void apply_queue_options(const CommandLineText& t, AutotuneOptions& options) {
     if (model.empty()) throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--device-model: must not be empty");
   }
   options.device_models = t.device_models;
-  if (given(t.lease_opt)) {
-    const int64_t lease = cli_integer(t.lease, "--lease", "whole seconds, 2 to 86400");
-    if (lease < 2 || lease > 86400) {
-      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                  "--lease: must be 2 to 86400 seconds, got " + t.lease);
-    }
-    options.lease_s = static_cast<int>(lease);
-  }
+  if (given(t.lease_opt)) options.lease_s = cli_bounded(t.lease, "--lease", 2, 86400, "seconds");
   options.wait = t.wait;
   options.node = t.node;
   if (options.queue_mode == Mode::kEnqueue && !options.space.empty()) {
@@ -913,20 +917,10 @@ void apply_queue_options(const CommandLineText& t, AutotuneOptions& options) {
                     ": only with --replay");
   }
   if (given(t.replay_gpus_opt)) {
-    const int64_t gpus = cli_integer(t.replay_gpus, "--replay-gpus", "1 to 64 GPUs");
-    if (gpus < 1 || gpus > 64) {
-      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                  "--replay-gpus: must be 1 to 64, got " + t.replay_gpus);
-    }
-    options.replay_gpus = static_cast<int>(gpus);
+    options.replay_gpus = cli_bounded(t.replay_gpus, "--replay-gpus", 1, 64, "GPUs");
   }
   if (given(t.replay_pace_opt)) {
-    const int64_t pace = cli_integer(t.replay_pace, "--replay-pace", "0 to 60000 milliseconds");
-    if (pace < 0 || pace > 60000) {
-      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                  "--replay-pace: must be 0 to 60000 milliseconds, got " + t.replay_pace);
-    }
-    options.replay_pace_ms = static_cast<int>(pace);
+    options.replay_pace_ms = cli_bounded(t.replay_pace, "--replay-pace", 0, 60000, "milliseconds");
   }
 }
 

@@ -210,19 +210,16 @@ WorkerSummary run_worker(const std::vector<std::unique_ptr<DeviceEvaluator>>& de
                          cache::Database& db, const WorkerOptions& options,
                          WorkerObserver& observer) {
   for (const auto& device : devices) db.upsert_device(cache::device_record(device->device()));
-  Heartbeat heartbeat(options);
-  WorkerState state(options, db, observer, heartbeat,
+  // The compile pools share the cores, as in a run on several devices.
+  WorkerOptions shared = options;
+  shared.run = sharing_cores(options.run, devices.size());
+  Heartbeat heartbeat(shared);
+  WorkerState state(shared, db, observer, heartbeat,
                     options.node.empty() ? host_name() : options.node);
   observer.started();
-  std::vector<std::exception_ptr> errors(devices.size());
-  std::vector<std::thread> tuners;
-  for (size_t g = 0; g < devices.size(); ++g) {
-    tuners.emplace_back(tuner, std::ref(state), std::ref(*devices[g]), std::ref(errors[g]));
-  }
-  for (auto& t : tuners) t.join();
-  for (const auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  run_tuner_threads(devices, [&](DeviceEvaluator& device, std::exception_ptr& error) {
+    tuner(state, device, error);
+  });
   return state.summary;
 }
 

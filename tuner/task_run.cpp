@@ -1,6 +1,8 @@
 #include "tuner/task_run.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "tuned/error.hpp"
 
@@ -170,6 +172,28 @@ TaskResult run_task(const TaskPlan& plan, DeviceEvaluator& device, cache::Databa
                     const TuningRunOptions& options, TuningObserver& observer,
                     const SharedRecords& shared) {
   return TaskRun(plan, device, db, options, observer, shared).run();
+}
+
+void run_tuner_threads(const std::vector<std::unique_ptr<DeviceEvaluator>>& devices,
+                       const std::function<void(DeviceEvaluator&, std::exception_ptr&)>& tuner) {
+  std::vector<std::exception_ptr> errors(devices.size());
+  std::vector<std::thread> tuners;
+  for (size_t g = 0; g < devices.size(); ++g) {
+    tuners.emplace_back(tuner, std::ref(*devices[g]), std::ref(errors[g]));
+  }
+  for (auto& t : tuners) t.join();
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+TuningRunOptions sharing_cores(const TuningRunOptions& options, size_t devices) {
+  TuningRunOptions shared = options;
+  if (devices > 1 && shared.session.compile_threads == 0) {
+    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    shared.session.compile_threads = std::max(1, cores / static_cast<int>(devices) - 1);
+  }
+  return shared;
 }
 
 }  // namespace tuned

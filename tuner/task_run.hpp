@@ -7,7 +7,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "cache/database.hpp"
 #include "cache/tuning_store.hpp"
@@ -43,5 +47,14 @@ struct TaskResult {
 TaskResult run_task(const TaskPlan& plan, DeviceEvaluator& device, cache::Database& db,
                     const TuningRunOptions& options, TuningObserver& observer,
                     const SharedRecords& shared = {});
+
+/// One tuner thread per device, each running tuner(device, its error slot); all joined, then the
+/// first error rethrown (a device error ends only its tuner's work: the others go on first).
+void run_tuner_threads(const std::vector<std::unique_ptr<DeviceEvaluator>>& devices,
+                       const std::function<void(DeviceEvaluator&, std::exception_ptr&)>& tuner);
+
+/// The options with the compile threads shared out over the tuners of `devices` devices (where
+/// several and unset): each its part of the cores, less its measuring thread.
+TuningRunOptions sharing_cores(const TuningRunOptions& options, size_t devices);
 
 }  // namespace tuned

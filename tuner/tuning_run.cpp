@@ -99,24 +99,14 @@ std::vector<std::optional<TaskOutcome>> run_tuning(
   std::vector<double> work;
   for (const auto& problem : problems) work.push_back(problem.work);
   TaskQueue queue(work, several, options.budget_s, options.stop);
-  TuningRunOptions resolved = options;
-  if (several && resolved.session.compile_threads == 0) {
-    // The compile pools share the cores: each tuner its part, less its measuring thread.
-    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    resolved.session.compile_threads = std::max(1, cores / static_cast<int>(devices.size()) - 1);
-  }
+  // The compile pools share the cores.
+  const TuningRunOptions resolved = sharing_cores(options, devices.size());
   RunState run{problems, db, resolved, observer, queue};
   run.several_devices = several;
   run.outcomes.resize(problems.size());
-  std::vector<std::exception_ptr> errors(devices.size());
-  std::vector<std::thread> tuners;
-  for (size_t g = 0; g < devices.size(); ++g) {
-    tuners.emplace_back(tuner, std::ref(run), std::ref(*devices[g]), std::ref(errors[g]));
-  }
-  for (auto& t : tuners) t.join();
-  for (const auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  run_tuner_threads(devices, [&](DeviceEvaluator& device, std::exception_ptr& error) {
+    tuner(run, device, error);
+  });
   return run.outcomes;
 }
 
