@@ -287,7 +287,11 @@ void TuningStore::migrate() {
   connection_.transaction(
       [](Connection& c) {
         c.exec("SELECT pg_advisory_xact_lock($1)", Params().add(kMigrationLock), "lock schema");
-        c.exec("CREATE SCHEMA IF NOT EXISTS tuned", {}, "create schema");
+        // Created only where missing: a worker's or reader's role may not create anything.
+        if (c.exec("SELECT 1 FROM pg_namespace WHERE nspname = 'tuned'", {}, "read schema")
+                .rows.empty()) {
+          c.exec("CREATE SCHEMA tuned", {}, "create schema");
+        }
         const bool has_meta =
             !c.exec("SELECT 1 FROM pg_tables WHERE schemaname = 'tuned' AND tablename = 'meta'",
                     {}, "read schema")
@@ -314,6 +318,7 @@ void TuningStore::migrate() {
                           " is newer than this build of tuned writes (" +
                           std::to_string(kStoreSchemaVersion) + "); use a newer tuned");
         }
+        if (version == kStoreSchemaVersion) return;  // nothing written: readers connect too
         for (int v = version; v < kStoreSchemaVersion; ++v) kMigrations[v](c);
         c.exec(
             "INSERT INTO tuned.meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) "

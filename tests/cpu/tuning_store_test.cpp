@@ -406,5 +406,63 @@ TEST_F(StoreTest, ConcurrentClaimsNeverShareATask) {
   EXPECT_EQ(all.size(), 60u);
 }
 
+// The README's grants: a worker's role tunes through the queue and pushes, and cannot delete; a
+// reader's role pulls and shows the queue.
+TEST_F(StoreTest, TheDocumentedRolesWorkAndAWorkerCannotDelete) {
+  { TuningStore schema(url_); }  // made by the owner
+  const std::string role = "tuned_worker_" + std::to_string(getpid());
+  admin().exec("DROP ROLE IF EXISTS " + role, {}, "test");
+  admin().exec("CREATE ROLE " + role + " LOGIN", {}, "test");
+  {
+    store::Connection owner(url_);
+    for (const std::string grant :
+         {"GRANT USAGE ON SCHEMA tuned TO " + role,
+          "GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA tuned TO " + role,
+          "GRANT USAGE ON ALL SEQUENCES IN SCHEMA tuned TO " + role}) {
+      owner.exec(grant, {}, "grant");
+    }
+  }
+  {
+    TuningStore store(url_ + " user=" + role);
+    StoreQueue queue(store);
+    EXPECT_EQ(queue.enqueue({task(1)}).first, 1);
+    auto claim = queue.claim({"n", 1, 0, "gpu"}, 60s);
+    ASSERT_TRUE(claim);
+    EXPECT_TRUE(queue.finish(*claim, true, "ok"));
+    Database db(dir_.file("node.db"));
+    tune_locally(db, "GPU-node-a", "hash-1");
+    EXPECT_EQ(store.push(db, "node-a").trials_added, 6);
+    try {
+      store.connection().exec("DELETE FROM tuned.bests", {}, "delete bests");
+      FAIL() << "a worker's role deleted the bests";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("permission denied"), std::string::npos) << e.what();
+    }
+  }
+  // A reader's role (tunedb pull, autotune --status) needs SELECT alone.
+  const std::string reader = "tuned_reader_" + std::to_string(getpid());
+  admin().exec("DROP ROLE IF EXISTS " + reader, {}, "test");
+  admin().exec("CREATE ROLE " + reader + " LOGIN", {}, "test");
+  {
+    store::Connection owner(url_);
+    owner.exec("GRANT USAGE ON SCHEMA tuned TO " + reader, {}, "grant");
+    owner.exec("GRANT SELECT ON ALL TABLES IN SCHEMA tuned TO " + reader, {}, "grant");
+  }
+  {
+    TuningStore store(url_ + " user=" + reader);
+    EXPECT_EQ(StoreQueue(store).counts().done, 1);
+    EXPECT_EQ(store.bests().size(), 2u);
+    Database fresh(dir_.file("fresh.db"));
+    MergeOptions merge;
+    merge.check_best = check_stored_best;
+    EXPECT_EQ(fresh.merge(*store.bests_source({}), merge).bests_taken, 2);
+    EXPECT_THROW(StoreQueue(store).enqueue({task(7)}), Error);
+  }
+  admin().exec("DROP DATABASE " + name_ + " WITH (FORCE)", {}, "test");
+  name_.clear();
+  admin().exec("DROP ROLE " + role, {}, "test");
+  admin().exec("DROP ROLE " + reader, {}, "test");
+}
+
 }  // namespace
 }  // namespace tuned::cache
