@@ -4,6 +4,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "templates/registry.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned {
@@ -128,9 +129,13 @@ SessionResult ReplayTask::search(const SessionOptions& options, int64_t session_
 }  // namespace
 
 std::unique_ptr<TaskEvaluator> ReplayDevice::task(const TaskRequest& request) {
+  // "" is the op's first variant, as a session takes it.
+  const OpInfo* op = find_op_info(request.op);
+  const std::string variant =
+      request.layout.empty() && op && !op->variants.empty() ? op->variants.front() : request.layout;
   for (const ReplayedProblem& problem : problems_) {
     const RecordedSpace& r = problem.record;
-    if (r.op == request.op && r.variant == request.layout && r.shape == request.shape) {
+    if (r.op == request.op && r.variant == variant && r.shape == request.shape) {
       return std::make_unique<ReplayTask>(problem, device_, compile_threads_, pace_);
     }
   }

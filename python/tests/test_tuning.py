@@ -264,9 +264,24 @@ class AgainstTheRealProgram(unittest.TestCase):
         flags = set(re.findall(r"^\s+(?:-\w,)?(--[a-z0-9-]+)", help_text, re.MULTILINE))
         self.assertIn("--shape", flags)  # the help was read
         mapped = set(tuning._OPTIONS.values()) | set(tuning._FLAGS.values())
-        # --json carries the rows back; --help and --version are not tuning.
-        self.assertEqual(flags - mapped, {"--json", "--help", "--version"})
+        # --json carries the rows back; --help and --version are not tuning, nor is the queue.
+        self.assertEqual(flags - mapped, {"--json", "--help", "--version"} | tuning.QUEUE_OPTIONS)
         self.assertEqual(mapped - flags, set())
+
+    def test_recorded_spaces_stand_in_for_the_gpu(self):
+        here = os.path.dirname(os.path.abspath(__file__))
+        record = os.path.join(here, "..", "..", "bench", "replay", "transpose_4096x4096_h100.tsv.gz")
+        if not os.path.exists(record):
+            self.skipTest("bench/replay is not beside these tests")
+        rows = tuned.autotune(op="transpose", shapes="4096x4096", replay=record, max_trials=12,
+                              seed=3, db=os.path.join(self.folder, "t.db"), quiet=True)
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0]["shape"], "4096x4096")
+        self.assertGreater(rows[0]["ms"], 0)
+        self.assertEqual(rows[0]["trials"], 12)
+        self.assertEqual(rows[0]["unit"], "runs/s")
+        with self.assertRaisesRegex(ValueError, "replay_gpus"):
+            tuned.autotune(replay=record, replay_gpus=0, quiet=True)
 
     def test_its_refusals_are_value_errors_with_its_message(self):
         db = os.path.join(self.folder, "t.db")

@@ -211,14 +211,20 @@ _OPTIONS = {
     "op": "--op", "shapes": "--shape", "shapes_from": "--shapes-from", "layout": "--layout",
     "budget": "--budget", "max_trials": "--max-trials", "patience": "--patience",
     "strategy": "--strategy", "seed": "--seed", "device": "--device", "db": "--db",
-    "config": "--config", "batch": "--batch",
+    "config": "--config", "batch": "--batch", "replay": "--replay", "replay_gpus": "--replay-gpus",
+    "replay_pace": "--replay-pace",
 }
+# The queue's modes and their options (--enqueue, --worker, --status, --store, ...) are the
+# program's, not a tuning run's: they return no results table (README, "Many machines").
+QUEUE_OPTIONS = {"--enqueue", "--worker", "--status", "--store", "--device-model", "--lease",
+                 "--wait", "--node"}
 _FLAGS = {"verbose": "--verbose", "remeasure": "--remeasure", "no_wait": "--no-wait",
           "flush_l2": "--flush-l2"}
 
 
 def _autotune_arguments(op, shapes, layout, budget, shapes_from, db, device, max_trials, patience,
-                        strategy, seed, config, space, batch, flags):
+                        strategy, seed, config, space, batch, flags, replay=None, replay_gpus=None,
+                        replay_pace=None):
     """The program's arguments but --json, each checked (TypeError or ValueError naming the
     keyword), and the [space] file's text (None: none). Values are passed as --flag=value, so that
     no value is ever read as a flag."""
@@ -242,6 +248,10 @@ def _autotune_arguments(op, shapes, layout, budget, shapes_from, db, device, max
         "db": None if db is None else _path(db, "db"),
         "config": None if config is None else _path(config, "config"),
         "batch": None if batch is None else _whole(batch, "batch", 1),
+        "replay": None if replay is None else [
+            _path(p, "replay") for p in (replay if isinstance(replay, (list, tuple)) else [replay])],
+        "replay_gpus": None if replay_gpus is None else _whole(replay_gpus, "replay_gpus", 1),
+        "replay_pace": None if replay_pace is None else _whole(replay_pace, "replay_pace", 0),
     }
     toml = None if space is None else _space_toml(space)
     arguments = []
@@ -258,7 +268,7 @@ def _autotune_arguments(op, shapes, layout, budget, shapes_from, db, device, max
 def autotune(op=None, shapes=None, layout=None, budget=None, *, shapes_from=None, db=None,
              device=None, max_trials=None, patience=None, strategy=None, seed=None, config=None,
              space=None, batch=None, remeasure=False, no_wait=False, flush_l2=False,
-             verbose=False, quiet=False):
+             verbose=False, quiet=False, replay=None, replay_gpus=None, replay_pace=None):
     """Runs the autotune program with the options of its command line, as keywords; returns its
     results table: one dict per problem (op, layout, shape, ms, rate, unit, baseline,
     baseline_ms, ratio, trials, ok, config, note, gpu, device). Calls made afterwards in this
@@ -281,7 +291,8 @@ def autotune(op=None, shapes=None, layout=None, budget=None, *, shapes_from=None
     restriction of the op's parameters, {"BM": [64, 128], "MMA": 0}, written to such a file (not
     with config). batch: passed on as --batch N, for the program to check (batched gemm tuning,
     `autotune --op gemm --batch N`). remeasure, no_wait, flush_l2, verbose: the program's flags
-    of those names. quiet: nothing printed here.
+    of those names. quiet: nothing printed here. replay (a recorded space's file or folder, or a
+    list of them), replay_gpus, replay_pace: recorded spaces stand in for the GPUs (--replay).
 
     A wrong type or value raises TypeError or ValueError naming the keyword before the program
     starts; what the program refuses (exit 2) raises ValueError with its message, another failure
@@ -292,7 +303,8 @@ def autotune(op=None, shapes=None, layout=None, budget=None, *, shapes_from=None
     arguments, space_toml = _autotune_arguments(
         op, shapes, layout, budget, shapes_from, db, device, max_trials, patience, strategy, seed,
         config, space, batch,
-        {"verbose": verbose, "remeasure": remeasure, "no_wait": no_wait, "flush_l2": flush_l2})
+        {"verbose": verbose, "remeasure": remeasure, "no_wait": no_wait, "flush_l2": flush_l2},
+        replay, replay_gpus, replay_pace)
     _flag(quiet, "quiet")
     args = [_autotune_program()] + arguments
     with tempfile.TemporaryDirectory(prefix="tuned-autotune-") as folder:
