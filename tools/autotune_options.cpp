@@ -890,6 +890,23 @@ void apply_queue_options(const CommandLineText& t, AutotuneOptions& options) {
                   std::string(name) + ": only with " + needed_name);
     }
   };
+  // A worker takes its problems and their tuning from the queue; --status only reads it.
+  if (options.queue_mode == Mode::kWorker || options.queue_mode == Mode::kStatus) {
+    for (const auto& [option, name] :
+         {std::pair{t.shape_opt, "--shape"}, {t.shapes_from_opt, "--shapes-from"},
+          {t.batch_opt, "--batch"}, {t.budget_opt, "--budget"}, {t.max_trials_opt, "--max-trials"},
+          {t.patience_opt, "--patience"}, {t.strategy_opt, "--strategy"}, {t.seed_opt, "--seed"},
+          {t.json_opt, "--json"}, {t.layout_opt, "--layout"}}) {
+      if (given(option)) {
+        throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                    std::string(name) + ": not with " + mode +
+                        " (the queue's tasks carry their problems and how to tune them)");
+      }
+    }
+  }
+  if (options.queue_mode == Mode::kEnqueue && given(t.json_opt)) {
+    throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--json: not with --enqueue (nothing is tuned here)");
+  }
   only_with(t.device_model_opt, "--device-model", Mode::kEnqueue, "--enqueue");
   only_with(t.lease_opt, "--lease", Mode::kWorker, "--worker");
   only_with(t.wait_opt, "--wait", Mode::kWorker, "--worker");

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -44,9 +45,10 @@ class Heartbeat {
     std::atomic<bool> lost{false};
   };
 
-  void hold(const cache::ClaimedTask& claim, Held& held) {
+  // (Shared: a beat in progress may still write to a claim its tuner has just dropped.)
+  void hold(const cache::ClaimedTask& claim, const std::shared_ptr<Held>& held) {
     std::lock_guard<std::mutex> lock(mutex_);
-    held_[claim.token] = {claim, &held};
+    held_[claim.token] = {claim, held};
   }
   void drop(const cache::ClaimedTask& claim) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -90,7 +92,7 @@ class Heartbeat {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool done_ = false;
-  std::map<std::string, std::pair<cache::ClaimedTask, Held*>> held_;
+  std::map<std::string, std::pair<cache::ClaimedTask, std::shared_ptr<Held>>> held_;
   std::thread thread_;
 };
 
@@ -129,8 +131,9 @@ void tuner(WorkerState& state, DeviceEvaluator& device, std::exception_ptr& erro
                         [&](const std::string& message) { state.observer.waiting_for_lock(message); });
         claim = queue.claim(who, options.lease, options.max_attempts);
         if (claim) {
-          Heartbeat::Held held;
-          state.heartbeat.hold(*claim, held);
+          const auto shared_held = std::make_shared<Heartbeat::Held>();
+          Heartbeat::Held& held = *shared_held;
+          state.heartbeat.hold(*claim, shared_held);
           state.observer.claimed(*claim, device.device());
           const cache::QueuedTask& t = claim->task;
           TuningProblem problem;

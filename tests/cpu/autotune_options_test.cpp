@@ -676,5 +676,37 @@ TEST_F(TomlConfigTest, ShapesFromReplacesTheShapesAndItsErrorsAreUsageErrors) {
   EXPECT_TRUE(task_request(restricted.options, problems[1]).space.empty());
 }
 
+// The queue's modes (issue 66): each needs a store, takes only its own options, and is parsed
+// without touching the store.
+TEST(AutotuneQueueOptions, ModesNeedAStoreAndTakeOnlyTheirOptions) {
+  const std::string url = "host=/nowhere dbname=tuning";
+  expect_usage_error({"--worker"}, {"--worker", "needs --store"});
+  expect_usage_error({"--store", url}, {"--store", "--enqueue, --worker or --status"});
+  expect_usage_error({"--worker", "--status", "--store", url}, {"--worker"});
+  expect_usage_error({"--worker", "--store", url, "--shape", "64x64x64"},
+                     {"--shape", "not with --worker"});
+  expect_usage_error({"--status", "--store", url, "--budget", "10"}, {"--budget", "--status"});
+  expect_usage_error({"--enqueue", "--store", url, "--json", "x.json"}, {"--json", "--enqueue"});
+  expect_usage_error({"--enqueue", "--store", url, "--lease", "30"}, {"--lease", "only with"});
+  expect_usage_error({"--worker", "--store", url, "--lease", "1"}, {"--lease", "2 to 86400"});
+  expect_usage_error({"--worker", "--store", url, "--device-model", "NVIDIA H100"},
+                     {"--device-model", "only with --enqueue"});
+  expect_usage_error({"--replay-pace", "5"}, {"--replay-pace", "only with --replay"});
+  expect_usage_error({"--replay", "x", "--replay-gpus", "0"}, {"--replay-gpus", "1 to 64"});
+
+  ParseResult worker = parse({"--worker", "--store", url, "--device", "all", "--lease", "30",
+                              "--wait", "--node", "n1"});
+  ASSERT_FALSE(worker.exit_now) << worker.message;
+  EXPECT_EQ(worker.options.queue_mode, AutotuneOptions::QueueMode::kWorker);
+  EXPECT_EQ(worker.options.store_url, url);
+  EXPECT_EQ(worker.options.lease_s, 30);
+  EXPECT_TRUE(worker.options.wait);
+  EXPECT_EQ(worker.options.node, "n1");
+  ParseResult enqueue = parse({"--enqueue", "--store", url, "--shape", "64x64x64", "--budget",
+                               "30", "--device-model", "NVIDIA H100 80GB HBM3"});
+  ASSERT_FALSE(enqueue.exit_now) << enqueue.message;
+  EXPECT_EQ(enqueue.options.device_models, std::vector<std::string>{"NVIDIA H100 80GB HBM3"});
+}
+
 }  // namespace
 }  // namespace tuned::tools
