@@ -112,89 +112,79 @@ struct WorkerState {
 bool stopping(const WorkerOptions& options) { return options.run.stop && options.run.stop->load(); }
 
 // One device's tuner: claims, tunes and ends tasks until none is left for it.
-void tuner(WorkerState& state, DeviceEvaluator& device, std::exception_ptr& error) {
+void tuner(WorkerState& state, DeviceEvaluator& device) {
   const WorkerOptions& options = state.options;
-  try {
-    device.start();
-    cache::TuningStore store(options.store_url, options.store_retry, options.store_retry);
-    cache::StoreQueue queue(store);
-    store.upsert_device(cache::device_record(device.device()));
-    const cache::Claimant who{state.node, static_cast<int64_t>(getpid()), device.device().index,
-                              device.device().name};
-    const SharedRecords shared{&store, state.node};
-    while (!stopping(options)) {
-      // One tuner times kernels on a GPU at a time: the lock is taken before a claim, so a
-      // worker never holds a lease it cannot work on.
-      std::optional<cache::ClaimedTask> claim;
-      {
-        DeviceLock lock(device.device().uuid, true,
-                        [&](const std::string& message) { state.observer.waiting_for_lock(message); });
-        claim = queue.claim(who, options.lease, options.max_attempts);
-        if (claim) {
-          const auto shared_held = std::make_shared<Heartbeat::Held>();
-          Heartbeat::Held& held = *shared_held;
-          state.heartbeat.hold(*claim, shared_held);
-          state.observer.claimed(*claim, device.device());
-          const cache::QueuedTask& t = claim->task;
-          TuningProblem problem;
-          problem.request = TaskRequest{t.op, t.shape, t.variant, {}};
-          problem.recorded_alignment = t.alignment;
-          TuningRunOptions run = options.run;
-          run.session.strategy = t.strategy;
-          run.session.max_trials = t.max_trials;
-          run.session.patience = t.patience;
-          run.remeasure = t.remeasure;
-          run.stop = &held.stop;
-          const size_t index = static_cast<size_t>(claim->id);
-          TaskPlan plan{&problem, index, t.budget_s, t.seed, &held.stop};
-          TaskResult result;
-          std::string failure;
-          try {
-            result = run_task(plan, device, state.db, run, state.observer, shared);
-          } catch (const Error& e) {
-            if (e.status() == TUNED_STATUS_DATABASE_ERROR) throw;  // this node's, not the task's
-            failure = e.what();
-          }
-          state.heartbeat.drop(*claim);
-          std::string how;
-          if (held.lost) {
-            how = "lease lost";
-          } else if (!failure.empty()) {
-            how = queue.finish(*claim, false, failure) ? "failed" : "lease lost";
-          } else if (!result.device_error.empty()) {
-            how = queue.release(*claim, result.device_error) ? "released" : "lease lost";
-          } else if (held.stop) {
-            how = queue.release(*claim, "its worker was stopped") ? "released" : "lease lost";
-          } else {
-            how = queue.finish(*claim, true, outcome_note(result.outcome)) ? "done" : "lease lost";
-          }
-          {
-            std::lock_guard<std::mutex> guard(state.mutex);
-            WorkerSummary& s = state.summary;
-            (how == "done" ? s.done : how == "failed" ? s.failed : how == "released" ? s.released
-                                                                                   : s.lost)++;
-            state.observer.ended(*claim, device.device(), how,
-                                 failure.empty() ? &result.outcome : nullptr, failure);
-          }
-          if (!result.device_error.empty()) {
-            throw Error(TUNED_STATUS_LAUNCH_ERROR,
-                        "GPU " + std::to_string(device.device().index) + ": " +
-                            result.device_error);
-          }
+  cache::TuningStore store(options.store_url, options.store_retry, options.store_retry);
+  cache::StoreQueue queue(store);
+  store.upsert_device(cache::device_record(device.device()));
+  const cache::Claimant who{state.node, static_cast<int64_t>(getpid()), device.device().index,
+                            device.device().name};
+  const SharedRecords shared{&store, state.node};
+  while (!stopping(options)) {
+    // One tuner times kernels on a GPU at a time: the lock is taken before a claim, so a
+    // worker never holds a lease it cannot work on.
+    std::optional<cache::ClaimedTask> claim;
+    {
+      DeviceLock lock(device.device().uuid, true,
+                      [&](const std::string& message) { state.observer.waiting_for_lock(message); });
+      claim = queue.claim(who, options.lease, options.max_attempts);
+      if (claim) {
+        const auto shared_held = std::make_shared<Heartbeat::Held>();
+        Heartbeat::Held& held = *shared_held;
+        state.heartbeat.hold(*claim, shared_held);
+        state.observer.claimed(*claim, device.device());
+        const cache::QueuedTask& t = claim->task;
+        TuningProblem problem;
+        problem.request = TaskRequest{t.op, t.shape, t.variant, {}};
+        problem.recorded_alignment = t.alignment;
+        TuningRunOptions run = options.run;
+        run.session.strategy = t.strategy;
+        run.session.max_trials = t.max_trials;
+        run.session.patience = t.patience;
+        run.remeasure = t.remeasure;
+        run.stop = &held.stop;
+        const size_t index = static_cast<size_t>(claim->id);
+        TaskPlan plan{&problem, index, t.budget_s, t.seed, &held.stop};
+        TaskResult result;
+        std::string failure;
+        try {
+          result = run_task(plan, device, state.db, run, state.observer, shared);
+        } catch (const Error& e) {
+          if (e.status() == TUNED_STATUS_DATABASE_ERROR) throw;  // this node's, not the task's
+          failure = e.what();
+        }
+        state.heartbeat.drop(*claim);
+        std::string how;
+        if (held.lost) {
+          how = "lease lost";
+        } else if (!failure.empty()) {
+          how = queue.finish(*claim, false, failure) ? "failed" : "lease lost";
+        } else if (!result.device_error.empty()) {
+          how = queue.release(*claim, result.device_error) ? "released" : "lease lost";
+        } else if (held.stop) {
+          how = queue.release(*claim, "its worker was stopped") ? "released" : "lease lost";
+        } else {
+          how = queue.finish(*claim, true, outcome_note(result.outcome)) ? "done" : "lease lost";
+        }
+        {
+          std::lock_guard<std::mutex> guard(state.mutex);
+          WorkerSummary& s = state.summary;
+          (how == "done" ? s.done : how == "failed" ? s.failed : how == "released" ? s.released
+                                                                                 : s.lost)++;
+          state.observer.ended(*claim, device.device(), how,
+                               failure.empty() ? &result.outcome : nullptr, failure);
+        }
+        if (!result.device_error.empty()) {
+          throw Error(TUNED_STATUS_LAUNCH_ERROR,
+                      "GPU " + std::to_string(device.device().index) + ": " +
+                          result.device_error);
         }
       }
-      if (!claim) {
-        if (!options.wait && !queue.unfinished()) break;
-        std::this_thread::sleep_for(options.poll);
-      }
     }
-  } catch (...) {
-    error = std::current_exception();
-  }
-  try {
-    device.finish();
-  } catch (...) {
-    if (!error) error = std::current_exception();
+    if (!claim) {
+      if (!options.wait && !queue.unfinished()) break;
+      std::this_thread::sleep_for(options.poll);
+    }
   }
 }
 
@@ -220,9 +210,7 @@ WorkerSummary run_worker(const std::vector<std::unique_ptr<DeviceEvaluator>>& de
   WorkerState state(shared, db, observer, heartbeat,
                     options.node.empty() ? host_name() : options.node);
   observer.started();
-  run_tuner_threads(devices, [&](DeviceEvaluator& device, std::exception_ptr& error) {
-    tuner(state, device, error);
-  });
+  run_tuner_threads(devices, [&](DeviceEvaluator& device) { tuner(state, device); });
   return state.summary;
 }
 

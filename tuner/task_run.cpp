@@ -175,11 +175,25 @@ TaskResult run_task(const TaskPlan& plan, DeviceEvaluator& device, cache::Databa
 }
 
 void run_tuner_threads(const std::vector<std::unique_ptr<DeviceEvaluator>>& devices,
-                       const std::function<void(DeviceEvaluator&, std::exception_ptr&)>& tuner) {
+                       const std::function<void(DeviceEvaluator&)>& tuner) {
   std::vector<std::exception_ptr> errors(devices.size());
+  // start and finish on the tuner's own thread; a tuner that fails leaves its error.
+  auto run = [&](DeviceEvaluator& device, std::exception_ptr& error) {
+    try {
+      device.start();
+      tuner(device);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    try {
+      device.finish();
+    } catch (...) {
+      if (!error) error = std::current_exception();
+    }
+  };
   std::vector<std::thread> tuners;
   for (size_t g = 0; g < devices.size(); ++g) {
-    tuners.emplace_back(tuner, std::ref(*devices[g]), std::ref(errors[g]));
+    tuners.emplace_back(run, std::ref(*devices[g]), std::ref(errors[g]));
   }
   for (auto& t : tuners) t.join();
   for (const auto& e : errors) {

@@ -48,10 +48,10 @@ TaskResult run_task(const TaskPlan& plan, DeviceEvaluator& device, cache::Databa
                     const TuningRunOptions& options, TuningObserver& observer,
                     const SharedRecords& shared = {});
 
-/// One tuner thread per device, each running tuner(device, its error slot); all joined, then the
-/// first error rethrown (a device error ends only its tuner's work: the others go on first).
+/// One tuner thread per device: device.start(), tuner(device), device.finish() on it; all joined,
+/// then the first error rethrown (a tuner that throws ends only its own work: the others go on).
 void run_tuner_threads(const std::vector<std::unique_ptr<DeviceEvaluator>>& devices,
-                       const std::function<void(DeviceEvaluator&, std::exception_ptr&)>& tuner);
+                       const std::function<void(DeviceEvaluator&)>& tuner);
 
 /// The options with the compile threads shared out over the tuners of `devices` devices (where
 /// several and unset): each its part of the cores, less its measuring thread.

@@ -33,47 +33,37 @@ struct RunState {
 
 // One device's tuner, on its own thread: tasks from the queue until none is left. A tuner that
 // fails stops taking tasks (the others take them) and leaves its error.
-void tuner(RunState& run, DeviceEvaluator& device, std::exception_ptr& error) {
-  try {
-    device.start();
-    while (const auto grant = run.queue.next()) {
-      const auto started = std::chrono::steady_clock::now();
-      auto elapsed = [&] {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      };
-      try {
-        const TuningProblem& problem = run.problems[grant->task];
-        const TuningRunOptions& o = run.options;
-        TaskPlan plan{&problem, grant->task, grant->budget_s,
-                      o.seed ? o.seed + grant->task : 0, o.stop};
-        TaskResult result = run_task(plan, device, run.db, o, run.observer);
-        {
-          std::lock_guard<std::mutex> lock(run.mutex);
-          run.outcomes[grant->task] = std::move(result.outcome);
-          TaskView view{grant->task, run.outcomes[grant->task]->key,
-                        run.outcomes[grant->task]->rate_unit,
-                        run.outcomes[grant->task]->baseline_name, &device.device()};
-          run.observer.task_ended(view, run.outcomes);
-        }
-        if (!result.device_error.empty()) {
-          throw Error(TUNED_STATUS_LAUNCH_ERROR,
-                      (run.several_devices ? "GPU " + std::to_string(device.device().index) + ": "
-                                           : "") +
-                          result.device_error);
-        }
-      } catch (...) {
-        run.queue.done(*grant, elapsed());
-        throw;
+void tuner(RunState& run, DeviceEvaluator& device) {
+  while (const auto grant = run.queue.next()) {
+    const auto started = std::chrono::steady_clock::now();
+    auto elapsed = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    };
+    try {
+      const TuningProblem& problem = run.problems[grant->task];
+      const TuningRunOptions& o = run.options;
+      TaskPlan plan{&problem, grant->task, grant->budget_s,
+                    o.seed ? o.seed + grant->task : 0, o.stop};
+      TaskResult result = run_task(plan, device, run.db, o, run.observer);
+      {
+        std::lock_guard<std::mutex> lock(run.mutex);
+        run.outcomes[grant->task] = std::move(result.outcome);
+        TaskView view{grant->task, run.outcomes[grant->task]->key,
+                      run.outcomes[grant->task]->rate_unit,
+                      run.outcomes[grant->task]->baseline_name, &device.device()};
+        run.observer.task_ended(view, run.outcomes);
       }
+      if (!result.device_error.empty()) {
+        throw Error(TUNED_STATUS_LAUNCH_ERROR,
+                    (run.several_devices ? "GPU " + std::to_string(device.device().index) + ": "
+                                         : "") +
+                        result.device_error);
+      }
+    } catch (...) {
       run.queue.done(*grant, elapsed());
+      throw;
     }
-  } catch (...) {
-    error = std::current_exception();
-  }
-  try {
-    device.finish();
-  } catch (...) {
-    if (!error) error = std::current_exception();
+    run.queue.done(*grant, elapsed());
   }
 }
 
@@ -104,9 +94,7 @@ std::vector<std::optional<TaskOutcome>> run_tuning(
   RunState run{problems, db, resolved, observer, queue};
   run.several_devices = several;
   run.outcomes.resize(problems.size());
-  run_tuner_threads(devices, [&](DeviceEvaluator& device, std::exception_ptr& error) {
-    tuner(run, device, error);
-  });
+  run_tuner_threads(devices, [&](DeviceEvaluator& device) { tuner(run, device); });
   return run.outcomes;
 }
 
