@@ -5,9 +5,10 @@ set -euo pipefail
 need=()
 for pkg in cmake g++ make pkg-config python3 python3-dev python3-venv python3-setuptools python3-wheel \
     libsqlite3-dev zlib1g-dev libzstd-dev libpq-dev libtomlplusplus-dev libcli11-dev libgtest-dev \
-    python3-torch postgresql; do
+    python3-torch postgresql chromium; do
   # (torch: the routing tests of the Python package run on its CPU tensors; postgresql: the tuning
-  # store's tests run a throwaway server, scripts/pg_test_cluster.sh)
+  # store's tests run a throwaway server, scripts/pg_test_cluster.sh; chromium: the report is
+  # checked in a headless browser, tests/report/report_browser_test.py)
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

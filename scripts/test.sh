@@ -16,6 +16,8 @@ stop_store() { scripts/pg_test_cluster.sh stop "$store_dir"; rm -rf "$store_dir"
 trap stop_store EXIT
 TUNED_TEST_STORE=$(scripts/pg_test_cluster.sh start "$store_dir")
 export TUNED_TEST_STORE TUNED_REQUIRE_STORE=1
+# The report's browser test runs in headless Chromium (installed above), and must.
+export TUNED_REQUIRE_BROWSER=1
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 # The Python wheel, made and installed as the README says (offline: the build backend from
 # Debian's packages) in a folder outside the repository: it bundles the library and autotune that

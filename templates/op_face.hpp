@@ -54,6 +54,9 @@ class OpFace {
   virtual size_t workspace_bytes(const Config& config, const ProblemId& problem) const = 0;
   /// Bytes of the operands a call reads and writes (the scale a workspace is judged against).
   virtual size_t operand_bytes(const ProblemId& problem) const = 0;
+  /// Floating-point operations of one call (0 for an op whose rate counts bytes): with
+  /// operand_bytes, where a problem sits on a roofline (tunedb report). 0 by default.
+  virtual double flops(const ProblemId& /*problem*/) const { return 0; }
   /// A tuning task with its own (scratch) buffers of this problem's shape, variant and alignment
   /// class: what first-use tuning times candidates on, never the caller's data.
   virtual std::unique_ptr<TuningTask> scratch_task(const DeviceInfo& device,

@@ -46,9 +46,9 @@ concept OpDescriptor = requires(const typename Op::Problem& problem, const Probl
 
 namespace registered_op_detail {
 
-/// OpFace from a descriptor. The optional hooks (support_kernels, describe_config, data_variant,
-/// serve, transfers_to, selection features) are used where the descriptor defines them, and are
-/// OpFace's defaults where it does not.
+/// OpFace from a descriptor. The optional hooks (flops, support_kernels, describe_config,
+/// data_variant, serve, transfers_to, selection features) are used where the descriptor defines
+/// them, and are OpFace's defaults where it does not.
 template <OpDescriptor Op>
 class Face final : public OpFace {
  public:
@@ -67,6 +67,12 @@ class Face final : public OpFace {
   }
   size_t operand_bytes(const ProblemId& problem) const override {
     return Op::operand_bytes(Op::problem_of(problem));
+  }
+  double flops(const ProblemId& problem) const override {
+    if constexpr (requires { Op::flops(Op::problem_of(problem)); }) {
+      return Op::flops(Op::problem_of(problem));
+    }
+    return OpFace::flops(problem);
   }
   std::unique_ptr<TuningTask> scratch_task(const DeviceInfo& device, const ProblemId& problem,
                                            DeviceCheck& check) const override {

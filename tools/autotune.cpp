@@ -25,6 +25,7 @@
 #include "templates/registry.hpp"
 #include "tools/autotune_fleet.hpp"
 #include "tools/autotune_options.hpp"
+#include "tools/report/write_report.hpp"
 #include "tools/terminal_text.hpp"
 #include "tuned/error.hpp"
 #include "tuner/recorded_space.hpp"
@@ -454,6 +455,11 @@ int run(const AutotuneOptions& options) {
   RunPrinter printer(
       options, several_ops, tuned::tools::several_devices(options), json_device,
       [&] { print_header(options, devices, requests.size(), ops, budget, db_path); });
+  // The run's sessions are those begun from here on (the report's scope).
+  int64_t sessions_before = 0;
+  db.for_each_session({}, false, [&](const tuned::cache::Database::SessionSummary& s) {
+    sessions_before = std::max(sessions_before, s.session.id);
+  });
   const auto outcomes =
       tuned::run_tuning(problems, evaluators, db, run_options(options, budget), printer);
   std::vector<tuned::TaskOutcome> rows;  // each task once, in the order given
@@ -461,6 +467,18 @@ int run(const AutotuneOptions& options) {
     if (r) rows.push_back(*r);
   }
   print_tables(options, rows, devices, several_ops);
+  if (!options.report_path.empty()) {  // (an interrupted run's too: what it measured)
+    tuned::report::Scope scope;
+    scope.sessions_after = sessions_before;
+    try {
+      const auto written =
+          tuned::report::write_report(db, scope, options.report_path, "tuned: autotune run");
+      std::printf("%s\n", tuned::report::describe(written, options.report_path).c_str());
+    } catch (const tuned::Error& e) {
+      std::fprintf(stderr, "autotune: --report %s\n", e.what());
+      return 1;
+    }
+  }
   if (g_interrupted) {
     std::printf("interrupted: every trial and each shape's best so far are in %s\n",
                 db_path.c_str());

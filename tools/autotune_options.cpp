@@ -693,12 +693,12 @@ namespace {
 // says whether it was given.
 struct CommandLineText {
   std::string device, op, layout, budget, max_trials, patience, strategy, db, config, seed, batch,
-      shapes_from, json_path, store, lease, node, replay_gpus, replay_pace;
+      shapes_from, json_path, report, store, lease, node, replay_gpus, replay_pace;
   std::vector<std::string> shapes, device_models, replay;
   bool verbose = false, no_wait = false, remeasure = false, flush_l2 = false, enqueue = false,
        worker = false, status = false, wait = false;
-  CLI::Option *device_opt, *op_opt, *shape_opt, *shapes_from_opt, *json_opt, *layout_opt,
-      *budget_opt, *max_trials_opt, *patience_opt, *strategy_opt, *db_opt, *config_opt, *seed_opt,
+  CLI::Option *device_opt, *op_opt, *shape_opt, *shapes_from_opt, *json_opt, *report_opt,
+      *layout_opt, *budget_opt, *max_trials_opt, *patience_opt, *strategy_opt, *db_opt, *config_opt, *seed_opt,
       *batch_opt, *store_opt, *lease_opt, *node_opt, *device_model_opt, *replay_opt,
       *replay_gpus_opt, *replay_pace_opt, *enqueue_opt, *worker_opt, *status_opt, *wait_opt;
 };
@@ -751,6 +751,9 @@ void declare_options(CLI::App& app, CommandLineText& t) {
   t.json_opt = scalar("--json", t.json_path, "FILE",
                       "also write the results table as JSON to FILE (rewritten after "
                       "each problem)");
+  t.report_opt = scalar("--report", t.report, "FILE.html",
+                        "at the end, write the run's tuning report to FILE (tunedb report's page "
+                        "for the problems this run tuned and its sessions)");
   t.layout_opt = scalar("--layout", t.layout, "LAYOUT",
                         "the op's variant (default its first): " + variant_help());
   t.budget_opt = scalar("--budget", t.budget, "SECONDS",
@@ -896,7 +899,7 @@ void apply_queue_options(const CommandLineText& t, AutotuneOptions& options) {
          {std::pair{t.shape_opt, "--shape"}, {t.shapes_from_opt, "--shapes-from"},
           {t.batch_opt, "--batch"}, {t.budget_opt, "--budget"}, {t.max_trials_opt, "--max-trials"},
           {t.patience_opt, "--patience"}, {t.strategy_opt, "--strategy"}, {t.seed_opt, "--seed"},
-          {t.json_opt, "--json"}, {t.layout_opt, "--layout"}}) {
+          {t.json_opt, "--json"}, {t.report_opt, "--report"}, {t.layout_opt, "--layout"}}) {
       if (given(option)) {
         throw Error(TUNED_STATUS_INVALID_ARGUMENT,
                     std::string(name) + ": not with " + mode +
@@ -904,8 +907,11 @@ void apply_queue_options(const CommandLineText& t, AutotuneOptions& options) {
       }
     }
   }
-  if (options.queue_mode == Mode::kEnqueue && given(t.json_opt)) {
-    throw Error(TUNED_STATUS_INVALID_ARGUMENT, "--json: not with --enqueue (nothing is tuned here)");
+  for (const auto& [option, name] : {std::pair{t.json_opt, "--json"}, {t.report_opt, "--report"}}) {
+    if (options.queue_mode == Mode::kEnqueue && given(option)) {
+      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                  std::string(name) + ": not with --enqueue (nothing is tuned here)");
+    }
   }
   only_with(t.device_model_opt, "--device-model", Mode::kEnqueue, "--enqueue");
   only_with(t.lease_opt, "--lease", Mode::kWorker, "--worker");
@@ -993,6 +999,7 @@ void apply_command_line(const CommandLineText& t, AutotuneOptions& options) {
   if (given(t.db_opt)) options.db_path = check_db_path(t.db, "--db");
   if (given(t.seed_opt)) options.seed = cli_seed(t.seed);
   if (given(t.json_opt)) options.json_path = check_path(t.json_path, "--json");
+  if (given(t.report_opt)) options.report_path = check_path(t.report, "--report");
   if (given(t.shapes_from_opt)) {
     options.shapes_from = check_path(t.shapes_from, "--shapes-from");
     options.recorded = read_shapes_file(options.shapes_from, options.op, options.layout);

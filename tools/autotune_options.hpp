@@ -50,6 +50,7 @@ struct AutotuneOptions {
   std::string shapes_from;             // --shapes-from: the file `recorded` was read from
   std::vector<ShapeRequest> recorded;  // its problems (replacing op x shapes x layout)
   std::string json_path;               // --json: the results table as JSON, rewritten per shape
+  std::string report_path;             // --report: the run's tuning report (HTML), at the end
 
   // Many machines (cache/store_queue.hpp, tuner/fleet_worker.hpp): a PostgreSQL store and what to
   // do with its queue instead of tuning here and now.

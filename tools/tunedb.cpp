@@ -4,7 +4,9 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +28,7 @@
 #include "generator/device.hpp"
 #include "core/log.hpp"
 #include "templates/registry.hpp"
+#include "tools/report/write_report.hpp"
 #include "tools/terminal_text.hpp"
 #include "tools/tool_version.hpp"
 #include "tuned/error.hpp"
@@ -56,6 +59,7 @@ struct Options {
   bool with_trials = false;              // export --portable
   std::string store_url;                 // push, pull: --store URL
   std::vector<std::string> device_models;  // pull: --device-model NAME (default: this machine's)
+  std::string report_path = "report.html";  // report: --out FILE ('-': stdout)
 };
 
 std::string fixed(double value, int decimals) {
@@ -702,6 +706,13 @@ void declare_command_line(CLI::App& app, Options& options) {
   app.add_subcommand("upgrade",
                      "migrate an older database to this build's schema, so the library records "
                      "in it again (besides merge and import, the only command that writes)");
+  CLI::App* report_cmd = app.add_subcommand(
+      "report",
+      "report [--out FILE]: one self-contained HTML page of the database: per device the ratio "
+      "to the baseline of every tuned problem, a roofline, which kernel family wins where, the "
+      "tuning curves, and the database's provenance (--op and --device narrow it)");
+  report_cmd->add_option("--out", options.report_path,
+                         "the page to write (default report.html; '-': stdout)");
   CLI::App* export_cmd = app.add_subcommand(
       "export",
       "best configs and trials as JSON (default), or one table as CSV; --portable FILE: a file "
@@ -753,7 +764,7 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
   if (message.rfind("DEST_SRC", 0) == 0) message = "merge [DEST] SRC" + message.substr(8);
   if (app.get_subcommands().empty() && message == "A subcommand is required") {
     message =
-        "a command is required: devices, best, trials, sessions, export, merge, import, "
+        "a command is required: devices, best, trials, sessions, report, export, merge, import, "
         "push, pull or upgrade";
   }
   return message;
@@ -765,6 +776,10 @@ std::optional<std::string> usage_problem(const Options& options) {
   if (options.command == "export" && !portable && (options.with_cubins || options.with_trials)) {
     return std::string(options.with_cubins ? "--with-cubins" : "--with-trials") +
            " is for export --portable only";
+  }
+  if (options.command == "report" &&
+      (!options.format.empty() || options.filter.limit > 0 || options.filter.session_id != 0)) {
+    return "report shows whole devices: no --format, --limit or --session";
   }
   if (portable && (options.format != "json" || options.filter.limit > 0)) {
     return "export --portable takes no --format and no --limit";
@@ -793,10 +808,27 @@ int run_upgrade(const Options& options) {
   return 0;
 }
 
+int run_report(Database& db, const Options& options) {
+  tuned::report::Scope scope;
+  scope.filter = options.filter;
+  try {
+    const auto written =
+        tuned::report::write_report(db, scope, options.report_path, "tuned: tuning report");
+    if (options.report_path != "-") {
+      std::cout << tuned::report::describe(written, options.report_path) << "\n";
+    }
+  } catch (const tuned::Error& e) {
+    std::cerr << "tunedb: report --out " << escape_text(e.what()) << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 // The listings and exports: they only read.
 int run_reader(Options& options) {
   Database db(options.db_path, tuned::cache::Access::kRead);
   options.filter.device_uuid = resolve_device(db, options.filter.device_uuid);
+  if (options.command == "report") return run_report(db, options);
   if (options.command == "export" && !options.portable_path.empty()) {
     const int rc = run_export_portable(db, options);
     if (rc != 0) return rc;

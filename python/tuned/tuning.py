@@ -212,7 +212,7 @@ _OPTIONS = {
     "budget": "--budget", "max_trials": "--max-trials", "patience": "--patience",
     "strategy": "--strategy", "seed": "--seed", "device": "--device", "db": "--db",
     "config": "--config", "batch": "--batch", "replay": "--replay", "replay_gpus": "--replay-gpus",
-    "replay_pace": "--replay-pace",
+    "replay_pace": "--replay-pace", "report": "--report",
 }
 # The queue's modes and their options (--enqueue, --worker, --status, --store, ...) are the
 # program's, not a tuning run's: they return no results table (README, "Many machines").
@@ -224,7 +224,7 @@ _FLAGS = {"verbose": "--verbose", "remeasure": "--remeasure", "no_wait": "--no-w
 
 def _autotune_arguments(op, shapes, layout, budget, shapes_from, db, device, max_trials, patience,
                         strategy, seed, config, space, batch, flags, replay=None, replay_gpus=None,
-                        replay_pace=None):
+                        replay_pace=None, report=None):
     """The program's arguments but --json, each checked (TypeError or ValueError naming the
     keyword), and the [space] file's text (None: none). Values are passed as --flag=value, so that
     no value is ever read as a flag."""
@@ -252,6 +252,7 @@ def _autotune_arguments(op, shapes, layout, budget, shapes_from, db, device, max
             _path(p, "replay") for p in (replay if isinstance(replay, (list, tuple)) else [replay])],
         "replay_gpus": None if replay_gpus is None else _whole(replay_gpus, "replay_gpus", 1),
         "replay_pace": None if replay_pace is None else _whole(replay_pace, "replay_pace", 0),
+        "report": None if report is None else _path(report, "report"),
     }
     toml = None if space is None else _space_toml(space)
     arguments = []
@@ -268,7 +269,8 @@ def _autotune_arguments(op, shapes, layout, budget, shapes_from, db, device, max
 def autotune(op=None, shapes=None, layout=None, budget=None, *, shapes_from=None, db=None,
              device=None, max_trials=None, patience=None, strategy=None, seed=None, config=None,
              space=None, batch=None, remeasure=False, no_wait=False, flush_l2=False,
-             verbose=False, quiet=False, replay=None, replay_gpus=None, replay_pace=None):
+             verbose=False, quiet=False, replay=None, replay_gpus=None, replay_pace=None,
+             report=None):
     """Runs the autotune program with the options of its command line, as keywords; returns its
     results table: one dict per problem (op, layout, shape, ms, rate, unit, baseline,
     baseline_ms, ratio, trials, ok, config, note, gpu, device). Calls made afterwards in this
@@ -293,6 +295,7 @@ def autotune(op=None, shapes=None, layout=None, budget=None, *, shapes_from=None
     `autotune --op gemm --batch N`). remeasure, no_wait, flush_l2, verbose: the program's flags
     of those names. quiet: nothing printed here. replay (a recorded space's file or folder, or a
     list of them), replay_gpus, replay_pace: recorded spaces stand in for the GPUs (--replay).
+    report: a file for the run's tuning report, one HTML page (--report).
 
     A wrong type or value raises TypeError or ValueError naming the keyword before the program
     starts; what the program refuses (exit 2) raises ValueError with its message, another failure
@@ -304,7 +307,7 @@ def autotune(op=None, shapes=None, layout=None, budget=None, *, shapes_from=None
         op, shapes, layout, budget, shapes_from, db, device, max_trials, patience, strategy, seed,
         config, space, batch,
         {"verbose": verbose, "remeasure": remeasure, "no_wait": no_wait, "flush_l2": flush_l2},
-        replay, replay_gpus, replay_pace)
+        replay, replay_gpus, replay_pace, report)
     _flag(quiet, "quiet")
     args = [_autotune_program()] + arguments
     with tempfile.TemporaryDirectory(prefix="tuned-autotune-") as folder:

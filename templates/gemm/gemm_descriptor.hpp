@@ -44,6 +44,7 @@ struct Descriptor {
                                              DeviceCheck& check);
 
   // The optional hooks of OpFace (op_face.hpp says what each is for).
+  static double flops(const Problem& problem) { return problem.flops(); }
   static std::vector<KernelSpec> support_kernels();
   static std::string describe_config(const Config& config) {
     return "math: " + math_family(config);
