@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cache/database_file.hpp"
@@ -152,6 +153,9 @@ class Database {
   /// merges and exports that carry them; the visitor must not call this Database).
   void for_each_cubin(const std::function<void(const StoredCubin&)>& visit);
   int64_t cubin_count();
+  /// Each table of the file with its number of rows, in name order (SQLite's own tables left out):
+  /// whatever the file's schema version holds, counted by SQL (tunedb info).
+  std::vector<std::pair<std::string, int64_t>> row_counts();
 
   // Listings (cache/database_listings.cpp)
   /// A session with the number of its trials and of those ok, counted by SQL (no trial loaded).

@@ -90,6 +90,24 @@ int64_t Database::cubin_count() {
   return s.step() ? s.int64(0) : 0;
 }
 
+std::vector<std::pair<std::string, int64_t>> Database::row_counts() {
+  std::lock_guard lock(mutex_);
+  std::vector<std::pair<std::string, int64_t>> counts;
+  Statement tables(db_, path_,
+                   "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
+                   "'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+                   "list tables");
+  while (tables.step()) counts.emplace_back(tables.text(0), 0);
+  for (auto& [name, rows] : counts) {
+    // The name comes from the file: quoted as an SQL identifier.
+    std::string quoted = "\"";
+    for (char c : name) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+    Statement count(db_, path_, "SELECT count(*) FROM " + quoted + "\"", "count rows");
+    rows = count.step() ? count.int64(0) : 0;
+  }
+  return counts;
+}
+
 void Database::for_each_cubin(const std::function<void(const StoredCubin&)>& visit) {
   std::lock_guard lock(mutex_);
   Statement s(db_, path_,

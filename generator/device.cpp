@@ -14,10 +14,9 @@ int device_count() {
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
     (void)cudaGetLastError();  // clear the sticky error so later calls report their own
-    throw Error(TUNED_STATUS_NO_DEVICE, std::string("no CUDA device: ") + cudaGetErrorName(err) +
-                                            " (" + cudaGetErrorString(err) + ")");
+    throw Error(TUNED_STATUS_NO_DEVICE, no_device_message(err));
   }
-  if (count == 0) throw Error(TUNED_STATUS_NO_DEVICE, "no CUDA device: none found");
+  if (count == 0) throw Error(TUNED_STATUS_NO_DEVICE, no_device_message(cudaErrorNoDevice));
   return count;
 }
 

@@ -2,6 +2,7 @@
 // them out over several. The run itself (locks, database, resume, budget split, bests kept) is the
 // library's (tuner/tuning_run.hpp); this program parses the command line, shows the progress and
 // ends with a table against the baseline.
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,8 +27,10 @@
 #include "templates/registry.hpp"
 #include "tools/autotune_fleet.hpp"
 #include "tools/autotune_options.hpp"
+#include "tools/exit_codes.hpp"
 #include "tools/report/write_report.hpp"
 #include "tools/terminal_text.hpp"
+#include "tools/text_table.hpp"
 #include "tuned/error.hpp"
 #include "tuner/recorded_space.hpp"
 #include "tuner/replay_evaluator.hpp"
@@ -38,39 +42,99 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 
 using tuned::tools::AutotuneOptions;
+using tuned::tools::kExitUsage;
 
 // Progress lines of tuners on several GPUs: one line at a time.
 std::mutex g_stderr_mutex;
 
-// One status line, rewritten in place on a terminal (one tuner's) and printed every few seconds
-// otherwise (several tuners' lines, each naming its GPU, would overwrite each other).
+// How progress is shown: a line rewritten in place on a terminal (one tuner's); lines every few
+// seconds and at each new best (several tuners' on a terminal, whose in-place lines would
+// overwrite each other, or --progress); nothing (--quiet, or stderr is no terminal).
+enum class ProgressMode { kQuiet, kInPlace, kLines };
+
+ProgressMode progress_mode(const AutotuneOptions& options) {
+  if (options.quiet) return ProgressMode::kQuiet;
+  if (isatty(fileno(stderr)) != 0) {
+    return tuned::tools::several_devices(options) ? ProgressMode::kLines : ProgressMode::kInPlace;
+  }
+  return options.progress ? ProgressMode::kLines : ProgressMode::kQuiet;
+}
+
+// "45 s", "2m05s", "1h02m".
+std::string duration_text(double seconds) {
+  const long s = std::lround(std::max(0.0, seconds));
+  char text[32];
+  if (s < 60) {
+    std::snprintf(text, sizeof text, "%ld s", s);
+  } else if (s < 3600) {
+    std::snprintf(text, sizeof text, "%ldm%02lds", s / 60, s % 60);
+  } else {
+    std::snprintf(text, sizeof text, "%ldh%02ldm", s / 3600, s % 3600 / 60);
+  }
+  return text;
+}
+
+// The terminal's width, for a line rewritten in place (a wider one would wrap, and \r would
+// rewrite only its last part); 0 where unknown.
+size_t terminal_columns() {
+  winsize size{};
+  return ioctl(fileno(stderr), TIOCGWINSZ, &size) == 0 ? size.ws_col : 0;
+}
+
+// The run's clock: its elapsed time and what is left of its wall-time budget (the tasks share out
+// the budget, and what a task leaves unused goes to the others, so the run ends near it; tasks
+// that end early by --max-trials or --patience end it earlier: then the ETA is at most that).
+class RunClock {
+ public:
+  RunClock(double wall_budget_s, bool may_end_early)
+      : wall_budget_s_(wall_budget_s), may_end_early_(may_end_early) {}
+  void start() { start_ = std::chrono::steady_clock::now(); }
+  double elapsed_s() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  // "2m10s elapsed, ETA 7m50s".
+  std::string text() const {
+    const double elapsed = elapsed_s();
+    return duration_text(elapsed) + " elapsed, ETA " + (may_end_early_ ? "at most " : "") +
+           duration_text(wall_budget_s_ - elapsed);
+  }
+
+ private:
+  double wall_budget_s_;
+  bool may_end_early_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+// One task's progress: its status line (see ProgressMode) and, with --verbose, a line per trial.
 class ProgressPrinter {
  public:
   ProgressPrinter(std::string label, bool verbose, std::string unit, std::string baseline_name,
-                  bool in_place)
+                  ProgressMode mode, const RunClock& clock)
       : label_(std::move(label)),
         verbose_(verbose),
         unit_(std::move(unit)),
         baseline_name_(std::move(baseline_name)),
-        tty_(in_place && isatty(fileno(stderr))),
-        trial_prefix_(in_place ? "" : "[" + label_ + "]") {}
+        mode_(mode),
+        clock_(clock) {}
 
   void operator()(const tuned::Progress& p) {
     std::lock_guard<std::mutex> lock(g_stderr_mutex);
     const auto now = std::chrono::steady_clock::now();
     const bool improved = p.best && p.best->ms_median != last_best_ms_;
     if (p.best) last_best_ms_ = p.best->ms_median;
+    const bool in_place = mode_ == ProgressMode::kInPlace;
     if (verbose_ && p.last) {
-      std::fprintf(stderr, "%s%s  trial %d  %-14s %s  %s\n", tty_ ? "\r\033[K" : "",
-                   trial_prefix_.c_str(), p.trials_done,
-                   tuned::cache::to_string(p.last->disposition),
+      std::fprintf(stderr, "%s[%s]  trial %d  %-14s %s  %s\n", in_place ? "\r\033[K" : "",
+                   label_.c_str(), p.trials_done, tuned::cache::to_string(p.last->disposition),
                    p.last->disposition == tuned::cache::Disposition::kOk
                        ? (std::to_string(p.last->ms_median) + " ms").c_str()
                        : p.last->message.substr(0, 80).c_str(),
                    p.last->config.c_str());
+      shown_ = false;
     }
+    if (mode_ == ProgressMode::kQuiet) return;
     const double since = std::chrono::duration<double>(now - last_print_).count();
-    if (!(tty_ ? since > 0.1 : (since > 5.0 || improved))) return;
+    if (!(in_place ? since > 0.1 : (since > 5.0 || improved))) return;
     last_print_ = now;
     char best[160] = "no valid config yet";
     if (p.best) {
@@ -81,23 +145,33 @@ class ProgressPrinter {
     std::string trials = std::to_string(p.trials_done);
     if (p.trials_limit > 0) trials += "/" + std::to_string(p.trials_limit);
     if (p.resumed > 0) trials += " +" + std::to_string(p.resumed) + " measured before";
-    std::fprintf(stderr, "%s[%s] trials %s (%d ok) | %s | %.0f s elapsed, %.0f s left | %s%s",
-                 tty_ ? "\r\033[K" : "", label_.c_str(), trials.c_str(), p.trials_ok, best,
-                 p.elapsed_s, p.remaining_s, p.phase.c_str(), tty_ ? "" : "\n");
+    char text[768];
+    std::snprintf(text, sizeof text, "[%s] trials %s (%d ok) | %s | %s | %s", label_.c_str(),
+                  trials.c_str(), p.trials_ok, best, clock_.text().c_str(), p.phase.c_str());
+    std::string line = text;
+    if (in_place) {
+      const size_t columns = terminal_columns();
+      if (columns > 4) line = tuned::tools::truncate_code_points(line, columns - 1);
+      std::fprintf(stderr, "\r\033[K%s", line.c_str());
+      shown_ = true;
+    } else {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
     std::fflush(stderr);
   }
 
   void finish() {
     std::lock_guard<std::mutex> lock(g_stderr_mutex);
-    if (tty_) std::fprintf(stderr, "\n");
+    if (shown_) std::fprintf(stderr, "\n");  // the task's last status line stays
   }
 
  private:
   std::string label_;
   bool verbose_;
   std::string unit_, baseline_name_;
-  bool tty_;
-  std::string trial_prefix_;  // several tuners' trial lines name theirs
+  ProgressMode mode_;
+  const RunClock& clock_;
+  bool shown_ = false;  // an in-place line is on the screen, unterminated
   double last_best_ms_ = 0;
   std::chrono::steady_clock::time_point last_print_{};
 };
@@ -143,11 +217,14 @@ void write_json(const std::string& path, const std::vector<tuned::TaskOutcome>& 
 // task's progress line, and the JSON table rewritten as each task ends.
 class RunPrinter : public tuned::TuningObserver {
  public:
-  RunPrinter(const AutotuneOptions& options, bool several_ops, bool several_gpus,
-             std::string json_device, std::function<void()> header)
+  RunPrinter(const AutotuneOptions& options, bool several_ops, bool several_gpus, size_t tasks,
+             double wall_budget_s, std::string json_device, std::function<void()> header)
       : options_(options),
         several_ops_(several_ops),
         several_gpus_(several_gpus),
+        tasks_(tasks),
+        mode_(progress_mode(options)),
+        clock_(wall_budget_s, options.max_trials > 0 || options.patience > 0),
         json_device_(std::move(json_device)),
         header_(std::move(header)) {}
 
@@ -155,7 +232,10 @@ class RunPrinter : public tuned::TuningObserver {
     std::fprintf(stderr, "autotune: %s\n", message.c_str());
   }
 
-  void started() override { header_(); }
+  void started() override {
+    clock_.start();
+    header_();
+  }
 
   void alignment_changed(const tuned::TaskView& task, int recorded_alignment) override {
     // The task's buffers give this alignment; calls of the recorded one find no exact entry.
@@ -178,9 +258,9 @@ class RunPrinter : public tuned::TuningObserver {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto& mine = printers_[task.index];
-      if (!mine) {
-        mine = std::make_unique<ProgressPrinter>(label(task), options_.verbose, task.rate_unit,
-                                                 task.baseline_name, !several_gpus_);
+      if (!mine) {  // the task's first progress: it is the next shape started
+        mine = std::make_unique<ProgressPrinter>(label(task, ++started_), options_.verbose,
+                                                 task.rate_unit, task.baseline_name, mode_, clock_);
       }
       printer = mine.get();
     }
@@ -206,14 +286,22 @@ class RunPrinter : public tuned::TuningObserver {
   }
 
  private:
-  std::string label(const tuned::TaskView& task) const {
-    return (several_gpus_ ? "GPU " + std::to_string(task.device->index) + " " : "") +
+  // "shape 3 of 12: 4096x4096x4096 NN" (shapes counted as they start: several GPUs take them out
+  // of order, largest first); without a number, as notes name the task.
+  std::string label(const tuned::TaskView& task, size_t number = 0) const {
+    return (number > 0 ? "shape " + std::to_string(number) + " of " + std::to_string(tasks_) + ": "
+                       : "") +
+           (several_gpus_ ? "GPU " + std::to_string(task.device->index) + " " : "") +
            (several_ops_ ? task.key.op + " " : "") + task.key.shape_string() + " " +
            task.key.variant;
   }
 
   const AutotuneOptions& options_;
   bool several_ops_, several_gpus_;
+  size_t tasks_;
+  ProgressMode mode_;
+  RunClock clock_;
+  size_t started_ = 0;  // tasks whose progress began (mutex_)
   std::string json_device_;
   std::function<void()> header_;
   std::mutex mutex_;                                             // guards printers_
@@ -268,26 +356,31 @@ std::vector<std::unique_ptr<tuned::DeviceEvaluator>> evaluators_for(
 }
 
 // The devices of the run, queried: --device N as ever; a list or all checked against the machine.
-// Returns nothing after printing a usage error (a listed index not on this machine).
+// Returns nothing after printing a usage error (an index not on this machine); throws Error
+// (TUNED_STATUS_NO_DEVICE) where there is no device or no driver.
 std::optional<std::vector<tuned::DeviceInfo>> query_devices(const AutotuneOptions& options) {
   const std::string argument = "--device " + tuned::tools::device_text(options);
   auto named = [&](const tuned::Error& e) {
     return tuned::Error(e.status(), argument + ": " + e.what());
   };
+  int count = 0;
+  try {
+    count = tuned::device_count();  // no device or no driver: exit 3, whatever the selection
+  } catch (const tuned::Error& e) {
+    throw named(e);
+  }
   std::vector<int> indices = {options.device};
-  if (tuned::tools::several_devices(options)) {
-    int count = 0;
-    try {
-      count = tuned::device_count();  // no device: the same error as --device N's
-    } catch (const tuned::Error& e) {
-      throw named(e);
-    }
-    try {
+  try {
+    if (tuned::tools::several_devices(options)) {
       indices = tuned::tools::selected_devices(options, count);
-    } catch (const tuned::Error& e) {
-      std::fprintf(stderr, "autotune: %s\n", e.what());
-      return std::nullopt;
+    } else if (options.device >= count) {  // an index the machine lacks: a usage error
+      throw tuned::Error(TUNED_STATUS_INVALID_ARGUMENT,
+                         argument + ": no such CUDA device (this machine has " +
+                             std::to_string(count) + ", numbered from 0)");
     }
+  } catch (const tuned::Error& e) {
+    std::fprintf(stderr, "autotune: %s\n", e.what());
+    return std::nullopt;
   }
   std::vector<tuned::DeviceInfo> devices;
   for (int index : indices) {
@@ -334,6 +427,13 @@ std::string distinct_list(const std::vector<std::string>& texts) {
   return list;
 }
 
+// The run's wall time by its budget: on several GPUs, each shape's share as on one GPU, for the
+// tuner with the most tasks (ceil(tasks / GPUs) shares).
+double wall_budget_s(const AutotuneOptions& options, size_t gpus, size_t problems, double budget) {
+  if (!tuned::tools::several_devices(options) || problems == 0) return budget;
+  return budget * static_cast<double>((problems + gpus - 1) / gpus) / static_cast<double>(problems);
+}
+
 // The run's first line: what is tuned, where, with which budget, strategy and database.
 void print_header(const AutotuneOptions& options, const std::vector<tuned::DeviceInfo>& devices,
                   size_t problems, const std::string& ops, double budget,
@@ -357,36 +457,70 @@ void print_header(const AutotuneOptions& options, const std::vector<tuned::Devic
         "(each shape's share as on one GPU: about %.0f s of wall time), strategy %s, "
         "database %s\n",
         ops.c_str(), devices.size(), gpus.c_str(), problems, from.c_str(), budget,
-        // the tuner with the most tasks: ceil(tasks / GPUs) shares
-        budget * static_cast<double>((problems + devices.size() - 1) / devices.size()) /
-            static_cast<double>(problems),
-        options.strategy.c_str(), db_path.c_str());
+        wall_budget_s(options, devices.size(), problems, budget), options.strategy.c_str(),
+        db_path.c_str());
   }
   std::fflush(stdout);
 }
 
-// One table per op (each has its own rate unit and baseline), tasks in the order given.
+// One table per op (each has its own rate unit and baseline), tasks in the order given. Every
+// column says what it holds: the tuned kernel's time and rate, then the baseline's.
 void print_tables(const AutotuneOptions& options, const std::vector<tuned::TaskOutcome>& rows,
                   const std::vector<tuned::DeviceInfo>& devices, bool several_ops) {
   const bool several_gpus = tuned::tools::several_devices(options);
+  const size_t config_limit = options.wide ? 0 : tuned::tools::kConfigColumns;
   for (size_t first = 0; first < rows.size();) {
     size_t end = first;
     while (end < rows.size() && rows[end].key.op == rows[first].key.op) ++end;
     const tuned::TaskOutcome& head = rows[first];
-    std::printf("\n%-16s %-6s%s %10s %10s %12s %10s %7s %9s  %s\n",
-                (several_ops ? head.key.op + " shape" : "shape").c_str(), "layout",
-                several_gpus ? " gpu" : "", "ms", head.rate_unit.c_str(),
-                (head.baseline_name + " ms").c_str(), head.rate_unit.c_str(), "ratio", "trials",
-                "best config");
+    bool notes = false, abbreviated = false;
     for (size_t j = first; j < end; ++j) {
-      const tuned::TaskOutcome& r = rows[j];
-      const std::string gpu =
-          several_gpus ? " " + std::string(r.gpu < 10 ? "  " : " ") + std::to_string(r.gpu) : "";
-      std::printf("%-16s %-6s%s %10.4f %10.2f %12.4f %10.2f %7.3f %4d/%-4d  %s%s%s\n",
-                  r.key.shape_string().c_str(), r.key.variant.c_str(), gpu.c_str(), r.ms, r.rate,
-                  r.baseline_ms, r.baseline_rate, r.ms > 0 ? r.baseline_ms / r.ms : 0.0, r.ok,
-                  r.trials, r.config.c_str(), r.note.empty() ? "" : "  # ", r.note.c_str());
+      notes = notes || !rows[j].note.empty();
+      abbreviated =
+          abbreviated || tuned::tools::abbreviate_config(rows[j].config, config_limit) != rows[j].config;
     }
+    std::vector<std::string> headers = {several_ops ? head.key.op + " shape" : "shape", "layout"};
+    if (several_gpus) headers.push_back("gpu");
+    const size_t numbers = headers.size();  // the right-aligned columns start here
+    for (const std::string& h :
+         {std::string("tuned ms"), "tuned " + head.rate_unit, head.baseline_name + " ms",
+          head.baseline_name + " " + head.rate_unit, std::string("ratio"), std::string("ok/trials"),
+          std::string("best config")}) {
+      headers.push_back(h);
+    }
+    if (notes) headers.push_back("note");
+    std::vector<size_t> right;
+    for (size_t c = numbers; c < numbers + 6; ++c) right.push_back(c);
+    char cell[64];
+    auto number = [&](const char* format, double value) {
+      std::snprintf(cell, sizeof cell, format, value);
+      return std::string(cell);
+    };
+    std::printf("\n");
+    std::fflush(stdout);
+    std::ostringstream table;
+    tuned::tools::Table(headers, right)
+        .print(
+            table,
+            [&](const tuned::tools::RowSink& row) {
+              for (size_t j = first; j < end; ++j) {
+                const tuned::TaskOutcome& r = rows[j];
+                std::vector<std::string> cells = {r.key.shape_string(), r.key.variant};
+                if (several_gpus) cells.push_back(std::to_string(r.gpu));
+                for (const std::string& c :
+                     {number("%.4f", r.ms), number("%.2f", r.rate), number("%.4f", r.baseline_ms),
+                      number("%.2f", r.baseline_rate),
+                      number("%.3f", r.ms > 0 ? r.baseline_ms / r.ms : 0.0),
+                      std::to_string(r.ok) + "/" + std::to_string(r.trials),
+                      tuned::tools::abbreviate_config(r.config, config_limit)}) {
+                  cells.push_back(c);
+                }
+                if (notes) cells.push_back(r.note);
+                row(std::move(cells));
+              }
+            },
+            "");
+    std::fputs(table.str().c_str(), stdout);
     std::string gpus;
     for (const tuned::DeviceInfo& d : devices) {
       gpus += (gpus.empty() ? "" : ", ") +
@@ -394,9 +528,12 @@ void print_tables(const AutotuneOptions& options, const std::vector<tuned::TaskO
     }
     std::printf(
         "(ratio = %s time / tuned time, both re-timed side by side at the end%s, the tuned time "
-        "the fastest of the shape's leaders; %s)\n",
+        "the fastest of the shape's leaders; %s%s)\n",
         head.baseline_name.c_str(), options.flush_l2 ? " with the L2 cache flushed" : "",
-        gpus.c_str());
+        gpus.c_str(),
+        abbreviated ? "; configs abbreviated: --wide prints them whole, as --json and tunedb "
+                      "export do"
+                    : "");
     first = end;
   }
 }
@@ -424,14 +561,14 @@ int run(const AutotuneOptions& options) {
   if (!options.replay.empty()) replayed = tuned::replayed_problems(options.replay);
   const std::optional<std::vector<tuned::DeviceInfo>> queried =
       options.replay.empty() ? query_devices(options) : replay_devices(options, replayed);
-  if (!queried) return 2;
+  if (!queried) return kExitUsage;
   const std::vector<tuned::DeviceInfo>& devices = *queried;
   if (options.queue_mode == Mode::kWorker) {
     return tuned::tools::run_queue_worker(options, evaluators_for(options, devices, replayed),
                                           g_interrupted);
   }
   const std::vector<tuned::tools::ShapeRequest> requests = tuned::tools::shape_requests(options);
-  if (options.replay.empty() && !spaces_hold(options, requests, devices)) return 2;
+  if (options.replay.empty() && !spaces_hold(options, requests, devices)) return kExitUsage;
   std::vector<std::string> names, op_names;
   for (const tuned::DeviceInfo& device : devices) names.push_back(device.name);
   for (const auto& request : requests) op_names.push_back(request.op);
@@ -453,7 +590,8 @@ int run(const AutotuneOptions& options) {
   }
   const auto evaluators = evaluators_for(options, devices, replayed);
   RunPrinter printer(
-      options, several_ops, tuned::tools::several_devices(options), json_device,
+      options, several_ops, tuned::tools::several_devices(options), requests.size(),
+      wall_budget_s(options, devices.size(), requests.size(), budget), json_device,
       [&] { print_header(options, devices, requests.size(), ops, budget, db_path); });
   // The run's sessions are those begun from here on (the report's scope).
   int64_t sessions_before = 0;
@@ -506,9 +644,9 @@ int main(int argc, char** argv) {
     return run(parsed.options);
   } catch (const tuned::Error& e) {
     std::fprintf(stderr, "autotune: %s\n", e.what());
-    return 1;
+    return tuned::tools::exit_code_of(e);  // 3: no CUDA device or no driver
   } catch (const std::exception& e) {
     std::fprintf(stderr, "autotune: internal error: %s\n", e.what());
-    return 1;
+    return tuned::tools::kExitFailure;
   }
 }

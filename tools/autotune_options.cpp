@@ -20,7 +20,9 @@
 #include <CLI/CLI.hpp>
 #include <toml++/toml.h>
 
+#include "cache/database.hpp"
 #include "templates/registry.hpp"
+#include "tools/exit_codes.hpp"
 #include "tools/tool_version.hpp"
 #include "tuned/error.hpp"
 
@@ -696,9 +698,10 @@ struct CommandLineText {
       shapes_from, json_path, report, store, lease, node, replay_gpus, replay_pace;
   std::vector<std::string> shapes, device_models, replay;
   bool verbose = false, no_wait = false, remeasure = false, flush_l2 = false, enqueue = false,
-       worker = false, status = false, wait = false;
+       worker = false, status = false, wait = false, quiet = false, progress = false, wide = false;
   CLI::Option *device_opt, *op_opt, *shape_opt, *shapes_from_opt, *json_opt, *report_opt,
-      *layout_opt, *budget_opt, *max_trials_opt, *patience_opt, *strategy_opt, *db_opt, *config_opt, *seed_opt,
+      *layout_opt, *budget_opt, *max_trials_opt, *patience_opt, *strategy_opt, *db_opt,
+      *config_opt, *seed_opt,
       *batch_opt, *store_opt, *lease_opt, *node_opt, *device_model_opt, *replay_opt,
       *replay_gpus_opt, *replay_pace_opt, *enqueue_opt, *worker_opt, *status_opt, *wait_opt;
 };
@@ -769,11 +772,25 @@ void declare_options(CLI::App& app, CommandLineText& t) {
       scalar("--strategy", t.strategy, "NAME",
              "search strategy: " + join(kStrategies, "|") + " (default " + tuned::kDefaultStrategy +
                  ": the best of bench/results/tuning_quality.json)");
-  t.db_opt = scalar("--db", t.db, "PATH", "tuning database (default: the user's one)");
+  t.db_opt = scalar("--db", t.db, "PATH",
+                    "tuning database (default: $TUNED_DB, else the user's; now " +
+                        cache::default_database_path() + ")");
   t.config_opt = scalar("--config", t.config, "FILE.toml",
                         "TOML file of options; the command line overrides it");
   t.seed_opt = scalar("--seed", t.seed, "N", "random seed (default 0: from the clock)");
-  app.add_flag("-v,--verbose", t.verbose, "print every trial");
+  CLI::Option* verbose = app.add_flag("-v,--verbose", t.verbose, "print every trial");
+  // Progress: a status line rewritten in place on a terminal (shape i of N, trials, best, elapsed,
+  // ETA); nothing where stderr is no terminal, unless asked for as lines.
+  CLI::Option* quiet =
+      app.add_flag("-q,--quiet", t.quiet, "no progress (default: shown where stderr is a terminal)");
+  CLI::Option* progress = app.add_flag(
+      "--progress", t.progress,
+      "progress as lines even where stderr is no terminal (a log, a pipe): every few seconds and "
+      "at each new best");
+  quiet->excludes(verbose)->excludes(progress);
+  app.add_flag("--wide", t.wide,
+               "print configs whole in the results table (abbreviated otherwise; --json holds them "
+               "whole)");
   app.add_flag("--no-wait", t.no_wait,
                "exit 1 if another tuner holds the GPU, instead of waiting for it");
   app.add_flag("--remeasure", t.remeasure,
@@ -857,11 +874,11 @@ std::string shape_dims_text(const OpInfo& op) {
 // A whole number of unit from lowest to highest, or Error naming the flag and the range.
 int cli_bounded(const std::string& text, const std::string& flag, int lowest, int highest,
                 const std::string& unit) {
-  const std::string range = std::to_string(lowest) + " to " + std::to_string(highest) + " " + unit;
-  const int64_t value = cli_integer(text, flag, "a whole number of " + unit + ", " + range);
-  if (value < lowest || value > highest) {
-    throw Error(TUNED_STATUS_INVALID_ARGUMENT, flag + ": must be " + range + ", got " + text);
-  }
+  // One rule for text that is no integer and for one out of range.
+  const std::string rule = "must be a whole number of " + unit + " from " +
+                           std::to_string(lowest) + " to " + std::to_string(highest);
+  const int64_t value = cli_integer(text, flag, rule);
+  if (value < lowest || value > highest) fail(flag, rule, text);
   return static_cast<int>(value);
 }
 
@@ -966,11 +983,9 @@ void apply_command_line(const CommandLineText& t, AutotuneOptions& options) {
     }
   }
   if (given(t.batch_opt)) {
-    options.batch = cli_integer(t.batch, "--batch", "a whole number of products, 1 to 2147483647");
-    if (options.batch < 1 || options.batch > INT_MAX) {
-      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
-                  "--batch: must be 1 to 2147483647 products, got " + t.batch);
-    }
+    constexpr std::string_view kBatchRule = "must be a whole number of products from 1 to 2147483647";
+    options.batch = cli_integer(t.batch, "--batch", kBatchRule);
+    if (options.batch < 1 || options.batch > INT_MAX) fail("--batch", kBatchRule, t.batch);
     const OpInfo& op = find_op(options.op);
     if (op.dim_index("BATCH") < 0) {
       throw Error(TUNED_STATUS_INVALID_ARGUMENT,
@@ -1006,6 +1021,9 @@ void apply_command_line(const CommandLineText& t, AutotuneOptions& options) {
   }
   apply_queue_options(t, options);
   options.verbose = t.verbose;
+  options.quiet = t.quiet;
+  options.progress = t.progress;
+  options.wide = t.wide;
   options.no_wait = t.no_wait;
   options.remeasure = t.remeasure;
   options.flush_l2 = t.flush_l2;
@@ -1030,13 +1048,13 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
                "autotune"};
   app.get_formatter()->column_width(24);
   add_version_flag(app, "autotune");
-  app.footer(help_footer());
+  app.footer(help_footer() + "\n\n" + exit_codes_help("; 130 interrupted (Ctrl-C)"));
   CommandLineText text;
   declare_options(app, text);
   app.allow_extras();
 
   auto usage_error = [](const std::string& message) {
-    return exit_with(2, "autotune: " + message + " (see autotune --help)");
+    return exit_with(kExitUsage, "autotune: " + message + " (see autotune --help)");
   };
   try {
     app.parse(argc, argv);
@@ -1052,7 +1070,7 @@ ParseResult parse_autotune_command_line(int argc, const char* const* argv) {
   try {
     apply_command_line(text, result.options);
   } catch (const Error& e) {
-    return exit_with(2, "autotune: " + std::string(e.what()));
+    return exit_with(kExitUsage, "autotune: " + std::string(e.what()));
   }
   return result;
 }

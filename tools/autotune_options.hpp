@@ -41,6 +41,9 @@ struct AutotuneOptions {
   std::string config_file;                  // the TOML file, if any
   uint64_t seed = 0;                        // 0: from the clock
   bool verbose = false;
+  bool quiet = false;     // --quiet: no progress
+  bool progress = false;  // --progress: progress lines where stderr is no terminal too
+  bool wide = false;      // --wide: whole configs in the results table
   bool no_wait = false;  // another tuner holds the GPU: refuse instead of waiting
   bool remeasure = false;  // measure configs again that earlier runs measured (no resume)
   bool flush_l2 = false;   // the leaders' final round timed with the L2 cache flushed

@@ -28,8 +28,10 @@
 #include "generator/device.hpp"
 #include "core/log.hpp"
 #include "templates/registry.hpp"
+#include "tools/exit_codes.hpp"
 #include "tools/report/write_report.hpp"
 #include "tools/terminal_text.hpp"
+#include "tools/text_table.hpp"
 #include "tools/tool_version.hpp"
 #include "tuned/error.hpp"
 #include "tuner/stored_config.hpp"
@@ -45,9 +47,13 @@ using tuned::cache::TrialRecord;
 using tuned::tools::display_width;
 using tuned::tools::escape_text;
 using tuned::tools::json_string;
+using tuned::tools::kExitFailure;
+using tuned::tools::kExitNoDevice;
+using tuned::tools::kExitUsage;
 
 struct Options {
   std::string db_path;
+  std::string db_from;  // where db_path came from, for info: "--db", "$TUNED_DB", ...
   std::string command;
   std::string format;  // empty: aligned table (export: json)
   std::string table = "best";
@@ -60,6 +66,7 @@ struct Options {
   std::string store_url;                 // push, pull: --store URL
   std::vector<std::string> device_models;  // pull: --device-model NAME (default: this machine's)
   std::string report_path = "report.html";  // report: --out FILE ('-': stdout)
+  bool wide = false;                       // --wide: whole configs in tables
 };
 
 std::string fixed(double value, int decimals) {
@@ -80,61 +87,10 @@ std::string ratio_text(double baseline_ms, double ms, int decimals) {
   return baseline_ms > 0 && ms > 0 ? fixed(baseline_ms / ms, decimals) : "-";
 }
 
-// ----- aligned tables -------------------------------------------------------------------------
+// ----- aligned tables (tools/text_table.hpp) --------------------------------------------------
 
-// A table's rows, handed one at a time to `row`: a listing's query, run anew on every call.
-using RowSink = std::function<void(std::vector<std::string>)>;
-using RowSource = std::function<void(const RowSink& row)>;
-
-// An aligned table printed from a query run twice, the first pass measuring the columns and the
-// second printing, so that memory does not grow with the rows (trials can be millions). Every cell
-// is escaped (tools/terminal_text.hpp): text from a database never reaches the terminal raw, and
-// one row is one line. A row that another process adds between the passes is printed too; where
-// it is wider than measured, only its own line is out of alignment.
-class Table {
- public:
-  Table(std::vector<std::string> headers, std::vector<size_t> right_aligned)
-      : headers_(std::move(headers)), right_(std::move(right_aligned)) {}
-
-  void print(std::ostream& out, const RowSource& rows, const std::string& empty_note) const {
-    std::vector<size_t> width(headers_.size());
-    for (size_t c = 0; c < headers_.size(); ++c) width[c] = display_width(headers_[c]);
-    rows([&](std::vector<std::string> row) {
-      for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
-        width[c] = std::max(width[c], display_width(escape_text(row[c])));
-      }
-    });
-    print_row(out, headers_, width);
-    std::vector<std::string> rule;
-    for (size_t w : width) rule.push_back(std::string(w, '-'));
-    print_row(out, rule, width);
-    size_t printed = 0;
-    rows([&](std::vector<std::string> row) {
-      for (auto& cell : row) cell = escape_text(cell);
-      print_row(out, row, width);
-      ++printed;
-    });
-    if (printed == 0) out << "(" << empty_note << ")\n";
-  }
-
- private:
-  void print_row(std::ostream& out, const std::vector<std::string>& row,
-                 const std::vector<size_t>& width) const {
-    std::string line;
-    for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
-      const size_t used = display_width(row[c]);
-      std::string pad(width[c] > used ? width[c] - used : 0, ' ');
-      bool right = std::find(right_.begin(), right_.end(), c) != right_.end();
-      if (c > 0) line += "  ";
-      line += right ? pad + row[c] : (c + 1 < row.size() ? row[c] + pad : row[c]);
-    }
-    line.erase(line.find_last_not_of(' ') + 1);
-    out << line << '\n';
-  }
-
-  std::vector<std::string> headers_;
-  std::vector<size_t> right_;
-};
+using tuned::tools::RowSink;
+using tuned::tools::Table;
 
 // Names for display; a uuid suffix tells apart several GPUs of the same model.
 std::map<std::string, std::string> device_names(const std::vector<DeviceRecord>& devices) {
@@ -181,7 +137,12 @@ std::string rate_text(const std::string& op, const std::string& unit, double rat
   return fixed(rate, 2) + (info ? " " + info->rate_unit : "");
 }
 
-void print_best(Database& db, const Filter& filter) {
+// A config as a table shows it: abbreviated unless --wide (CSV and JSON hold it whole).
+std::string config_cell(const std::string& config, bool wide) {
+  return tuned::tools::abbreviate_config(config, wide ? 0 : tuned::tools::kConfigColumns);
+}
+
+void print_best(Database& db, const Filter& filter, bool wide) {
   const auto names = device_names(db.devices());
   Table table({"device", "op", "variant", "shape", "align", "config", "ms", "rate", "baseline ms",
                "baseline/ms", "source"},
@@ -191,7 +152,7 @@ void print_best(Database& db, const Filter& filter) {
       [&](const RowSink& row) {
         db.for_each_best(filter, [&](const BestRecord& b) {
           row({device_name(names, b.key.device_uuid), b.key.op, b.key.variant, b.key.shape_string(),
-               std::to_string(b.key.alignment), b.config, fixed(b.ms, 4),
+               std::to_string(b.key.alignment), config_cell(b.config, wide), fixed(b.ms, 4),
                rate_text(b.key.op, b.rate_unit, b.rate),
                b.baseline_ms > 0 ? fixed(b.baseline_ms, 4) : "-",
                ratio_text(b.baseline_ms, b.ms, 3), b.source.empty() ? "here" : b.source});
@@ -200,7 +161,7 @@ void print_best(Database& db, const Filter& filter) {
       "no best configurations recorded");
 }
 
-void print_trials(Database& db, const Filter& filter) {
+void print_trials(Database& db, const Filter& filter, bool wide) {
   Table table({"session", "op", "variant", "shape", "align", "disposition", "ms", "rate", "regs",
                "spill", "compile ms", "config", "message"},
               {0, 4, 6, 7, 8, 9, 10});
@@ -213,7 +174,7 @@ void print_trials(Database& db, const Filter& filter) {
                t.key.shape_string(), std::to_string(t.key.alignment),
                tuned::cache::to_string(t.disposition), ok ? fixed(t.ms_median, 4) : "-",
                ok ? rate_text(t.key.op, t.rate_unit, t.rate) : "-", std::to_string(t.registers),
-               std::to_string(t.spill_bytes), fixed(t.compile_ms, 1), t.config,
+               std::to_string(t.spill_bytes), fixed(t.compile_ms, 1), config_cell(t.config, wide),
                excerpt(t.message, 60)});
         });
       },
@@ -598,7 +559,7 @@ int run_pull(const Options& options) {
     } catch (const tuned::Error& e) {
       std::cerr << "tunedb: pull: no GPU here to pull for (" << escape_text(e.what())
                 << "); name the models with --device-model NAME\n";
-      return 2;
+      return kExitNoDevice;
     }
     for (int i = 0; i < count; ++i) {
       const std::string name = tuned::query_device(i).name;
@@ -638,7 +599,7 @@ int run_export_portable(Database& db, const Options& options) {
     if (!out) {
       std::cerr << "tunedb: --portable " << escape_text(path)
                 << ": cannot write it: " << std::strerror(errno) << "\n";
-      return 2;
+      return kExitFailure;
     }
     counts = tuned::cache::write_portable(out, db, portable);
     out.flush();
@@ -646,14 +607,14 @@ int run_export_portable(Database& db, const Options& options) {
       out.close();
       std::remove(temporary.c_str());
       std::cerr << "tunedb: --portable " << escape_text(path) << ": cannot write it\n";
-      return 2;
+      return kExitFailure;
     }
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
     std::cerr << "tunedb: --portable " << escape_text(path)
               << ": cannot write it: " << std::strerror(errno) << "\n";
     std::remove(temporary.c_str());
-    return 2;
+    return kExitFailure;
   }
   std::cout << "exported to '" << escape_text(path) << "': " << counts.devices << " devices, "
             << counts.bests << " bests, " << counts.sessions << " sessions, " << counts.trials
@@ -680,21 +641,39 @@ namespace {
 
 // The commands and options; values land in options.
 void declare_command_line(CLI::App& app, Options& options) {
-  app.add_option("--db", options.db_path, "tuning database (default: $TUNED_DB, else the user's)");
+  app.add_option("--db", options.db_path,
+                 "tuning database (default: $TUNED_DB, else the user's; now " +
+                     escape_text(tuned::cache::default_database_path()) + ")");
   app.add_option("--op", options.filter.op, "only this op (gemm, ...)");
   app.add_option("--device", options.filter.device_uuid, "only this device (uuid or its prefix)");
   app.add_option("--session", options.filter.session_id, "only this session id")
       ->check(CLI::Validator(
           [](std::string& value) -> std::string {
             // CLI11's PositiveNumber would print its range: a 309-digit number.
-            return value.find_first_not_of("0123456789") == std::string::npos &&
-                           value.find_first_not_of('0') != std::string::npos
+            int64_t id = 0;
+            const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), id);
+            return !value.empty() && ec == std::errc() && end == value.data() + value.size() &&
+                           id > 0
                        ? ""
                        : "must be a positive session id, got '" + value + "'";
           },
           "ID"));
   app.add_option("--limit", options.filter.limit, "at most N rows (trials, sessions: the latest)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            // CLI11's NonNegativeNumber would print its range: a 309-digit number.
+            int limit = 0;
+            const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), limit);
+            return !value.empty() && ec == std::errc() && end == value.data() + value.size() &&
+                           limit >= 0
+                       ? ""
+                       : "must be a whole number of rows from 0 (no limit) to 2147483647, got '" +
+                             value + "'";
+          },
+          "N"));
+  app.add_flag("--wide", options.wide,
+               "best, trials: print configs whole (a table abbreviates them; csv and json hold "
+               "them whole)");
   app.add_option("--format", options.format,
                  "csv or json instead of an aligned table; export also takes shipped (rows for "
                  "cache/shipped/*.tsv)")
@@ -703,6 +682,9 @@ void declare_command_line(CLI::App& app, Options& options) {
   app.add_subcommand("best", "best configuration per device, op, variant, shape and alignment");
   app.add_subcommand("trials", "every candidate tried and its disposition");
   app.add_subcommand("sessions", "autotune runs");
+  app.add_subcommand("info",
+                     "the database's path (as chosen: --db, $TUNED_DB or the default), schema "
+                     "version, file size and rows per table; only reads");
   app.add_subcommand("upgrade",
                      "migrate an older database to this build's schema, so the library records "
                      "in it again (besides merge and import, the only command that writes)");
@@ -757,15 +739,30 @@ void declare_command_line(CLI::App& app, Options& options) {
   }
 }
 
+// "devices, best, ... or upgrade": the commands declared, in their order.
+std::string command_names(const CLI::App& app) {
+  const auto commands = app.get_subcommands([](const CLI::App*) { return true; });
+  std::string names;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    names += (i == 0 ? "" : i + 1 < commands.size() ? ", " : " or ") + commands[i]->get_name();
+  }
+  return names;
+}
+
 // A parse error as tunedb's one-line message (CLI11 would add the usage).
 std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
   std::string message = e.what();
   std::replace(message.begin(), message.end(), '\n', ' ');
   if (message.rfind("DEST_SRC", 0) == 0) message = "merge [DEST] SRC" + message.substr(8);
   if (app.get_subcommands().empty() && message == "A subcommand is required") {
-    message =
-        "a command is required: devices, best, trials, sessions, report, export, merge, import, "
-        "push, pull or upgrade";
+    // A word where the command goes that is none of them: CLI11 kept it aside as an extra.
+    const std::vector<std::string> extras = app.remaining();
+    const auto word = std::find_if(extras.begin(), extras.end(),
+                                   [](const std::string& a) { return a.empty() || a[0] != '-'; });
+    message = word != extras.end()
+                  ? "unknown command '" + escape_text(*word) + "': the commands are " +
+                        command_names(app)
+                  : "a command is required: " + command_names(app);
   }
   return message;
 }
@@ -784,7 +781,16 @@ std::optional<std::string> usage_problem(const Options& options) {
   if (portable && (options.format != "json" || options.filter.limit > 0)) {
     return "export --portable takes no --format and no --limit";
   }
+  if (options.format == "shipped" && options.command != "export") {
+    return std::string("--format shipped is for export only");
+  }
   const Filter& f = options.filter;
+  if (options.command == "info" && (!f.op.empty() || !f.device_uuid.empty() || f.session_id != 0 ||
+                                    f.limit > 0 || !options.format.empty() || options.wide)) {
+    return std::string(
+        "info describes the whole database: no --op, --device, --session, --limit, --format or "
+        "--wide");
+  }
   if ((options.command == "merge" || options.command == "import" || options.command == "push" ||
        options.command == "pull") &&
       (!f.op.empty() || !f.device_uuid.empty() || f.session_id != 0 || f.limit > 0 ||
@@ -796,6 +802,51 @@ std::optional<std::string> usage_problem(const Options& options) {
     return "merge: DEST is given twice (as --db and as the first path)";
   }
   return std::nullopt;
+}
+
+// "1.2 MiB (1234567 bytes)".
+std::string size_text(uintmax_t bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(units)) {
+    value /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? std::to_string(bytes) + " bytes"
+                   : fixed(value, 1) + " " + units[unit] + " (" + std::to_string(bytes) + " bytes)";
+}
+
+// info: what the database is, where it is and what it holds. A reader like the listings: the
+// file's bytes stay as they were.
+int run_info(const Options& options) {
+  Database db(options.db_path, tuned::cache::Access::kRead);
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(options.db_path, ec);
+  std::cout << "database: " << escape_text(ec ? options.db_path : absolute.lexically_normal().string())
+            << " (" << escape_text(options.db_from) << ")\n";
+  const int version = db.file_version(), ours = Database::schema_version();
+  std::cout << "schema version: " << version
+            << (version == ours ? " (this build's)"
+                : version < ours
+                    ? " (older than this build's " + std::to_string(ours) +
+                          ": tunedb upgrade migrates it)"
+                    : " (newer than this build's " + std::to_string(ours) +
+                          ": read where its columns allow)")
+            << "\n";
+  std::cout << "file size: " << size_text(std::filesystem::file_size(options.db_path)) << "\n";
+  // A write-ahead log holds commits not yet checkpointed into the file.
+  const std::uintmax_t wal = std::filesystem::file_size(options.db_path + "-wal", ec);
+  if (!ec && wal > 0) std::cout << "write-ahead log: " << size_text(wal) << "\n";
+  const auto counts = db.row_counts();
+  Table({"table", "rows"}, {1})
+      .print(
+          std::cout,
+          [&](const RowSink& row) {
+            for (const auto& [table, rows] : counts) row({table, std::to_string(rows)});
+          },
+          "no tables");
+  return 0;
 }
 
 int run_upgrade(const Options& options) {
@@ -834,29 +885,26 @@ int run_reader(Options& options) {
     if (rc != 0) return rc;
   } else if (options.command == "export") {
     run_export(db, options);
-  } else if (options.format == "shipped") {
-    std::cerr << "tunedb: --format shipped is for export only\n";
-    return 2;
   } else if (!options.format.empty()) {
     run_listing_as(db, options);
   } else if (options.command == "devices") {
     print_devices(db);
   } else if (options.command == "best") {
-    print_best(db, options.filter);
+    print_best(db, options.filter, options.wide);
   } else if (options.command == "trials") {
-    print_trials(db, options.filter);
+    print_trials(db, options.filter, options.wide);
   } else {
     print_sessions(db, options.filter);
   }
   std::cout.flush();
   if (!std::cout) {
     std::cerr << "tunedb: cannot write the output\n";
-    return 2;
+    return kExitFailure;
   }
   return 0;
 }
 
-// The parsed command on its database; errors as one line and exit code 2.
+// The parsed command on its database; errors as one line and exit code 1 (3: no CUDA device).
 int run_command(Options& options) {
   std::error_code ec;
   // Database would create an empty file; a listing of nothing would hide a wrong path. (Merges
@@ -866,7 +914,7 @@ int run_command(Options& options) {
   if (!writes && !std::filesystem::exists(options.db_path, ec) && !ec) {
     std::cerr << "tunedb: no tuning database at '" << options.db_path
               << "' (run autotune first, or pass --db PATH or set TUNED_DB)\n";
-    return 2;
+    return kExitFailure;
   }
   try {
     if (options.command == "upgrade") return run_upgrade(options);
@@ -874,22 +922,28 @@ int run_command(Options& options) {
       const std::string& src = options.merge_paths.back();
       if (!std::filesystem::exists(src, ec) && !ec) {
         std::cerr << "tunedb: merge: no database at '" << escape_text(src) << "'\n";
-        return 2;
+        return kExitFailure;
+      }
+      if (std::filesystem::equivalent(options.db_path, src, ec)) {
+        std::cerr << "tunedb: merge: cannot merge a database into itself ('" << escape_text(src)
+                  << "' is DEST too) (tunedb --help lists commands and options)\n";
+        return kExitUsage;
       }
       return run_merge(options.db_path, src, options);
     }
     if (options.command == "import") {
       return run_import(options.db_path, options.import_path, options);
     }
+    if (options.command == "info") return run_info(options);
     if (options.command == "push") return run_push(options);
     if (options.command == "pull") return run_pull(options);
     return run_reader(options);
   } catch (const tuned::Error& e) {
     std::cerr << "tunedb: " << escape_text(e.what()) << "\n";  // may quote the database's text
-    return 2;
+    return tuned::tools::exit_code_of(e);
   } catch (const std::exception& e) {
     std::cerr << "tunedb: " << escape_text(e.what()) << "\n";
-    return 2;
+    return kExitFailure;
   }
 }
 
@@ -901,10 +955,11 @@ int main(int argc, char** argv) {
   tuned::tools::add_version_flag(app, "tunedb");  // checked before the command is required
   app.fallthrough();  // common options may follow the command: tunedb best --op gemm
   app.require_subcommand(1, 1);
+  app.footer(tuned::tools::exit_codes_help() + "\n");
   declare_command_line(app, options);
   auto usage_error = [](const std::string& message) {
     std::cerr << "tunedb: " << message << " (tunedb --help lists commands and options)\n";
-    return 2;
+    return kExitUsage;
   };
   try {
     app.parse(argc, argv);
@@ -921,16 +976,23 @@ int main(int argc, char** argv) {
     for (const auto& info : tuned::op_infos()) known += (known.empty() ? "" : ", ") + info.name;
     std::cerr << "tunedb: --op: unknown op '" << escape_text(options.filter.op)
               << "' (this build knows " << known << ")\n";
-    return 2;
+    return kExitUsage;
   }
   if (options.command == "export" && options.format.empty()) options.format = "json";
   if (std::optional<std::string> problem = usage_problem(options)) return usage_error(*problem);
 
   // A row this build cannot read is skipped with a warning: shown unless the user set a level.
   if (std::getenv("TUNED_LOG_LEVEL") == nullptr) tuned::set_log_level(tuned::LogLevel::kWarn);
+  options.db_from = "--db";
   if (options.command == "merge" && options.merge_paths.size() == 2) {
     options.db_path = options.merge_paths.front();
+    options.db_from = "merge DEST";
   }
-  if (options.db_path.empty()) options.db_path = tuned::cache::default_database_path();
+  if (options.db_path.empty()) {
+    options.db_path = tuned::cache::default_database_path();
+    options.db_from = std::getenv("TUNED_DB") != nullptr && *std::getenv("TUNED_DB") != '\0'
+                          ? "$TUNED_DB"
+                          : "the default: no --db given, $TUNED_DB unset";
+  }
   return run_command(options);
 }

@@ -1020,6 +1020,34 @@ class WithoutGpu(unittest.TestCase):
         self.assertIn("no CUDA device", str(raised.exception))
 
 
+class ErrorsForUsers(unittest.TestCase):
+    """A failed call's message says what failed, not where in libtuned's sources (issue 70)."""
+
+    def test_no_device_error_names_the_cause_and_no_source_location(self):
+        # Every GPU hidden (a machine without one gets the no-driver message instead): run apart,
+        # as CUDA reads CUDA_VISIBLE_DEVICES once per process.
+        script = ("import sys\n"
+                  "if not INSTALLED: sys.path.insert(0, sys.argv[1])\n"
+                  "import tuned\n"
+                  "class A:\n"
+                  "    __cuda_array_interface__ = {'shape': (2, 2), 'typestr': '<f4', 'data': "
+                  "(1 << 20, False), 'strides': None, 'version': 3}\n"
+                  "try:\n"
+                  "    tuned.gemm(A(), A(), A())\n"
+                  "except tuned.Error as e:\n"
+                  "    print(e.status, e, sep='\\n')\n").replace("INSTALLED", str(INSTALLED))
+        run = subprocess.run([sys.executable, "-c", script, PACKAGE_ROOT], capture_output=True,
+                             text=True, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        status, message = run.stdout.rstrip("\n").split("\n", 1)
+        self.assertEqual(status, "2", message)  # TUNED_STATUS_NO_DEVICE
+        self.assertRegex(message, r"^no CUDA device: (no NVIDIA driver is loaded|no GPU is visible "
+                                  r"\(CUDA_VISIBLE_DEVICES=''\))")
+        self.assertNotRegex(message, r"\w\.(cpp|hpp|cu|c|h):\d+")
+        self.assertNotIn("insufficient", message)
+        self.assertEqual(message.count("no CUDA device"), 1, message)
+
+
 class OfflineTuning(unittest.TestCase):
     """The recorder's Python face and tuned.autotune's handling of the autotune program (a stand-in
     script here: the real one needs a GPU)."""

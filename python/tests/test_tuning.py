@@ -264,8 +264,10 @@ class AgainstTheRealProgram(unittest.TestCase):
         flags = set(re.findall(r"^\s+(?:-\w,)?(--[a-z0-9-]+)", help_text, re.MULTILINE))
         self.assertIn("--shape", flags)  # the help was read
         mapped = set(tuning._OPTIONS.values()) | set(tuning._FLAGS.values())
-        # --json carries the rows back; --help and --version are not tuning, nor is the queue.
-        self.assertEqual(flags - mapped, {"--json", "--help", "--version"} | tuning.QUEUE_OPTIONS)
+        # --json carries the rows back; --help and --version are not tuning, nor is the queue; how
+        # the program shows its run is this module's (quiet; --progress while not quiet; rows).
+        self.assertEqual(flags - mapped, {"--json", "--help", "--version", "--quiet", "--progress",
+                                          "--wide"} | tuning.QUEUE_OPTIONS)
         self.assertEqual(mapped - flags, set())
 
     def test_recorded_spaces_stand_in_for_the_gpu(self):
@@ -301,12 +303,12 @@ class AgainstTheRealProgram(unittest.TestCase):
         config = os.path.join(self.folder, "options.toml")
         with open(config, "w") as f:
             f.write('strategy = "random"\n')
-        with self.assertRaisesRegex(RuntimeError, r"exit 1\): autotune: --device 0,1: no CUDA"):
+        with self.assertRaisesRegex(RuntimeError, r"exit 3\): autotune: --device 0,1: no CUDA"):
             tuned.autotune(op="gemm", shapes=["64x64x64", (32, 32, 32)], layout="nt", budget=0.5,
                            device=[0, 1], max_trials=2, patience=1, strategy="anneal", seed=7,
                            db=db, config=config, remeasure=True, no_wait=True, flush_l2=True,
                            verbose=True, quiet=True)
-        with self.assertRaisesRegex(RuntimeError, r"exit 1\).*no CUDA"):
+        with self.assertRaisesRegex(RuntimeError, r"exit 3\).*no CUDA"):
             tuned.autotune(op="entropy", shapes=(256, 256, 2, 16), layout="u8",
                            space={"BX": [32, 64]}, db=db, quiet=True)
         self.assertFalse(os.path.exists(db))

@@ -44,7 +44,9 @@ class Error(RuntimeError):
     def __init__(self, status, message):
         self.status = status
         name = lib.tuned_status_string(status).decode()
-        super().__init__(f"{message} ({name})" if message else name)
+        # The status's name after the message, unless the message begins with it.
+        super().__init__(message if message.startswith(name) else
+                         f"{message} ({name})" if message else name)
 
 
 def _raise(status):

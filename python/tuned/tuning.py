@@ -310,6 +310,8 @@ def autotune(op=None, shapes=None, layout=None, budget=None, *, shapes_from=None
         replay, replay_gpus, replay_pace, report)
     _flag(quiet, "quiet")
     args = [_autotune_program()] + arguments
+    if not quiet:  # stderr is a pipe here: asked for, the program prints its progress as lines
+        args.append("--progress")
     with tempfile.TemporaryDirectory(prefix="tuned-autotune-") as folder:
         if space_toml is not None:
             space_file = os.path.join(folder, "space.toml")

@@ -79,7 +79,7 @@ TEST_F(AutotuneBinaryTest, MalformedDeviceListExitsTwoNamingTheFlag) {
 }
 
 // With no device visible (none on a CPU machine, hidden on a GPU one), --device all says so as
-// --device N does, before any database is opened.
+// --device N does, before any database is opened, and exits 3 (no device).
 TEST_F(AutotuneBinaryTest, DeviceAllWithoutAGpuSaysNoCudaDevice) {
   const std::filesystem::path dir = make_temp_dir();
   ASSERT_FALSE(dir.empty());
@@ -88,7 +88,7 @@ TEST_F(AutotuneBinaryTest, DeviceAllWithoutAGpuSaysNoCudaDevice) {
     SCOPED_TRACE(device);
     ProcessResult run = run_autotune("--device " + device + " --shape 64x64x64 --db '" + db + "'",
                                      "CUDA_VISIBLE_DEVICES=");
-    EXPECT_EQ(run.exit_code, 1) << run.output;
+    EXPECT_EQ(run.exit_code, 3) << run.output;
     EXPECT_NE(run.output.find("autotune: --device " + device + ": no CUDA device"),
               std::string::npos)
         << run.output;

@@ -988,7 +988,7 @@ TEST_F(TunedbTest, ListingsChangeNoByteAndSkipMalformedRows) {
   { Database db(db_path_); }  // a writer's close checkpoints: the file holds everything
   sqlite_exec(db_path_, "UPDATE trials SET disposition = 'fast' WHERE disposition = 'ok'");
   const std::string before = slurp(db_path_);
-  for (const char* command : {"devices", "best", "trials", "sessions", "export",
+  for (const char* command : {"devices", "best", "trials", "sessions", "info", "export",
                               "export --format csv --table trials", "best --format json"}) {
     Result r = run("--db '" + db_path_ + "' " + command);
     EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;
@@ -1024,7 +1024,7 @@ TEST_F(TunedbTest, ListingsChangeNoByteAndSkipMalformedRows) {
   const std::string empty = dir_.file("empty.db");
   std::ofstream(empty).close();
   Result r = run("--db '" + empty + "' best");
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 1);  // a database error
   EXPECT_TRUE(contains(r.err, "file is empty, not a tuned database")) << r.err;
   EXPECT_EQ(fs::file_size(empty), 0u);
 }
@@ -1177,19 +1177,19 @@ TEST_F(TunedbTest, ExportCsv) {
   EXPECT_TRUE(contains(r.out, std::string(kH200) + ",NVIDIA H200,9,0,132,")) << r.out;
 }
 
-TEST_F(TunedbTest, MissingDatabaseExitsTwo) {
+TEST_F(TunedbTest, MissingDatabaseExitsOne) {
   std::string missing = dir_.file("nowhere/tuned.db");
   Result r = run("--db '" + missing + "' best");
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, "no tuning database")) << r.err;
   EXPECT_TRUE(contains(r.err, missing)) << r.err;
   EXPECT_FALSE(fs::exists(missing));  // not created as a side effect
 }
 
-TEST_F(TunedbTest, CorruptDatabaseExitsTwo) {
+TEST_F(TunedbTest, CorruptDatabaseExitsOne) {
   std::ofstream(db_path_, std::ios::binary) << std::string(4096, '\x5a');
   Result r = run("--db '" + db_path_ + "' devices");
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, "not a database")) << r.err;
   EXPECT_TRUE(contains(r.err, db_path_)) << r.err;
 }
@@ -1744,6 +1744,9 @@ TEST_F(TunedbTest, EverySchemaIsListedUnchangedAndUpgradeMigrates) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(contains(r.out, "BM=64")) << r.out;
     EXPECT_TRUE(contains(r.out, "1024x1024x1024")) << r.out;
+    Result info = run("--db '" + path + "' info");
+    EXPECT_EQ(info.exit_code, 0) << info.err;
+    EXPECT_TRUE(contains(info.out, "\nbest         1\n")) << info.out;  // its rows, counted
     Result json = run("--db '" + path + "' best --format json");
     EXPECT_EQ(json.exit_code, 0) << json.err;
     EXPECT_TRUE(contains(json.out, "\"variant\": \"NN\"")) << json.out;
@@ -1782,7 +1785,7 @@ TEST_F(TunedbTest, EverySchemaIsListedUnchangedAndUpgradeMigrates) {
   // A newer schema is not written: one line, exit 2.
   sqlite_exec(v5, "PRAGMA user_version = 9");
   Result newer = run("--db '" + v5 + "' upgrade");
-  EXPECT_EQ(newer.exit_code, 2);
+  EXPECT_EQ(newer.exit_code, 1);
   EXPECT_TRUE(contains(newer.err, "schema version 9 is newer")) << newer.err;
 }
 

@@ -216,7 +216,8 @@ TEST(GemmBatch, AutotuneTunesEachShapeAsABatch) {
   EXPECT_DOUBLE_EQ(estimated_work(requests[0]), 128.0 * 128 * 64 * 96);
   for (const auto& [args, part] :
        std::vector<std::pair<std::vector<std::string>, std::string>>{
-           {{"--batch", "0"}, "--batch: must be 1 to 2147483647"},
+           {{"--batch", "0"},
+            "--batch: must be a whole number of products from 1 to 2147483647, got '0'"},
            {{"--batch", "x"}, "--batch"},
            {{"--op", "transpose", "--batch", "4"}, "op transpose has no BATCH dimension"},
            {{"--shape", "8x8x8x2", "--batch", "4"}, "already gives a batch"}}) {
