@@ -614,7 +614,7 @@ int run(const AutotuneOptions& options) {
       std::printf("%s\n", tuned::report::describe(written, options.report_path).c_str());
     } catch (const tuned::Error& e) {
       std::fprintf(stderr, "autotune: --report %s\n", e.what());
-      return 1;
+      return tuned::tools::kExitFailure;
     }
   }
   if (g_interrupted) {

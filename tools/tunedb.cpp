@@ -870,7 +870,7 @@ int run_report(Database& db, const Options& options) {
     }
   } catch (const tuned::Error& e) {
     std::cerr << "tunedb: report --out " << escape_text(e.what()) << "\n";
-    return 1;
+    return tuned::tools::kExitFailure;
   }
   return 0;
 }

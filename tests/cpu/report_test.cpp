@@ -4,6 +4,7 @@
 // that 10^5 trials give a page in under 5 s and 5 MB.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <cstdio>
@@ -243,6 +244,33 @@ TEST_F(ReportTest, AHundredThousandTrialsGiveAPageInFiveSecondsAndFiveMegabytes)
   EXPECT_NE(slurp(dir_.file("out.txt")).find("500 bests, 100000 trials"), std::string::npos);
   EXPECT_LT(seconds, 5.0);
   EXPECT_LE(mb, 5.0);
+}
+
+// A page that cannot be written is a failure (exit 1) naming --out and the path, and leaves no
+// partial file; options a report does not take are usage errors (exit 2).
+TEST_F(ReportTest, AnUnwritablePageIsAFailureAndForeignOptionsAUsageError) {
+  {
+    Database db(path_);
+    db.upsert_device({kGpu, "NVIDIA H100 80GB HBM3", 9, 0, 132, 85'520'809'984, 1'980'000});
+  }
+  const std::string tunedb =
+      (fs::canonical("/proc/self/exe").parent_path() / ".." / "tools" / "tunedb").string();
+  auto run = [&](const std::string& args) {
+    const int status = std::system(("'" + tunedb + "' --db '" + path_ + "' " + args + " >'" +
+                                    dir_.file("out.txt") + "' 2>&1")
+                                       .c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  const std::string folder = dir_.file("missing");
+  EXPECT_EQ(run("report --out '" + folder + "/page.html'"), 1);
+  EXPECT_NE(slurp(dir_.file("out.txt")).find("tunedb: report --out '" + folder +
+                                            "/page.html': cannot write it"),
+            std::string::npos)
+      << slurp(dir_.file("out.txt"));
+  EXPECT_FALSE(fs::exists(folder));
+  EXPECT_EQ(run("report --format csv"), 2) << slurp(dir_.file("out.txt"));
+  EXPECT_EQ(run("report --out '" + dir_.file("page.html") + "'"), 0) << slurp(dir_.file("out.txt"));
+  EXPECT_FALSE(fs::exists(dir_.file("page.html.partial")));
 }
 
 }  // namespace
