@@ -267,4 +267,25 @@ TempDatabase::~TempDatabase() {
   std::filesystem::remove_all(dir_, ignored);
 }
 
+double copy_gbps(cudaStream_t stream, size_t bytes) {
+  DeviceBuffer from(bytes), to(bytes);
+  TUNED_CUDA_CHECK(cudaMemsetAsync(from.get(), 1, bytes, stream));
+  cudaEvent_t start, stop;
+  TUNED_CUDA_CHECK(cudaEventCreate(&start));
+  TUNED_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<double> ms;
+  for (int i = 0; i < 12; ++i) {
+    TUNED_CUDA_CHECK(cudaEventRecord(start, stream));
+    TUNED_CUDA_CHECK(cudaMemcpyAsync(to.get(), from.get(), bytes, cudaMemcpyDeviceToDevice, stream));
+    TUNED_CUDA_CHECK(cudaEventRecord(stop, stream));
+    TUNED_CUDA_CHECK(cudaEventSynchronize(stop));
+    float t = 0;
+    TUNED_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+    if (i >= 2) ms.push_back(t);  // (two warm-ups)
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return 2.0 * static_cast<double>(bytes) / (median(ms) * 1e6);
+}
+
 }  // namespace tuned::bench

@@ -37,6 +37,18 @@ struct Shape {
   }
 };
 
+/// The bytes a product's operands take to read once and write once (A, B and C; beta = 0): what
+/// a memory-bound product (a decode step's matrix-vector) cannot take less time than to move.
+inline double operand_bytes(const Shape& s) {
+  return 4.0 * (static_cast<double>(s.m) * s.k + static_cast<double>(s.k) * s.n +
+                static_cast<double>(s.m) * s.n) *
+         static_cast<double>(s.batch);
+}
+
+/// The device's copy bandwidth now, bytes read plus bytes written per second in GB/s: the median
+/// of device-to-device copies of `bytes` (large enough to leave the L2), timed with events.
+double copy_gbps(cudaStream_t stream, size_t bytes = size_t{1} << 30);
+
 /// "LAYOUT:MxNxK" (NN:1000x1000x1000) as a Shape; throws Error(TUNED_STATUS_INVALID_ARGUMENT)
 /// naming --shape and the rule (a layout of N and T, three positive sizes).
 Shape parse_layout_shape(const std::string& text);

@@ -19,6 +19,9 @@
 // shapes hold 42 TFLOP, about 0.85 s of cuBLAS FP32 at 50 TFLOP/s, so some 25 s of products plus
 // the small shapes' 2 ms batches (~10 s) and the operands' fills. Fewer rounds for the dozen
 // products over 1 TFLOP would save about 3 s, not worth a noisier median.
+// Decode rows (n <= 16 tokens) are also held to their bandwidth bound: their operands read and
+// written once at the device-to-device copy bandwidth measured in the same run (bw_fraction; the
+// summary's worst and median).
 // Exit status: 0, 1 error, 2 usage, 3 a wrong result or a contract violation.
 #include <cublas_v2.h>
 
@@ -114,11 +117,23 @@ struct Summary {
   int below_0_75 = 0, large_below_0_90 = 0, count_large = 0, wrong = 0;
   double total_gflop = 0;
   std::vector<std::string> violations;
+  // Decode rows (n <= kDecodeTokens): each one's bandwidth bound (its operands read and written
+  // once at the copy bandwidth measured in this run) over its time; the worst and the median.
+  double copy_gbps = NAN, worst_decode_bw = NAN, median_decode_bw = NAN;
+  std::string worst_decode_row;
+  int decode_rows = 0;
 };
 
-Summary summarize(const std::vector<Row>& rows, const std::vector<Measurement>& measured) {
+constexpr int64_t kDecodeTokens = 16;
+
+// The time a product's operands take to move once at copy_gbps, in ms.
+double bound_ms(const Shape& s, double copy_gbps) { return operand_bytes(s) / (copy_gbps * 1e6); }
+
+Summary summarize(const std::vector<Row>& rows, const std::vector<Measurement>& measured,
+                  double copy_gbps) {
   Summary s;
-  std::vector<double> all, large;
+  s.copy_gbps = copy_gbps;
+  std::vector<double> all, large, decode;
   double tuned_ms = 0, cublas_ms = 0;
   for (const Row& r : rows) {
     const Measurement& m = measured[r.measurement];
@@ -140,6 +155,14 @@ Summary summarize(const std::vector<Row>& rows, const std::vector<Measurement>& 
       }
       if (m.ratio < 0.90) ++s.large_below_0_90;
     }
+    if (r.gemm.shape.n <= kDecodeTokens && m.c.tuned_ms > 0) {
+      const double fraction = bound_ms(r.gemm.shape, copy_gbps) / m.c.tuned_ms;
+      decode.push_back(fraction);
+      if (!(fraction >= s.worst_decode_bw)) {
+        s.worst_decode_bw = fraction;
+        s.worst_decode_row = describe_row(r.gemm);
+      }
+    }
     if (!m.c.correct) ++s.wrong;
     if (!m.c.within_contract) s.violations.push_back(describe_row(r.gemm));
   }
@@ -147,6 +170,8 @@ Summary summarize(const std::vector<Row>& rows, const std::vector<Measurement>& 
   if (tuned_ms > 0) s.time_weighted = cublas_ms / tuned_ms;
   if (!all.empty()) s.geomean = geometric_mean(all);
   if (!large.empty()) s.geomean_large = geometric_mean(large);
+  s.decode_rows = static_cast<int>(decode.size());
+  s.median_decode_bw = median(decode);
   return s;
 }
 
@@ -166,6 +191,11 @@ void write_json(const Options& o, const std::string& device_name, const std::str
       << ",\n  \"count_large\": " << s.count_large
       << ",\n  \"worst_large\": " << json_number(s.worst_large)
       << ",\n  \"worst_large_row\": " << json_escape(s.worst_large_row)
+      << ",\n  \"copy_gbps\": " << json_number(s.copy_gbps)
+      << ",\n  \"decode_rows\": " << s.decode_rows
+      << ",\n  \"worst_decode_bw_fraction\": " << json_number(s.worst_decode_bw)
+      << ",\n  \"worst_decode_row\": " << json_escape(s.worst_decode_row)
+      << ",\n  \"median_decode_bw_fraction\": " << json_number(s.median_decode_bw)
       << ",\n  \"worst_ratio\": " << json_number(s.worst)
       << ",\n  \"worst_row\": " << json_escape(s.worst_row)
       << ",\n  \"below_0_75\": " << s.below_0_75
@@ -190,6 +220,7 @@ void write_json(const Options& o, const std::string& device_name, const std::str
         << ", \"tuned_ms\": " << json_number(m.c.tuned_ms)
         << ", \"cublas_ms\": " << json_number(m.c.cublas_ms)
         << ", \"ratio\": " << json_number(m.ratio)
+        << ", \"bw_fraction\": " << json_number(bound_ms(r.gemm.shape, s.copy_gbps) / m.c.tuned_ms)
         << ", \"err_tuned\": " << json_number(m.c.err_tuned)
         << ", \"err_cublas\": " << json_number(m.c.err_cublas)
         << ", \"within_contract\": " << (m.c.within_contract ? "true" : "false")
@@ -284,6 +315,12 @@ void print_summary(bool first_use, const std::vector<Row>& rows,
   }
   std::printf("%d rows below 0.75, %d rows above 1 GFLOP below 0.90\n", s.below_0_75,
               s.large_below_0_90);
+  if (s.decode_rows) {
+    std::printf("decode rows (n <= %lld): of the bandwidth bound (operands moved once at the copy "
+                "bandwidth, %.0f GB/s), median %.3f, worst %.3f (%s)\n",
+                static_cast<long long>(kDecodeTokens), s.copy_gbps, s.median_decode_bw,
+                s.worst_decode_bw, s.worst_decode_row.c_str());
+  }
   if (first_use) {
     std::vector<double> first_uses;
     for (const auto& m : measured) {
@@ -311,8 +348,10 @@ int run(const Options& o) {
   std::vector<Measurement> measured;
   std::vector<Row> rows;
   measure_rows(gemms, o.first_use, bench, rows, measured);
+  // The copy bandwidth after the products, in the same process: what decode rows are held to.
+  const double copy = copy_gbps(bench.stream.get());
 
-  const Summary s = summarize(rows, measured);
+  const Summary s = summarize(rows, measured, copy);
   const double wall_s = elapsed_ms(wall_start) / 1e3;
   print_summary(o.first_use, rows, measured, s, wall_s);
   if (!o.json.empty()) write_json(o, bench.device.name, bench.mode, rows, measured, s, wall_s);
