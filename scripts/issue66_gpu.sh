@@ -6,7 +6,8 @@
 # an empty database, and a fresh process served from it (gemm_vs_cublas --db) beside a local run
 # of the same problems with the same budget (autotune, then gemm_vs_cublas on its database).
 #   carry/tools.tar.xz: bin/{autotune,tunedb,gemm_vs_cublas} and lib/libtuned.so* of one build
-#   BUDGET: seconds per problem (default 6)
+#   BUDGET: seconds per problem (default 6); GTEST: a gtest filter of the carried GPU tests to run
+#   after (tools.tar.xz's bin/tuned_gpu_tests), GTEST_LIMIT their seconds (default 240)
 # Logs under $OUT; a short table last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -91,4 +92,15 @@ for r in store:
 print(f"time-weighted over {len(tuned)} problems: store {sums[0] / sums[1]:.3f}, local {sums[2] / sums[3]:.3f}")
 PY
 summary+=("$(tail -n 1 "$out/side_by_side.txt")")
+# GTEST (a gtest filter): the carried GPU tests of the same build, where tools.tar.xz holds
+# bin/tuned_gpu_tests (its tools found at ../tools/ as in a build folder).
+if [ -n "${GTEST:-}" ] && [ -x "$root/tools/bin/tuned_gpu_tests" ]; then
+  mkdir -p "$root/tree/tests" "$root/tree/tools"
+  cp "$root/tools/bin/tuned_gpu_tests" "$root/tree/tests/"
+  for tool in autotune tunedb; do ln -sf "$root/tools/bin/$tool" "$root/tree/tools/$tool"; done
+  timeout "${GTEST_LIMIT:-240}" "$root/tree/tests/tuned_gpu_tests" --gtest_filter="$GTEST" \
+    >"$out/gtest.log" 2>&1
+  rc=$?
+  summary+=("gtest '$GTEST' rc=$rc: $(grep -c '^\[       OK \]' "$out/gtest.log") passed, $(grep -c '^\[  FAILED  \] [A-Za-z]*\.' "$out/gtest.log") failed lines")
+fi
 print_summary
