@@ -276,7 +276,8 @@ double copy_gbps(cudaStream_t stream, size_t bytes) {
   std::vector<double> ms;
   for (int i = 0; i < 12; ++i) {
     TUNED_CUDA_CHECK(cudaEventRecord(start, stream));
-    TUNED_CUDA_CHECK(cudaMemcpyAsync(to.get(), from.get(), bytes, cudaMemcpyDeviceToDevice, stream));
+    TUNED_CUDA_CHECK(
+        cudaMemcpyAsync(to.get(), from.get(), bytes, cudaMemcpyDeviceToDevice, stream));
     TUNED_CUDA_CHECK(cudaEventRecord(stop, stream));
     TUNED_CUDA_CHECK(cudaEventSynchronize(stop));
     float t = 0;

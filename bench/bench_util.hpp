@@ -40,8 +40,9 @@ struct Shape {
 /// The bytes a product's operands take to read once and write once (A, B and C; beta = 0): what
 /// a memory-bound product (a decode step's matrix-vector) cannot take less time than to move.
 inline double operand_bytes(const Shape& s) {
-  return 4.0 * (static_cast<double>(s.m) * s.k + static_cast<double>(s.k) * s.n +
-                static_cast<double>(s.m) * s.n) *
+  return 4.0 *
+         (static_cast<double>(s.m) * s.k + static_cast<double>(s.k) * s.n +
+          static_cast<double>(s.m) * s.n) *
          static_cast<double>(s.batch);
 }
 

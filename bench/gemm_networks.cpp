@@ -199,8 +199,7 @@ void write_json(const Options& o, const std::string& device_name, const std::str
       << ",\n  \"worst_ratio\": " << json_number(s.worst)
       << ",\n  \"worst_row\": " << json_escape(s.worst_row)
       << ",\n  \"below_0_75\": " << s.below_0_75
-      << ",\n  \"large_below_0_90\": " << s.large_below_0_90
-      << ",\n  \"contract_violations\": [";
+      << ",\n  \"large_below_0_90\": " << s.large_below_0_90 << ",\n  \"contract_violations\": [";
   for (size_t i = 0; i < s.violations.size(); ++i) {
     out << (i ? ", " : "") << json_escape(s.violations[i]);
   }
@@ -216,8 +215,7 @@ void write_json(const Options& o, const std::string& device_name, const std::str
         << ", \"shape\": " << json_escape(r.gemm.shape.text())
         << ", \"gflop\": " << json_number(r.gemm.shape.gflop())
         << ", \"origin\": " << json_escape(m.origin) << ", \"config\": " << json_escape(m.config)
-        << ", \"math\": " << json_escape(m.math)
-        << ", \"tuned_ms\": " << json_number(m.c.tuned_ms)
+        << ", \"math\": " << json_escape(m.math) << ", \"tuned_ms\": " << json_number(m.c.tuned_ms)
         << ", \"cublas_ms\": " << json_number(m.c.cublas_ms)
         << ", \"ratio\": " << json_number(m.ratio)
         << ", \"bw_fraction\": " << json_number(bound_ms(r.gemm.shape, s.copy_gbps) / m.c.tuned_ms)
@@ -316,10 +314,11 @@ void print_summary(bool first_use, const std::vector<Row>& rows,
   std::printf("%d rows below 0.75, %d rows above 1 GFLOP below 0.90\n", s.below_0_75,
               s.large_below_0_90);
   if (s.decode_rows) {
-    std::printf("decode rows (n <= %lld): of the bandwidth bound (operands moved once at the copy "
-                "bandwidth, %.0f GB/s), median %.3f, worst %.3f (%s)\n",
-                static_cast<long long>(kDecodeTokens), s.copy_gbps, s.median_decode_bw,
-                s.worst_decode_bw, s.worst_decode_row.c_str());
+    std::printf(
+        "decode rows (n <= %lld): of the bandwidth bound (operands moved once at the copy "
+        "bandwidth, %.0f GB/s), median %.3f, worst %.3f (%s)\n",
+        static_cast<long long>(kDecodeTokens), s.copy_gbps, s.median_decode_bw, s.worst_decode_bw,
+        s.worst_decode_row.c_str());
   }
   if (first_use) {
     std::vector<double> first_uses;

@@ -40,7 +40,8 @@ ProblemKey key(const std::string& op, const std::string& variant, std::vector<in
   return k;
 }
 
-TrialRecord trial(int64_t session, const ProblemKey& k, double ms, Disposition d = Disposition::kOk) {
+TrialRecord trial(int64_t session, const ProblemKey& k, double ms,
+                  Disposition d = Disposition::kOk) {
   TrialRecord t;
   t.session_id = session;
   t.key = k;
@@ -98,7 +99,8 @@ TEST_F(ReportTest, GathersRatesShortConfigsCurvesAndARunsScope) {
     ASSERT_TRUE(db.offer_best(best(small, "GEMV=0,BM=64,BN=128,MMA=0", 0.05, 0.04, first, "old")));
     second = db.begin_session({0, kGpu, "transpose", "anneal", 10, ""}).id;
     db.record_trials({trial(second, square, 0.06), trial(second, square, 0.05)});
-    ASSERT_TRUE(db.offer_best(best(square, "TILE=64,RPT=8,VEC=4,PAD=1,ORDER=0", 0.05, 0.048, second)));
+    ASSERT_TRUE(
+        db.offer_best(best(square, "TILE=64,RPT=8,VEC=4,PAD=1,ORDER=0", 0.05, 0.048, second)));
   }
   const std::string before = slurp(path_);
   Report report;
@@ -122,7 +124,7 @@ TEST_F(ReportTest, GathersRatesShortConfigsCurvesAndARunsScope) {
   EXPECT_NEAR(row->rate, 2.0 * 4096 * 4096 * 4096 / 0.8e9, 1e-6);  // from the work, not b.rate
   EXPECT_NEAR(row->baseline_rate, row->rate / 2, 1e-6);
   EXPECT_GT(row->bytes, 3.0 * 4 * 4096 * 4096 - 1);  // A, B and C at least once
-  EXPECT_EQ(row->short_config, "BM=128,MMA=4");       // GEMV and BN are the same everywhere
+  EXPECT_EQ(row->short_config, "BM=128,MMA=4");      // GEMV and BN are the same everywhere
   EXPECT_NE(row->family.find("wgmma"), std::string::npos) << row->family;
   EXPECT_TRUE(row->current_template);
   const BestRow* stale = find_row(section, "1024x1024x1024");
@@ -200,9 +202,9 @@ TEST_F(ReportTest, AHundredThousandTrialsGiveAPageInFiveSecondsAndFiveMegabytes)
     db.record_trials({trial(1, key("gemm", "NN", {64, 64, 64}), 1.0)});
     for (int p = 0; p < 500; ++p) {
       const ProblemKey k = key("gemm", "NN", {64 + 8 * p, 64 + 4 * (p % 37), 64 + p % 91});
-      ASSERT_TRUE(db.offer_best(best(k, "GEMV=0,BM=" + std::to_string(16 << (p % 4)) + ",MMA=" +
-                                            std::to_string(p % 5),
-                                     0.5 + p % 7, 0.6 + p % 5, 1 + p % 50)));
+      ASSERT_TRUE(db.offer_best(
+          best(k, "GEMV=0,BM=" + std::to_string(16 << (p % 4)) + ",MMA=" + std::to_string(p % 5),
+               0.5 + p % 7, 0.6 + p % 5, 1 + p % 50)));
     }
   }
   // 99,999 more trials, spread over the 500 problems and 50 sessions, one second apart.
@@ -256,15 +258,15 @@ TEST_F(ReportTest, AnUnwritablePageIsAFailureAndForeignOptionsAUsageError) {
   const std::string tunedb =
       (fs::canonical("/proc/self/exe").parent_path() / ".." / "tools" / "tunedb").string();
   auto run = [&](const std::string& args) {
-    const int status = std::system(("'" + tunedb + "' --db '" + path_ + "' " + args + " >'" +
-                                    dir_.file("out.txt") + "' 2>&1")
-                                       .c_str());
+    const int status = std::system(
+        ("'" + tunedb + "' --db '" + path_ + "' " + args + " >'" + dir_.file("out.txt") + "' 2>&1")
+            .c_str());
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   };
   const std::string folder = dir_.file("missing");
   EXPECT_EQ(run("report --out '" + folder + "/page.html'"), 1);
-  EXPECT_NE(slurp(dir_.file("out.txt")).find("tunedb: report --out '" + folder +
-                                            "/page.html': cannot write it"),
+  EXPECT_NE(slurp(dir_.file("out.txt"))
+                .find("tunedb: report --out '" + folder + "/page.html': cannot write it"),
             std::string::npos)
       << slurp(dir_.file("out.txt"));
   EXPECT_FALSE(fs::exists(folder));

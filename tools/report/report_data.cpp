@@ -47,7 +47,8 @@ std::vector<std::pair<std::string, std::string>> config_items(const std::string&
     size_t end = config.find(',', start);
     if (end == std::string::npos) end = config.size();
     const size_t eq = config.find('=', start);
-    if (eq < end) items.emplace_back(config.substr(start, eq - start), config.substr(eq + 1, end - eq - 1));
+    if (eq < end)
+      items.emplace_back(config.substr(start, eq - start), config.substr(eq + 1, end - eq - 1));
     start = end + 1;
   }
   return items;
@@ -125,11 +126,21 @@ Ceilings device_ceilings(const cache::DeviceRecord& device) {
   c.tf32_tflops = device.sm_count * tf32_flops * clock_hz / 1e12;
   // Memory bandwidth is not a property CUDA reports exactly: datasheet figures by model, the
   // more specific names first.
-  static const std::pair<const char*, double> kModels[] = {
-      {"GH200", 4000},          {"H200", 4800},      {"H100 NVL", 3900}, {"H100 PCIe", 2000},
-      {"H100", 3350},           {"A100-SXM4-80GB", 2039}, {"A100 80GB PCIe", 1935},
-      {"A100", 1555},           {"B200", 8000},      {"L40S", 864},      {"L40", 864},
-      {"L4", 300},              {"RTX 4090", 1008},  {"RTX 3090", 936},  {"V100", 900}};
+  static const std::pair<const char*, double> kModels[] = {{"GH200", 4000},
+                                                           {"H200", 4800},
+                                                           {"H100 NVL", 3900},
+                                                           {"H100 PCIe", 2000},
+                                                           {"H100", 3350},
+                                                           {"A100-SXM4-80GB", 2039},
+                                                           {"A100 80GB PCIe", 1935},
+                                                           {"A100", 1555},
+                                                           {"B200", 8000},
+                                                           {"L40S", 864},
+                                                           {"L40", 864},
+                                                           {"L4", 300},
+                                                           {"RTX 4090", 1008},
+                                                           {"RTX 3090", 936},
+                                                           {"V100", 900}};
   for (const auto& [model, gbps] : kModels) {
     if (device.name.find(model) != std::string::npos) {
       c.bandwidth_gbps = gbps;

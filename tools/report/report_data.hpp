@@ -19,9 +19,9 @@ struct BestRow {
   std::string op, variant, shape;  // shape as "4096x4096x4096"
   std::vector<int64_t> dims;
   int alignment = 1;
-  std::string config;       // canonical
-  std::string short_config;  // the parameters that vary among this device and op's bests
-  std::string family;        // the op's name for the config's kind ("" for an op of one kind)
+  std::string config;              // canonical
+  std::string short_config;        // the parameters that vary among this device and op's bests
+  std::string family;              // the op's name for the config's kind ("" for an op of one kind)
   double ms = 0, baseline_ms = 0;  // baseline_ms 0: not measured
   double flops = 0, bytes = 0;     // one call's work: flops (0 for memory-bound ops), bytes moved
   std::string rate_unit;           // the op's: "TFLOP/s" or "GB/s"

@@ -86,17 +86,18 @@ double attainable(const BestRow& row, const Ceilings& c) {
   return std::min(compute, c.bandwidth_gbps * (row.flops / row.bytes) / 1e3);
 }
 
+// "gemm: math: FFMA", or the op's name where it has one kind of kernel: what colours a point.
+std::string family_name(const BestRow& row) {
+  return row.op + (row.family.empty() ? "" : ": " + row.family);
+}
+
+// One colour per family of the device's bests, the same in every chart.
 std::map<std::string, std::string> family_colours(const std::vector<BestRow>& rows) {
   std::map<std::string, std::string> colours;
   for (const auto& row : rows) {
-    const std::string name = row.op + (row.family.empty() ? "" : ": " + row.family);
-    if (!colours.count(name)) colours[name] = series_colour(colours.size());
+    if (!colours.count(family_name(row))) colours[family_name(row)] = series_colour(colours.size());
   }
   return colours;
-}
-
-std::string family_name(const BestRow& row) {
-  return row.op + (row.family.empty() ? "" : ": " + row.family);
 }
 
 std::string point_title(const BestRow& row) {
@@ -148,23 +149,26 @@ std::string roofline(const DeviceSection& section, bool flops,
     roof(c.fp32_tflops, "FP32 peak", false);
     if (c.tf32_tflops > 0) roof(c.tf32_tflops / 3, "TF32 tensor / 3", true);
   } else if (c.bandwidth_gbps > 0) {
-    plot.line({{x.lo, c.bandwidth_gbps}, {x.hi, c.bandwidth_gbps}}, "#555",
-              "memory bandwidth " + short_number(c.bandwidth_gbps) + " GB/s (" +
-                  c.bandwidth_source + ")",
-              false, false, 1.2);
+    plot.line(
+        {{x.lo, c.bandwidth_gbps}, {x.hi, c.bandwidth_gbps}}, "#555",
+        "memory bandwidth " + short_number(c.bandwidth_gbps) + " GB/s (" + c.bandwidth_source + ")",
+        false, false, 1.2);
     plot.label(x.lo * 1.05, c.bandwidth_gbps, "memory " + short_number(c.bandwidth_gbps), "#555");
   }
   std::set<std::string> named;
   for (const BestRow* row : rows) {
     const double at = flops ? row->flops / row->bytes : row->bytes / 1e6;
     const std::string& colour = colours.at(family_name(*row));
-    if (row->baseline_rate > 0) plot.point(at, row->baseline_rate, "#888", "baseline: " + point_title(*row), true, 3);
+    if (row->baseline_rate > 0) {
+      plot.point(at, row->baseline_rate, "#888", "baseline: " + point_title(*row), true, 3);
+    }
     plot.point(at, row->rate, colour, point_title(*row));
     if (named.insert(family_name(*row)).second) plot.legend(family_name(*row), colour);
   }
   plot.legend("baseline (cuBLAS or the op's own)", "#888", true);
-  return "<div class=\"view\"><h3>Roofline: " + std::string(flops ? "ops counting flops" : "ops counting bytes") +
-         "</h3>" + plot.svg() + "</div>";
+  return "<div class=\"view\"><h3>Roofline: " +
+         std::string(flops ? "ops counting flops" : "ops counting bytes") + "</h3>" + plot.svg() +
+         "</div>";
 }
 
 // Which kernel family wins where: each best at its first two dimensions, sized by the third.
@@ -178,7 +182,9 @@ std::string family_map(const DeviceSection& section, const std::string& op,
   std::set<std::string> families;
   for (const BestRow* row : rows) families.insert(row->family);
   if (families.size() < 2) return "";  // one kind of kernel wins everywhere: nothing to map
-  auto dim = [&](size_t i) { return i < dims.size() ? dims[i] : "dimension " + std::to_string(i + 1); };
+  auto dim = [&](size_t i) {
+    return i < dims.size() ? dims[i] : "dimension " + std::to_string(i + 1);
+  };
   Axis x{dim(0), true}, y{dim(1), true};
   for (const BestRow* row : rows) {
     x.take(static_cast<double>(std::max<int64_t>(row->dims[0], 1)));
@@ -192,8 +198,8 @@ std::string family_map(const DeviceSection& section, const std::string& op,
     const double third = row->dims.size() >= 3 ? static_cast<double>(row->dims[2]) : 1.0;
     const std::string& colour = colours.at(family_name(*row));
     plot.point(static_cast<double>(std::max<int64_t>(row->dims[0], 1)),
-               static_cast<double>(std::max<int64_t>(row->dims[1], 1)), colour,
-               point_title(*row), false, 2.5 + 1.4 * std::log10(std::max(1.0, third)));
+               static_cast<double>(std::max<int64_t>(row->dims[1], 1)), colour, point_title(*row),
+               false, 2.5 + 1.4 * std::log10(std::max(1.0, third)));
     if (named.insert(family_name(*row)).second) plot.legend(family_name(*row), colour);
   }
   return "<div class=\"view\"><h3>Which family wins where: " + escape_xml(op) +
@@ -226,9 +232,9 @@ std::string tuning_curves(const DeviceSection& section) {
     std::vector<std::pair<double, double>> a, b;
     for (const auto& [t, ms] : curve.by_trial) a.emplace_back(t, ms / curve.final_ms);
     for (const auto& [s, ms] : curve.by_seconds) b.emplace_back(s, ms / curve.final_ms);
-    const std::string title = "session " + std::to_string(curve.session_id) + ": " +
-                              curve.problem + " (" + std::to_string(curve.trials) +
-                              " trials, best " + short_number(curve.final_ms) + " ms)";
+    const std::string title = "session " + std::to_string(curve.session_id) + ": " + curve.problem +
+                              " (" + std::to_string(curve.trials) + " trials, best " +
+                              short_number(curve.final_ms) + " ms)";
     trials.line(a, series_colour(i), title, true);
     seconds.line(b, series_colour(i), title, true);
     ++i;
@@ -265,8 +271,8 @@ std::string figures(const DeviceSection& section) {
     out += "<span><b>" + escape_xml(op) + "</b>: " + std::to_string(rows.size()) + " problems";
     if (measured > 0) {
       out += ", against its baseline time-weighted <b>" + short_number(baseline / tuned) +
-             "x</b>, geometric mean " + short_number(std::exp(log_sum / measured)) +
-             "x, worst " + short_number(worst->baseline_ms / worst->ms) + "x (" +
+             "x</b>, geometric mean " + short_number(std::exp(log_sum / measured)) + "x, worst " +
+             short_number(worst->baseline_ms / worst->ms) + "x (" +
              escape_xml(worst->variant + " " + worst->shape) + ")";
     }
     out += "</span>";
@@ -283,21 +289,21 @@ std::string best_table(const DeviceSection& section) {
     double size = 1;
     for (int64_t d : row.dims) size *= static_cast<double>(std::max<int64_t>(d, 1));
     const double roof = attainable(row, section.ceilings);
-    out += "<tr>" + cell(row.op) + cell(row.variant) +
-           cell(row.shape, "", short_number(size, 12)) + cell(row.family) +
-           cell(row.short_config, "config", "", row.config) + number_cell(row.ms, 4) +
-           number_cell(row.baseline_ms, 4) +
-           number_cell(row.baseline_ms > 0 ? row.baseline_ms / row.ms : 0) +
-           number_cell(row.rate, 4) + cell(row.rate_unit) +
-           (roof > 0 ? cell(short_number(100 * row.rate / roof, 3) + " %", "n",
-                            short_number(row.rate / roof, 6))
-                     : cell("-", "n", "-1")) +
-           cell(row.origin + (row.source.empty() ? "" : " from " + row.source)) +
-           (row.current_template ? cell("current")
-                                 : cell("stale", "bad", "", "measured on template " +
-                                                                row.template_hash +
-                                                                ": never served by this build")) +
-           "</tr>\n";
+    out +=
+        "<tr>" + cell(row.op) + cell(row.variant) + cell(row.shape, "", short_number(size, 12)) +
+        cell(row.family) + cell(row.short_config, "config", "", row.config) +
+        number_cell(row.ms, 4) + number_cell(row.baseline_ms, 4) +
+        number_cell(row.baseline_ms > 0 ? row.baseline_ms / row.ms : 0) + number_cell(row.rate, 4) +
+        cell(row.rate_unit) +
+        (roof > 0 ? cell(short_number(100 * row.rate / roof, 3) + " %", "n",
+                         short_number(row.rate / roof, 6))
+                  : cell("-", "n", "-1")) +
+        cell(row.origin + (row.source.empty() ? "" : " from " + row.source)) +
+        (row.current_template
+             ? cell("current")
+             : cell("stale", "bad", "",
+                    "measured on template " + row.template_hash + ": never served by this build")) +
+        "</tr>\n";
   }
   return out + "</tbody></table>";
 }
@@ -314,8 +320,8 @@ std::string device_section(const Report& report, const DeviceSection& section) {
   out += c.bandwidth_gbps > 0
              ? ", memory " + short_number(c.bandwidth_gbps) + " GB/s (" + c.bandwidth_source + ")"
              : ", memory bandwidth unknown for this model";
-  out += " · " + std::to_string(section.trials) + " trials (" +
-         std::to_string(section.ok_trials) + " ok)</p>";
+  out += " · " + std::to_string(section.trials) + " trials (" + std::to_string(section.ok_trials) +
+         " ok)</p>";
   out += figures(section);
   const auto colours = family_colours(section.bests);
   std::set<std::string> ops;
@@ -324,8 +330,9 @@ std::string device_section(const Report& report, const DeviceSection& section) {
          roofline(section, false, colours);
   for (const auto& op : ops) {
     const auto dims = report.op_dims.find(op);
-    out += family_map(section, op, dims == report.op_dims.end() ? std::vector<std::string>{}
-                                                                 : dims->second, colours);
+    out += family_map(section, op,
+                      dims == report.op_dims.end() ? std::vector<std::string>{} : dims->second,
+                      colours);
   }
   out += tuning_curves(section) + "</div>";
   out += "<h3>Bests (click a column to sort; hover a config for all of it)</h3>" +
@@ -364,16 +371,16 @@ std::string provenance(const Report& report) {
            number_cell(static_cast<double>(count), 9) + "</tr>";
   }
   for (const auto& [origin, count] : report.origins) {
-    out += "<tr>" + cell("origin: " + origin) + number_cell(static_cast<double>(count), 9) +
-           "</tr>";
+    out +=
+        "<tr>" + cell("origin: " + origin) + number_cell(static_cast<double>(count), 9) + "</tr>";
   }
   // The latest sessions (a long-lived database holds thousands).
   constexpr size_t kSessions = 200;
   out += "</tbody></table><h3>Sessions" +
          std::string(report.sessions.size() > kSessions ? " (the latest 200)" : "") +
          "</h3><table class=\"sortable\">" +
-         heading_row({"id", "device", "op", "strategy", "budget s", "started", "trials", "ok",
-                      "origin"}) +
+         heading_row(
+             {"id", "device", "op", "strategy", "budget s", "started", "trials", "ok", "origin"}) +
          "<tbody>";
   const size_t first = report.sessions.size() > kSessions ? report.sessions.size() - kSessions : 0;
   for (size_t i = first; i < report.sessions.size(); ++i) {

@@ -22,12 +22,23 @@ std::string escape_xml(const std::string& text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -38,7 +49,8 @@ std::string short_number(double value, int digits) {
   const double magnitude = std::fabs(value);
   char text[64];
   if (magnitude >= 1e-3 && magnitude < 1e7) {
-    const int decimals = std::max(0, digits - 1 - static_cast<int>(std::floor(std::log10(magnitude))));
+    const int decimals =
+        std::max(0, digits - 1 - static_cast<int>(std::floor(std::log10(magnitude))));
     std::snprintf(text, sizeof text, "%.*f", decimals, value);
   } else {
     std::snprintf(text, sizeof text, "%.*g", digits, value);
@@ -82,14 +94,14 @@ Plot::Plot(int width, int height, Axis x, Axis y)
     : width_(width), height_(height), x_(std::move(x)), y_(std::move(y)) {}
 
 double Plot::px(double x) const {
-  const double t = x_.log ? std::log(x / x_.lo) / std::log(x_.hi / x_.lo)
-                          : (x - x_.lo) / (x_.hi - x_.lo);
+  const double t =
+      x_.log ? std::log(x / x_.lo) / std::log(x_.hi / x_.lo) : (x - x_.lo) / (x_.hi - x_.lo);
   return kLeft + t * (width_ - kLeft - kRight);
 }
 
 double Plot::py(double y) const {
-  const double t = y_.log ? std::log(y / y_.lo) / std::log(y_.hi / y_.lo)
-                          : (y - y_.lo) / (y_.hi - y_.lo);
+  const double t =
+      y_.log ? std::log(y / y_.lo) / std::log(y_.hi / y_.lo) : (y - y_.lo) / (y_.hi - y_.lo);
   return height_ - kBottom - t * (height_ - kTop - kBottom);
 }
 
@@ -113,8 +125,8 @@ void Plot::line(const std::vector<std::pair<double, double>>& points, const std:
 void Plot::point(double x, double y, const std::string& colour, const std::string& title,
                  bool hollow, double radius) {
   if ((x_.log && x <= 0) || (y_.log && y <= 0) || !std::isfinite(x) || !std::isfinite(y)) return;
-  body_ += "<circle cx=\"" + fixed(px(x)) + "\" cy=\"" + fixed(py(y)) + "\" r=\"" +
-           fixed(radius) + "\" " +
+  body_ += "<circle cx=\"" + fixed(px(x)) + "\" cy=\"" + fixed(py(y)) + "\" r=\"" + fixed(radius) +
+           "\" " +
            (hollow ? "fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"1.3\""
                    : "fill=\"" + colour + "\" fill-opacity=\"0.8\"") +
            "><title>" + escape_xml(title) + "</title></circle>\n";
@@ -165,8 +177,8 @@ std::string Plot::ticks() const {
   for (double t : values(y_)) {
     const std::string y = fixed(py(t));
     out += "<line x1=\"" + std::to_string(x0) + "\" y1=\"" + y + "\" x2=\"" + std::to_string(x1) +
-           "\" y2=\"" + y + "\" class=\"grid\"/>\n<text x=\"" + std::to_string(x0 - 4) +
-           "\" y=\"" + y + "\" text-anchor=\"end\" dominant-baseline=\"middle\" class=\"tick\">" +
+           "\" y2=\"" + y + "\" class=\"grid\"/>\n<text x=\"" + std::to_string(x0 - 4) + "\" y=\"" +
+           y + "\" text-anchor=\"end\" dominant-baseline=\"middle\" class=\"tick\">" +
            short_number(t, 2) + "</text>\n";
   }
   out += "<rect x=\"" + std::to_string(x0) + "\" y=\"" + std::to_string(y0) + "\" width=\"" +

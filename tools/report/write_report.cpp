@@ -38,15 +38,15 @@ Written write_report(cache::Database& db, const Scope& scope, const std::string&
   written.devices = report.devices.size();
   for (const auto& device : report.devices) written.bests += device.bests.size();
   written.trials = report.trials;
-  written.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  written.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return written;
 }
 
 std::string describe(const Written& written, const std::string& path) {
   char text[512];
-  std::snprintf(text, sizeof text, "wrote %s (%zu KB): %zu device(s), %zu bests, %lld trials, in %.2f s",
-                path.c_str(), (written.bytes + 1023) / 1024, written.devices, written.bests,
+  std::snprintf(text, sizeof text,
+                "wrote %s (%zu KB): %zu device(s), %zu bests, %lld trials, in %.2f s", path.c_str(),
+                (written.bytes + 1023) / 1024, written.devices, written.bests,
                 static_cast<long long>(written.trials), written.seconds);
   return text;
 }
