@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -25,8 +24,8 @@
 #include "cache/portable.hpp"
 #include "cache/shipped_defaults.hpp"
 #include "cache/tuning_store.hpp"
-#include "generator/device.hpp"
 #include "core/log.hpp"
+#include "generator/device.hpp"
 #include "templates/registry.hpp"
 #include "tools/exit_codes.hpp"
 #include "tools/report/write_report.hpp"
@@ -58,15 +57,15 @@ struct Options {
   std::string format;  // empty: aligned table (export: json)
   std::string table = "best";
   Filter filter;
-  std::vector<std::string> merge_paths;  // merge: [DEST] SRC
-  std::string import_path;               // import: FILE
-  std::string portable_path;             // export --portable FILE
-  bool with_cubins = false;              // merge, import, export --portable
-  bool with_trials = false;              // export --portable
-  std::string store_url;                 // push, pull: --store URL
-  std::vector<std::string> device_models;  // pull: --device-model NAME (default: this machine's)
+  std::vector<std::string> merge_paths;     // merge: [DEST] SRC
+  std::string import_path;                  // import: FILE
+  std::string portable_path;                // export --portable FILE
+  bool with_cubins = false;                 // merge, import, export --portable
+  bool with_trials = false;                 // export --portable
+  std::string store_url;                    // push, pull: --store URL
+  std::vector<std::string> device_models;   // pull: --device-model NAME (default: this machine's)
   std::string report_path = "report.html";  // report: --out FILE ('-': stdout)
-  bool wide = false;                       // --wide: whole configs in tables
+  bool wide = false;                        // --wide: whole configs in tables
 };
 
 std::string fixed(double value, int decimals) {
@@ -639,6 +638,21 @@ std::string resolve_device(Database& db, const std::string& given) {
 
 namespace {
 
+// A check of a whole number of type T from `low` up, saying `rule` and the value where it is not
+// one (CLI11's own range checks would print their range: a 309-digit number).
+template <typename T>
+CLI::Validator whole_number(T low, const std::string& rule, const std::string& type) {
+  return CLI::Validator(
+      [=](std::string& value) -> std::string {
+        T number = 0;
+        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+        const bool whole =
+            !value.empty() && ec == std::errc() && end == value.data() + value.size();
+        return whole && number >= low ? "" : rule + ", got '" + value + "'";
+      },
+      type);
+}
+
 // The commands and options; values land in options.
 void declare_command_line(CLI::App& app, Options& options) {
   app.add_option("--db", options.db_path,
@@ -647,30 +661,10 @@ void declare_command_line(CLI::App& app, Options& options) {
   app.add_option("--op", options.filter.op, "only this op (gemm, ...)");
   app.add_option("--device", options.filter.device_uuid, "only this device (uuid or its prefix)");
   app.add_option("--session", options.filter.session_id, "only this session id")
-      ->check(CLI::Validator(
-          [](std::string& value) -> std::string {
-            // CLI11's PositiveNumber would print its range: a 309-digit number.
-            int64_t id = 0;
-            const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), id);
-            return !value.empty() && ec == std::errc() && end == value.data() + value.size() &&
-                           id > 0
-                       ? ""
-                       : "must be a positive session id, got '" + value + "'";
-          },
-          "ID"));
+      ->check(whole_number<int64_t>(1, "must be a positive session id", "ID"));
   app.add_option("--limit", options.filter.limit, "at most N rows (trials, sessions: the latest)")
-      ->check(CLI::Validator(
-          [](std::string& value) -> std::string {
-            // CLI11's NonNegativeNumber would print its range: a 309-digit number.
-            int limit = 0;
-            const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), limit);
-            return !value.empty() && ec == std::errc() && end == value.data() + value.size() &&
-                           limit >= 0
-                       ? ""
-                       : "must be a whole number of rows from 0 (no limit) to 2147483647, got '" +
-                             value + "'";
-          },
-          "N"));
+      ->check(whole_number<int>(0, "must be a whole number of rows from 0 (no limit) to 2147483647",
+                                "N"));
   app.add_flag("--wide", options.wide,
                "best, trials: print configs whole (a table abbreviates them; csv and json hold "
                "them whole)");
@@ -724,9 +718,10 @@ void declare_command_line(CLI::App& app, Options& options) {
       "pull --store URL: bring the store's bests for this machine's GPU models into the database "
       "as data (configs checked against this build; kernels compiled here, never taken)");
   for (CLI::App* command : {push_cmd, pull_cmd}) {
-    command->add_option("--store", options.store_url,
-                        "libpq connection string or postgresql:// URI (password from ~/.pgpass "
-                        "or PGPASSWORD)")
+    command
+        ->add_option("--store", options.store_url,
+                     "libpq connection string or postgresql:// URI (password from ~/.pgpass "
+                     "or PGPASSWORD)")
         ->required();
   }
   pull_cmd->add_option("--device-model", options.device_models,
@@ -759,10 +754,9 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
     const std::vector<std::string> extras = app.remaining();
     const auto word = std::find_if(extras.begin(), extras.end(),
                                    [](const std::string& a) { return a.empty() || a[0] != '-'; });
-    message = word != extras.end()
-                  ? "unknown command '" + escape_text(*word) + "': the commands are " +
-                        command_names(app)
-                  : "a command is required: " + command_names(app);
+    message = word != extras.end() ? "unknown command '" + escape_text(*word) +
+                                         "': the commands are " + command_names(app)
+                                   : "a command is required: " + command_names(app);
   }
   return message;
 }
@@ -823,16 +817,16 @@ int run_info(const Options& options) {
   Database db(options.db_path, tuned::cache::Access::kRead);
   std::error_code ec;
   const std::filesystem::path absolute = std::filesystem::absolute(options.db_path, ec);
-  std::cout << "database: " << escape_text(ec ? options.db_path : absolute.lexically_normal().string())
-            << " (" << escape_text(options.db_from) << ")\n";
+  std::cout << "database: "
+            << escape_text(ec ? options.db_path : absolute.lexically_normal().string()) << " ("
+            << escape_text(options.db_from) << ")\n";
   const int version = db.file_version(), ours = Database::schema_version();
   std::cout << "schema version: " << version
-            << (version == ours ? " (this build's)"
-                : version < ours
-                    ? " (older than this build's " + std::to_string(ours) +
-                          ": tunedb upgrade migrates it)"
-                    : " (newer than this build's " + std::to_string(ours) +
-                          ": read where its columns allow)")
+            << (version == ours  ? " (this build's)"
+                : version < ours ? " (older than this build's " + std::to_string(ours) +
+                                       ": tunedb upgrade migrates it)"
+                                 : " (newer than this build's " + std::to_string(ours) +
+                                       ": read where its columns allow)")
             << "\n";
   std::cout << "file size: " << size_text(std::filesystem::file_size(options.db_path)) << "\n";
   // A write-ahead log holds commits not yet checkpointed into the file.

@@ -39,51 +39,42 @@ std::string current_template_hash(const OpRegistration& op) {
   }
 }
 
-// A canonical config's "NAME=value" items, in order.
-std::vector<std::pair<std::string, std::string>> config_items(const std::string& config) {
-  std::vector<std::pair<std::string, std::string>> items;
-  size_t start = 0;
-  while (start < config.size()) {
-    size_t end = config.find(',', start);
-    if (end == std::string::npos) end = config.size();
-    const size_t eq = config.find('=', start);
-    if (eq < end)
-      items.emplace_back(config.substr(start, eq - start), config.substr(eq + 1, end - eq - 1));
-    start = end + 1;
-  }
-  return items;
-}
-
 // The parameters of configs whose values differ between them (or that some lack), in the order
 // the first config names them.
-std::vector<std::string> varying_parameters(const std::vector<const BestRow*>& rows) {
+std::vector<std::string> varying_parameters(const std::vector<Config>& configs) {
   std::vector<std::string> order;
-  std::map<std::string, std::set<std::string>> values;
+  std::map<std::string, std::set<int>> values;
   std::map<std::string, size_t> holders;
-  for (const BestRow* row : rows) {
-    for (const auto& [name, value] : config_items(row->config)) {
-      if (!values.count(name)) order.push_back(name);
-      values[name].insert(value);
-      ++holders[name];
+  for (const Config& config : configs) {
+    for (size_t i = 0; i < config.size(); ++i) {
+      if (!values.count(config.name(i))) order.push_back(config.name(i));
+      values[config.name(i)].insert(config.value(i));
+      ++holders[config.name(i)];
     }
   }
   std::vector<std::string> varying;
   for (const auto& name : order) {
-    if (values[name].size() > 1 || holders[name] != rows.size()) varying.push_back(name);
+    if (values[name].size() > 1 || holders[name] != configs.size()) varying.push_back(name);
   }
   return varying;
 }
 
 // config with only the named parameters ("BM=128,BN=64"); the whole config where none are.
-std::string abbreviated(const std::string& config, const std::vector<std::string>& names) {
-  if (names.empty()) return config;
+std::string abbreviated(const Config& config, const std::vector<std::string>& names) {
+  if (names.empty()) return config.canonical();
   std::string out;
-  for (const auto& [name, value] : config_items(config)) {
-    if (std::find(names.begin(), names.end(), name) == names.end()) continue;
+  for (size_t i = 0; i < config.size(); ++i) {
+    if (std::find(names.begin(), names.end(), config.name(i)) == names.end()) continue;
     if (!out.empty()) out += ',';
-    out += name + "=" + value;
+    out += config.name(i) + "=" + std::to_string(config.value(i));
   }
   return out;
+}
+
+// "GPU-... gemm NN 4096x4096x4096 4": a problem of one device, as trials and bests key it.
+std::string key_text(const ProblemKey& k) {
+  return k.device_uuid + " " + k.op + " " + k.variant + " " + k.shape_string() + " " +
+         std::to_string(k.alignment);
 }
 
 // Best-so-far of one (session, problem) as its trials are read in the order they were recorded.
@@ -119,7 +110,7 @@ Ceilings device_ceilings(const cache::DeviceRecord& device) {
   Ceilings c;
   const int cc = device.cc_major * 10 + device.cc_minor;
   // FP32 lanes and dense TF32 tensor flops per SM and clock, by architecture (vendor figures).
-  const int fp32_lanes = cc >= 86 || cc == 90 ? 128 : cc >= 70 ? 64 : 0;
+  const int fp32_lanes = cc >= 86 ? 128 : cc >= 70 ? 64 : 0;
   const int tf32_flops = cc >= 100 ? 4096 : cc == 90 ? 2048 : cc == 80 ? 1024 : cc >= 86 ? 256 : 0;
   const double clock_hz = device.clock_khz * 1e3;
   c.fp32_tflops = device.sm_count * fp32_lanes * 2.0 * clock_hz / 1e12;
@@ -163,8 +154,10 @@ Report gather(cache::Database& db, const Scope& scope, int max_curves) {
     device_at[d.uuid] = report.devices.size();
     report.devices.push_back({d, device_ceilings(d), {}, {}, 0, 0});
   }
+  std::map<std::string, const OpRegistration*> ops;
   std::map<std::string, std::string> current_hash;
   for (const auto& op : op_registrations()) {
+    ops[op.name] = &op;
     current_hash[op.name] = current_template_hash(op);
     report.op_dims[op.name] = op.dims;
   }
@@ -185,10 +178,7 @@ Report gather(cache::Database& db, const Scope& scope, int max_curves) {
     ++section.trials;
     section.ok_trials += t.disposition == cache::Disposition::kOk;
     const std::string problem = t.key.op + " " + t.key.variant + " " + t.key.shape_string();
-    if (scope.sessions_after > 0) {
-      tuned_problems.insert(t.key.device_uuid + " " + problem + " " +
-                            std::to_string(t.key.alignment));
-    }
+    if (scope.sessions_after > 0) tuned_problems.insert(key_text(t.key));
     CurveBuilder& builder = curves[{t.session_id, problem}];
     if (builder.curve.trials == 0) {
       builder.curve.session_id = t.session_id;
@@ -211,18 +201,15 @@ Report gather(cache::Database& db, const Scope& scope, int max_curves) {
 
   // The bests, each placed on its device's roofline through its op's face.
   std::map<std::pair<std::string, std::string>, int64_t> template_bests;
+  std::vector<std::vector<Config>> configs(report.devices.size());  // each best's, parsed
   db.for_each_best(filter, [&](const cache::BestRecord& b) {
     const auto device = device_at.find(b.key.device_uuid);
     if (device == device_at.end()) return;
-    if (scope.sessions_after > 0 &&
-        !tuned_problems.count(b.key.device_uuid + " " + b.key.op + " " + b.key.variant + " " +
-                              b.key.shape_string() + " " + std::to_string(b.key.alignment))) {
+    if (scope.sessions_after > 0 && !tuned_problems.count(key_text(b.key))) {
       return;  // not a problem of the run
     }
-    const OpRegistration* op = nullptr;
-    for (const auto& candidate : op_registrations()) {
-      if (candidate.name == b.key.op) op = &candidate;
-    }
+    const auto known = ops.find(b.key.op);
+    const OpRegistration* op = known == ops.end() ? nullptr : known->second;
     if (op == nullptr || !(b.ms > 0)) {
       ++report.skipped_rows;  // an op this build does not know
       return;
@@ -243,11 +230,13 @@ Report gather(cache::Database& db, const Scope& scope, int max_curves) {
     row.session_id = b.session_id;
     row.current_template = b.template_hash.empty() || current_hash[b.key.op].empty() ||
                            b.template_hash == current_hash[b.key.op];
+    Config config;
     try {
       const ProblemId id = op->problem_id(b.key.variant, b.key.shape, b.key.alignment);
       row.flops = op->face->flops(id);
       row.bytes = static_cast<double>(op->face->operand_bytes(id));
-      row.family = op->face->describe_config(Config::parse(b.config));
+      config = Config::parse(b.config);
+      row.family = op->face->describe_config(config);
     } catch (const std::exception&) {
       ++report.skipped_rows;  // a variant or config this build cannot read
       return;
@@ -260,6 +249,7 @@ Report gather(cache::Database& db, const Scope& scope, int max_curves) {
     ++report.sources[row.source];
     ++report.origins[row.origin];
     report.devices[device->second].bests.push_back(std::move(row));
+    configs[device->second].push_back(std::move(config));
   });
   for (const auto& [key, count] : template_bests) {
     report.templates.push_back(
@@ -267,12 +257,15 @@ Report gather(cache::Database& db, const Scope& scope, int max_curves) {
   }
 
   // Short configs: per device and op, the parameters that vary among its bests.
-  for (auto& section : report.devices) {
-    std::map<std::string, std::vector<const BestRow*>> by_op;
-    for (const auto& row : section.bests) by_op[row.op].push_back(&row);
+  for (size_t d = 0; d < report.devices.size(); ++d) {
+    auto& bests = report.devices[d].bests;
+    std::map<std::string, std::vector<Config>> by_op;
+    for (size_t i = 0; i < bests.size(); ++i) by_op[bests[i].op].push_back(configs[d][i]);
     std::map<std::string, std::vector<std::string>> varying;
-    for (const auto& [op, rows] : by_op) varying[op] = varying_parameters(rows);
-    for (auto& row : section.bests) row.short_config = abbreviated(row.config, varying[row.op]);
+    for (const auto& [op, list] : by_op) varying[op] = varying_parameters(list);
+    for (size_t i = 0; i < bests.size(); ++i) {
+      bests[i].short_config = abbreviated(configs[d][i], varying[bests[i].op]);
+    }
   }
   for (const char* table : {"devices", "sessions", "trials", "best"}) {
     report.skipped_rows += db.skipped(table);
