@@ -108,7 +108,7 @@ std::string best_json(const cache::BestRecord& b, const std::string& device_name
          ", \"ratio\": " + (measured && b.ms > 0 ? json_number(b.baseline_ms / b.ms) : "null") +
          ", \"session_id\": " + (b.session_id != 0 ? std::to_string(b.session_id) : "null") +
          ", \"updated_at\": " + json_string(b.updated_at) +
-         ", \"origin\": " + json_string(b.origin) +
+         ", \"origin\": " + json_string(cache::to_string(b.origin)) +
          ", \"template_hash\": " + json_string(b.template_hash) +
          ", \"source\": " + json_string(b.source) + "}";
 }

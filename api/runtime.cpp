@@ -339,12 +339,12 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
   data_key.variant = op.variants[face.data_variant(problem.variant)];
   Choice choice;
   // A stored config that no longer fits (older template, other alignment) is skipped.
-  auto take = [&](const std::string& text, const std::string& origin, bool shipped_data = false) {
+  auto take = [&](const std::string& text, ChoiceOrigin origin, bool shipped_data = false) {
     try {
       const Config config = Config::parse(text);
       choice.config =
           face.fit(shipped_data ? face.serve(config, problem) : config, device, problem);
-      choice.origin = origin;
+      choice.origin = std::move(origin);
       return true;
     } catch (const Error&) {
       return false;
@@ -364,14 +364,15 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
   if (db) {
     try {
       if (auto exact = db->find_best(key, template_hash)) {
-        if (take(exact->config, exact->origin == "first-use" ? "first-use" : "exact")) {
+        const bool first_use = exact->origin == cache::BestOrigin::kFirstUse;
+        if (take(exact->config, first_use ? Origin::kFirstUse : Origin::kExact)) {
           return choice;
         }
       }
       // Tuned on another GPU of this model (a database copied across a cluster): this shape's
       // own measurement beats any other shape's or the model's guess.
       if (auto twin = db->find_best_on_twin(key, cache::device_record(device), template_hash)) {
-        if (take(twin->config, "twin " + twin->key.device_uuid)) return choice;
+        if (take(twin->config, {Origin::kTwin, twin->key.device_uuid})) return choice;
       }
       nearest = db->find_nearest(key, template_hash);
     } catch (const Error& e) {
@@ -385,7 +386,7 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
   }
   const int cc = device.compute_capability();
   if (auto shipped = cache::ShippedDefaults::builtin().find_best(data_key, device.name, cc)) {
-    if (take(shipped->config, "shipped", true)) return choice;
+    if (take(shipped->config, Origin::kShipped, true)) return choice;
   }
   const auto& model = cache::SelectionModel::builtin();
   const auto features = selection_features(op, device);
@@ -398,13 +399,13 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
     const double predicted = model.transfer_regret(op.name, device.name, cc) *
                              shape_distance(nearest->key.shape, key.shape);
     if ((ranked.empty() || predicted < ranked.front().neighbour_regret) &&
-        take(nearest->config, "nearest " + nearest->key.shape_string())) {
+        take(nearest->config, {Origin::kNearest, nearest->key.shape_string()})) {
       return choice;
     }
   }
-  if (!ranked.empty() && take(ranked.front().config, "model", true)) return choice;
+  if (!ranked.empty() && take(ranked.front().config, Origin::kModel, true)) return choice;
   choice.config = face.fallback_config(device, problem);
-  choice.origin = "default";
+  choice.origin = Origin::kDefault;
   return choice;
 }
 
@@ -472,7 +473,7 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
   if (!pick) return std::nullopt;
   Choice choice;
   choice.config = pick->config;
-  choice.origin = "first-use";
+  choice.origin = Origin::kFirstUse;
   choice.kernel = pick->kernel;
   if (db) {
     cache::BestRecord best;
@@ -483,7 +484,7 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
     best.ms = pick->ms;
     best.rate = task->rate(pick->ms);
     best.rate_unit = task->rate_unit();
-    best.origin = "first-use";
+    best.origin = cache::BestOrigin::kFirstUse;
     try {
       db->upsert_device(cache::device_record(device));
       // The cubin is not stored: first-use picks are precompiled or already in the database.
@@ -523,7 +524,7 @@ std::shared_ptr<const Runtime::Choice> Runtime::resolve(const OpRegistration& op
   std::shared_ptr<cache::Database> db = slot->reader();
   Choice choice = select(op, device, problem, db.get());
   if (with_kernel && !capturing && tuning() == TuningPolicy::kFirstUse &&
-      choice.origin != "exact" && choice.origin != "first-use") {
+      !choice.origin.measured_here()) {
     // Tuning needs timings and a device sync: never inside a capture (the model's pick is used).
     if (auto tuned = tune_first_use(op, device, problem, choice, slot->writer().get())) {
       choice = std::move(*tuned);
@@ -538,7 +539,7 @@ std::shared_ptr<const Runtime::Choice> Runtime::resolve(const OpRegistration& op
     kernel_note = "; kernel " + source + " in " + std::to_string(ms_since(started)) + " ms";
   }
   if (log_enabled(LogLevel::kInfo)) {
-    log(LogLevel::kInfo, describe_problem(op, problem) + ": " + choice.origin + " " +
+    log(LogLevel::kInfo, describe_problem(op, problem) + ": " + choice.origin.text() + " " +
                              choice.config.canonical() + kernel_note);
   }
   auto shared = std::make_shared<const Choice>(std::move(choice));
@@ -604,7 +605,7 @@ std::string Runtime::describe(const OpRegistration& op, const ProblemId& problem
   }
   if (!choice) choice = resolve(op, *device, problem, nullptr, /*with_kernel=*/false);
   const std::string words = op.face->describe_config(choice->config);
-  return choice->origin + ": " + choice->config.canonical() +
+  return choice->origin.text() + ": " + choice->config.canonical() +
          (words.empty() ? "" : " (" + words + ")");
 }
 

@@ -33,6 +33,7 @@
 #include <utility>
 
 #include "api/bounded_memo.hpp"
+#include "api/choice_origin.hpp"
 #include "api/shape_recorder.hpp"
 #include "api/workspaces.hpp"
 #include "cache/database.hpp"
@@ -106,8 +107,7 @@ class Runtime {
  private:
   struct Choice {
     Config config;
-    std::string origin;  // "exact", "first-use", "twin <uuid>", "shipped", "model",
-                         // "nearest MxNxK", "default"
+    ChoiceOrigin origin;
     std::shared_ptr<const LoadedKernel> kernel;  // null until a run() needed it
     size_t workspace_bytes = 0;
   };

@@ -197,7 +197,7 @@ int run(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::printf("%s %s %s: %zu measured (%s) in %.0f s, best %.4f ms, %s %.4f ms -> %s\n",
               args.op.c_str(), record.variant.c_str(), args.shape_text.c_str(),
-              result.trials.size(), result.stop_reason.c_str(), seconds, record.best_ms(),
+              result.trials.size(), result.stop.text().c_str(), seconds, record.best_ms(),
               task->baseline_name().c_str(), record.baseline_ms, args.out_path.c_str());
   return 0;
 }

@@ -83,7 +83,7 @@ inline void bind_best(Statement& s, const BestRecord& b, int64_t session,
       .bind(12, b.rate)
       .bind(13, b.baseline_ms)
       .bind_id(14, session)
-      .bind(15, b.origin)
+      .bind(15, to_string(b.origin))
       .bind(16, b.template_hash)
       .bind(17, source)
       .bind(18, b.rate_unit);
@@ -146,7 +146,7 @@ inline BestRecord read_best(const Statement& s, const std::string& path) {
   b.baseline_ms = s.real(9);
   b.session_id = s.int64(10);
   b.updated_at = s.text(11);
-  b.origin = s.text(13);
+  b.origin = best_origin_from_string(s.text(13));
   b.template_hash = s.text(14);
   b.source = s.text(15);
   b.rate_unit = s.text(16);

@@ -157,7 +157,7 @@ void write_bests(std::ostream& out, Database& db, const Filter& filter,
     row.number("baseline_ms", b.baseline_ms);
     // Without its trials a best's session means nothing on the other side.
     row.integer("session_id", options.trials ? b.session_id : 0);
-    row.text("origin", b.origin).text("template_hash", b.template_hash);
+    row.text("origin", to_string(b.origin)).text("template_hash", b.template_hash);
     row.text("source", b.source.empty() ? options.label : b.source);
     row.text("updated_at", b.updated_at);
     tally(row.write("best of " + describe_key(b.key)), counts.bests, counts);
@@ -371,7 +371,7 @@ BestRecord read_best(const RowReader& r) {
   b.rate_unit = r.text("rate_unit", "");
   b.baseline_ms = r.number("baseline_ms", 0.0);
   b.session_id = r.integer("session_id", 0);
-  b.origin = r.text("origin", "autotune");
+  b.origin = best_origin_from_string(r.text("origin", "autotune"));
   b.template_hash = r.text("template_hash", "");
   b.source = r.text("source", "");
   b.updated_at = r.text("updated_at", "");

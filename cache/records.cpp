@@ -8,9 +8,8 @@
 namespace tuned::cache {
 
 DeviceRecord device_record(const DeviceInfo& device) {
-  return {device.uuid,     device.name,
-          device.cc_major, device.cc_minor,
-          device.sm_count, static_cast<int64_t>(device.memory_bytes),
+  return {device.uuid,     device.name,     device.cc_major,
+          device.cc_minor, device.sm_count, static_cast<int64_t>(device.memory_bytes),
           device.clock_khz};
 }
 
@@ -35,10 +34,9 @@ const char* to_string(Disposition d) {
 }
 
 Disposition disposition_from_string(const std::string& s) {
-  for (Disposition d :
-       {Disposition::kOk, Disposition::kCompileError, Disposition::kResourceLimit,
-        Disposition::kLaunchError, Disposition::kWrongResult, Disposition::kTimeout,
-        Disposition::kInaccurate}) {
+  for (Disposition d : {Disposition::kOk, Disposition::kCompileError, Disposition::kResourceLimit,
+                        Disposition::kLaunchError, Disposition::kWrongResult, Disposition::kTimeout,
+                        Disposition::kInaccurate}) {
     if (s == to_string(d)) return d;
   }
   // Only the database stores these names, so an unknown one means a damaged or foreign row.
@@ -46,6 +44,26 @@ Disposition disposition_from_string(const std::string& s) {
                                                "' (expected ok, compile_error, resource_limit, "
                                                "launch_error, wrong_result, timeout or "
                                                "inaccurate)");
+}
+
+const char* to_string(BestOrigin o) {
+  switch (o) {
+    case BestOrigin::kAutotune:
+      return "autotune";
+    case BestOrigin::kFirstUse:
+      return "first-use";
+    case BestOrigin::kShipped:
+      return "shipped";
+  }
+  return "unknown";
+}
+
+BestOrigin best_origin_from_string(const std::string& s) {
+  for (BestOrigin o : {BestOrigin::kAutotune, BestOrigin::kFirstUse, BestOrigin::kShipped}) {
+    if (s == to_string(o)) return o;
+  }
+  throw Error(TUNED_STATUS_DATABASE_ERROR,
+              "unknown best origin '" + s + "' (expected autotune, first-use or shipped)");
 }
 
 }  // namespace tuned::cache

@@ -44,6 +44,12 @@ enum class Disposition {
 const char* to_string(Disposition d);
 Disposition disposition_from_string(const std::string& s);  // throws Error on unknown
 
+/// Who measured a best: a tuning session, the runtime timing a few candidates on a shape's first
+/// call, or the tables built into the library.
+enum class BestOrigin { kAutotune, kFirstUse, kShipped };
+const char* to_string(BestOrigin o);  // "autotune", "first-use", "shipped": the stored names
+BestOrigin best_origin_from_string(const std::string& s);  // throws Error on unknown
+
 /// One tuning session: one `autotune` run for one op.
 struct SessionRecord {
   int64_t id = 0;
@@ -95,9 +101,7 @@ struct BestRecord {
   double baseline_ms = 0;  // cuBLAS (or the op's baseline) in the same session; 0 if not measured
   int64_t session_id = 0;
   std::string updated_at;  // filled by the database
-  // Who measured it: "autotune" (a tuning session) or "first-use" (the runtime, timing a few
-  // candidates on a shape's first call).
-  std::string origin = "autotune";
+  BestOrigin origin = BestOrigin::kAutotune;
   // Hash of the op template's source it was measured on (KernelSpec::source_hash): a best of
   // another template is never served. "" in rows older than schema version 4 (unknown: served).
   std::string template_hash;

@@ -59,7 +59,7 @@ ShippedDefaults::ShippedDefaults(std::string_view table) {
       row.best.config = f[6];
       row.best.ms = std::stod(f[7]);
       row.best.baseline_ms = std::stod(f[8]);
-      row.best.origin = "shipped";
+      row.best.origin = BestOrigin::kShipped;
       rows_.push_back(std::move(row));
     } catch (const std::logic_error& e) {  // stoi and friends
       fail(std::string("not a number: ") + e.what());

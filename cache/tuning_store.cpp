@@ -190,7 +190,7 @@ bool offer(Connection& c, const BestRecord& best, const DeviceRecord& device,
   p.add(best.key.op).add(best.key.variant).add(best.key.shape_string()).add(best.key.alignment);
   p.add(best.template_hash).add(best.config).add(best.kernel_name).add(best.ms).add(best.rate);
   p.add(best.rate_unit).add(best.baseline_ms).add(device.uuid).add(session_origin);
-  p.add(best.origin).add(source);
+  p.add(to_string(best.origin)).add(source);
   return c.exec(kOfferBest, p, "store best").changed > 0;
 }
 
@@ -265,7 +265,7 @@ BestRecord best_of(const Row& r) {
   b.rate = r.real(7);
   b.rate_unit = r.text(8);
   b.baseline_ms = r.real(9);
-  b.origin = r.text(10);
+  b.origin = best_origin_from_string(r.text(10));
   b.template_hash = r.text(11);
   b.source = r.text(12);
   b.key.device_uuid = r.text(13);

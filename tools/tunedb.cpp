@@ -328,7 +328,7 @@ void export_best(Database& db, const Filter& filter, RowStream& out) {
              real_col("ratio", ratio),
              int_col("session_id", b.session_id),
              text_col("updated_at", b.updated_at),
-             text_col("origin", b.origin),
+             text_col("origin", tuned::cache::to_string(b.origin)),
              text_col("template_hash", b.template_hash),
              text_col("source", b.source)});
   });

@@ -100,15 +100,15 @@ ReplayResult replay(const Space& space, const RecordedSpace& record, const Repla
   bool strategy_done = false;
   while (true) {
     if (evals >= options.max_evals) {
-      result.stop_reason = "evals";
+      result.stop_reason = StopReason::kTrialLimit;
       break;
     }
     if (options.max_seconds > 0 && now_ms >= options.max_seconds * 1000) {
-      result.stop_reason = "seconds";
+      result.stop_reason = StopReason::kBudget;
       break;
     }
     if (options.patience > 0 && since_better >= options.patience) {
-      result.stop_reason = "patience";
+      result.stop_reason = StopReason::kPatience;
       break;
     }
     while (!strategy_done && in_flight.size() < depth &&
@@ -130,7 +130,7 @@ ReplayResult replay(const Space& space, const RecordedSpace& record, const Repla
       in_flight.push({*free, submitted++, it->second, *config});
     }
     if (in_flight.empty()) {
-      result.stop_reason = "space exhausted";
+      result.stop_reason = StopReason::kSpaceExhausted;
       break;
     }
     Done job = in_flight.top();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/space.hpp"
+#include "tuner/stop_reason.hpp"
 
 namespace tuned {
 
@@ -68,7 +69,7 @@ struct ReplayStep {
 
 struct ReplayResult {
   std::vector<ReplayStep> steps;
-  std::string stop_reason;  // "evals", "seconds", "patience", "space exhausted"
+  StopReason stop_reason = StopReason::kTrialLimit;
   /// The best found within a number of evaluations or a modelled time, as a fraction of the
   /// space's best (space_best / found; 0 if nothing passed by then).
   double fraction_after_evals(int evals, double space_best_ms) const;

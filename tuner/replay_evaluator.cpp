@@ -66,13 +66,6 @@ class ReplayTask : public TaskEvaluator {
   std::chrono::milliseconds pace_;
 };
 
-// The replay's reasons in a session's words.
-std::string session_stop_reason(const std::string& replay_reason) {
-  if (replay_reason == "evals") return "trial limit";
-  if (replay_reason == "seconds") return "budget";
-  return replay_reason;
-}
-
 SessionResult ReplayTask::search(const SessionOptions& options, int64_t session_id,
                                  const TrialSink& record, const ProgressSink& progress,
                                  const BestSink& improved) {
@@ -91,7 +84,7 @@ SessionResult ReplayTask::search(const SessionOptions& options, int64_t session_
   for (const auto& t : problem_.record.trials) by_config.emplace(t.config, &t);
   SessionResult result;
   result.baseline = {problem_.record.baseline_ms, problem_.record.baseline_ms, 20};
-  result.stop_reason = session_stop_reason(replayed.stop_reason);
+  result.stop.reason = replayed.stop_reason;
   Progress shown;
   shown.trials_limit = options.max_trials;
   shown.baseline_ms = problem_.record.baseline_ms;
@@ -102,7 +95,7 @@ SessionResult ReplayTask::search(const SessionOptions& options, int64_t session_
       continue;
     }
     if (options.stop && options.stop->load()) {
-      result.stop_reason = "interrupted";
+      result.stop.reason = StopReason::kInterrupted;
       break;
     }
     if (pace_.count() > 0) std::this_thread::sleep_for(pace_);

@@ -159,19 +159,20 @@ class SessionRun {
     task_.fresh_inputs(seed_++, stream_.get());
     result_.baseline = time_runs([&](cudaStream_t s) { task_.run_baseline(s); }, stream_.get(), 20);
     while (true) {
-      if (std::optional<std::string> reason = limit_reached()) {
-        result_.stop_reason = *reason;
+      if (std::optional<StopReason> reason = limit_reached()) {
+        result_.stop.reason = *reason;
         break;
       }
       submit_candidates();
       if (pool_->in_flight() == 0) {
-        result_.stop_reason = strategy_done_ ? "space exhausted" : "trial limit";
+        result_.stop.reason =
+            strategy_done_ ? StopReason::kSpaceExhausted : StopReason::kTrialLimit;
         break;
       }
       CompileJob job = pool_->wait();
       const cache::TrialRecord& t = take(job, evaluate(job));
       if (t.disposition == cache::Disposition::kLaunchError && context_lost()) {
-        result_.stop_reason = "device error after " + t.kernel_name + ": " + t.message;
+        result_.stop = {StopReason::kDeviceError, "after " + t.kernel_name + ": " + t.message};
         break;
       }
     }
@@ -179,8 +180,8 @@ class SessionRun {
     // Compiles still queued or running when the budget ends would share the CPU with the final
     // timing: a baseline that runs on the CPU (entropy's) measured 10-100x slow beside them.
     pool_.reset();
-    if (!leaders_.empty() && result_.stop_reason.rfind("device error", 0) != 0 &&
-        result_.stop_reason != "interrupted") {
+    if (!leaders_.empty() && result_.stop.reason != StopReason::kDeviceError &&
+        result_.stop.reason != StopReason::kInterrupted) {
       final_round();
     }
     if (!leaders_.empty()) result_.best_kernel = std::move(leaders_.front().built);
@@ -190,13 +191,13 @@ class SessionRun {
 
  private:
   // The limit that ends the session before the next candidate, if one is reached.
-  std::optional<std::string> limit_reached() const {
-    if (options_.stop && options_.stop->load()) return "interrupted";
-    if (seconds_since(started_) >= options_.budget_s) return "budget";
+  std::optional<StopReason> limit_reached() const {
+    if (options_.stop && options_.stop->load()) return StopReason::kInterrupted;
+    if (seconds_since(started_) >= options_.budget_s) return StopReason::kBudget;
     if (options_.max_trials > 0 && static_cast<int>(result_.trials.size()) >= options_.max_trials) {
-      return "trial limit";
+      return StopReason::kTrialLimit;
     }
-    if (options_.patience > 0 && since_better_ >= options_.patience) return "patience";
+    if (options_.patience > 0 && since_better_ >= options_.patience) return StopReason::kPatience;
     return std::nullopt;
   }
 

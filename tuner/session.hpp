@@ -14,6 +14,7 @@
 #include "cache/records.hpp"
 #include "generator/kernel_cache.hpp"
 #include "templates/op.hpp"
+#include "tuner/stop_reason.hpp"
 #include "tuner/strategy.hpp"
 
 namespace tuned {
@@ -37,8 +38,8 @@ struct SessionOptions {
   // Configs measured before for this task on the same template (canonical text -> median ms, or
   // nothing when they failed): not measured again, their results handed to the strategy.
   std::map<std::string, std::optional<double>> measured;
-  // Set (e.g. by a SIGINT handler) to end the session after the trial in hand: stop_reason
-  // "interrupted", trials flushed, no final re-timing.
+  // Set (e.g. by a SIGINT handler) to end the session after the trial in hand: stopped as
+  // interrupted, trials flushed, no final re-timing.
   const std::atomic<bool>* stop = nullptr;
   // Called with each candidate just before it first runs on the GPU: a kernel that never returns
   // leaves its config as the last one named (bench/record_space --trace).
@@ -78,7 +79,7 @@ struct SessionResult {
   int leaders_timed = 0;  // candidates in that final round (the best among them is `best`)
   bool flushed_l2 = false;
   double elapsed_s = 0;
-  std::string stop_reason;  // "budget", "trial limit", "patience", "space exhausted", "interrupted"
+  SessionStop stop;
   int resumed = 0;          // configs the strategy proposed that were measured before
 };
 

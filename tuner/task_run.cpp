@@ -50,7 +50,7 @@ class TaskRun {
         });
     TaskResult out;
     out.outcome = outcome(result);
-    if (result.stop_reason.rfind("device error", 0) == 0) out.device_error = result.stop_reason;
+    if (result.stop.reason == StopReason::kDeviceError) out.device_error = result.stop.text();
     return out;
   }
 
@@ -58,9 +58,10 @@ class TaskRun {
   SessionOptions session_options() {
     SessionOptions options = options_.session;
     options.budget_s = plan_.budget_s;
-    options.seed = plan_.seed ? plan_.seed
-                              : static_cast<uint64_t>(
-                                    std::chrono::system_clock::now().time_since_epoch().count());
+    options.seed =
+        plan_.seed
+            ? plan_.seed
+            : static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
     options.first = task_->starting_configs(db_);
     options.stop = plan_.stop;
     if (!options_.remeasure) {
@@ -95,7 +96,7 @@ class TaskRun {
     if (shared_.store) {
       cache::BestRecord sent = best;
       if (sent.template_hash.empty()) sent.template_hash = task_->template_hash();
-      sent.origin = "autotune";
+      sent.origin = cache::BestOrigin::kAutotune;
       shared_.store->offer_best(sent, cache::device_record(device_), session_.origin);
     }
     return kept;

@@ -107,7 +107,7 @@ TEST(CacheStates, OlderSchemasAreReadAsTheyAre) {
     auto best = db.find_best(key);
     ASSERT_TRUE(best.has_value());
     EXPECT_EQ(best->config, "BM=64");
-    EXPECT_EQ(best->origin, "autotune");
+    EXPECT_EQ(best->origin, cache::BestOrigin::kAutotune);
     EXPECT_EQ(db.bests({}).size(), 1u);
     EXPECT_FALSE(db.find_cubin({"h", "o", "sm_90", "v"}).has_value());
   }
@@ -193,7 +193,7 @@ TEST(CacheStates, ProcessesCreatingOneDatabaseTogetherAllSucceed) {
           cache::BestRecord best;
           best.key = {"GPU-" + std::to_string(p), "gemm", "NN", {64 + i, 64, 64}, 4};
           best.config = "BM=64";
-          best.origin = "first-use";
+          best.origin = cache::BestOrigin::kFirstUse;
           best.ms = 1.0 + i;
           if (!db.offer_best(best)) _exit(3);
           cache::Database reader(path, cache::Access::kRead);

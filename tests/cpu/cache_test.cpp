@@ -833,7 +833,7 @@ TEST(CacheDatabase, Version1DatabaseMigratesKeepingRows) {
   ASSERT_TRUE(best.has_value());
   EXPECT_EQ(best->config, "BM=64");
   EXPECT_DOUBLE_EQ(best->ms, 0.5);
-  EXPECT_EQ(best->origin, "autotune");
+  EXPECT_EQ(best->origin, cache::BestOrigin::kAutotune);
   // Rows written from now on carry size and checksum.
   db.put_cubin(kCubinKey, cubin("gemm_new"));
   EXPECT_EQ(sqlite_text(path,
@@ -911,19 +911,19 @@ TEST(CacheDatabase, BestOriginRoundTrips) {
   Database db(dir.file("tuned.db"));
   ProblemKey first_use = key(kH100, {512, 512, 512});
   BestRecord b = best(first_use, 1.0, "BM=32");
-  b.origin = "first-use";
+  b.origin = BestOrigin::kFirstUse;
   ASSERT_TRUE(db.offer_best(b));
   ASSERT_TRUE(db.offer_best(best(key(kH100, {4096, 4096, 4096}), 1.0, "BM=128")));
-  EXPECT_EQ(db.find_best(first_use)->origin, "first-use");
-  EXPECT_EQ(db.find_nearest(key(kH100, {500, 500, 500}))->origin, "first-use");
-  EXPECT_EQ(db.find_nearest(key(kH100, {4000, 4000, 4000}))->origin, "autotune");
+  EXPECT_EQ(db.find_best(first_use)->origin, cache::BestOrigin::kFirstUse);
+  EXPECT_EQ(db.find_nearest(key(kH100, {500, 500, 500}))->origin, cache::BestOrigin::kFirstUse);
+  EXPECT_EQ(db.find_nearest(key(kH100, {4000, 4000, 4000}))->origin, cache::BestOrigin::kAutotune);
   auto all = db.bests({});
   ASSERT_EQ(all.size(), 2u);
-  EXPECT_EQ(all[0].origin, "first-use");
-  EXPECT_EQ(all[1].origin, "autotune");
+  EXPECT_EQ(all[0].origin, BestOrigin::kFirstUse);
+  EXPECT_EQ(all[1].origin, BestOrigin::kAutotune);
   // A faster tuning result replaces the first-use entry, origin included.
   ASSERT_TRUE(db.offer_best(best(first_use, 0.5, "BM=64")));
-  EXPECT_EQ(db.find_best(first_use)->origin, "autotune");
+  EXPECT_EQ(db.find_best(first_use)->origin, cache::BestOrigin::kAutotune);
 }
 
 // ----- the tunedb program ----------------------------------------------------------------------

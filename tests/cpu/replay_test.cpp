@@ -111,7 +111,7 @@ TEST(Replay, ModelsCompilesAheadAndMeasurementsInTurn) {
   options.max_evals = 6;
   const ReplayResult r = replay(space, record, options);
   ASSERT_EQ(r.steps.size(), 6u);
-  EXPECT_EQ(r.stop_reason, "evals");
+  EXPECT_EQ(r.stop_reason, StopReason::kTrialLimit);
   const double start = modelled_session_start_ms(record.baseline_ms) / 1000;
   auto measure = [&](int i) {
     return modelled_measure_ms(record.trials[i], record.baseline_ms) / 1000;
@@ -127,7 +127,7 @@ TEST(Replay, ModelsCompilesAheadAndMeasurementsInTurn) {
 
   options.max_evals = 1000;
   options.patience = 20;
-  EXPECT_EQ(replay(space, record, options).stop_reason, "patience");
+  EXPECT_EQ(replay(space, record, options).stop_reason, StopReason::kPatience);
 }
 
 TEST(Replay, AConfigTheRecordLacksIsAnError) {

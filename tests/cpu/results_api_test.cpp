@@ -93,7 +93,7 @@ void write_database(const std::string& path) {
   gemm.session_id = session;
   ASSERT_TRUE(db.offer_best(gemm));
   cache::BestRecord transpose = best(kSecond, "transpose", "T", {1000, 4097}, "TILE=32", 1, 0);
-  transpose.origin = "first-use";
+  transpose.origin = cache::BestOrigin::kFirstUse;
   ASSERT_TRUE(db.offer_best(transpose));  // no rate unit stored: the op's
   cache::BestRecord entropy =
       best(kOther, "entropy", "f32", {1000, 127, 3, 16}, "not a list", 2, 1);

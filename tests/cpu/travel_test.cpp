@@ -507,7 +507,7 @@ class TravelPortable : public Travel {
     b1.session_id = session;
     ASSERT_TRUE(s.offer_best(b1));
     BestRecord b2 = best_of(k2_, c2_[0], 2.0 / 7);
-    b2.origin = "first-use";
+    b2.origin = cache::BestOrigin::kFirstUse;
     b2.source = "elsewhere:/x.db";  // merged earlier: its provenance travels on
     ASSERT_TRUE(s.offer_best(b2));
     s.put_cubin(cubin_key_, cubin_);

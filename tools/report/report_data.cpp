@@ -224,7 +224,7 @@ Report gather(cache::Database& db, const Scope& scope, int max_curves) {
     row.ms = b.ms;
     row.baseline_ms = b.baseline_ms;
     row.rate_unit = op->rate_unit;
-    row.origin = b.origin;
+    row.origin = cache::to_string(b.origin);
     row.source = b.source;
     row.template_hash = b.template_hash;
     row.session_id = b.session_id;
