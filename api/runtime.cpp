@@ -523,9 +523,10 @@ std::shared_ptr<const Runtime::Choice> Runtime::resolve(const OpRegistration& op
   }
   std::shared_ptr<cache::Database> db = slot->reader();
   Choice choice = select(op, device, problem, db.get());
-  if (with_kernel && !capturing && tuning() == TuningPolicy::kFirstUse &&
-      !choice.origin.measured_here()) {
-    // Tuning needs timings and a device sync: never inside a capture (the model's pick is used).
+  if (with_kernel && !capturing && !Workspaces::in_use_on_this_thread() &&
+      tuning() == TuningPolicy::kFirstUse && !choice.origin.measured_here()) {
+    // Tuning needs timings and a device sync: never inside a capture, nor for an op run inside
+    // another's launch, which holds its stream's workspace (the model's pick is used).
     if (auto tuned = tune_first_use(op, device, problem, choice, slot->writer().get())) {
       choice = std::move(*tuned);
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/cuda_check.hpp"
+#include "tuned/error.hpp"
 
 namespace tuned {
 
@@ -16,7 +17,28 @@ size_t rounded_up(size_t bytes) {
   return size;
 }
 
+// Set while this thread runs a with()'s use.
+thread_local bool t_in_use = false;
+
+// Marks this thread inside use for the scope; refuses a nested with() (the lock is not recursive).
+class InUse {
+ public:
+  InUse() {
+    if (t_in_use) {
+      throw Error(TUNED_STATUS_INTERNAL_ERROR,
+                  "an op run inside another op's launch asked for a workspace: nested ops "
+                  "(PRETB's transpose) must need none");
+    }
+    t_in_use = true;
+  }
+  ~InUse() { t_in_use = false; }
+  InUse(const InUse&) = delete;
+  InUse& operator=(const InUse&) = delete;
+};
+
 }  // namespace
+
+bool Workspaces::in_use_on_this_thread() { return t_in_use; }
 
 Workspaces::~Workspaces() {
   for (const Buffer& b : buffers_) (void)cudaFree(b.memory);
@@ -68,6 +90,7 @@ cudaMemPool_t Workspaces::pool(int device) {
 
 void Workspaces::with(int device, cudaStream_t stream, bool capturing, size_t bytes,
                       const std::function<void(void*)>& use) {
+  InUse in_use;
   if (capturing) {
     cudaMemPool_t from;
     {

@@ -28,9 +28,15 @@ class Workspaces {
   /// enqueued on stream by use. Calls for one stream are serialized while use enqueues, so one
   /// call's kernels never interleave with another's on the same buffer. use may run another op
   /// through the runtime (PRETB's transpose) only if that op needs no workspace: the lock is not
-  /// recursive.
+  /// recursive, so with() entered again from use throws Error(TUNED_STATUS_INTERNAL_ERROR)
+  /// instead of deadlocking.
   void with(int device, cudaStream_t stream, bool capturing, size_t bytes,
             const std::function<void(void*)>& use);
+
+  /// Whether this thread is inside some with()'s use: an op run from there (a nested op) must
+  /// only enqueue, neither needing a workspace nor stopping to tune (the runtime serves it its
+  /// pick without first-use tuning).
+  static bool in_use_on_this_thread();
 
   /// Streams whose buffers are kept; the least recently used beyond are freed (a server making a
   /// stream per request does not grow without bound).

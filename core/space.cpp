@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdint>
+#include <utility>
 
 #include "tuned/error.hpp"
 
@@ -12,7 +13,31 @@ namespace tuned {
 Config::Config(std::shared_ptr<const std::vector<std::string>> names, std::vector<int> values)
     : names_(std::move(names)), values_(std::move(values)) {}
 
+namespace {
+// The rule Constraint::test is running on this thread, if any: Config::get holds it to the
+// parameters it declares.
+thread_local const Constraint* t_rule_in_test = nullptr;
+
+void check_declared(const Constraint& rule, std::string_view name) {
+  for (const auto& declared : rule.uses) {
+    if (declared == name) return;
+  }
+  throw Error(TUNED_STATUS_INTERNAL_ERROR, "rule " + rule.name + " reads " + std::string(name) +
+                                               ", which its list of parameters used leaves out");
+}
+}  // namespace
+
+bool Constraint::test(const Config& config) const {
+  struct Scope {
+    const Constraint* outer;
+    explicit Scope(const Constraint* rule) : outer(std::exchange(t_rule_in_test, rule)) {}
+    ~Scope() { t_rule_in_test = outer; }
+  } scope(this);
+  return holds(config);
+}
+
 int Config::get(std::string_view name) const {
+  if (t_rule_in_test) check_declared(*t_rule_in_test, name);
   const auto& names = *names_;
   for (size_t i = 0; i < values_.size(); ++i) {
     if (names[i] == name) return values_[i];
@@ -268,7 +293,7 @@ std::vector<std::vector<Check>> checks_by_depth(const std::vector<Constraint>& c
 // The first of checks that config breaks, or null.
 const Check* first_failed(const std::vector<Check>& checks, const Config& config) {
   for (const Check& check : checks) {
-    if (!check.constraint->holds(config)) return &check;
+    if (!check.constraint->test(config)) return &check;
   }
   return nullptr;
 }
@@ -517,7 +542,7 @@ std::optional<std::string> Space::violation(const Config& config, bool include_p
   }
   for (const auto& c : constraints_) {
     if (c.prune_only && !include_pruning) continue;
-    if (!c.holds(config)) return c.name;
+    if (!c.test(config)) return c.name;
   }
   return std::nullopt;
 }

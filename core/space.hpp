@@ -76,6 +76,12 @@ struct Constraint {
   std::string name;
   std::vector<std::string> uses;
   std::function<bool(const Config&)> holds;
+  /// holds(config), held to `uses`: while it runs, Config::get of any other parameter (in any
+  /// helper it calls) throws Error(TUNED_STATUS_INTERNAL_ERROR) naming the rule and the
+  /// parameter. During enumeration the parameters after those a rule declares hold stale values,
+  /// so a rule reading one would prune the wrong configs silently; this makes it fail whenever the
+  /// rule is tested. The space tests its rules only through this.
+  bool test(const Config& config) const;
   /// A pruning rule (the config would work but is not worth trying on this problem), as opposed
   /// to a rule the kernel or the device needs.
   bool prune_only = false;

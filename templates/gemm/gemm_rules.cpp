@@ -277,7 +277,7 @@ void add_pruning_rules(Space& space, const SpaceLimits& lim, const Problem& prob
   // split needs at least two slices of k to amortize its epilogue.
   // (GEMV: row blocks for tiles, splits of at least two 32-element steps of k.)
   space.require({"split_k_when_few_tiles",
-                 {"GEMV", "BM", "BN", "BK", "SPLITK"},
+                 {"GEMV", "BM", "BN", "BK", "SPLITK", "GCOLS"},  // GCOLS: a GEMV's tile count
                  [=](const Config& c) {
                    const int64_t s = c.get("SPLITK");
                    if (s == 1) return true;

@@ -5,10 +5,17 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <optional>
 #include <random>
+#include <string>
+#include <tuple>
+#include <utility>
 
 #include "generator/device.hpp"
+#include "templates/entropy/entropy_op.hpp"
 #include "templates/gemm/gemm_op.hpp"
+#include "templates/transpose/transpose_op.hpp"
+#include "tuned/error.hpp"
 
 namespace {
 
@@ -26,7 +33,7 @@ std::vector<std::string> brute_force(const Space& space) {
     for (size_t i = 0; i < params.size(); ++i) values.push_back(params[i].values[index[i]]);
     const Config config(names, values);
     bool ok = true;
-    for (const auto& c : space.constraints()) ok = ok && c.holds(config);
+    for (const auto& c : space.constraints()) ok = ok && c.test(config);
     if (ok) out.push_back(config.canonical());
     size_t d = params.size();
     while (d > 0 && ++index[d - 1] == params[d - 1].values.size()) index[--d] = 0;
@@ -94,6 +101,74 @@ TEST(Space, ContradictoryLateRestrictionsAreFoundEmptyAtOnce) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 2.0) << "the emptiness proof enumerated the space";
+}
+
+// A rule reads only what it declares: one reading another parameter (here through a helper) fails
+// whenever it is tested, naming itself and the parameter, not just where a stale value would have
+// pruned the wrong configs.
+TEST(Space, ARuleReadingAParameterItDoesNotDeclareFails) {
+  Space space;
+  space.add({"A", {1, 2}, "a"});
+  space.add({"B", {1, 2}, "b"});
+  auto sum = [](const Config& c) { return c.get("A") + c.get("B"); };
+  space.require({"declares_a", {"A"}, [=](const Config& c) { return sum(c) < 4; }});
+  try {
+    space.count();
+    FAIL() << "the undeclared read went unnoticed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), TUNED_STATUS_INTERNAL_ERROR);
+    EXPECT_NE(std::string(e.what()).find("rule declares_a reads B"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(space.violation(Config::parse("A=1,B=1")), Error);
+  // Outside a rule, and in a rule that declares it, the same read is fine.
+  EXPECT_EQ(sum(Config::parse("A=2,B=2")), 4);
+  Space declared;
+  declared.add({"A", {1, 2}, "a"});
+  declared.add({"B", {1, 2}, "b"});
+  declared.require({"declares_both", {"A", "B"}, [=](const Config& c) { return sum(c) < 4; }});
+  EXPECT_EQ(declared.count(), 3u);
+}
+
+// Every op's rules, on odd problems and both architectures: none reads a parameter it does not
+// declare (a throw would say which). Reads that depend on values are reached by a walk's first
+// configs and by random draws (whose rejection sampling tests every rule on whole configs).
+void exercise_rules(const Space& space, const std::string& what) {
+  SCOPED_TRACE(what);
+  size_t visited = 0;
+  EXPECT_NO_THROW(space.for_each([&](const Config&) { return ++visited < 2000; }));
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 200; ++i) {
+    std::optional<Config> drawn;
+    EXPECT_NO_THROW(drawn = space.sample(rng));
+    if (!drawn) break;
+    EXPECT_NO_THROW(EXPECT_FALSE(space.violation(*drawn)));
+  }
+}
+
+TEST(Space, EveryOpsRulesReadOnlyWhatTheyDeclare) {
+  for (int cc : {80, 90}) {
+    const DeviceInfo dev = reference_device(cc);
+    for (const char* layout : {"NN", "NT", "TN", "TT"}) {
+      for (auto [m, n, k] : {std::tuple{1, 7, 127}, std::tuple{1000, 4097, 33},
+                             std::tuple{4096, 4096, 4096}, std::tuple{16, 1, 32768}}) {
+        exercise_rules(gemm_op::make_space(dev, gemm_op::packed_problem(layout, m, n, k)),
+                       std::string("gemm ") + layout + " " + std::to_string(m) + "x" +
+                           std::to_string(n) + "x" + std::to_string(k) + " sm" +
+                           std::to_string(cc));
+      }
+    }
+    for (auto [rows, cols] : {std::pair{1, 4097}, std::pair{333, 77777}, std::pair{4096, 4096}}) {
+      exercise_rules(transpose_op::make_space(dev, transpose_op::packed_problem(rows, cols)),
+                     "transpose " + std::to_string(rows) + "x" + std::to_string(cols));
+    }
+    for (auto input : {entropy_op::Input::kF32, entropy_op::Input::kU8}) {
+      for (int radius : {1, 3, 7}) {
+        exercise_rules(
+            entropy_op::make_space(dev, entropy_op::packed_problem(1000, 4097, radius, 16), input),
+            "entropy radius " + std::to_string(radius));
+      }
+    }
+  }
 }
 
 // A config recorded before a parameter existed (an older sweep's or table's) is completed with

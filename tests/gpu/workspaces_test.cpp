@@ -17,6 +17,7 @@
 #include "core/cuda_check.hpp"
 #include "templates/gemm/gemm_op.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
+#include "tuned/error.hpp"
 #include "tuned/tuned.h"
 
 namespace tuned {
@@ -197,6 +198,40 @@ TEST(Workspaces, ConcurrentCallsOnManyStreamsGetRightResults) {
   }
   tuned_set_database(nullptr);
   std::remove(db.c_str());
+}
+
+// An op run inside another's launch (PRETB's transpose) may only enqueue: one asking for a
+// workspace there is refused with an error naming the rule, not left to deadlock on the stream's
+// lock; the outer call goes on, and the workspaces serve the next call.
+TEST(Workspaces, ANestedWorkspaceIsRefusedNotADeadlock) {
+  TUNED_REQUIRE_GPU();
+  TUNED_CUDA_CHECK(cudaSetDevice(0));
+  cudaStream_t stream;
+  TUNED_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  {
+    Workspaces workspaces;
+    EXPECT_FALSE(Workspaces::in_use_on_this_thread());
+    bool inside = false, inner_ran = false;
+    std::string refusal;
+    workspaces.with(0, stream, false, 4096, [&](void* outer) {
+      EXPECT_NE(outer, nullptr);
+      inside = Workspaces::in_use_on_this_thread();
+      try {
+        workspaces.with(0, stream, false, 4096, [&](void*) { inner_ran = true; });
+      } catch (const Error& e) {
+        refusal = e.what();
+      }
+    });
+    EXPECT_TRUE(inside);
+    EXPECT_FALSE(inner_ran);
+    EXPECT_NE(refusal.find("must need none"), std::string::npos) << refusal;
+    EXPECT_FALSE(Workspaces::in_use_on_this_thread());
+    void* again = nullptr;
+    workspaces.with(0, stream, false, 4096, [&](void* w) { again = w; });
+    EXPECT_NE(again, nullptr);
+    TUNED_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  TUNED_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 }  // namespace
