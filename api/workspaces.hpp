@@ -1,9 +1,9 @@
 // Workspaces for launches (packed operands, split-K partials), per call. Outside a stream capture
 // each stream has one grow-only buffer (cudaMalloc), reused in stream order: the stream-ordered
 // allocator's first allocation in a process cost 8-15 ms on an H100 whatever the pool or size
-// (bench/results/history/first_call_probe_nvidia-h100.txt), more than a whole first call may
-// take, while cudaMalloc took 0.1 ms. Inside a capture the workspace is stream-ordered from a pool,
-// so the graph owns its memory and replays never share it with eager calls.
+// (archive/2026-12/bench/results/history/first_call_probe_nvidia-h100.txt), more than a whole first
+// call may take, while cudaMalloc took 0.1 ms. Inside a capture the workspace is stream-ordered
+// from a pool, so the graph owns its memory and replays never share it with eager calls.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -11,7 +11,7 @@
 // changes the config: the library would run another kernel there), are left out;
 // the held-out problems (bench/held_out.hpp) are dropped: the model is never fitted on them.
 // Prints the expected quality per variant (leave-one-out) to stderr.
-//   zcat bench/data/sweeps/gemm_sweep_nvidia-h100.tsv.gz |
+//   zcat bench/data/sweeps/gemm_sweep_nvidia-h100_grid-random-base.tsv.gz |
 //     fit_selection - --op gemm --entries 16 --neighbours 5 --out TABLE
 // A sweep of batches (a batch column after the dims) gives points where the library looks each
 // batch up (OpFace::selection_shape). --append-to TABLE keeps a fitted table's portfolio and
@@ -19,11 +19,13 @@
 // adds up to N of the sweep's other configs per variant as entries (chosen like the portfolio,
 // on the new problems; '-' at the old points, so they are picked only near the new ones):
 //   fit_selection SWEEP --append-to TABLE [--add-entries N] --out TABLE
-// scripts/refit_selection.sh regenerates the shipped tables.
+// The header records the date (SOURCE_DATE_EPOCH where set), the command line and the inputs in
+// order. scripts/shipped_data.sh regenerates the shipped tables as bench/data/MANIFEST lists them.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -672,13 +674,30 @@ std::string fit_variant(const std::string& variant, const std::vector<Problem*>&
   return line;
 }
 
+// When the table's header says it was written: now, or SOURCE_DATE_EPOCH (seconds since 1970,
+// UTC) where set, so that a refit of the same sweeps writes the same bytes
+// (scripts/shipped_data.sh check).
+std::string written_on() {
+  std::time_t when = std::time(nullptr);
+  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch != nullptr && *epoch != '\0') {
+    char* end = nullptr;
+    const long long seconds = std::strtoll(epoch, &end, 10);
+    if (*end != '\0' || seconds < 0) {
+      throw Error(TUNED_STATUS_INVALID_ARGUMENT,
+                  "SOURCE_DATE_EPOCH is not a count of seconds: " + std::string(epoch));
+    }
+    when = static_cast<std::time_t>(seconds);
+  }
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M UTC", std::gmtime(&when));
+  return text;
+}
+
 // The whole table: its header (how it was made, what it was fitted on, the expected quality per
 // variant) and body.
 std::string table_text(const Options& opt, const Sweep& sweep, const std::string& quality,
                        size_t pairs, const std::string& body) {
-  char when[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  const std::string when = written_on();
   std::ostringstream table;
   table << "# Selection model for " << opt.op << " on " << opt.device_name << " (sm_" << opt.cc
         << "), written by bench/fit_selection on " << when << ":\n#   " << opt.command_line
@@ -864,9 +883,7 @@ int append_points(Options opt) {
     added[variant] = std::move(points);
   }
   // The table again: the header's note after its comments, each block with its new points.
-  char when[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  const std::string when = written_on();
   std::ostringstream out;
   bool noted = false;
   for (size_t i = 0; i < table.lines.size(); ++i) {

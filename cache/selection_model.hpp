@@ -2,7 +2,7 @@
 // per variant and the measured times of that portfolio on many shapes (a sweep). For a shape nobody
 // tuned, the portfolio is ranked by its regret on the nearest measured shapes. Data, not code: the
 // tables are cache/shipped/*_selection_*.tsv, written by bench/fit_selection
-// (scripts/refit_selection.sh). Nothing here knows an op.
+// (scripts/shipped_data.sh, from the sweeps bench/data/MANIFEST lists). Nothing here knows an op.
 #pragma once
 
 #include <cstdint>

@@ -96,7 +96,7 @@ BaselineTiming time_runs(const std::function<void(cudaStream_t)>& run, cudaStrea
   // kernels that chain several launches (a packing or summing pass) are not charged a launch gap
   // per pass that back-to-back calls do not pay. Timed alone, a 60 us product read 10% faster
   // against cuBLAS than it runs in a loop
-  // (bench/results/history/gemm_issue10_probes_nvidia-h100.txt).
+  // (archive/2026-12/bench/results/history/gemm_issue10_probes_nvidia-h100.txt).
   auto timed = [&](int calls) {
     start.record(stream);
     for (int c = 0; c < calls; ++c) run(stream);

@@ -83,10 +83,10 @@ const char* const kFamilies[] = {
     "SWZ=0,MINB=2,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0",
     "GEMV=0,BM=128,BN=128,BK=16,WM=64,WN=32,TM=4,TN=4,LM=8,VEC=4,PAD=4,AKM=1,BKM=1,UNROLL=16,"
     "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=128,PACK=0,REDUCE=1,TAIL=0",
-    // FP64 tensor cores (MMA = 1; sm_90+), the best of a first probe on an H100 (docs/
-    // experiments/gemm_dmma_probe.cu): 64x64 tiles for medium products (1000^3, 3000^3, TN
-    // 1024^3), 128x64 with split-K for skinny ones (TN 16384x64x8192). AKM and BKM are set
-    // from the layout below (operands as stored).
+    // FP64 tensor cores (MMA = 1; sm_90+), the best of a first probe on an H100
+    // (archive/2026-12/docs/experiments/gemm_dmma_probe.cu): 64x64 tiles for medium products
+    // (1000^3, 3000^3, TN 1024^3), 128x64 with split-K for skinny ones (TN 16384x64x8192). AKM
+    // and BKM are set from the layout below (operands as stored).
     "GEMV=0,BM=64,BN=64,BK=16,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
     "PIPE=3,SWZ=0,MINB=2,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=1",
     "GEMV=0,BM=64,BN=64,BK=32,WM=32,WN=32,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
@@ -117,8 +117,9 @@ const char* const kFamilies[] = {
     "GEMV=0,BM=64,BN=64,BK=32,WM=16,WN=64,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
     "PIPE=3,SWZ=0,MINB=1,PRETB=0,SPLITK=8,PACK=0,REDUCE=0,TAIL=0,MMA=3,KSUM=1",
     // Split TF32 on wgmma fed by the TMA (MMA = 4; sm_90a; PRETB set by the layout), the best of
-    // the lab runs on an H100 (scripts/issue31/wglab.sh: 128 x 128, 4 stages, 8-row groups:
-    // 4096^3 NN 103 TFLOP/s, 2.0x cuBLAS), and smaller tiles and splits for fewer tiles.
+    // the lab runs on an H100 (archive/2026-12/scripts/issue31/wglab.sh: 128 x 128, 4 stages,
+    // 8-row groups: 4096^3 NN 103 TFLOP/s, 2.0x cuBLAS), and smaller tiles and splits for fewer
+    // tiles.
     "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"
     "PIPE=4,SWZ=8,MINB=1,PRETB=0,SPLITK=1,PACK=0,REDUCE=0,TAIL=0,MMA=4,KSUM=1",
     "GEMV=0,BM=128,BN=128,BK=32,WM=16,WN=128,TM=2,TN=2,LM=8,VEC=4,PAD=0,AKM=1,BKM=0,UNROLL=8,"

@@ -1,10 +1,11 @@
 // Every GEMM family on one small odd problem per layout, sized to run under compute-sanitizer's
-// racecheck and synccheck in minutes (scripts/issue31_runs.sh sanitize: the families' own tests
-// did not finish under racecheck in 270 s). Shared memory is reused between pipeline stages, by
-// the staged C tile after the product and, in the wgmma kernels, between a producer warpgroup and
-// the consumers through mbarriers: the sanitizers check those hand-offs; this test checks the
-// results (NaN-poisoned C, beta = 0, then alpha and beta on the edge shape; not the wide-range
-// probe of the tuner's check, whose k = 65536 would take the sanitizers far longer).
+// racecheck and synccheck in minutes (archive/2026-12/scripts/issue31_runs.sh sanitize: the
+// families' own tests did not finish under racecheck in 270 s). Shared memory is reused between
+// pipeline stages, by the staged C tile after the product and, in the wgmma kernels, between a
+// producer warpgroup and the consumers through mbarriers: the sanitizers check those hand-offs;
+// this test checks the results (NaN-poisoned C, beta = 0, then alpha and beta on the edge shape;
+// not the wide-range probe of the tuner's check, whose k = 65536 would take the sanitizers far
+// longer).
 
 #include <gtest/gtest.h>
 
