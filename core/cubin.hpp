@@ -32,6 +32,13 @@ struct CubinRecord {
 /// FNV-1a 64 of the image as 16 lowercase hex digits: detects an image damaged at rest.
 std::string cubin_checksum(const std::vector<char>& image);
 
+/// FNV-1a 64 (16 hex digits) of what a cubin runs: its sections' names and bytes, less the debug
+/// and line information (which moves with the source's lines) and the symbol and string tables.
+/// Two images with one digest run the same machine code with the same attributes, so a source
+/// reorganised without changing a kernel keeps its digest. Throws
+/// Error(TUNED_STATUS_INTERNAL_ERROR) on an image that is not a 64-bit little-endian ELF file.
+std::string cubin_code_digest(const std::vector<char>& image);
+
 /// Persistent cubins (the tuning database implements it). Must be thread-safe.
 class CubinStore {
  public:

@@ -8,7 +8,7 @@
 // Images already built by an earlier run in --reuse DIR are taken from there (they are exact:
 // keyed by source hash, options, arch and NVRTC version), so a rebuild after a change elsewhere in
 // the library does not compile the whole portfolio again.
-//   precompile --out-dir DIR [--reuse DIR] [--jobs N] [--max-kernels N]
+//   precompile --out-dir DIR [--reuse DIR] [--jobs N] [--max-kernels N] [--code-digests FILE]
 #include <CLI/CLI.hpp>
 
 #define ZDICT_STATIC_LINKING_ONLY  // ZDICT_trainFromBuffer_fastCover (libzstd is linked statically)
@@ -443,15 +443,36 @@ int write_outputs(const std::vector<Job*>& list, const std::string& out_dir, int
   return 0;
 }
 
+// "kernel arch digest" per image, sorted: what each kernel runs (cubin_code_digest), so two
+// builds of reorganised sources can be compared kernel by kernel (same digest: same machine code).
+int write_code_digests(const std::vector<Job*>& list, const std::string& path) {
+  std::vector<std::string> lines;
+  for (const Job* job : list) {
+    lines.push_back(job->spec.kernel_name + " " + job->key.arch + " " +
+                    cubin_code_digest(job->built.cubin.image));
+  }
+  std::sort(lines.begin(), lines.end());
+  std::ofstream out(path);
+  for (const auto& line : lines) out << line << "\n";
+  if (!out) {
+    std::fprintf(stderr, "precompile: cannot write %s\n", path.c_str());
+    return 1;
+  }
+  std::printf("precompile: code digests of %zu kernels in %s\n", lines.size(), path.c_str());
+  return 0;
+}
+
 int run(const std::string& out_dir, const std::string& reuse_dir, int jobs_wanted,
-        size_t max_kernels) {
+        size_t max_kernels, const std::string& digests_path) {
   JobSet set;
   add_model_entries(set);
   add_shipped_bests(set);
   add_arch_kernels(set);
   const std::vector<Job*> list = first_jobs(set, max_kernels);
   build_all(list, reuse_dir, jobs_wanted);
-  return write_outputs(list, out_dir, thread_count(jobs_wanted));
+  const int failed = write_outputs(list, out_dir, thread_count(jobs_wanted));
+  if (failed || digests_path.empty()) return failed;
+  return write_code_digests(list, digests_path);
 }
 
 }  // namespace
@@ -469,6 +490,10 @@ int main(int argc, char** argv) {
                  "a directory of earlier runs' images, reused where their key matches (and "
                  "where new ones are kept)");
   app.add_option("--jobs", jobs, "compile threads (default: all cores)");
+  std::string digests_path;
+  app.add_option("--code-digests", digests_path,
+                 "also write each kernel's code digest (name, arch, digest of its machine code "
+                 "without line information) here: compare two builds kernel by kernel");
   app.add_option("--max-kernels", max_kernels,
                  "build only the first N images (the reproducibility test; default: all)");
   CLI11_PARSE(app, argc, argv);
@@ -476,8 +501,9 @@ int main(int argc, char** argv) {
     // NVRTC records the working directory in every image: the same one for every build.
     out_dir = std::filesystem::absolute(out_dir).string();
     if (!reuse_dir.empty()) reuse_dir = std::filesystem::absolute(reuse_dir).string();
+    if (!digests_path.empty()) digests_path = std::filesystem::absolute(digests_path).string();
     std::filesystem::current_path("/");
-    return run(out_dir, reuse_dir, jobs, max_kernels);
+    return run(out_dir, reuse_dir, jobs, max_kernels, digests_path);
   } catch (const tuned::Error& e) {
     std::fprintf(stderr, "precompile: %s\n", e.what());
     return 1;
