@@ -52,7 +52,7 @@ void zero_tickets(const LoadedKernel& kernel, int* tickets, int64_t n, int64_t p
   kernel.launch_companion(kZeroTickets, g, args, stream);
 }
 
-// gemm.cu's Batch and Epilogue kernel parameters (the same layout).
+// gemm_epilogue.cuh's Batch and Epilogue kernel parameters (the same layout).
 struct BatchArgs {
   long long a, b, c, workspace;
 };
@@ -237,10 +237,10 @@ void launch_product(const LoadedKernel& kernel, const Config& config, const Prob
     map_b = encode_tensor_map("B", operands.b, k, n, operands.ldb, problem.batch, batch.b, 32,
                               config.get("BN"));
   }
-  void* args[] = {&m,           &n,           &k,          &alpha,           &operands.a,
-                  &operands.lda, &operands.b, &operands.ldb, &beta,           &c,
-                  &ldc,          &split_ws,   &split.mode, &split.tail_first, &split.count,
-                  &batch,        &epi,        &map_a,      &map_b};
+  void* args[] = {
+      &m,    &n,     &k,    &alpha,    &operands.a, &operands.lda,     &operands.b,  &operands.ldb,
+      &beta, &c,     &ldc,  &split_ws, &split.mode, &split.tail_first, &split.count, &batch,
+      &epi,  &map_a, &map_b};
   kernel.launch(product, args, stream);
   if (sum_pass) {
     // The same kernel again as the summing pass: a block per (tile, fragment element, product).

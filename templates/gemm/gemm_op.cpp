@@ -113,8 +113,9 @@ int64_t gemv_cols(const Config& c, const Problem& p) { return gemv_y_is_c(c, p) 
 
 namespace {
 
-constexpr int kGemvThreads = 256;     // gemm.cu's kGemvThreads
-constexpr int kWgmmaProducers = 128;  // gemm.cu's kProducers (MMA = 3: one producer warpgroup)
+constexpr int kGemvThreads = 256;  // gemm_gemv.cuh's kGemvThreads
+constexpr int kWgmmaProducers =
+    128;  // gemm_tiles.cuh's kProducers (MMA >= 3: one producer warpgroup)
 
 // Slices of BK steps of k in the whole k range (at least one).
 int64_t k_slices(const Config& config, const Problem& problem) {
@@ -173,14 +174,16 @@ std::string Problem::variant() const { return layout() + compute_suffix(compute)
 
 std::string compute_suffix(Compute compute) {
   switch (compute) {
-    case Compute::kTf32: return "-tf32";
-    case Compute::kPedantic: return "-pedantic";
-    default: return "";
+    case Compute::kTf32:
+      return "-tf32";
+    case Compute::kPedantic:
+      return "-pedantic";
+    default:
+      return "";
   }
 }
 
-Problem packed_problem(const std::string& variant, int64_t m, int64_t n, int64_t k,
-                       int64_t batch) {
+Problem packed_problem(const std::string& variant, int64_t m, int64_t n, int64_t k, int64_t batch) {
   const std::string layout = variant.substr(0, 2);
   const std::string suffix = variant.size() > 2 ? variant.substr(2) : "";
   Compute compute = Compute::kDefault;
@@ -256,12 +259,14 @@ void validate_arguments(int op_a, int op_b, int64_t m, int64_t n, int64_t k, con
   const int64_t rows_a = op_a ? k : m;
   const int64_t rows_b = op_b ? n : k;
   require_argument(lda >= std::max<int64_t>(1, rows_a), "lda", [&] {
-    return "must be >= max(1, " + std::string(op_a ? "k" : "m") + ") = " +
-           std::to_string(std::max<int64_t>(1, rows_a)) + " (got " + std::to_string(lda) + ")";
+    return "must be >= max(1, " + std::string(op_a ? "k" : "m") +
+           ") = " + std::to_string(std::max<int64_t>(1, rows_a)) + " (got " + std::to_string(lda) +
+           ")";
   });
   require_argument(ldb >= std::max<int64_t>(1, rows_b), "ldb", [&] {
-    return "must be >= max(1, " + std::string(op_b ? "n" : "k") + ") = " +
-           std::to_string(std::max<int64_t>(1, rows_b)) + " (got " + std::to_string(ldb) + ")";
+    return "must be >= max(1, " + std::string(op_b ? "n" : "k") +
+           ") = " + std::to_string(std::max<int64_t>(1, rows_b)) + " (got " + std::to_string(ldb) +
+           ")";
   });
   require_argument(ldc >= std::max<int64_t>(1, m), "ldc", [&] {
     return "must be >= max(1, m) = " + std::to_string(std::max<int64_t>(1, m)) + " (got " +
@@ -378,12 +383,18 @@ int estimated_registers(const Config& c) {
 std::string math_family(const Config& c) {
   if (is_gemv(c)) return "FFMA, matrix-vector";
   switch (c.has("MMA") ? c.get("MMA") : 0) {
-    case 1: return "FP64 tensor cores";
-    case 2: return "split TF32 on mma.sync";
-    case 3: return "split TF32 on wgmma";
-    case 4: return "split TF32 on wgmma, TMA-fed";
-    case 5: return "TF32 on wgmma, TMA-fed (plain TF32)";
-    default: return "FFMA";
+    case 1:
+      return "FP64 tensor cores";
+    case 2:
+      return "split TF32 on mma.sync";
+    case 3:
+      return "split TF32 on wgmma";
+    case 4:
+      return "split TF32 on wgmma, TMA-fed";
+    case 5:
+      return "TF32 on wgmma, TMA-fed (plain TF32)";
+    default:
+      return "FFMA";
   }
 }
 
@@ -652,8 +663,8 @@ size_t shared_bytes(const Config& c) {
   const size_t b = static_cast<size_t>(c.get("BKM") ? c.get("BK") : c.get("BN")) * s.b;
   const size_t pipeline = static_cast<size_t>(stages(c)) * (a + b);
   // A staged C tile reuses the stages once the product is done.
-  const size_t c_tile = c.has("CSTAGE") && c.get("CSTAGE") == 1
-                            ? static_cast<size_t>(c.get("BN")) * s.c : 0;
+  const size_t c_tile =
+      c.has("CSTAGE") && c.get("CSTAGE") == 1 ? static_cast<size_t>(c.get("BN")) * s.c : 0;
   return std::max(pipeline, c_tile) * sizeof(float);
 }
 
@@ -787,9 +798,9 @@ int64_t pack_pass_k(const Config& config, const Problem& p) {
 }
 
 size_t workspace_bytes(const Config& config, const Problem& problem) {
-  const size_t splits = problem.batch == 1 ? split_bytes(config, problem)
-                                           : batch_split_bytes(config, problem) *
-                                                 static_cast<size_t>(problem.batch);
+  const size_t splits =
+      problem.batch == 1 ? split_bytes(config, problem)
+                         : batch_split_bytes(config, problem) * static_cast<size_t>(problem.batch);
   return transposed_b_bytes(config, problem) + packed_a_bytes(config, problem) +
          packed_b_bytes(config, problem) + splits;
 }
