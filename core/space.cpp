@@ -1,6 +1,7 @@
 #include "core/space.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <cstdint>
@@ -17,6 +18,10 @@ namespace {
 // The rule Constraint::test is running on this thread, if any: Config::get holds it to the
 // parameters it declares.
 thread_local const Constraint* t_rule_in_test = nullptr;
+// Rules being tested now, on any thread. Config::get is on every launch's path, where no rule
+// runs: this plain load lets it skip the thread-local lookup (a call in a shared library; 18 ->
+// 24 ns a get) while none does.
+std::atomic<int> g_rules_in_test{0};
 
 void check_declared(const Constraint& rule, std::string_view name) {
   for (const auto& declared : rule.uses) {
@@ -30,14 +35,21 @@ void check_declared(const Constraint& rule, std::string_view name) {
 bool Constraint::test(const Config& config) const {
   struct Scope {
     const Constraint* outer;
-    explicit Scope(const Constraint* rule) : outer(std::exchange(t_rule_in_test, rule)) {}
-    ~Scope() { t_rule_in_test = outer; }
+    explicit Scope(const Constraint* rule) : outer(std::exchange(t_rule_in_test, rule)) {
+      g_rules_in_test.fetch_add(1, std::memory_order_relaxed);
+    }
+    ~Scope() {
+      g_rules_in_test.fetch_sub(1, std::memory_order_relaxed);
+      t_rule_in_test = outer;
+    }
   } scope(this);
   return holds(config);
 }
 
 int Config::get(std::string_view name) const {
-  if (t_rule_in_test) check_declared(*t_rule_in_test, name);
+  if (g_rules_in_test.load(std::memory_order_relaxed) != 0 && t_rule_in_test) {
+    check_declared(*t_rule_in_test, name);
+  }
   const auto& names = *names_;
   for (size_t i = 0; i < values_.size(); ++i) {
     if (names[i] == name) return values_[i];
