@@ -32,12 +32,9 @@ bool describes_only(const std::string& name) {
 }  // namespace
 
 std::string cubin_code_digest(const std::vector<char>& image) {
-  if (image.size() < 64 ||
-      std::memcmp(image.data(),
-                  "\x7f"
-                  "ELF",
-                  4) != 0 ||
-      image[4] != 2 || image[5] != 1) {
+  constexpr char kElfMagic[4] = {0x7f, 'E', 'L', 'F'};
+  if (image.size() < 64 || std::memcmp(image.data(), kElfMagic, 4) != 0 || image[4] != 2 ||
+      image[5] != 1) {
     throw Error(TUNED_STATUS_INTERNAL_ERROR, "cubin: not a 64-bit little-endian ELF file");
   }
   const auto shoff = read_at<uint64_t>(image, 0x28);

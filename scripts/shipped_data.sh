@@ -53,13 +53,16 @@ records() {
 
 gpus() { records | awk -F'\t' '$3 == "table" { printf "%s%s", sep, $4; sep = " " }'; }
 
-# The tag a sweep's first line gives ("# gemm_sweep on NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" ->
-# nvidia-h100), as scripts/gemm_bench.sh names a GPU.
+# The file tag of a GPU model name on stdin ("NVIDIA H100 80GB HBM3" -> nvidia-h100), as
+# scripts/lease.sh makes it.
+model_tag() { tr 'A-Z' 'a-z' | awk '{for (i = 2; i <= NF; i++) if ($i ~ /[0-9]/) {print $1 "-" $i; exit}}'; }
+
+# The tag of the GPU a sweep's first line names ("# gemm_sweep on NVIDIA H100 80GB HBM3 (sm_90,
+# 132 SMs)" -> nvidia-h100).
 sweep_tag() {
   local first
   first=$(zcat -f "$1" | head -n 1 || true)  # zcat ends on SIGPIPE
-  sed -n 's/^# [^ ]* on \(.*\) (.*$/\1/p' <<< "$first" | tr 'A-Z' 'a-z' |
-    awk '{for (i = 2; i <= NF; i++) if ($i ~ /[0-9]/) {print $1 "-" $i; exit}}'
+  sed -n 's/^# [^ ]* on \(.*\) (.*$/\1/p' <<< "$first" | model_tag
 }
 
 epoch_of() { date -u -d "$1 UTC" +%s 2>/dev/null; }
@@ -243,8 +246,7 @@ sweep_commands() {
   local binary=${GEMM_SWEEP:-build/bench/gemm_sweep} out=${OUT:-.}
   if [ "$run" = 1 ]; then
     local here
-    here=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 | tr 'A-Z' 'a-z' |
-      awk '{for (i = 2; i <= NF; i++) if ($i ~ /[0-9]/) {print $1 "-" $i; exit}}' || true)
+    here=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 | model_tag || true)
     [ -n "$here" ] || fail "sweep --run: no GPU here (nvidia-smi found none)"
     [ "$here" = "$tag" ] || fail "sweep --run: this GPU is $here; $gpu's sweeps are measured on $tag"
     [ -x "$binary" ] || fail "sweep --run: $binary is not built (GEMM_SWEEP names another)"

@@ -113,9 +113,8 @@ int64_t gemv_cols(const Config& c, const Problem& p) { return gemv_y_is_c(c, p) 
 
 namespace {
 
-constexpr int kGemvThreads = 256;  // gemm_gemv.cuh's kGemvThreads
-constexpr int kWgmmaProducers =
-    128;  // gemm_tiles.cuh's kProducers (MMA >= 3: one producer warpgroup)
+constexpr int kGemvThreads = 256;     // gemm_gemv.cuh's kGemvThreads
+constexpr int kWgmmaProducers = 128;  // gemm_tiles.cuh's kProducers (a warpgroup, MMA >= 3)
 
 // Slices of BK steps of k in the whole k range (at least one).
 int64_t k_slices(const Config& config, const Problem& problem) {
