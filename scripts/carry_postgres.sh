@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs this machine's PostgreSQL server (Debian's postgresql: initdb, pg_ctl, postgres, psql, and
 # the libraries they and libpq load) into carry/pg.tar.xz, for a GPU machine that has none
-# (scripts/issue66_gpu.sh unpacks it). The tree keeps Debian's layout under usr/, so the server
+# (scripts/store_gpu_check.sh unpacks it). The tree keeps Debian's layout under usr/, so the server
 # finds its share and lib folders relative to its binaries; the JIT's bitcode is left out.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -753,6 +753,45 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
     }
   }
 
+  // With beta == 0 (every call from torch) the bias and activation, alpha with them, are applied
+  // to the whole fragment in registers before any store: applied between the bounds-checked
+  // stores below, each value's activation (an erf is ~20 dependent instructions) ran by itself,
+  // latency-bound at one or two warpgroups per SM. Then the stores write what they are given.
+  Epilogue rest = epi;  // what the stores still apply
+  float scale = alpha;
+  if constexpr (EPILOGUE != 0) {
+    if (beta == 0.0f && finishes(epi)) {
+      const bool by_row = epi.bias_kind == kBiasRow, by_column = epi.bias_kind == kBiasColumn;
+      float row_bias[kFragM];
+#pragma unroll
+      for (int wm = 0; wm < kWMIter; ++wm)
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+          const int m = warp_m0 + wm * LM * TM + lane_row(lane_m, i);
+          row_bias[wm * TM + i] = by_row && m < m_left ? __ldg(epi.bias + m0 + m) : 0.0f;
+        }
+      const bool activates = kActivation != 0 && epi.activation != 0;
+      // Column by column: a column's bias is live for its kFragM values only (all of a wide
+      // tile's at once cost the TMA-fed kernels spills).
+#pragma unroll
+      for (int wn = 0; wn < kWNIter; ++wn)
+#pragma unroll
+        for (int jj = 0; jj < TN; ++jj) {
+          const int n = warp_n0 + wn * kLN * TN + lane_n * TN + jj, j = wn * TN + jj;
+          const float column_bias = by_column && n < n_left ? __ldg(epi.bias + n0 + n) : 0.0f;
+#pragma unroll
+          for (int i = 0; i < kFragM; ++i) {
+            // (The sums in the order of the stores' finish: bit for bit the same C.)
+            float v = alpha * acc[i][j];
+            v += row_bias[i] + column_bias;
+            acc[i][j] = activates ? apply_activation(v) : v;
+          }
+        }
+      rest = Epilogue{nullptr, 0, 0, 0};
+      scale = 1.0f;
+    }
+  }
+
   if constexpr (CSTAGE == 1) {
     // Staged epilogue. The fragments go to the C tile in shared memory, runs of TM rows as wide
     // as they allow (C_STRIDE = BM + 4 keeps the mma's 64-bit pairs free of bank conflicts).
@@ -791,20 +830,20 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
         if (beta != 0.0f) {
           const Vec<C_VEC> old = *reinterpret_cast<const Vec<C_VEC>*>(c);
 #pragma unroll
-          for (int e = 0; e < C_VEC; ++e) out.v[e] = fmaf(beta, old.v[e], alpha * out.v[e]);
+          for (int e = 0; e < C_VEC; ++e) out.v[e] = fmaf(beta, old.v[e], scale * out.v[e]);
         } else {
 #pragma unroll
-          for (int e = 0; e < C_VEC; ++e) out.v[e] = alpha * out.v[e];
+          for (int e = 0; e < C_VEC; ++e) out.v[e] = scale * out.v[e];
         }
-        if (finishes(epi)) {
+        if (finishes(rest)) {
 #pragma unroll
-          for (int e = 0; e < C_VEC; ++e) out.v[e] = finish(out.v[e], epi, m0 + m + e, n0 + n);
+          for (int e = 0; e < C_VEC; ++e) out.v[e] = finish(out.v[e], rest, m0 + m + e, n0 + n);
         }
         *reinterpret_cast<Vec<C_VEC>*>(c) = out;
       } else {
 #pragma unroll
         for (int e = 0; e < C_VEC; ++e) {
-          if (m + e < m_left) store_c(c + e, alpha, out.v[e], beta, epi, m0 + m + e, n0 + n);
+          if (m + e < m_left) store_c(c + e, scale, out.v[e], beta, rest, m0 + m + e, n0 + n);
         }
       }
     }
@@ -825,17 +864,17 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
   // stored in many columns) and a column bias by a load predicated on its kind, both added
   // without a branch. One store loop: compiled once per bias kind, the GELU kernel took 3x as
   // long to compile (3.4 s) and ran no faster.
-  const bool biased = EPILOGUE != 0 && epi.bias_kind != 0;
-  const bool by_column = EPILOGUE != 0 && epi.bias_kind == kBiasColumn;
-  const bool activates = kActivation != 0 && epi.activation != 0;
+  const bool biased = EPILOGUE != 0 && rest.bias_kind != 0;
+  const bool by_column = EPILOGUE != 0 && rest.bias_kind == kBiasColumn;
+  const bool activates = kActivation != 0 && rest.activation != 0;
   float row_bias[kWMIter * TM];
 #pragma unroll
   for (int wm = 0; wm < kWMIter; ++wm)
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
       const int m = warp_m0 + wm * LM * TM + lane_row(lane_m, i);
-      row_bias[wm * TM + i] = EPILOGUE != 0 && epi.bias_kind == kBiasRow && m < m_left
-                                  ? __ldg(epi.bias + m0 + m)
+      row_bias[wm * TM + i] = EPILOGUE != 0 && rest.bias_kind == kBiasRow && m < m_left
+                                  ? __ldg(rest.bias + m0 + m)
                                   : 0.0f;
     }
 #pragma unroll
@@ -847,13 +886,13 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
         const int n = warp_n0 + wn * kLN * TN + lane_n * TN + j;
         if (n >= n_left) continue;
         float* c_col = C + (long long)(n0 + n) * ldc + m0;
-        const float column_bias = by_column ? __ldg(epi.bias + n0 + n) : 0.0f;
+        const float column_bias = by_column ? __ldg(rest.bias + n0 + n) : 0.0f;
 #pragma unroll
         for (int i = 0; i < TM; i += kCVec) {
           const int m = warp_m0 + wm * LM * TM + lane_row(lane_m, i);
           Vec<kCVec> out;
 #pragma unroll
-          for (int e = 0; e < kCVec; ++e) out.v[e] = alpha * acc[wm * TM + i + e][wn * TN + j];
+          for (int e = 0; e < kCVec; ++e) out.v[e] = scale * acc[wm * TM + i + e][wn * TN + j];
           if (m + kCVec <= m_left) {
             Vec<kCVec>* p = reinterpret_cast<Vec<kCVec>*>(c_col + m);
             if (beta != 0.0f) {
@@ -873,7 +912,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
 #pragma unroll
             for (int e = 0; e < kCVec; ++e) {
               if (m + e < m_left) {
-                store_c(c_col + m + e, alpha, acc[wm * TM + i + e][wn * TN + j], beta, epi,
+                store_c(c_col + m + e, scale, acc[wm * TM + i + e][wn * TN + j], beta, rest,
                         m0 + m + e, n0 + n);
               }
             }

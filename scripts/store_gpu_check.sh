@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 66 on one GPU machine: a PostgreSQL store started there (carry/pg.tar.xz, made by
+# The tuning store and queue on one GPU machine: a PostgreSQL store started there (carry/pg.tar.xz, made by
 # scripts/carry_postgres.sh: the GPU machines have no server), the benchmark suite's NN shapes but
 # the largest (16 problems) enqueued, two workers tuning them from the one queue (two processes on
 # one GPU: the device lock hands the GPU to one at a time, a task at a time), the bests pulled into

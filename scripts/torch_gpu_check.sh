@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 65 on one GPU machine, from the wheel alone: install it into a fresh venv beside the
+# The Python package on one GPU machine, from the wheel alone: install it into a fresh venv beside the
 # machine's torch (timed), import tuned and run a product, then the library's batch/epilogue GPU
 # tests (the test binary linked to the wheel's libtuned), the Python GPU tests against the
 # installed package, and the torch benchmark (bench/results/python_<gpu>.json).
