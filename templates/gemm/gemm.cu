@@ -86,6 +86,7 @@ namespace {
 
 #include "gemm_tiles.cuh"
 #include "gemm_mma_sync.cuh"
+#include "gemm_tile_loop.cuh"
 
 #if MMA >= 3
 #include "gemm_wgmma.cuh"
@@ -95,6 +96,12 @@ namespace {
 
 #include "gemm_epilogue.cuh"
 
+// The families without kernel parameters of their own (gemm_wgmma_tma.cuh defines its maps).
+#ifndef FAMILY_KERNEL_PARAMETERS
+#define FAMILY_KERNEL_PARAMETERS
+#define FAMILY_LOOP_ARGUMENTS
+#endif
+
 }  // namespace
 
 #if GEMV == 0
@@ -103,14 +110,7 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
     KERNEL_NAME(int M, int N, int K, float alpha, const float* __restrict__ A, int lda,
                 const float* __restrict__ B, int ldb, float beta, float* __restrict__ C, int ldc,
                 float* __restrict__ workspace, int split_mode, int tail_first, int split_count,
-                Batch batch, Epilogue epi
-#if MMA >= 4
-                // MMA = 4's operands as the TMA reads them: A (m, k, product) or (k, m, product),
-                // B (k, n, product)
-                ,
-                const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b
-#endif
-    ) {
+                Batch batch, Epilogue epi FAMILY_KERNEL_PARAMETERS) {
   wait_for_previous_grid();
   // This block's product of the batch (grid row z): its operands here, its C, partial tiles and
   // bias where they are first used (kept live through the main loop, their addresses cost
@@ -189,527 +189,21 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
   const int k_end = min(K, k_begin + slices * BK);
 
   // Tile origins in global memory and the step from one k slice to the next.
-  const float* a_tile = TRANS_A ? A + (long long)m0 * lda + k_begin : A + m0 + (long long)k_begin * lda;
-  const float* b_tile = TRANS_B ? B + n0 + (long long)k_begin * ldb : B + (long long)n0 * ldb + k_begin;
+  const float* a_tile =
+      TRANS_A ? A + (long long)m0 * lda + k_begin : A + m0 + (long long)k_begin * lda;
+  const float* b_tile =
+      TRANS_B ? B + n0 + (long long)k_begin * ldb : B + (long long)n0 * ldb + k_begin;
   const long long a_step = TRANS_A ? BK : (long long)BK * lda;
   const long long b_step = TRANS_B ? (long long)BK * ldb : BK;
 
-#if MMA == 3
-  // Split TF32 on wgmma (see SplitLoader). Stages (PIPE: 2 or 3) of big and small tiles, 1024-byte
-  // aligned for the swizzle, filled by the producer warpgroup while the others multiply.
-  char* wg_smem = reinterpret_cast<char*>(
-      (reinterpret_cast<unsigned long long>(smem) + 1023) & ~1023ull);
-  auto stage_a = [&](int stage, int part) {  // part 0: big, 1: small
-    return wg_smem + stage * kWgStageBytes + part * kWgPartA;
-  };
-  auto stage_b = [&](int stage, int part) {
-    return wg_smem + stage * kWgStageBytes + 2 * kWgPartA + part * kWgPartB;
-  };
-  const int wg_m0 = warp_m0 - 16 * (warp % 4);  // this warpgroup's 64 rows
-  const int wg_n0 = warp_n0;
-
-  // Warp specialization: the producer warpgroup (threads from kThreads on) moves each slice from
-  // global memory through registers into a free stage, split, and marks it full; the consumer
-  // warpgroups multiply a full stage and mark it empty once their wgmma have read it. So the
-  // tensor cores keep working while the next slices are loaded and split.
-  __shared__ unsigned long long full[kStages], empty[kStages];
-  if (tid == 0) {
-    for (int st = 0; st < kStages; ++st) {
-      barrier_init(&full[st], kProducers);  // the producer warpgroup fills a stage
-      barrier_init(&empty[st], kThreads);
-    }
-  }
-  __syncthreads();
-  float sums[kWgSums];
-#pragma unroll
-  for (int i = 0; i < kWgSums; ++i) sums[i] = 0.0f;
-  if (tid >= kThreads) {
-    if constexpr (kWgRegsMoved > 0) {
-      asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kWgRegsAtLaunch + kWgRegsMoved));
-    }
-    const int ptid = tid - kThreads;
-    // Each slice is loaded, then (once its stage is free) split and stored. AHEAD = 1 keeps two
-    // slices in registers, so the next one's loads are in flight while this one is split and
-    // stored: one slice at a time, the producer waits out a whole memory latency per slice, which
-    // bounds skinny long-k products with few blocks per SM.
-    SplitLoader<BM, TRANS_A == 1, true> a0, a1;
-    SplitLoader<BN, TRANS_B == 0, false> b0, b1;
-    auto fetch = [&](auto& a, auto& b, int t) {
-      const int k0 = k_begin + t * BK;
-      a.load(a_tile + t * a_step, lda, m_left, k_end - k0, ptid);
-      b.load(b_tile + t * b_step, ldb, n_left, k_end - k0, ptid);
-    };
-    auto put = [&](auto& a, auto& b, int t) {
-      const int st = t % kStages;
-      if (t >= kStages) barrier_wait(&empty[st], (t / kStages + 1) & 1);
-      a.store(stage_a(st, 0), stage_a(st, 1), ptid);
-      b.store(stage_b(st, 0), stage_b(st, 1), ptid);
-      fence_proxy_async();
-      barrier_arrive(&full[st]);
-    };
-    if constexpr (AHEAD == 1) {
-      if (slices > 0) fetch(a0, b0, 0);
-      for (int t = 0; t < slices; t += 2) {
-        if (t + 1 < slices) fetch(a1, b1, t + 1);
-        put(a0, b0, t);
-        if (t + 1 < slices) {
-          if (t + 2 < slices) fetch(a0, b0, t + 2);
-          put(a1, b1, t + 1);
-        }
-      }
-    } else {
-      for (int t = 0; t < slices; ++t) {
-        fetch(a0, b0, t);
-        put(a0, b0, t);
-      }
-    }
-    return;  // the epilogue is the consumers' (its barriers count kThreads)
-  }
-  // Each slice's products from zero in `part`, then added to the sums in float (rounded adds
-  // instead of the tensor cores' truncating alignment against the whole sum: that cost 2.9e-5
-  // of normwise error at k = 4096 on an H200, growing with k).
-  static_assert(KSUM == 1, "MMA = 3 sums each slice from zero (KSUM = 1)");
-  if constexpr (kWgRegsMoved > 0) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kWgRegsAtLaunch - kWgRegsMoved / 2));
-  }
-  float part[kWgSums], chain[kWgSums];
-#pragma unroll
-  for (int i = 0; i < kWgSums; ++i) chain[i] = 0.0f;
-  for (int t = 0; t < slices; ++t) {
-    const int st = t % kStages;
-    barrier_wait(&full[st], (t / kStages) & 1);
-#pragma unroll
-    for (int i = 0; i < kWgSums; ++i) wg_pin(part[i]);
-    wg_fence();
-#pragma unroll
-    for (int kk = 0; kk < BK; kk += 8) {
-      // Row 0 of a swizzle row group: step kk starts kk floats into the 128-byte rows.
-      const int a_at = wg_offset<BM>(wg_m0, kk);
-      const int b_at = wg_offset<BN>(wg_n0, kk);
-      const unsigned long long a_big = wg_descriptor(stage_a(st, 0) + a_at);
-      const unsigned long long a_small = wg_descriptor(stage_a(st, 1) + a_at);
-      const unsigned long long b_big = wg_descriptor(stage_b(st, 0) + b_at);
-      const unsigned long long b_small = wg_descriptor(stage_b(st, 1) + b_at);
-      wgmma_tf32(part, a_small, b_big, kk == 0 ? 0 : 1);
-      wgmma_tf32(part, a_big, b_small, 1);
-      wgmma_tf32(part, a_big, b_big, 1);
-    }
-    wg_commit();
-    wg_wait<0>();
-    barrier_arrive(&empty[st]);
-#pragma unroll
-    for (int i = 0; i < kWgSums; ++i) wg_pin(part[i]);
-    add_slice(sums, chain, part, t, slices);
-  }
-  // The fragment layout of the other MMA kernels: element e of n tile jn is
-  // acc[e / 2][2 jn + e % 2].
+  // The family's main loop (gemm_tile_loop.cuh, gemm_wgmma_rf.cuh, gemm_wgmma_tma.cuh): this
+  // block's product over its share of k in acc; the threads that hold no fragments (the wgmma
+  // families' producers) end there.
   float acc[kFragM][kFragN];
-#pragma unroll
-  for (int jn = 0; jn < WN / 8; ++jn)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc[e / 2][2 * jn + e % 2] = sums[4 * jn + e];
-#elif MMA >= 4
-  // Split TF32 on wgmma fed by the TMA (see tma_load). Stages (PIPE: 3 or 4) of A and B as stored
-  // and B's small parts, 1024-byte aligned for the swizzle.
-  char* wg_smem = reinterpret_cast<char*>(
-      (reinterpret_cast<unsigned long long>(smem) + 1023) & ~1023ull);
-  auto stage_a = [&](int stage) { return wg_smem + stage * kWgStageBytes; };
-  auto stage_b = [&](int stage, int part) {  // part 0: as stored, 1: small parts
-    return wg_smem + stage * kWgStageBytes + kWgPartA + part * kWgPartB;
-  };
-  const int wg_m0 = warp_m0 - 16 * (warp % 4);  // this warpgroup's 64 rows
-  const int wg_n0 = warp_n0;
-
-  // A stage is loaded when every loader's copies have landed, full when the splitters have split
-  // B, empty when every consumer thread is done with it.
-  __shared__ unsigned long long loaded[kStages], full[kStages], empty[kStages];
-  if (tid == 0) {
-    for (int st = 0; st < kStages; ++st) {
-      barrier_init(&loaded[st], 1);  // the copying thread's arrival, and the copies' bytes
-      barrier_init(&full[st], kSplitters);
-      barrier_init(&empty[st], kThreads);
-    }
-  }
-  __syncthreads();
-  if (tid >= kThreads) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    const int ptid = tid - kThreads;
-    if (ptid < 32) {
-      // One thread copies each slice into its stage once the consumers are done with the slice
-      // kStages before (split-K ranges end on whole slices, or at K where the TMA fills zeros).
-      if (ptid == 0) {
-        // The product's coordinate in each map: 0 where the operand is shared (stride 0; the
-        // host's map then has one product).
-        const int za = batch.a != 0 ? static_cast<int>(product) : 0;
-        const int zb = batch.b != 0 ? static_cast<int>(product) : 0;
-        for (int u = 0; u < slices; ++u) {
-          const int st = u % kStages;
-          if (u >= kStages) barrier_wait(&empty[st], (u / kStages + 1) & 1);
-          const int k0 = k_begin + u * BK;
-          barrier_expect_bytes(&loaded[st], kWgPartA + kWgPartB);
-#pragma unroll
-          for (int box = 0; box < BM / kABox; ++box) {
-            if constexpr (TRANS_A == 1) {
-              tma_load(stage_a(st), map_a, k0, m0, za, &loaded[st]);
-            } else {
-              tma_load(stage_a(st) + box * 4096, map_a, m0 + 32 * box, k0, za, &loaded[st]);
-            }
-          }
-          tma_load(stage_b(st, 0), map_b, k0, n0, zb, &loaded[st]);
-        }
-      }
-    } else {
-      for (int t = 0; t < slices; ++t) {
-        const int st = t % kStages;
-        barrier_wait(&loaded[st], (t / kStages) & 1);
-        split_b(stage_b(st, 0), stage_b(st, 1), ptid - 32);
-        fence_proxy_async();  // B's parts, to the tensor cores' reads
-        barrier_arrive(&full[st]);
-      }
-    }
-    return;  // the epilogue is the consumers' (its barriers count kThreads)
-  }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-  // Each slice's products from zero in `part`, then added to the sums in float (see MMA = 3),
-  // with KSUM = 2 through partial chains of kSliceChain slices (add_slice).
-  static_assert(KSUM >= 1, "MMA = 4 sums each slice from zero (KSUM = 1 or 2)");
-  float sums[kWgSums], part[kWgSums], chain[kWgSums];
-#pragma unroll
-  for (int i = 0; i < kWgSums; ++i) sums[i] = chain[i] = 0.0f;
-  // This thread's fragment rows of A (g and g + 8 of its warp's 16) and first step of k.
-  const int frag_row = wg_m0 + 16 * (warp % 4) + lane / 4;
-  const int frag_k = lane % 4;
-  for (int t = 0; t < slices; ++t) {
-    const int st = t % kStages;
-    barrier_wait(&full[st], (t / kStages) & 1);
-#pragma unroll
-    for (int i = 0; i < kWgSums; ++i) wg_pin(part[i]);
-    // A's fragments of two steps of 8 at a time: the wgmma read them after issue, so a step's
-    // registers are refilled only once its group (two steps before) is done.
-    unsigned a_big[2][4], a_small[2][4];
-#pragma unroll
-    for (int kk = 0; kk < BK / 8; ++kk) {
-      unsigned(&big)[4] = a_big[kk % 2];
-      unsigned(&small)[4] = a_small[kk % 2];
-      if (kk >= 2) wg_wait<1>();
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float x = *reinterpret_cast<const float*>(
-            stage_a(st) + a_raw_offset(frag_row + 8 * (e & 1), 8 * kk + frag_k + 4 * (e >> 1)));
-        big[e] = tf32_big(x);  // (plain TF32, MMA = 5: rounded, nothing kept of the rest)
-        if constexpr (kSplitTerms > 1) small[e] = to_tf32(x - __uint_as_float(big[e]));
-      }
-      wg_fence();
-      const int b_at = wg_offset<BN>(wg_n0, 8 * kk);
-      const unsigned long long b_raw = wg_descriptor(stage_b(st, 0) + b_at);
-      if constexpr (kSplitTerms > 1) {
-        const unsigned long long b_small = wg_descriptor(stage_b(st, 1) + b_at);
-        wgmma_tf32(part, small, b_raw, kk == 0 ? 0 : 1);
-        if constexpr (kSplitTerms == 3) wgmma_tf32(part, big, b_small, 1);
-        wgmma_tf32(part, big, b_raw, 1);
-      } else {
-        wgmma_tf32(part, big, b_raw, kk == 0 ? 0 : 1);
-      }
-      wg_commit();
-    }
-    wg_wait<0>();
-    barrier_arrive(&empty[st]);
-#pragma unroll
-    for (int i = 0; i < kWgSums; ++i) wg_pin(part[i]);
-    add_slice(sums, chain, part, t, slices);
-  }
-  // The fragment layout of the other MMA kernels, rows g and g + 8 (fragment_row).
-  float acc[kFragM][kFragN];
-#pragma unroll
-  for (int jn = 0; jn < WN / 8; ++jn)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc[e / 2][2 * jn + e % 2] = sums[4 * jn + e];
-#else
-  float* a_smem = smem;                           // kStages x kATileFloats
-  float* b_smem = smem + kStages * kATileFloats;  // kStages x kBTileFloats
-
-  ALoader a_loader;
-  BLoader b_loader;
-  float acc[kFragM][kFragN];
-#pragma unroll
-  for (int i = 0; i < kFragM; ++i)
-#pragma unroll
-    for (int j = 0; j < kFragN; ++j) acc[i][j] = 0.0f;
-  // KSUM = 1: the partial chain being summed (FFMA: chain; MMA = 2: mchain), added to the running
-  // sums every kSlicesPerChain slices and after the last (KSUM = 0 never touches it, and the
-  // compiler drops it).
-  float chain[kFragM][kFragN];
-#pragma unroll
-  for (int i = 0; i < kFragM; ++i)
-#pragma unroll
-    for (int j = 0; j < kFragN; ++j) chain[i][j] = 0.0f;
-  // MMA kernels sum in their own sums (MMA = 1: double) until the epilogue: element e of tile
-  // (im, jn) is acc[2 im + e / 2][2 jn + e % 2].
-  MmaSum dacc[kMmaM][kMmaN][4];
-  MmaSum mchain[kMmaM][kMmaN][4];
-#pragma unroll
-  for (int im = 0; im < kMmaM; ++im)
-#pragma unroll
-    for (int jn = 0; jn < kMmaN; ++jn)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) dacc[im][jn][e] = mchain[im][jn][e] = 0;
-  int chain_slices = 0;
-  auto add_chain = [&]() {
-    if constexpr (kMma) {
-#pragma unroll
-      for (int im = 0; im < kMmaM; ++im)
-#pragma unroll
-        for (int jn = 0; jn < kMmaN; ++jn)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            dacc[im][jn][e] += mchain[im][jn][e];
-            mchain[im][jn][e] = 0;
-          }
-    } else {
-#pragma unroll
-      for (int i = 0; i < kFragM; ++i)
-#pragma unroll
-        for (int j = 0; j < kFragN; ++j) {
-          acc[i][j] += chain[i][j];
-          chain[i][j] = 0.0f;
-        }
-    }
-    chain_slices = 0;
-  };
-  // Where a tile's mma sums: the partial chain (KSUM = 1) or the running sums.
-  auto mma_sums = [&](int im, int jn) -> MmaSum(&)[4] {
-    if constexpr (KSUM == 1) {
-      return mchain[im][jn];
-    } else {
-      return dacc[im][jn];
-    }
-  };
-
-  // Extents of the slice starting at k0 as (contiguous, strided) lengths of each operand.
-  auto a_extent = [&](int k0, int& c_left, int& s_left) {
-    c_left = TRANS_A ? k_end - k0 : m_left;
-    s_left = TRANS_A ? m_left : k_end - k0;
-  };
-  auto b_extent = [&](int k0, int& c_left, int& s_left) {
-    c_left = TRANS_B ? n_left : k_end - k0;
-    s_left = TRANS_B ? k_end - k0 : n_left;
-  };
-  auto load_slice = [&](int k0) {
-    int c, s;
-    a_extent(k0, c, s);
-    a_loader.load(a_tile, lda, c, s, tid);
-    b_extent(k0, c, s);
-    b_loader.load(b_tile, ldb, c, s, tid);
-    a_tile += a_step;
-    b_tile += b_step;
-  };
-  auto store_slice = [&](int stage) {
-    a_loader.store(a_smem + stage * kATileFloats, tid, AIndex());
-    b_loader.store(b_smem + stage * kBTileFloats, tid, BIndex());
-  };
-  auto copy_slice_async = [&](int k0, int stage) {
-    int c, s;
-    a_extent(k0, c, s);
-    a_loader.copy_async(a_smem + stage * kATileFloats, a_tile, lda, c, s, tid, AIndex());
-    b_extent(k0, c, s);
-    b_loader.copy_async(b_smem + stage * kBTileFloats, b_tile, ldb, c, s, tid, BIndex());
-    a_tile += a_step;
-    b_tile += b_step;
-  };
-  // MMA, per 8 steps of k: each warp converts its fragments (to double, or to TF32 big and small
-  // parts) and issues the tiles' mma. The operand with fewer fragments (A: 4 elements per m tile,
-  // B: 2 per n tile) is converted whole first and the other one tile at a time, which keeps the
-  // fewest registers live.
-  auto a_fragment = [&](const float* as, int kk, int im, MmaFragment<4>& a) {
-    const int r = warp_m0 + im * 16 + 2 * lane_m;  // the mma's rows g and g + 8
-    float f[4];                                     // f[2s + h]: row r + h, k slot s
-    if constexpr (AKM) {  // m contiguous: both rows in one 64-bit read per k slot
-#pragma unroll
-      for (int s = 0; s < 2; ++s) {
-        read_shared<2>(f + 2 * s, as + a_index(kk + mma_k(lane_n, s), r));
-      }
-    } else if constexpr (!BKM) {  // k contiguous, two steps per lane: a 64-bit read per row
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float row[2];
-        read_shared<2>(row, as + a_index(kk + 2 * lane_n, r + h));
-        f[h] = row[0];
-        f[2 + h] = row[1];
-      }
-    } else {
-#pragma unroll
-      for (int s = 0; s < 2; ++s)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) f[2 * s + h] = as[a_index(kk + mma_k(lane_n, s), r + h)];
-    }
-#pragma unroll
-    for (int e = 0; e < 4; ++e) a.set(e, f[e]);
-  };
-  auto b_fragment = [&](const float* bs, int kk, int jn, MmaFragment<2>& b) {
-    const int n = warp_n0 + jn * 8 + lane_m;  // the mma's column g
-    float f[2];
-    if constexpr (!AKM && !BKM) {
-      read_shared<2>(f, bs + b_index(kk + 2 * lane_n, n));
-    } else {
-#pragma unroll
-      for (int s = 0; s < 2; ++s) f[s] = bs[b_index(kk + mma_k(lane_n, s), n)];
-    }
-    b.set(0, f[0]);
-    b.set(1, f[1]);
-  };
-  auto compute_slice_mma = [&](const float* as, const float* bs) {
-#pragma unroll
-    for (int kk = 0; kk < BK; kk += 8) {
-      if constexpr (kMmaM * 4 <= kMmaN * 2) {
-        MmaFragment<4> a[kMmaM];
-#pragma unroll
-        for (int im = 0; im < kMmaM; ++im) a_fragment(as, kk, im, a[im]);
-#pragma unroll
-        for (int jn = 0; jn < kMmaN; ++jn) {
-          MmaFragment<2> b;
-          b_fragment(bs, kk, jn, b);
-#pragma unroll
-          for (int im = 0; im < kMmaM; ++im) mma_tile(mma_sums(im, jn), a[im], b);
-        }
-      } else {
-        MmaFragment<2> b[kMmaN];
-#pragma unroll
-        for (int jn = 0; jn < kMmaN; ++jn) b_fragment(bs, kk, jn, b[jn]);
-#pragma unroll
-        for (int im = 0; im < kMmaM; ++im) {
-          MmaFragment<4> a;
-          a_fragment(as, kk, im, a);
-#pragma unroll
-          for (int jn = 0; jn < kMmaN; ++jn) mma_tile(mma_sums(im, jn), a, b[jn]);
-        }
-      }
-    }
-  };
-  auto compute_slice_ffma = [&](const float* as, const float* bs) {
-#pragma unroll kGroupUnroll
-    for (int k0 = 0; k0 < BK; k0 += kKGroup) {
-      // An operand stored k-contiguous (AKM or BKM = 0) is read kKGroup steps of k at once: one
-      // 128-bit read per fragment row instead of one 32-bit read per row and step.
-      float a_group[AKM ? 1 : kFragM][kKGroup];
-      float b_group[BKM ? 1 : kFragN][kKGroup];
-      if constexpr (!AKM) {
-#pragma unroll
-        for (int i = 0; i < kFragM; ++i) {
-          const int m = warp_m0 + (i / TM) * LM * TM + lane_m * TM + i % TM;
-          read_shared<kKGroup>(a_group[i], as + a_index(k0, m));
-        }
-      }
-      if constexpr (!BKM) {
-#pragma unroll
-        for (int j = 0; j < kFragN; ++j) {
-          const int n = warp_n0 + (j / TN) * kLN * TN + lane_n * TN + j % TN;
-          read_shared<kKGroup>(b_group[j], bs + b_index(k0, n));
-        }
-      }
-#pragma unroll
-      for (int kk = 0; kk < kKGroup; ++kk) {
-        const int k = k0 + kk;
-        float a_frag[kFragM];
-        float b_frag[kFragN];
-        if constexpr (AKM) {
-#pragma unroll
-          for (int wm = 0; wm < kWMIter; ++wm) {
-            const int m = warp_m0 + wm * LM * TM + lane_m * TM;
-            read_shared<TM>(a_frag + wm * TM, as + a_index(k, m));
-          }
-        } else {
-#pragma unroll
-          for (int i = 0; i < kFragM; ++i) a_frag[i] = a_group[i][kk];
-        }
-        if constexpr (BKM) {
-#pragma unroll
-          for (int wn = 0; wn < kWNIter; ++wn) {
-            const int n = warp_n0 + wn * kLN * TN + lane_n * TN;
-            read_shared<TN>(b_frag + wn * TN, bs + b_index(k, n));
-          }
-        } else {
-#pragma unroll
-          for (int j = 0; j < kFragN; ++j) b_frag[j] = b_group[j][kk];
-        }
-#pragma unroll
-        for (int i = 0; i < kFragM; ++i)
-#pragma unroll
-          for (int j = 0; j < kFragN; ++j) {
-            if constexpr (KSUM == 1) {
-              chain[i][j] = fmaf(a_frag[i], b_frag[j], chain[i][j]);
-            } else {
-              acc[i][j] = fmaf(a_frag[i], b_frag[j], acc[i][j]);
-            }
-          }
-      }
-    }
-  };
-  auto compute_slice = [&](int stage) {
-    const float* as = a_smem + stage * kATileFloats;
-    const float* bs = b_smem + stage * kBTileFloats;
-    if constexpr (kMma) {
-      compute_slice_mma(as, bs);
-    } else {
-      compute_slice_ffma(as, bs);
-    }
-    if constexpr (KSUM == 1) {
-      if (++chain_slices == kSlicesPerChain) add_chain();
-    }
-  };
-
-  if constexpr (kAsync) {
-    // kStages - 1 slices in flight ahead of the one being computed; one barrier per slice. A
-    // group is committed every step, empty or not, so wait_group counts stay uniform.
-#pragma unroll
-    for (int t = 0; t < kStages - 1; ++t) {
-      if (t < slices) copy_slice_async(k_begin + t * BK, t);
-      cp_async_commit();
-    }
-    for (int t = 0; t < slices; ++t) {
-      cp_async_wait<kStages - 2>();  // slice t has landed (for this thread's copies)
-      __syncthreads();               // ... for everyone's, and slice t - 1 is no longer read
-      const int ahead = t + kStages - 1;
-      if (ahead < slices) copy_slice_async(k_begin + ahead * BK, ahead % kStages);
-      cp_async_commit();
-      compute_slice(t % kStages);
-    }
-    cp_async_wait<0>();
-  } else if constexpr (PIPE == 1) {
-    // Two shared stages: the next slice travels global -> registers during this slice's math,
-    // so one barrier per slice suffices.
-    if (slices > 0) {
-      load_slice(k_begin);
-      store_slice(0);
-      __syncthreads();
-    }
-    for (int t = 0; t < slices; ++t) {
-      if (t + 1 < slices) load_slice(k_begin + (t + 1) * BK);
-      compute_slice(t & 1);
-      if (t + 1 < slices) store_slice((t + 1) & 1);
-      __syncthreads();
-    }
-  } else {
-    for (int t = 0; t < slices; ++t) {
-      load_slice(k_begin + t * BK);
-      store_slice(0);
-      __syncthreads();
-      compute_slice(0);
-      __syncthreads();
-    }
-  }
-
-  if constexpr (KSUM == 1) add_chain();  // the last, shorter chain
-  if constexpr (kMma) {
-#pragma unroll
-    for (int im = 0; im < kMmaM; ++im)
-#pragma unroll
-      for (int jn = 0; jn < kMmaN; ++jn)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          acc[2 * im + e / 2][2 * jn + e % 2] = static_cast<float>(dacc[im][jn][e]);
-        }
-  }
-#endif  // MMA
+  const TileWork work{smem,   tid,    lane,   warp,   warp_m0, warp_n0, lane_m, lane_n,
+                      m0,     n0,     m_left, n_left, k_begin, k_end,   slices, a_tile,
+                      b_tile, a_step, b_step, lda,    ldb,     product, batch};
+  main_loop(acc, work FAMILY_LOOP_ARGUMENTS);
 
   to_product_outputs();
   if (SPLITK > 1 || (TAIL == 1 && splits > 1)) {
@@ -753,45 +247,6 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
     }
   }
 
-  // With beta == 0 (every call from torch) the bias and activation, alpha with them, are applied
-  // to the whole fragment in registers before any store: applied between the bounds-checked
-  // stores below, each value's activation (an erf is ~20 dependent instructions) ran by itself,
-  // latency-bound at one or two warpgroups per SM. Then the stores write what they are given.
-  Epilogue rest = epi;  // what the stores still apply
-  float scale = alpha;
-  if constexpr (EPILOGUE != 0) {
-    if (beta == 0.0f && finishes(epi)) {
-      const bool by_row = epi.bias_kind == kBiasRow, by_column = epi.bias_kind == kBiasColumn;
-      float row_bias[kFragM];
-#pragma unroll
-      for (int wm = 0; wm < kWMIter; ++wm)
-#pragma unroll
-        for (int i = 0; i < TM; ++i) {
-          const int m = warp_m0 + wm * LM * TM + lane_row(lane_m, i);
-          row_bias[wm * TM + i] = by_row && m < m_left ? __ldg(epi.bias + m0 + m) : 0.0f;
-        }
-      const bool activates = kActivation != 0 && epi.activation != 0;
-      // Column by column: a column's bias is live for its kFragM values only (all of a wide
-      // tile's at once cost the TMA-fed kernels spills).
-#pragma unroll
-      for (int wn = 0; wn < kWNIter; ++wn)
-#pragma unroll
-        for (int jj = 0; jj < TN; ++jj) {
-          const int n = warp_n0 + wn * kLN * TN + lane_n * TN + jj, j = wn * TN + jj;
-          const float column_bias = by_column && n < n_left ? __ldg(epi.bias + n0 + n) : 0.0f;
-#pragma unroll
-          for (int i = 0; i < kFragM; ++i) {
-            // (The sums in the order of the stores' finish: bit for bit the same C.)
-            float v = alpha * acc[i][j];
-            v += row_bias[i] + column_bias;
-            acc[i][j] = activates ? apply_activation(v) : v;
-          }
-        }
-      rest = Epilogue{nullptr, 0, 0, 0};
-      scale = 1.0f;
-    }
-  }
-
   if constexpr (CSTAGE == 1) {
     // Staged epilogue. The fragments go to the C tile in shared memory, runs of TM rows as wide
     // as they allow (C_STRIDE = BM + 4 keeps the mma's 64-bit pairs free of bank conflicts).
@@ -830,20 +285,20 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
         if (beta != 0.0f) {
           const Vec<C_VEC> old = *reinterpret_cast<const Vec<C_VEC>*>(c);
 #pragma unroll
-          for (int e = 0; e < C_VEC; ++e) out.v[e] = fmaf(beta, old.v[e], scale * out.v[e]);
+          for (int e = 0; e < C_VEC; ++e) out.v[e] = fmaf(beta, old.v[e], alpha * out.v[e]);
         } else {
 #pragma unroll
-          for (int e = 0; e < C_VEC; ++e) out.v[e] = scale * out.v[e];
+          for (int e = 0; e < C_VEC; ++e) out.v[e] = alpha * out.v[e];
         }
-        if (finishes(rest)) {
+        if (finishes(epi)) {
 #pragma unroll
-          for (int e = 0; e < C_VEC; ++e) out.v[e] = finish(out.v[e], rest, m0 + m + e, n0 + n);
+          for (int e = 0; e < C_VEC; ++e) out.v[e] = finish(out.v[e], epi, m0 + m + e, n0 + n);
         }
         *reinterpret_cast<Vec<C_VEC>*>(c) = out;
       } else {
 #pragma unroll
         for (int e = 0; e < C_VEC; ++e) {
-          if (m + e < m_left) store_c(c + e, scale, out.v[e], beta, rest, m0 + m + e, n0 + n);
+          if (m + e < m_left) store_c(c + e, alpha, out.v[e], beta, epi, m0 + m + e, n0 + n);
         }
       }
     }
@@ -858,62 +313,40 @@ extern "C" __global__ void __launch_bounds__(kBlockThreads, MINB)
                         : kMma          ? (C_VEC >= 2 ? 2 : 1)
                         : (TM % C_VEC == 0) ? C_VEC
                                             : 1;
-  // The bias and activation are decided once, not per element (deciding the bias's kind at each
-  // store cost the fused linear, 4096 x 1600 -> 6400 with its bias on an H100, ~30 us over the
-  // plain product's stores): a row bias is loaded once per row of the thread (its few rows are
-  // stored in many columns) and a column bias by a load predicated on its kind, both added
-  // without a branch. One store loop: compiled once per bias kind, the GELU kernel took 3x as
-  // long to compile (3.4 s) and ran no faster.
-  const bool biased = EPILOGUE != 0 && rest.bias_kind != 0;
-  const bool by_column = EPILOGUE != 0 && rest.bias_kind == kBiasColumn;
-  const bool activates = kActivation != 0 && rest.activation != 0;
-  float row_bias[kWMIter * TM];
+  if constexpr (EPILOGUE != 0) {
+    fused_epilogue<kCVec>(acc, C, ldc, alpha, beta, epi, warp_m0, warp_n0, lane_m, lane_n, m0, n0,
+                          m_left, n_left);
+  } else {
 #pragma unroll
-  for (int wm = 0; wm < kWMIter; ++wm)
+    for (int wm = 0; wm < kWMIter; ++wm) {
 #pragma unroll
-    for (int i = 0; i < TM; ++i) {
-      const int m = warp_m0 + wm * LM * TM + lane_row(lane_m, i);
-      row_bias[wm * TM + i] = EPILOGUE != 0 && rest.bias_kind == kBiasRow && m < m_left
-                                  ? __ldg(rest.bias + m0 + m)
-                                  : 0.0f;
-    }
+      for (int wn = 0; wn < kWNIter; ++wn) {
 #pragma unroll
-  for (int wm = 0; wm < kWMIter; ++wm) {
+        for (int j = 0; j < TN; ++j) {
+          const int n = warp_n0 + wn * kLN * TN + lane_n * TN + j;
+          if (n >= n_left) continue;
+          float* c_col = C + (long long)(n0 + n) * ldc + m0;
 #pragma unroll
-    for (int wn = 0; wn < kWNIter; ++wn) {
+          for (int i = 0; i < TM; i += kCVec) {
+            const int m = warp_m0 + wm * LM * TM + lane_row(lane_m, i);
+            Vec<kCVec> out;
 #pragma unroll
-      for (int j = 0; j < TN; ++j) {
-        const int n = warp_n0 + wn * kLN * TN + lane_n * TN + j;
-        if (n >= n_left) continue;
-        float* c_col = C + (long long)(n0 + n) * ldc + m0;
-        const float column_bias = by_column ? __ldg(rest.bias + n0 + n) : 0.0f;
+            for (int e = 0; e < kCVec; ++e) out.v[e] = alpha * acc[wm * TM + i + e][wn * TN + j];
+            if (m + kCVec <= m_left) {
+              Vec<kCVec>* p = reinterpret_cast<Vec<kCVec>*>(c_col + m);
+              if (beta != 0.0f) {
+                const Vec<kCVec> old = *p;
 #pragma unroll
-        for (int i = 0; i < TM; i += kCVec) {
-          const int m = warp_m0 + wm * LM * TM + lane_row(lane_m, i);
-          Vec<kCVec> out;
-#pragma unroll
-          for (int e = 0; e < kCVec; ++e) out.v[e] = scale * acc[wm * TM + i + e][wn * TN + j];
-          if (m + kCVec <= m_left) {
-            Vec<kCVec>* p = reinterpret_cast<Vec<kCVec>*>(c_col + m);
-            if (beta != 0.0f) {
-              const Vec<kCVec> old = *p;
-#pragma unroll
-              for (int e = 0; e < kCVec; ++e) out.v[e] = fmaf(beta, old.v[e], out.v[e]);
-            }
-            if constexpr (EPILOGUE != 0) {
+                for (int e = 0; e < kCVec; ++e) out.v[e] = fmaf(beta, old.v[e], out.v[e]);
+              }
+              *p = out;
+            } else {
 #pragma unroll
               for (int e = 0; e < kCVec; ++e) {
-                if (biased) out.v[e] += row_bias[wm * TM + i + e] + column_bias;
-                if (activates) out.v[e] = apply_activation(out.v[e]);
-              }
-            }
-            *p = out;
-          } else {
-#pragma unroll
-            for (int e = 0; e < kCVec; ++e) {
-              if (m + e < m_left) {
-                store_c(c_col + m + e, scale, acc[wm * TM + i + e][wn * TN + j], beta, rest,
-                        m0 + m + e, n0 + n);
+                if (m + e < m_left) {
+                  store_c(c_col + m + e, alpha, acc[wm * TM + i + e][wn * TN + j], beta, epi,
+                          m0 + m + e, n0 + n);
+                }
               }
             }
           }

@@ -226,3 +226,25 @@ __device__ __forceinline__ void read_shared(float* dst, const float* src) {
     for (int e = 0; e < kWidth; ++e) dst[i + e] = x.v[e];
   }
 }
+
+// A launch's products (tuned_gemm_strided_batched): grid row z computes product z, whose A, B, C
+// (and split-K workspace) lie a stride of floats after product z - 1's; 0 shares one operand
+// (broadcast). gemm_launch.cpp's BatchArgs: keep them equal.
+struct Batch {
+  long long a, b, c, workspace;
+};
+
+// What a block works on, as the families' main loops read it: its threads' places, its tile and
+// its share of k (whole BK slices), A and B at the tile's first slice, and its product of a batch.
+struct TileWork {
+  float* smem;  // the dynamic shared memory
+  int tid, lane, warp, warp_m0, warp_n0, lane_m, lane_n;
+  int m0, n0, m_left, n_left;  // the tile's origin in C, and C's extent from there
+  int k_begin, k_end, slices;
+  const float* a_tile;
+  const float* b_tile;
+  long long a_step, b_step;  // from one slice to the next
+  int lda, ldb;
+  long long product;  // grid row z
+  Batch batch;
+};

@@ -90,6 +90,13 @@ __device__ __forceinline__ unsigned long long wg_descriptor(const void* p) {
          (64ull << 32) | (1ull << 62);
 }
 
+// Ends this thread (a producer done with its slices) from inside a main loop, as a return from the
+// kernel would: with a return to the kernel body instead, the producers' path joined the
+// consumers' and ptxas kept their sums live in the producers' few registers (spills).
+__device__ __forceinline__ void leave_kernel() {
+  asm volatile("exit;\n" ::: "memory");
+  __builtin_unreachable();
+}
 __device__ __forceinline__ void wg_fence() {
 #ifdef __CUDA_ARCH_FEAT_SM90_ALL
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");

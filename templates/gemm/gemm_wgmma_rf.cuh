@@ -1,5 +1,5 @@
 // The register-fed wgmma family (MMA = 3): operands reach shared memory through registers, split
-// into big and small TF32 parts on the way (SplitLoader).
+// into big and small TF32 parts on the way (SplitLoader), and its main loop.
 // Included by gemm.cu (inside its anonymous namespace where it includes it), after the headers
 // before it; not a translation unit of its own.
 
@@ -137,4 +137,131 @@ struct SplitLoader {
     }
   }
 };
+
+// The family's main loop: this block's share of k, summed into acc in the fragment layout the
+// epilogue reads (element e of n tile jn at acc[e / 2][2 jn + e % 2]). The producer
+// warpgroup's threads hold no fragments: they leave the kernel here.
+__device__ __forceinline__ void main_loop(float (&acc)[kFragM][kFragN], const TileWork& work) {
+  float* const smem = work.smem;
+  const float* a_tile = work.a_tile;
+  const float* b_tile = work.b_tile;
+  const long long a_step = work.a_step;
+  const long long b_step = work.b_step;
+  const int tid = work.tid, warp = work.warp, warp_m0 = work.warp_m0, warp_n0 = work.warp_n0,
+      m_left = work.m_left, n_left = work.n_left, k_begin = work.k_begin, k_end = work.k_end,
+      slices = work.slices, lda = work.lda, ldb = work.ldb;
+  // Split TF32 on wgmma (see SplitLoader). Stages (PIPE: 2 or 3) of big and small tiles, 1024-byte
+  // aligned for the swizzle, filled by the producer warpgroup while the others multiply.
+  char* wg_smem = reinterpret_cast<char*>(
+      (reinterpret_cast<unsigned long long>(smem) + 1023) & ~1023ull);
+  auto stage_a = [&](int stage, int part) {  // part 0: big, 1: small
+    return wg_smem + stage * kWgStageBytes + part * kWgPartA;
+  };
+  auto stage_b = [&](int stage, int part) {
+    return wg_smem + stage * kWgStageBytes + 2 * kWgPartA + part * kWgPartB;
+  };
+  const int wg_m0 = warp_m0 - 16 * (warp % 4);  // this warpgroup's 64 rows
+  const int wg_n0 = warp_n0;
+
+  // Warp specialization: the producer warpgroup (threads from kThreads on) moves each slice from
+  // global memory through registers into a free stage, split, and marks it full; the consumer
+  // warpgroups multiply a full stage and mark it empty once their wgmma have read it. So the
+  // tensor cores keep working while the next slices are loaded and split.
+  __shared__ unsigned long long full[kStages], empty[kStages];
+  if (tid == 0) {
+    for (int st = 0; st < kStages; ++st) {
+      barrier_init(&full[st], kProducers);  // the producer warpgroup fills a stage
+      barrier_init(&empty[st], kThreads);
+    }
+  }
+  __syncthreads();
+  float sums[kWgSums];
+#pragma unroll
+  for (int i = 0; i < kWgSums; ++i) sums[i] = 0.0f;
+  if (tid >= kThreads) {
+    if constexpr (kWgRegsMoved > 0) {
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kWgRegsAtLaunch + kWgRegsMoved));
+    }
+    const int ptid = tid - kThreads;
+    // Each slice is loaded, then (once its stage is free) split and stored. AHEAD = 1 keeps two
+    // slices in registers, so the next one's loads are in flight while this one is split and
+    // stored: one slice at a time, the producer waits out a whole memory latency per slice, which
+    // bounds skinny long-k products with few blocks per SM.
+    SplitLoader<BM, TRANS_A == 1, true> a0, a1;
+    SplitLoader<BN, TRANS_B == 0, false> b0, b1;
+    auto fetch = [&](auto& a, auto& b, int t) {
+      const int k0 = k_begin + t * BK;
+      a.load(a_tile + t * a_step, lda, m_left, k_end - k0, ptid);
+      b.load(b_tile + t * b_step, ldb, n_left, k_end - k0, ptid);
+    };
+    auto put = [&](auto& a, auto& b, int t) {
+      const int st = t % kStages;
+      if (t >= kStages) barrier_wait(&empty[st], (t / kStages + 1) & 1);
+      a.store(stage_a(st, 0), stage_a(st, 1), ptid);
+      b.store(stage_b(st, 0), stage_b(st, 1), ptid);
+      fence_proxy_async();
+      barrier_arrive(&full[st]);
+    };
+    if constexpr (AHEAD == 1) {
+      if (slices > 0) fetch(a0, b0, 0);
+      for (int t = 0; t < slices; t += 2) {
+        if (t + 1 < slices) fetch(a1, b1, t + 1);
+        put(a0, b0, t);
+        if (t + 1 < slices) {
+          if (t + 2 < slices) fetch(a0, b0, t + 2);
+          put(a1, b1, t + 1);
+        }
+      }
+    } else {
+      for (int t = 0; t < slices; ++t) {
+        fetch(a0, b0, t);
+        put(a0, b0, t);
+      }
+    }
+    leave_kernel();  // the epilogue is the consumers' (its barriers count kThreads)
+  }
+  // Each slice's products from zero in `part`, then added to the sums in float (rounded adds
+  // instead of the tensor cores' truncating alignment against the whole sum: that cost 2.9e-5
+  // of normwise error at k = 4096 on an H200, growing with k).
+  static_assert(KSUM == 1, "MMA = 3 sums each slice from zero (KSUM = 1)");
+  if constexpr (kWgRegsMoved > 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kWgRegsAtLaunch - kWgRegsMoved / 2));
+  }
+  float part[kWgSums], chain[kWgSums];
+#pragma unroll
+  for (int i = 0; i < kWgSums; ++i) chain[i] = 0.0f;
+  for (int t = 0; t < slices; ++t) {
+    const int st = t % kStages;
+    barrier_wait(&full[st], (t / kStages) & 1);
+#pragma unroll
+    for (int i = 0; i < kWgSums; ++i) wg_pin(part[i]);
+    wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 8) {
+      // Row 0 of a swizzle row group: step kk starts kk floats into the 128-byte rows.
+      const int a_at = wg_offset<BM>(wg_m0, kk);
+      const int b_at = wg_offset<BN>(wg_n0, kk);
+      const unsigned long long a_big = wg_descriptor(stage_a(st, 0) + a_at);
+      const unsigned long long a_small = wg_descriptor(stage_a(st, 1) + a_at);
+      const unsigned long long b_big = wg_descriptor(stage_b(st, 0) + b_at);
+      const unsigned long long b_small = wg_descriptor(stage_b(st, 1) + b_at);
+      wgmma_tf32(part, a_small, b_big, kk == 0 ? 0 : 1);
+      wgmma_tf32(part, a_big, b_small, 1);
+      wgmma_tf32(part, a_big, b_big, 1);
+    }
+    wg_commit();
+    wg_wait<0>();
+    barrier_arrive(&empty[st]);
+#pragma unroll
+    for (int i = 0; i < kWgSums; ++i) wg_pin(part[i]);
+    add_slice(sums, chain, part, t, slices);
+  }
+  // The fragment layout of the other MMA kernels: element e of n tile jn is
+  // acc[e / 2][2 jn + e % 2].
+#pragma unroll
+  for (int jn = 0; jn < WN / 8; ++jn)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[e / 2][2 * jn + e % 2] = sums[4 * jn + e];
+}
+
 #endif  // MMA == 3

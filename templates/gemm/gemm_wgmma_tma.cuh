@@ -1,5 +1,5 @@
 // The TMA-fed wgmma family (MMA >= 4): tensor maps, TMA copies of the operands as stored and the
-// split of B's small parts in shared memory.
+// split of B's small parts in shared memory, its kernel parameters and its main loop.
 // Included by gemm.cu (inside its anonymous namespace where it includes it), after the headers
 // before it; not a translation unit of its own.
 
@@ -112,4 +112,139 @@ __device__ __forceinline__ void split_b(char* __restrict__ raw, char* __restrict
     }
   }
 }
+
+// The family's own kernel parameters, the operands' tensor maps as the TMA reads them (A (m, k,
+// product) or (k, m, product), B (k, n, product); grid constants, read where the launch put
+// them), and how the kernel hands them to its main loop.
+#define FAMILY_KERNEL_PARAMETERS \
+  , const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b
+#define FAMILY_LOOP_ARGUMENTS , map_a, map_b
+
+// The family's main loop: this block's share of k, summed into acc in the fragment layout the
+// epilogue reads (rows g and g + 8, lane_row). The producer warpgroup's threads hold no fragments:
+// they leave the kernel here. The maps are the kernel's grid constants.
+__device__ __forceinline__ void main_loop(float (&acc)[kFragM][kFragN], const TileWork& work,
+                                          const TensorMap& map_a, const TensorMap& map_b) {
+  float* const smem = work.smem;
+  const long long product = work.product;
+  const Batch& batch = work.batch;
+  const int tid = work.tid, lane = work.lane, warp = work.warp, warp_m0 = work.warp_m0,
+      warp_n0 = work.warp_n0, m0 = work.m0, n0 = work.n0, k_begin = work.k_begin,
+      slices = work.slices;
+  // Split TF32 on wgmma fed by the TMA (see tma_load). Stages (PIPE: 3 or 4) of A and B as stored
+  // and B's small parts, 1024-byte aligned for the swizzle.
+  char* wg_smem = reinterpret_cast<char*>(
+      (reinterpret_cast<unsigned long long>(smem) + 1023) & ~1023ull);
+  auto stage_a = [&](int stage) { return wg_smem + stage * kWgStageBytes; };
+  auto stage_b = [&](int stage, int part) {  // part 0: as stored, 1: small parts
+    return wg_smem + stage * kWgStageBytes + kWgPartA + part * kWgPartB;
+  };
+  const int wg_m0 = warp_m0 - 16 * (warp % 4);  // this warpgroup's 64 rows
+  const int wg_n0 = warp_n0;
+
+  // A stage is loaded when every loader's copies have landed, full when the splitters have split
+  // B, empty when every consumer thread is done with it.
+  __shared__ unsigned long long loaded[kStages], full[kStages], empty[kStages];
+  if (tid == 0) {
+    for (int st = 0; st < kStages; ++st) {
+      barrier_init(&loaded[st], 1);  // the copying thread's arrival, and the copies' bytes
+      barrier_init(&full[st], kSplitters);
+      barrier_init(&empty[st], kThreads);
+    }
+  }
+  __syncthreads();
+  if (tid >= kThreads) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    const int ptid = tid - kThreads;
+    if (ptid < 32) {
+      // One thread copies each slice into its stage once the consumers are done with the slice
+      // kStages before (split-K ranges end on whole slices, or at K where the TMA fills zeros).
+      if (ptid == 0) {
+        // The product's coordinate in each map: 0 where the operand is shared (stride 0; the
+        // host's map then has one product).
+        const int za = batch.a != 0 ? static_cast<int>(product) : 0;
+        const int zb = batch.b != 0 ? static_cast<int>(product) : 0;
+        for (int u = 0; u < slices; ++u) {
+          const int st = u % kStages;
+          if (u >= kStages) barrier_wait(&empty[st], (u / kStages + 1) & 1);
+          const int k0 = k_begin + u * BK;
+          barrier_expect_bytes(&loaded[st], kWgPartA + kWgPartB);
+#pragma unroll
+          for (int box = 0; box < BM / kABox; ++box) {
+            if constexpr (TRANS_A == 1) {
+              tma_load(stage_a(st), map_a, k0, m0, za, &loaded[st]);
+            } else {
+              tma_load(stage_a(st) + box * 4096, map_a, m0 + 32 * box, k0, za, &loaded[st]);
+            }
+          }
+          tma_load(stage_b(st, 0), map_b, k0, n0, zb, &loaded[st]);
+        }
+      }
+    } else {
+      for (int t = 0; t < slices; ++t) {
+        const int st = t % kStages;
+        barrier_wait(&loaded[st], (t / kStages) & 1);
+        split_b(stage_b(st, 0), stage_b(st, 1), ptid - 32);
+        fence_proxy_async();  // B's parts, to the tensor cores' reads
+        barrier_arrive(&full[st]);
+      }
+    }
+    leave_kernel();  // the epilogue is the consumers' (its barriers count kThreads)
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+  // Each slice's products from zero in `part`, then added to the sums in float (see MMA = 3),
+  // with KSUM = 2 through partial chains of kSliceChain slices (add_slice).
+  static_assert(KSUM >= 1, "MMA = 4 sums each slice from zero (KSUM = 1 or 2)");
+  float sums[kWgSums], part[kWgSums], chain[kWgSums];
+#pragma unroll
+  for (int i = 0; i < kWgSums; ++i) sums[i] = chain[i] = 0.0f;
+  // This thread's fragment rows of A (g and g + 8 of its warp's 16) and first step of k.
+  const int frag_row = wg_m0 + 16 * (warp % 4) + lane / 4;
+  const int frag_k = lane % 4;
+  for (int t = 0; t < slices; ++t) {
+    const int st = t % kStages;
+    barrier_wait(&full[st], (t / kStages) & 1);
+#pragma unroll
+    for (int i = 0; i < kWgSums; ++i) wg_pin(part[i]);
+    // A's fragments of two steps of 8 at a time: the wgmma read them after issue, so a step's
+    // registers are refilled only once its group (two steps before) is done.
+    unsigned a_big[2][4], a_small[2][4];
+#pragma unroll
+    for (int kk = 0; kk < BK / 8; ++kk) {
+      unsigned(&big)[4] = a_big[kk % 2];
+      unsigned(&small)[4] = a_small[kk % 2];
+      if (kk >= 2) wg_wait<1>();
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float x = *reinterpret_cast<const float*>(
+            stage_a(st) + a_raw_offset(frag_row + 8 * (e & 1), 8 * kk + frag_k + 4 * (e >> 1)));
+        big[e] = tf32_big(x);  // (plain TF32, MMA = 5: rounded, nothing kept of the rest)
+        if constexpr (kSplitTerms > 1) small[e] = to_tf32(x - __uint_as_float(big[e]));
+      }
+      wg_fence();
+      const int b_at = wg_offset<BN>(wg_n0, 8 * kk);
+      const unsigned long long b_raw = wg_descriptor(stage_b(st, 0) + b_at);
+      if constexpr (kSplitTerms > 1) {
+        const unsigned long long b_small = wg_descriptor(stage_b(st, 1) + b_at);
+        wgmma_tf32(part, small, b_raw, kk == 0 ? 0 : 1);
+        if constexpr (kSplitTerms == 3) wgmma_tf32(part, big, b_small, 1);
+        wgmma_tf32(part, big, b_raw, 1);
+      } else {
+        wgmma_tf32(part, big, b_raw, kk == 0 ? 0 : 1);
+      }
+      wg_commit();
+    }
+    wg_wait<0>();
+    barrier_arrive(&empty[st]);
+#pragma unroll
+    for (int i = 0; i < kWgSums; ++i) wg_pin(part[i]);
+    add_slice(sums, chain, part, t, slices);
+  }
+  // The fragment layout of the other MMA kernels, rows g and g + 8 (fragment_row).
+#pragma unroll
+  for (int jn = 0; jn < WN / 8; ++jn)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[e / 2][2 * jn + e % 2] = sums[4 * jn + e];
+}
+
 #endif  // MMA >= 4

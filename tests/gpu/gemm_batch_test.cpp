@@ -209,7 +209,7 @@ TEST(GemmBatchGpu, EpilogueIsRightWhereverAKernelStoresC) {
                      "x" + std::to_string(k) + " bias " +
                      std::to_string(static_cast<int>(e.bias_kind)) + " act " +
                      std::to_string(static_cast<int>(e.activation)));
-        // beta != 0 finishes at each store, beta == 0 the whole fragment before the stores
+        // beta != 0 reads C (a run at a time where whole), beta == 0 never does (C holds NaNs)
         for (const float beta : {-0.5f, 0.0f}) {
           EXPECT_LT(epilogue_error(device, kernels, fitted, p, e, beta, stream.get()), 2e-5)
               << "beta " << beta;
