@@ -96,13 +96,11 @@ __device__ __forceinline__ void store_c(float* c, float alpha, float value, floa
 }
 
 // The fused epilogue of a tile family's fragment (EPILOGUE forms), a group of columns at a time:
-// the group's values are finished side by side (about 8: the TMA-fed 128 x 128 tiles hold 2 rows
-// of 32 columns a thread), then stored. Finished at each bounds-checked store, a thread's
-// activations ran one at a time (an erf is ~20 dependent instructions): the fused GELU linear
-// (4096 x 1600 -> 6400, H100) spent ~110 us over the bias-only kernel. The accumulators are only
-// read (finished in place, column by column, the TMA-fed GELU forms ran 40 % slower), in the order
-// of store_c's arithmetic: the same bits as finishing each value at its store. kCVec as the plain
-// stores: runs of kCVec rows stored, and for beta loaded, at once where whole.
+// the group's values (about 8) are finished side by side from the accumulators, read only, then
+// stored, in store_c's order of arithmetic (the same bits as finishing each value at its store).
+// Why: an activation finished at each bounds-checked store ran alone, latency-bound (an erf is
+// ~20 dependent instructions; docs/HISTORY.md, "The fused epilogue"). kCVec as the plain stores:
+// runs of kCVec rows stored, and for beta loaded, at once where whole.
 template <int kCVec>
 __device__ __forceinline__ void fused_epilogue(const float (&acc)[kFragM][kFragN], float* C,
                                                int ldc, float alpha, float beta,
