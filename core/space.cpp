@@ -161,7 +161,28 @@ bool Config::operator==(const Config& other) const {
   return true;
 }
 
-void Space::add(Param param) { params_.push_back(std::move(param)); }
+std::optional<int> unread_value(const Param& param, const Config& config) {
+  for (const FamilyUse& use : param.read_by) {
+    const int family = config.get(use.family);
+    if (std::find(use.reading.begin(), use.reading.end(), family) == use.reading.end()) {
+      return use.value;
+    }
+  }
+  return std::nullopt;
+}
+
+void Space::add(Param param) {
+  if (!param.read_by.empty()) {
+    std::vector<std::string> uses;
+    for (const FamilyUse& use : param.read_by) uses.push_back(use.family);
+    uses.push_back(param.name);
+    family_uses_.push_back({param.name + "_unread", uses, [param](const Config& c) {
+                              const auto fixed = unread_value(param, c);
+                              return !fixed || c.get(param.name) == *fixed;
+                            }});
+  }
+  params_.push_back(std::move(param));
+}
 void Space::require(Constraint constraint) { constraints_.push_back(std::move(constraint)); }
 
 void Space::restrict(const std::map<std::string, std::vector<int>>& values) {
@@ -409,7 +430,9 @@ bool Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_6
     throw Error(TUNED_STATUS_INTERNAL_ERROR,
                 "space has " + std::to_string(n) + " parameters; at most 64 are supported");
   }
-  std::vector<std::vector<Check>> checks_at = checks_by_depth(constraints_, *names, pinned);
+  std::vector<Constraint> rules = family_uses_;
+  rules.insert(rules.end(), constraints_.begin(), constraints_.end());
+  std::vector<std::vector<Check>> checks_at = checks_by_depth(rules, *names, pinned);
   BackjumpingWalk walk(params_, std::move(checks_at), Config(names, std::vector<int>(n, 0)), rng,
                        pinned);
   return walk.run(visit, max_steps);
@@ -551,6 +574,9 @@ std::optional<std::string> Space::violation(const Config& config, bool include_p
   if (members_) {
     if (members_->keys.count(values_of(config))) return std::nullopt;
     return "listed";
+  }
+  for (const auto& c : family_uses_) {
+    if (!c.test(config)) return c.name;
   }
   for (const auto& c : constraints_) {
     if (c.prune_only && !include_pruning) continue;

@@ -51,6 +51,15 @@ class Config {
   std::vector<int> values_;
 };
 
+/// Where a kernel family does not read a parameter (GEMM's matrix-vector kernel reads no tile
+/// size, its tensor-core tiles no thread sub-tile): while `family` (another parameter) takes a
+/// value outside `reading`, the parameter holds `value`.
+struct FamilyUse {
+  std::string family;
+  std::vector<int> reading;
+  int value = 0;
+};
+
 struct Param {
   std::string name;
   std::vector<int> values;
@@ -62,7 +71,16 @@ struct Param {
   /// its values first, each as likely, then the rest. Without it a family whose rules fix many
   /// parameters is a sliver of the space that draws never meet, however fast its kernels.
   bool family = false;
+  /// The families that read this parameter, where not all do (empty: every config reads it).
+  /// The first entry whose family is outside its `reading` fixes the value, so the space holds
+  /// one config per point of the parameters a family reads, with no rule of the op's to pin the
+  /// rest: the space keeps it (Space::violation names "<NAME>_unread").
+  std::vector<FamilyUse> read_by = {};
 };
+
+/// The value param holds in config where a family that config belongs to does not read it, or
+/// nothing where config's families all read it (config names every family param.read_by does).
+std::optional<int> unread_value(const Param& param, const Config& config);
 
 /// config in params' order with each parameter it leaves out that has an absent_value set to it,
 /// when that makes it a whole config of params (a config recorded before those parameters were
@@ -147,6 +165,9 @@ class Space {
 
   std::vector<Param> params_;
   std::vector<Constraint> constraints_;
+  // One per parameter some families do not read (Param::read_by): it holds their value there.
+  // Checked before the op's rules (a parameter out of its family is no config of any rule's).
+  std::vector<Constraint> family_uses_;
   struct ValuesHash {
     size_t operator()(const std::vector<int>& v) const;
   };

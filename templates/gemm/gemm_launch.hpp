@@ -2,7 +2,7 @@
 // [pack A and B] [zero tickets] product [sum pass] in the stream's launch chain) shares with its
 // descriptor (gemm_op.cpp): the workspace layout that workspace_bytes sizes, and the companion
 // kernels that kernel_spec builds beside the product; and what the space's rules (gemm_rules.cpp)
-// read of the descriptor: the GEMV placeholders and orientation. Internal to templates/gemm/.
+// read of the descriptor: the GEMV orientation. Internal to templates/gemm/.
 #pragma once
 
 #include <cstddef>
@@ -21,10 +21,6 @@ extern const char* const kPack;
 
 // Whether an operand allows 16-byte vectors: its pointer and its leading dimension.
 bool vector_aligned(const void* pointer, int64_t ld);
-
-// A GEMV config's tile parameters at their placeholder values (gemv_config sets them, the rules
-// gemv_fixes_* require them).
-const std::vector<std::pair<const char*, int>>& gemv_tile_placeholders();
 
 // gemm.cu's orientation of a GEMV kernel: Y = C (m x n) when n fits its GCOLS columns, else
 // Y = C^T; and the rows and columns of Y.

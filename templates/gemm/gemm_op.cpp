@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <iterator>
+#include <map>
 #include <optional>
 
 #include "core/cuda_check.hpp"
@@ -15,10 +17,46 @@
 
 namespace tuned::gemm_op {
 
+namespace {
+
+// The kernel families' parameters (Param::read_by): the matrix-vector kernel (GEMV > 0) reads
+// GEMV, VEC, SPLITK and GCOLS only, the tile kernels (GEMV = 0) all but GCOLS; the tensor-core
+// tiles (MMA > 0) have their thread layout fixed by the mma's fragments (TM, TN, LM, UNROLL) and
+// derive their shared strides (PAD: shared_strides); only MMA = 3's producer loads a slice ahead.
+// Each value is what the parameter holds where its family does not read it: the values configs
+// were recorded with, so their text (database rows, shipped tables, kernel names) is unchanged.
+std::vector<Param> with_family_uses(std::vector<Param> params) {
+  const std::map<std::string, int> unread_by_gemv = {
+      {"BM", 16},  {"BN", 16},  {"BK", 8},     {"WM", 16},    {"WN", 16},   {"TM", 2},
+      {"TN", 2},   {"LM", 8},   {"PAD", 4},    {"AKM", 1},    {"BKM", 1},   {"UNROLL", 8},
+      {"PIPE", 0}, {"SWZ", 0},  {"MINB", 1},   {"PRETB", 0},  {"PACK", 0},  {"REDUCE", 0},
+      {"TAIL", 0}, {"MMA", 0},  {"CSTAGE", 0}, {"KSUM", 0},   {"AHEAD", 0}};
+  const std::map<std::string, int> unread_by_mma = {
+      {"TM", 2}, {"TN", 2}, {"LM", 8}, {"UNROLL", 8}, {"PAD", 0}};
+  std::vector<int> gemv_rows;  // GEMV's values but 0: the matrix-vector kernel's
+  for (const Param& p : params) {
+    if (p.name == "GEMV") std::copy_if(p.values.begin(), p.values.end(),
+                                       std::back_inserter(gemv_rows), [](int v) { return v > 0; });
+  }
+  for (Param& p : params) {
+    if (auto it = unread_by_gemv.find(p.name); it != unread_by_gemv.end()) {
+      p.read_by.push_back({"GEMV", {0}, it->second});
+    }
+    if (auto it = unread_by_mma.find(p.name); it != unread_by_mma.end()) {
+      p.read_by.push_back({"MMA", {0}, it->second});
+    }
+    if (p.name == "GCOLS") p.read_by.push_back({"GEMV", gemv_rows, 1});
+    if (p.name == "AHEAD") p.read_by.push_back({"MMA", {3}, 0});
+  }
+  return params;
+}
+
+}  // namespace
+
 // Values every parameter may take before constraints; see gemm.cu for their meaning.
 const std::vector<Param>& parameters() {
-  static const std::vector<Param> params = {
-      // First, so the rules that pin the tile parameters of a GEMV config prune at once.
+  static const std::vector<Param> params = with_family_uses({
+      // First, so a GEMV config's unread tile parameters are held at once.
       {"GEMV",
        {0, 8, 16, 32, 64, 128, 256},
        "0: tile kernel; else matrix-vector kernel (m or n up to GCOLS) with GEMV rows per block"},
@@ -83,7 +121,7 @@ const std::vector<Param>& parameters() {
        "MMA = 3: the producer holds two slices in registers, the next one's loads in flight "
        "while this one is split and stored",
        0},
-  };
+  });
   return params;
 }
 
@@ -93,17 +131,6 @@ bool vector_aligned(const void* pointer, int64_t ld) {
 
 const char* const kZeroTickets = "tuned_gemm_zero_tickets";  // gemm.cu's ticket reset
 const char* const kPack = "tuned_gemm_pack";                 // gemm.cu's aligned copy (PACK)
-
-// A GEMV config's tile parameters: placeholders (the kernel reads only VEC and SPLITK), fixed so
-// the space holds one GEMV config per (GEMV, VEC, SPLITK) and they pass the tile rules.
-const std::vector<std::pair<const char*, int>>& gemv_tile_placeholders() {
-  static const std::vector<std::pair<const char*, int>> values = {
-      {"BM", 16},  {"BN", 16}, {"BK", 8},     {"WM", 16},   {"WN", 16},  {"TM", 2},
-      {"TN", 2},   {"LM", 8},  {"PAD", 4},    {"AKM", 1},   {"BKM", 1},  {"UNROLL", 8},
-      {"PIPE", 0}, {"SWZ", 0}, {"MINB", 1},   {"PRETB", 0}, {"PACK", 0}, {"REDUCE", 0},
-      {"TAIL", 0}, {"MMA", 0}, {"CSTAGE", 0}, {"KSUM", 0},  {"AHEAD", 0}};
-  return values;
-}
 
 // gemm.cu's orientation of a GEMV kernel: Y = C (m x n) when n fits its columns, else Y = C^T;
 // and the rows and columns of Y.
@@ -447,7 +474,8 @@ Config with_operands_as_stored(Config config, const Problem& problem) {
 }
 
 Config gemv_config(int rows, int vec, int splits, int cols) {
-  // In the space's parameter order: the four GEMV reads, the placeholders for the rest.
+  // In the space's parameter order: the four GEMV reads, the rest as the tile kernels' family
+  // leaves them where the matrix-vector kernel runs.
   std::string text;
   for (const auto& p : parameters()) {
     int value = p.name == "GEMV"     ? rows
@@ -455,8 +483,8 @@ Config gemv_config(int rows, int vec, int splits, int cols) {
                 : p.name == "SPLITK" ? splits
                 : p.name == "GCOLS"  ? cols
                                      : -1;
-    for (const auto& [name, placeholder] : gemv_tile_placeholders()) {
-      if (p.name == name) value = placeholder;
+    for (const FamilyUse& use : p.read_by) {
+      if (use.family == "GEMV" && value < 0) value = use.value;
     }
     text += (text.empty() ? "" : ",") + p.name + "=" + std::to_string(value);
   }
@@ -603,7 +631,7 @@ KernelSpec kernel_spec(const Config& config, const Problem& problem) {
     spec.options.push_back("-DSLICE_CHAIN=" + std::to_string(kSliceChain));
   }
   for (const auto& d : kernel_config(config).defines()) spec.options.push_back(d);
-  // (A GEMV config's strides are its placeholder tile's: the matrix-vector kernel has no tiles.)
+  // (A GEMV config's strides are those of the tile values it holds: its kernel has no tiles.)
   const SharedStrides strides = shared_strides(config);
   spec.options.push_back("-DA_STRIDE=" + std::to_string(strides.a));
   spec.options.push_back("-DB_STRIDE=" + std::to_string(strides.b));

@@ -18,14 +18,6 @@ namespace tuned::gemm_op {
 
 namespace {
 
-// An MMA config's thread-layout parameters: fixed by the mma's fragment layout (gemm.cu), and
-// PAD, since its shared strides are derived (shared_strides).
-const std::vector<std::pair<const char*, int>>& mma_placeholders() {
-  static const std::vector<std::pair<const char*, int>> values = {
-      {"TM", 2}, {"TN", 2}, {"LM", 8}, {"UNROLL", 8}, {"PAD", 0}};
-  return values;
-}
-
 // What the space's rules read of the device and the problem (defaults where the device does not
 // say).
 struct SpaceLimits {
@@ -59,16 +51,6 @@ void add_gemv_and_tile_rules(Space& space, const SpaceLimits& lim, const Problem
                    return cols <= c.get("GCOLS") &&
                           (c.get("GCOLS") == 1 || 2 * cols > c.get("GCOLS"));
                  }});
-  space.require({"gcols_only_for_gemv", {"GEMV", "GCOLS"}, [](const Config& c) {
-                   return c.get("GEMV") > 0 || c.get("GCOLS") == 1;
-                 }});
-  for (const auto& [name, value] : gemv_tile_placeholders()) {
-    space.require({std::string("gemv_fixes_") + name,
-                   {"GEMV", name},
-                   [name = std::string(name), value = value](const Config& c) {
-                     return c.get("GEMV") == 0 || c.get(name) == value;
-                   }});
-  }
   space.require({"gemv_rows_hold_warps_of_vectors", {"GEMV", "VEC"}, [](const Config& c) {
                    return c.get("GEMV") == 0 || c.get("GEMV") % (8 * c.get("VEC")) == 0;
                  }});
@@ -152,21 +134,10 @@ void add_tensor_core_rules(Space& space, const Problem& problem) {
   space.require({"slice_chains_tma_fed", {"MMA", "KSUM"}, [](const Config& c) {
                    return c.get("KSUM") != 2 || is_tma(c);
                  }});
-  // Only the wgmma kernels have a producer that loads through registers.
-  space.require({"ahead_for_wgmma", {"MMA", "AHEAD"}, [](const Config& c) {
-                   return c.get("AHEAD") == 0 || c.get("MMA") == 3;
-                 }});
   space.require({"mma_tiles_16x8x8", {"BK", "WM", "WN", "MMA"}, [](const Config& c) {
                    return c.get("MMA") == 0 ||
                           (c.get("BK") % 8 == 0 && c.get("WM") % 16 == 0 && c.get("WN") % 8 == 0);
                  }});
-  for (const auto& [name, value] : mma_placeholders()) {
-    space.require({std::string("mma_fixes_") + name,
-                   {"MMA", name},
-                   [name = std::string(name), value = value](const Config& c) {
-                     return c.get("MMA") == 0 || c.get(name) == value;
-                   }});
-  }
   space.require(
       {"lane_grid_divides_warp_tile", {"WM", "WN", "TM", "TN", "LM"}, [](const Config& c) {
          const int lm = c.get("LM"), ln = 32 / lm;

@@ -579,7 +579,7 @@ TEST(GemmSpace, MatrixVectorColumnsHoldTheVectorsAndSizeTheWorkspace) {
   EXPECT_EQ(refusal(gemv_config(64, 4, 1, 1), "NN", 1000, 1), "");
   Config tile = seed_configs(dev, packed_problem("NN", 1000, 1000, 1000)).front();
   tile.set("GCOLS", 2);
-  EXPECT_EQ(refusal(tile, "NN", 1000, 2), "gcols_only_for_gemv");
+  EXPECT_EQ(refusal(tile, "NN", 1000, 2), "GCOLS_unread");  // the tile kernels do not read it
   // A config recorded before GCOLS (and AHEAD) takes one vector.
   const std::string one = gemv_config(64, 4, 1).canonical();
   ASSERT_EQ(one.substr(one.size() - 16), ",GCOLS=1,AHEAD=0");
@@ -755,7 +755,7 @@ TEST(GemmSpace, TmaWgmmaConfigsReadSixteenByteRunsAndTurnATransposedBOver) {
   EXPECT_EQ(broken(space, "VEC", 1), "tma_reads_16_byte_runs");
   EXPECT_EQ(broken(space, "PIPE", 2), "tma_wgmma_tiles");
   EXPECT_EQ(broken(space, "KSUM", 0), "wgmma_sums_slices_in_float");
-  EXPECT_EQ(broken(space, "AHEAD", 1), "ahead_for_wgmma");
+  EXPECT_EQ(broken(space, "AHEAD", 1), "AHEAD_unread");
   EXPECT_EQ(make_space(reference_device(80), nn).violation(tma).value_or(""), "wgmma_needs_sm90");
   // A transposed B: PRETB = 1 turns it over (the FFMA kernels' PRETB needs it not transposed).
   const Problem nt = packed_problem("NT", 4096, 4096, 4096);
@@ -946,7 +946,7 @@ TEST(GemmSpace, WgmmaConfigsNeedSm90WarpgroupTilesAndSliceSumsFromK128) {
                     "UNROLL=8,PIPE=1,SWZ=0,MINB=1,PRETB=0,SPLITK=1"),
       parameters());
   ffma_ahead.set("AHEAD", 1);
-  EXPECT_EQ(space.violation(ffma_ahead, /*include_pruning=*/false).value_or(""), "ahead_for_wgmma");
+  EXPECT_EQ(space.violation(ffma_ahead, /*include_pruning=*/false).value_or(""), "AHEAD_unread");
   EXPECT_EQ(make_space(reference_device(90), packed_problem("TN", 4096, 4096, 124))
                 .violation(c, /*include_pruning=*/false)
                 .value_or(""),
@@ -1002,7 +1002,7 @@ TEST(GemmSpace, Fp64TensorCoreConfigsNeedSm90AndTheirOwnStrides) {
   EXPECT_EQ(make_space(reference_device(80), nn).violation(c).value_or(""), "mma_needs_sm90");
   Config wide = c;
   wide.set("TM", 4);
-  EXPECT_EQ(make_space(reference_device(90), nn).violation(wide).value_or(""), "mma_fixes_TM");
+  EXPECT_EQ(make_space(reference_device(90), nn).violation(wide).value_or(""), "TM_unread");
   Config odd_k = c;
   odd_k.set("WN", 4);
   odd_k.set("BN", 16);
@@ -1088,7 +1088,7 @@ TEST(GemmSpace, StagedCTileReusesTheStagesWhereStoresAreNarrow) {
   gemv_staged.set("CSTAGE", 1);
   EXPECT_EQ(make_space(dev, packed_problem("NN", 1000, 1, 1000)).violation(gemv_staged, false)
                 .value_or(""),
-            "gemv_fixes_CSTAGE");
+            "CSTAGE_unread");
   // The kernel gets the stride; the staged path compiles unspilled, FFMA and MMA, odd and aligned.
   const Config mma = Config::parse(
       "GEMV=0,BM=64,BN=64,BK=16,WM=16,WN=32,TM=2,TN=2,LM=8,VEC=1,PAD=0,AKM=0,BKM=1,UNROLL=8,PIPE=2,"

@@ -89,6 +89,78 @@ TEST(Space, WalkVisitsExactlyTheValidConfigsInOrder) {
   EXPECT_LT(empty, 380);
 }
 
+// Parameters some families do not read (Param::read_by) hold one value there, whichever side of
+// the family parameter they are declared on: the walk visits exactly the configs of the product
+// that meet the rules and hold those values, and violation names the parameter.
+TEST(Space, ParametersAFamilyDoesNotReadHoldOneValue) {
+  std::mt19937_64 rng(20261207);
+  size_t unread_seen = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    Space base = random_space(rng);
+    Space space;
+    std::vector<Param> params = base.params();
+    const int n = static_cast<int>(params.size());
+    for (int i = 0; i < n; ++i) {
+      for (int u = std::uniform_int_distribution<int>(0, 2)(rng); u > 0; --u) {
+        const int f = std::uniform_int_distribution<int>(0, n - 1)(rng);
+        if (f == i) continue;
+        FamilyUse use{params[f].name, {}, params[i].values[rng() % params[i].values.size()]};
+        for (int v : params[f].values) {
+          if (rng() % 2) use.reading.push_back(v);
+        }
+        params[i].read_by.push_back(use);
+      }
+    }
+    for (const Param& p : params) space.add(p);
+    for (const Constraint& c : base.constraints()) space.require(c);
+    std::vector<std::string> expected;
+    space.for_each([&](const Config& c) {
+      expected.push_back(c.canonical());
+      for (const Param& p : params) {
+        if (auto fixed = unread_value(p, c)) {
+          EXPECT_EQ(c.get(p.name), *fixed) << p.name << " in " << c.canonical();
+          ++unread_seen;
+        }
+      }
+      return true;
+    });
+    // Brute force: the product, each config judged by violation alone.
+    std::vector<std::string> brute;
+    auto names = std::make_shared<std::vector<std::string>>();
+    for (const auto& p : params) names->push_back(p.name);
+    std::vector<size_t> index(params.size(), 0);
+    while (true) {
+      std::vector<int> values;
+      for (size_t i = 0; i < params.size(); ++i) values.push_back(params[i].values[index[i]]);
+      const Config config(names, values);
+      const auto broken = space.violation(config);
+      if (!broken) brute.push_back(config.canonical());
+      for (const Param& p : params) {
+        const auto fixed = unread_value(p, config);
+        if (fixed && config.get(p.name) != *fixed) {
+          EXPECT_TRUE(broken.has_value()) << config.canonical();
+        }
+      }
+      size_t d = params.size();
+      while (d > 0 && ++index[d - 1] == params[d - 1].values.size()) index[--d] = 0;
+      if (d == 0) break;
+    }
+    ASSERT_EQ(expected, brute) << "trial " << trial;
+  }
+  EXPECT_GT(unread_seen, 1000u);
+  // The name a config out of its family breaks.
+  Space named;
+  named.add({"KIND", {0, 1}, ""});
+  Param tile{"TILE", {8, 16}, ""};
+  tile.read_by.push_back({"KIND", {0}, 8});
+  named.add(tile);
+  auto config = [](int kind, int t) { return Config::parse("KIND=" + std::to_string(kind) + ",TILE=" + std::to_string(t)); };
+  EXPECT_FALSE(named.violation(config(0, 16)).has_value());
+  EXPECT_FALSE(named.violation(config(1, 8)).has_value());
+  EXPECT_EQ(named.violation(config(1, 16)).value_or(""), "TILE_unread");
+  EXPECT_EQ(named.count(), 3u);
+}
+
 TEST(Space, ContradictoryLateRestrictionsAreFoundEmptyAtOnce) {
   // TAIL splits only unsplit k, REDUCE sums only split k: together nothing is valid. Rules on
   // the last parameters fail only deep in the walk, and every earlier parameter is fine.
