@@ -9,6 +9,10 @@
 #   shipped       gemm_vs_cublas with no user database (shipped defaults only)
 #                 -> $OUT/gemm_shipped_<tag>.json
 #   export        $OUT/bench.db's best configs as rows for cache/shipped/ -> $OUT/shipped_<tag>.tsv
+#   sides:A:B     two libtuned.so builds side by side (folders A and B holding libtuned.so.0.1, e.g.
+#                 before and after a refit of the shipped tables), shipped data only: gemm_networks
+#                 A, B, A, B, then gemm_random seeds 101-103 and 111-113 (--min-gflop 1) and
+#                 gemm_vs_cublas with each -> $OUT/sides_{a,b}_*.json
 # e.g. scripts/gemm_bench.sh tests tune:NN:400 bench export
 set -uo pipefail
 source "$(dirname "$0")/lease.sh"
@@ -44,6 +48,22 @@ for step in "$@"; do
     export)
       ./build/tools/tunedb --db "$db" export --format shipped --op gemm > "$out/shipped_$tag.tsv"
       summary+=("export rc=$? $(grep -vc '^#' "$out/shipped_$tag.tsv") rows") ;;
+    sides:*)
+      IFS=: read -r _ side_a side_b <<< "$step"
+      side() {  # SIDE NAME BENCH ARGS...: one benchmark with side's library, its last lines kept
+        local lib=$side_a
+        [ "$1" = b ] && lib=$side_b
+        LD_LIBRARY_PATH="$(realpath "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "./build/bench/$3" \
+          --no-user-db "${@:4}" --json "$out/sides_$1_$2.json" > "$out/sides_$1_$2.txt" 2>&1
+        summary+=("  $1 $2 rc=$?: $(grep -iE 'time-weighted|worst' "$out/sides_$1_$2.txt" | tail -n 2 | tr '\n' ' ' | cut -c1-160)")
+      }
+      for run in a1 b1 a2 b2; do side "${run%?}" "networks${run#?}" gemm_networks; done
+      for s in a b; do
+        side $s random gemm_random --seeds 101,102,103
+        side $s random_large gemm_random --seeds 111,112,113 --min-gflop 1 --no-first-call
+        side $s vs_cublas gemm_vs_cublas
+      done
+      summary+=("sides $side_a | $side_b") ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
   summary[-1]+=" ($(( $(date +%s) - start )) s)"
