@@ -27,16 +27,18 @@ namespace {
 // were recorded with, so their text (database rows, shipped tables, kernel names) is unchanged.
 std::vector<Param> with_family_uses(std::vector<Param> params) {
   const std::map<std::string, int> unread_by_gemv = {
-      {"BM", 16},  {"BN", 16},  {"BK", 8},     {"WM", 16},    {"WN", 16},   {"TM", 2},
-      {"TN", 2},   {"LM", 8},   {"PAD", 4},    {"AKM", 1},    {"BKM", 1},   {"UNROLL", 8},
-      {"PIPE", 0}, {"SWZ", 0},  {"MINB", 1},   {"PRETB", 0},  {"PACK", 0},  {"REDUCE", 0},
-      {"TAIL", 0}, {"MMA", 0},  {"CSTAGE", 0}, {"KSUM", 0},   {"AHEAD", 0}};
+      {"BM", 16},  {"BN", 16}, {"BK", 8},     {"WM", 16},   {"WN", 16},  {"TM", 2},
+      {"TN", 2},   {"LM", 8},  {"PAD", 4},    {"AKM", 1},   {"BKM", 1},  {"UNROLL", 8},
+      {"PIPE", 0}, {"SWZ", 0}, {"MINB", 1},   {"PRETB", 0}, {"PACK", 0}, {"REDUCE", 0},
+      {"TAIL", 0}, {"MMA", 0}, {"CSTAGE", 0}, {"KSUM", 0},  {"AHEAD", 0}};
   const std::map<std::string, int> unread_by_mma = {
       {"TM", 2}, {"TN", 2}, {"LM", 8}, {"UNROLL", 8}, {"PAD", 0}};
   std::vector<int> gemv_rows;  // GEMV's values but 0: the matrix-vector kernel's
   for (const Param& p : params) {
-    if (p.name == "GEMV") std::copy_if(p.values.begin(), p.values.end(),
-                                       std::back_inserter(gemv_rows), [](int v) { return v > 0; });
+    if (p.name == "GEMV") {
+      std::copy_if(p.values.begin(), p.values.end(), std::back_inserter(gemv_rows),
+                   [](int v) { return v > 0; });
+    }
   }
   for (Param& p : params) {
     if (auto it = unread_by_gemv.find(p.name); it != unread_by_gemv.end()) {
