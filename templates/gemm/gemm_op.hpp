@@ -136,8 +136,8 @@ std::string math_family(const Config& config);
 Config for_compute(Config config, const Problem& problem);
 
 /// The matrix-vector config (m or n up to cols): rows of Y per block, vector width, splits of k,
-/// columns taken at once; the tile parameters at their placeholder values, in the space's
-/// parameter order.
+/// columns taken at once; the parameters the matrix-vector kernel does not read at the values the
+/// space holds them at there (Param::read_by), in the space's parameter order.
 Config gemv_config(int rows, int vec, int splits, int cols = 1);
 
 /// The most vectors the matrix-vector kernel takes at once (GCOLS's largest value).
