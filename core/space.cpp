@@ -5,6 +5,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdint>
+#include <initializer_list>
 #include <utility>
 
 #include "tuned/error.hpp"
@@ -290,35 +291,39 @@ bool is_pinned(const std::vector<std::optional<int>>* pinned, size_t i) {
 // Each carries the set of the other parameters it reads (bit j: parameter j), for backjumping.
 // A pinned parameter is set from the start: a rule is tested as soon as the others it reads
 // are (one pinning MMA prunes TM at TM's depth, not at MMA's), and is never blamed on it.
-std::vector<std::vector<Check>> checks_by_depth(const std::vector<Constraint>& constraints,
-                                                const std::vector<std::string>& names,
-                                                const std::vector<std::optional<int>>* pinned) {
+// The rule lists are taken in order (the space's family uses, then the op's rules), not copied:
+// the checks point into them.
+std::vector<std::vector<Check>> checks_by_depth(
+    std::initializer_list<const std::vector<Constraint>*> rule_lists,
+    const std::vector<std::string>& names, const std::vector<std::optional<int>>* pinned) {
   const size_t n = names.size();
   std::vector<std::vector<Check>> checks_at(n);
-  for (const auto& c : constraints) {
-    std::vector<size_t> used;
-    bool reads_any = false;
-    for (const auto& name : c.uses) {
-      const auto it = std::find(names.begin(), names.end(), name);
-      if (it == names.end()) {
-        throw Error(TUNED_STATUS_INTERNAL_ERROR,
-                    "constraint " + c.name + " uses unknown parameter " + name);
+  for (const auto* rules : rule_lists) {
+    for (const auto& c : *rules) {
+      std::vector<size_t> used;
+      bool reads_any = false;
+      for (const auto& name : c.uses) {
+        const auto it = std::find(names.begin(), names.end(), name);
+        if (it == names.end()) {
+          throw Error(TUNED_STATUS_INTERNAL_ERROR,
+                      "constraint " + c.name + " uses unknown parameter " + name);
+        }
+        reads_any = true;
+        const auto u = static_cast<size_t>(it - names.begin());
+        if (!is_pinned(pinned, u)) used.push_back(u);
       }
-      reads_any = true;
-      const auto u = static_cast<size_t>(it - names.begin());
-      if (!is_pinned(pinned, u)) used.push_back(u);
+      // A rule reading pinned parameters only is tested first, blamed on none: if it fails, the
+      // pins leave no config.
+      const size_t last =
+          used.empty() ? (reads_any ? 0 : n - 1) : *std::max_element(used.begin(), used.end());
+      Depths reads = 0;
+      for (size_t u : used) {
+        if (u != last) reads |= Depths{1} << u;
+      }
+      // A rule reading no parameter is blamed on all of them (never jumped over).
+      if (!reads_any) reads = (Depths{1} << last) - 1;
+      checks_at[last].push_back({&c, reads});
     }
-    // A rule reading pinned parameters only is tested first, blamed on none: if it fails, the
-    // pins leave no config.
-    const size_t last =
-        used.empty() ? (reads_any ? 0 : n - 1) : *std::max_element(used.begin(), used.end());
-    Depths reads = 0;
-    for (size_t u : used) {
-      if (u != last) reads |= Depths{1} << u;
-    }
-    // A rule reading no parameter is blamed on all of them (never jumped over).
-    if (!reads_any) reads = (Depths{1} << last) - 1;
-    checks_at[last].push_back({&c, reads});
   }
   return checks_at;
 }
@@ -430,9 +435,8 @@ bool Space::walk(const std::function<bool(const Config&)>& visit, std::mt19937_6
     throw Error(TUNED_STATUS_INTERNAL_ERROR,
                 "space has " + std::to_string(n) + " parameters; at most 64 are supported");
   }
-  std::vector<Constraint> rules = family_uses_;
-  rules.insert(rules.end(), constraints_.begin(), constraints_.end());
-  std::vector<std::vector<Check>> checks_at = checks_by_depth(rules, *names, pinned);
+  std::vector<std::vector<Check>> checks_at =
+      checks_by_depth({&family_uses_, &constraints_}, *names, pinned);
   BackjumpingWalk walk(params_, std::move(checks_at), Config(names, std::vector<int>(n, 0)), rng,
                        pinned);
   return walk.run(visit, max_steps);

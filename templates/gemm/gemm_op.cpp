@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <iterator>
 #include <map>
 #include <optional>
 
@@ -33,13 +32,11 @@ std::vector<Param> with_family_uses(std::vector<Param> params) {
       {"TAIL", 0}, {"MMA", 0}, {"CSTAGE", 0}, {"KSUM", 0},  {"AHEAD", 0}};
   const std::map<std::string, int> unread_by_mma = {
       {"TM", 2}, {"TN", 2}, {"LM", 8}, {"UNROLL", 8}, {"PAD", 0}};
-  std::vector<int> gemv_rows;  // GEMV's values but 0: the matrix-vector kernel's
-  for (const Param& p : params) {
-    if (p.name == "GEMV") {
-      std::copy_if(p.values.begin(), p.values.end(), std::back_inserter(gemv_rows),
-                   [](int v) { return v > 0; });
-    }
-  }
+  // GEMV's values but 0: the matrix-vector kernel's
+  std::vector<int> gemv_rows = std::find_if(params.begin(), params.end(), [](const Param& p) {
+                                 return p.name == "GEMV";
+                               })->values;
+  std::erase(gemv_rows, 0);
   for (Param& p : params) {
     if (auto it = unread_by_gemv.find(p.name); it != unread_by_gemv.end()) {
       p.read_by.push_back({"GEMV", {0}, it->second});
