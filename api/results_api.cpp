@@ -45,12 +45,13 @@ std::string json_dims(const std::vector<int64_t>& shape) {
   return out + "]";
 }
 
-// The config's parameters as an object in their stored order, or null where the text is no
-// NAME=INTEGER list (a row written by something else): the text itself is listed all the same.
-std::string json_params(const std::string& config) {
+// The config's parameters as an object, every one of a known op's in its order (a text naming
+// its family by word lists what the word implies too), or null where the text is no config (a
+// row written by something else): the text itself is listed all the same.
+std::string json_params(const std::string& op, const std::string& config) {
   Config parsed;
   try {
-    parsed = Config::parse(config);
+    parsed = read_config(config, config_params(op));
   } catch (const Error&) {
     return "null";
   }
@@ -100,7 +101,8 @@ std::string best_json(const cache::BestRecord& b, const std::string& device_name
          ", \"op\": " + json_string(b.key.op) + ", \"variant\": " + json_string(b.key.variant) +
          ", \"shape\": " + json_dims(b.key.shape) +
          ", \"alignment\": " + std::to_string(b.key.alignment) +
-         ", \"config\": " + json_string(b.config) + ", \"params\": " + json_params(b.config) +
+         ", \"config\": " + json_string(b.config) +
+         ", \"params\": " + json_params(b.key.op, b.config) +
          ", \"kernel_name\": " + json_string(b.kernel_name) + ", \"ms\": " + json_number(b.ms) +
          ", \"rate\": " + json_number(b.rate) +
          ", \"rate_unit\": " + (unit.empty() ? "null" : json_string(unit)) +

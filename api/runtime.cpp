@@ -83,7 +83,7 @@ std::shared_ptr<const Config> entry_config(const OpRegistration& op, const std::
   if (auto it = parsed.find(key); it != parsed.end()) return it->second;
   std::shared_ptr<const Config> config;
   try {
-    config = std::make_shared<const Config>(with_absent_params(Config::parse(text), op.params));
+    config = std::make_shared<const Config>(read_config(text, op.params));
   } catch (const Error&) {
   }
   return parsed.emplace(key, std::move(config)).first->second;
@@ -341,7 +341,7 @@ Runtime::Choice Runtime::select(const OpRegistration& op, const DeviceInfo& devi
   // A stored config that no longer fits (older template, other alignment) is skipped.
   auto take = [&](const std::string& text, ChoiceOrigin origin, bool shipped_data = false) {
     try {
-      const Config config = Config::parse(text);
+      const Config config = read_config(text, op.params);
       choice.config =
           face.fit(shipped_data ? face.serve(config, problem) : config, device, problem);
       choice.origin = std::move(origin);
@@ -427,7 +427,7 @@ std::vector<Config> Runtime::first_use_candidates(const OpRegistration& op,
   };
   auto add = [&](const cache::SelectionModel::Ranked& r) {
     // Completed like the fallback (fit's), so an entry older than a parameter is not timed twice.
-    const Config c = face.serve(with_absent_params(Config::parse(r.config), op.params), problem);
+    const Config c = face.serve(read_config(r.config, op.params), problem);
     if (std::find(candidates.begin(), candidates.end(), c) == candidates.end()) {
       candidates.push_back(c);
     }
@@ -479,7 +479,7 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
     cache::BestRecord best;
     best.key = task->key();
     best.key.device_uuid = device.uuid;
-    best.config = pick->config.canonical();
+    best.config = config_text(pick->config, op.params);
     best.kernel_name = pick->kernel->name();
     best.ms = pick->ms;
     best.rate = task->rate(pick->ms);
@@ -495,11 +495,11 @@ std::optional<Runtime::Choice> Runtime::tune_first_use(const OpRegistration& op,
     }
   }
   if (log_enabled(LogLevel::kInfo)) {
-    log(LogLevel::kInfo, describe_problem(op, problem) + ": first-use tuning timed " +
-                             std::to_string(pick->timed) + " of " +
-                             std::to_string(candidates.size()) + " candidates in " +
-                             std::to_string(ms_since(started)) + " ms, picked " +
-                             pick->config.canonical() + " (" + std::to_string(pick->ms) + " ms)");
+    log(LogLevel::kInfo,
+        describe_problem(op, problem) + ": first-use tuning timed " + std::to_string(pick->timed) +
+            " of " + std::to_string(candidates.size()) + " candidates in " +
+            std::to_string(ms_since(started)) + " ms, picked " +
+            config_text(pick->config, op.params) + " (" + std::to_string(pick->ms) + " ms)");
   }
   return choice;
 }
@@ -541,7 +541,7 @@ std::shared_ptr<const Runtime::Choice> Runtime::resolve(const OpRegistration& op
   }
   if (log_enabled(LogLevel::kInfo)) {
     log(LogLevel::kInfo, describe_problem(op, problem) + ": " + choice.origin.text() + " " +
-                             choice.config.canonical() + kernel_note);
+                             config_text(choice.config, op.params) + kernel_note);
   }
   auto shared = std::make_shared<const Choice>(std::move(choice));
   std::lock_guard<std::mutex> lock(mutex_);
@@ -606,7 +606,7 @@ std::string Runtime::describe(const OpRegistration& op, const ProblemId& problem
   }
   if (!choice) choice = resolve(op, *device, problem, nullptr, /*with_kernel=*/false);
   const std::string words = op.face->describe_config(choice->config);
-  return choice->origin.text() + ": " + choice->config.canonical() +
+  return choice->origin.text() + ": " + config_text(choice->config, op.params) +
          (words.empty() ? "" : " (" + words + ")");
 }
 

@@ -222,7 +222,7 @@ bool SweepReader::op_accepts(const std::string& config, const ProblemKey& key, i
     // slice sums, served in partial chains past 32 slices, the same grid and a few adds more
     // (1.2-6.9 % slower, median 2.7 %, on the 4919 problems the H100 sweeps time both on).
     // Its time stands for that form where the sweeps did not time it (entry_ms).
-    const tuned::Config timed = tuned::with_absent_params(tuned::Config::parse(config), op_.params);
+    const tuned::Config timed = tuned::read_config(config, op_.params);
     const tuned::Config fitted =
         tuned::with_absent_params(op_.face->fit(timed, *device_, id), op_.params);
     it->second = fitted.canonical() == config ||
@@ -333,8 +333,7 @@ void SweepReader::read_row(const std::vector<std::string>& f) {
   // same kernel measured by an older and a newer sweep is one candidate.
   auto [known, added] = canonical_of_.try_emplace(f[col_config_]);
   if (added) {
-    known->second =
-        tuned::with_absent_params(tuned::Config::parse(f[col_config_]), op_.params).canonical();
+    known->second = tuned::read_config(f[col_config_], op_.params).canonical();
   }
   if (opt_.op_rules && !op_accepts(known->second, key, p.alignment)) {
     ++sweep_.refused;
@@ -495,10 +494,11 @@ std::string model_lines(const Options& opt, double transfer,
   }
   features.names = face.selection_feature_names();
   features.sm_count = opt.sm_count;
-  features.values = [&face](const std::string& text,
-                            const std::vector<std::pair<int, std::vector<int64_t>>>& at,
-                            std::vector<double>& out) {
-    const tuned::Config config = tuned::Config::parse(text);
+  features.values = [&face, &params = tuned::find_op(opt.op).params](
+                        const std::string& text,
+                        const std::vector<std::pair<int, std::vector<int64_t>>>& at,
+                        std::vector<double>& out) {
+    const tuned::Config config = tuned::read_config(text, params);
     for (const auto& [sms, shape] : at) face.selection_features(config, sms, shape, out);
   };
   model_line << "features\t" << opt.sm_count;
@@ -558,7 +558,7 @@ std::vector<std::string> point_lines(const std::string& variant, const std::vect
                                      const tuned::OpRegistration& op) {
   std::vector<tuned::Config> chosen_configs;
   for (const auto& text : chosen) {
-    chosen_configs.push_back(tuned::with_absent_params(tuned::Config::parse(text), op.params));
+    chosen_configs.push_back(tuned::read_config(text, op.params));
   }
   std::vector<std::string> points;
   for (const Problem* p : list) {
@@ -653,6 +653,12 @@ ExpectedQuality leave_one_out(const std::string& variant, const std::vector<Prob
   return quality;
 }
 
+// An entry's text in the table: its family named by word where the op's parameters name
+// families (config_text), from the flat text the fit keys configs by.
+std::string entry_text(const std::string& flat, const tuned::OpRegistration& op) {
+  return tuned::config_text(tuned::read_config(flat, op.params), op.params);
+}
+
 // One variant's part of the table: its portfolio's entries and points, appended to body; returns
 // its expected quality's line (also printed to stderr). model_line: the table's model lines.
 std::string fit_variant(const std::string& variant, const std::vector<Problem*>& list,
@@ -661,9 +667,11 @@ std::string fit_variant(const std::string& variant, const std::vector<Problem*>&
                         std::ostringstream& body) {
   const tuned::OpRegistration& op = tuned::find_op(opt.op);
   const auto chosen = choose_portfolio(list, opt.entries);
-  std::ostringstream entry_lines;
+  // The table names each entry as configs are shown; leave_one_out ranks by the flat keys.
+  std::ostringstream entry_lines, flat_entry_lines;
   for (size_t e = 0; e < chosen.size(); ++e) {
-    entry_lines << "entry\t" << variant << '\t' << e << '\t' << chosen[e] << '\n';
+    entry_lines << "entry\t" << variant << '\t' << e << '\t' << entry_text(chosen[e], op) << '\n';
+    flat_entry_lines << "entry\t" << variant << '\t' << e << '\t' << chosen[e] << '\n';
   }
   const std::vector<std::string> points = point_lines(variant, list, chosen, op);
   size_t written = 0, bytes = 0;
@@ -676,8 +684,8 @@ std::string fit_variant(const std::string& variant, const std::vector<Problem*>&
   body << "points\t" << variant << '\t' << written << '\t' << bytes << '\n';
   for (const auto& line : points) body << line;
 
-  const ExpectedQuality quality =
-      leave_one_out(variant, list, chosen, model_line + entry_lines.str(), points, opt, features);
+  const ExpectedQuality quality = leave_one_out(
+      variant, list, chosen, model_line + flat_entry_lines.str(), points, opt, features);
   const std::string line = quality.summary(variant, list.size(), chosen.size());
   std::fprintf(stderr, "fit_selection: %s\n", line.c_str());
   return line;
@@ -780,7 +788,9 @@ struct FittedTable {
   std::string model_head;  // the model and features lines
   std::string device_name;
   int cc = 0;
-  std::map<std::string, std::vector<std::string>> entries;  // variant -> configs by index
+  const tuned::OpRegistration* op = nullptr;  // the model line's
+  // variant -> configs by index, each flat with every parameter (as the sweeps' rows are keyed)
+  std::map<std::string, std::vector<std::string>> entries;
   std::map<std::string, size_t> block;                      // variant -> its "points" line
 };
 
@@ -800,13 +810,15 @@ FittedTable read_fitted_table(const std::string& path) {
       if (f.size() < 4) fail(i, "a model line has a device name, a compute capability, an op");
       t.device_name = f[1];
       t.cc = std::atoi(f[2].c_str());
+      t.op = &tuned::find_op(f[3]);
       t.model_head += t.lines[i] + '\n';
     } else if (f[0] == "features") {
       t.model_head += t.lines[i] + '\n';
     } else if (f[0] == "entry" && f.size() == 4) {
+      if (!t.op) fail(i, "an entry before the model line");
       auto& list = t.entries[f[1]];
       if (std::to_string(list.size()) != f[2]) fail(i, "entries out of order");
-      list.push_back(f[3]);
+      list.push_back(tuned::read_config(f[3], t.op->params).canonical());
     } else if (f[0] == "points" && f.size() == 4) {
       t.block[f[1]] = i;
     }
@@ -925,7 +937,8 @@ int append_points(Options opt) {
     const auto& entries_added = new_entries[f[1]];
     const size_t first_new = table.entries.at(f[1]).size();
     for (size_t e = 0; e < entries_added.size(); ++e) {
-      out << "entry\t" << f[1] << '\t' << first_new + e << '\t' << entries_added[e] << '\n';
+      out << "entry\t" << f[1] << '\t' << first_new + e << '\t' << entry_text(entries_added[e], op)
+          << '\n';
     }
     const size_t count = std::stoul(f[2]);
     std::string old_points;

@@ -140,7 +140,10 @@ int main(int argc, char** argv) {
       // The same kernel through the op's launch, and bare; not for a config that pre-transposes
       // B (its launch needs the transpose op's kernel too, which a bare launch leaves out).
       const std::string choice = gemm.describe();
-      const Config config = Config::parse(choice.substr(choice.rfind(' ') + 1));
+      // "ORIGIN: CONFIG (math: ...)"
+      const size_t from = choice.find(": ") + 2;
+      const Config config =
+          read_config(choice.substr(from, choice.find(' ', from) - from), gemm_op::parameters());
       PerCall op, bare;
       if (config.get("PRETB") == 0) {
         const LaunchCosts launches = time_launches(kernels, device, config, p, ops, stream, calls);

@@ -59,7 +59,7 @@ std::string json_row(const Shape& shape, const std::string& kind, const gemm_op:
          ", \"err_cublas\": " + json_number(r.err_cublas) +
          ", \"correct\": " + (r.correct ? "true" : "false") +
          ", \"within_contract\": " + (r.within_contract ? "true" : "false") +
-         ", \"config\": " + json_escape(config.canonical()) + "}";
+         ", \"config\": " + json_escape(config_text(config, gemm_op::parameters())) + "}";
 }
 
 // One config on one problem's operands, checked and timed beside cuBLAS: its table line, and its
@@ -71,7 +71,7 @@ void time_config(GemmBenchSetup& setup, const Shape& shape, const std::string& k
   // where it is given transposed; packing where the operands are not 16-byte aligned).
   Config config;
   try {
-    config = gemm_op::fit_config(Config::parse(text), setup.device, p);
+    config = gemm_op::fit_config(read_config(text, gemm_op::parameters()), setup.device, p);
   } catch (const Error& e) {
     std::printf("%-6s %-18s %-7s refused: %s\n", shape.layout.c_str(), shape.text().c_str(),
                 kind.c_str(), e.what());
@@ -91,7 +91,8 @@ void time_config(GemmBenchSetup& setup, const Shape& shape, const std::string& k
   std::printf("%-6s %-18s %-7s %9.4f %8.2f %9.4f %8.2f %6.3f %9.2e %9.2e %9.2e  %s%s\n",
               shape.layout.c_str(), shape.text().c_str(), kind.c_str(), r.tuned_ms,
               tflops(p, r.tuned_ms), r.cublas_ms, tflops(p, r.cublas_ms), r.cublas_ms / r.tuned_ms,
-              r.rel_error, r.err_tuned, r.err_cublas, config.canonical().c_str(),
+              r.rel_error, r.err_tuned, r.err_cublas,
+              config_text(config, gemm_op::parameters()).c_str(),
               r.correct ? (r.within_contract ? "" : "  [outside the contract]") : "  [WRONG]");
   std::fflush(stdout);
   rows.push_back(json_row(shape, kind, p, r, config));

@@ -110,9 +110,10 @@ Result run_rung(const Rung& rung, int64_t size, const DeviceInfo& device, Kernel
       if (s != TUNED_STATUS_SUCCESS) throw Error(s, tuned_last_error());
     };
   } else {
-    const Config config = gemm_op::fit_config(Config::parse(rung.config), device, p);
+    const Config config =
+        gemm_op::fit_config(read_config(rung.config, gemm_op::parameters()), device, p);
     kernel = kernels.get(gemm_op::kernel_spec(config, p), device);
-    result.config = config.canonical();
+    result.config = config_text(config, gemm_op::parameters());
     call = [&, kernel, config](cudaStream_t st) {
       gemm_op::launch(*kernel, config, p, alpha, ops.a(), ops.b(), beta, ops.c(), nullptr, st);
     };

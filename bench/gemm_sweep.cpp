@@ -102,7 +102,7 @@ std::vector<Config> base_candidates(const DeviceInfo& device) {
     std::vector<std::string> f;
     std::istringstream fields(line);
     for (std::string x; std::getline(fields, x, '\t');) f.push_back(x);
-    if (f.size() == 11) add(Config::parse(f[8]));
+    if (f.size() == 11) add(read_config(f[8], gemm_op::parameters()));
   }
   for (auto [m, n, k] : {std::tuple{4096, 4096, 4096}, std::tuple{32, 4096, 4096},
                          std::tuple{127, 127, 127}, std::tuple{16, 16, 16384}}) {
@@ -394,7 +394,7 @@ std::map<std::string, std::vector<Config>> shipped_portfolio(const DeviceInfo& d
     if (e.op == "gemm" && e.device_name == device.name) {
       // (An entry recorded before a parameter existed means its old value: completed, or the
       // space would refuse it as incomplete.)
-      out[e.variant].push_back(with_absent_params(Config::parse(e.config), gemm_op::parameters()));
+      out[e.variant].push_back(read_config(e.config, gemm_op::parameters()));
     }
   }
   if (out.empty()) {
@@ -428,9 +428,7 @@ std::map<std::string, std::vector<Config>> candidates_from_file(const std::strin
   std::map<std::string, std::vector<Config>> out;
   // A config written before a parameter existed means its old value (as the tables' entries do);
   // the space would refuse it whole, and the sweep skip it, for lacking one.
-  auto parse = [](const std::string& text) {
-    return with_absent_params(Config::parse(text), gemm_op::parameters());
-  };
+  auto parse = [](const std::string& text) { return read_config(text, gemm_op::parameters()); };
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#') continue;
     const size_t tab = line.find('\t');
@@ -470,7 +468,7 @@ std::vector<Config> candidates_from_database(const std::string& path, const Devi
     for (const auto& [ms, config] : trials) {
       if (taken == top) break;
       if (seen.insert(config).second) {
-        out.push_back(with_absent_params(Config::parse(config), gemm_op::parameters()));
+        out.push_back(read_config(config, gemm_op::parameters()));
         ++taken;
       }
     }
@@ -806,10 +804,10 @@ std::string measure_problem(const Shape& s, const gemm_op::Problem& p, const Can
     if (best == 0 || r.ms < best) best = r.ms;
     lines << s.layout << '\t' << s.m << '\t' << s.n << '\t' << s.k << '\t'
           << (p.batch > 1 ? std::to_string(p.batch) + '\t' : std::string()) << p.alignment << '\t'
-          << config.canonical() << '\t' << cand.registers << '\t' << cand.occupancy << '\t' << r.ms
-          << '\t' << cublas_ms << '\t' << r.rel_error << '\t' << r.exact_error << '\t'
-          << cublas_exact << '\t' << (gemm_op::within_contract(r.exact_error, cublas_exact) ? 1 : 0)
-          << '\n';
+          << config_text(config, gemm_op::parameters()) << '\t' << cand.registers << '\t'
+          << cand.occupancy << '\t' << r.ms << '\t' << cublas_ms << '\t' << r.rel_error << '\t'
+          << r.exact_error << '\t' << cublas_exact << '\t'
+          << (gemm_op::within_contract(r.exact_error, cublas_exact) ? 1 : 0) << '\n';
     ++rows;
   }
   return lines.str();
@@ -1052,11 +1050,11 @@ void add_candidate_and_output_options(CLI::App& app, Arguments& args) {
 // --list-candidates: the base configs (and with --long the long-k ones), one per line.
 void print_candidates(const Selection& sel) {
   for (const auto& c : sel.gemv ? gemv_candidates() : base_candidates(reference_device(90))) {
-    std::printf("%s\n", c.canonical().c_str());
+    std::printf("%s\n", config_text(c, gemm_op::parameters()).c_str());
   }
   if (sel.long_products) {
     for (const auto& c : long_candidates(reference_device(90))) {
-      std::printf("%s\n", c.canonical().c_str());
+      std::printf("%s\n", config_text(c, gemm_op::parameters()).c_str());
     }
   }
 }

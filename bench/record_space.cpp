@@ -123,7 +123,9 @@ RecordedSpace empty_record(const RecordArgs& args, const TuningTask& task, const
   record.template_hash = task.template_hash();
   record.compile_threads =
       args.compile_threads > 0 ? args.compile_threads : default_compile_threads();
-  for (const Config& c : first) record.first.push_back(c.canonical());
+  for (const Config& c : first) {
+    record.first.push_back(config_text(c, config_params(task.key().op)));
+  }
   return record;
 }
 

@@ -172,7 +172,144 @@ std::optional<int> unread_value(const Param& param, const Config& config) {
   return std::nullopt;
 }
 
+namespace {
+// The family word config's values of the word-naming parameters give, and the index of the
+// parameter whose value named it; "" and params.size() where none does.
+std::pair<std::string, size_t> family_word(const Config& config, const std::vector<Param>& params) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Param& p = params[i];
+    if (p.words.empty()) continue;
+    const auto at = std::find(p.values.begin(), p.values.end(), config.get(p.name));
+    if (at == p.values.end()) break;
+    const std::string& word = p.words[static_cast<size_t>(at - p.values.begin())];
+    if (!word.empty()) return {word, i};
+  }
+  return {"", params.size()};
+}
+
+// Whether exactly one of p's values has word w: then the word implies the value.
+bool word_implies_value(const Param& p, const std::string& w) {
+  return std::count(p.words.begin(), p.words.end(), w) == 1;
+}
+}  // namespace
+
+std::string config_text(const Config& config, const std::vector<Param>& params) {
+  if (config.size() != params.size()) return config.canonical();
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (config.name(i) != params[i].name) return config.canonical();
+  }
+  const auto [word, named_by] = family_word(config, params);
+  if (word.empty()) return config.canonical();
+  std::string text = word + ":";
+  bool first = true;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Param& p = params[i];
+    const int value = config.value(i);
+    // The word-naming parameters up to the one that named the family: implied where one value
+    // has the word ("" before it, the word at it).
+    if (!p.words.empty() && i <= named_by && word_implies_value(p, i == named_by ? word : "")) {
+      continue;
+    }
+    if (const auto held = unread_value(p, config); held && *held == value) continue;
+    text += (first ? "" : ",") + p.name + "=" + std::to_string(value);
+    first = false;
+  }
+  return text;
+}
+
+Config read_config(const std::string& text, const std::vector<Param>& params) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) return with_absent_params(Config::parse(text), params);
+  const std::string word = text.substr(0, colon);
+  const Config listed = Config::parse(text.substr(colon + 1));
+  auto names = std::make_shared<std::vector<std::string>>();
+  for (const Param& p : params) names->push_back(p.name);
+  Config config(names, std::vector<int>(params.size(), 0));
+  std::vector<bool> known(params.size(), false);
+  for (size_t i = 0; i < listed.size(); ++i) {
+    const auto at = std::find(names->begin(), names->end(), listed.name(i));
+    if (at == names->end()) {
+      throw Error(TUNED_STATUS_CONFIG_ERROR,
+                  "config '" + text + "': unknown parameter " + listed.name(i));
+    }
+    config.set_value(static_cast<size_t>(at - names->begin()), listed.value(i));
+    known[static_cast<size_t>(at - names->begin())] = true;
+  }
+  // The word-naming parameters up to the one that has the word: implied where one value has it,
+  // else listed.
+  bool named = false;
+  for (size_t i = 0; i < params.size() && !named; ++i) {
+    const Param& p = params[i];
+    if (p.words.empty()) continue;
+    named = std::find(p.words.begin(), p.words.end(), word) != p.words.end();
+    const std::string& implied = named ? word : "";
+    if (!known[i] && word_implies_value(p, implied)) {
+      const auto at = std::find(p.words.begin(), p.words.end(), implied) - p.words.begin();
+      config.set_value(i, p.values[static_cast<size_t>(at)]);
+      known[i] = true;
+    }
+    if (named && !known[i]) {
+      throw Error(TUNED_STATUS_CONFIG_ERROR, "config '" + text + "': family '" + word +
+                                                 "' is one of several values of " + p.name +
+                                                 ", which the text leaves out");
+    }
+  }
+  if (!named) {
+    throw Error(TUNED_STATUS_CONFIG_ERROR,
+                "config '" + text + "': '" + word + "' names no kernel family of this op");
+  }
+  if (family_word(config, params).first != word) {
+    throw Error(TUNED_STATUS_CONFIG_ERROR, "config '" + text +
+                                               "': its family parameters name another family "
+                                               "than '" +
+                                               word + "'");
+  }
+  // The rest: listed, held where the family does not read them, or as recorded before they
+  // came. The parameters others' read_by names first: the rest's held values follow theirs.
+  auto resolve = [&](size_t i) {
+    if (known[i]) return;
+    if (const auto held = unread_value(params[i], config)) {
+      config.set_value(i, *held);
+    } else if (params[i].absent_value) {
+      config.set_value(i, *params[i].absent_value);
+    } else {
+      throw Error(TUNED_STATUS_CONFIG_ERROR, "config '" + text + "': family '" + word + "' reads " +
+                                                 params[i].name + ", which the text leaves out");
+    }
+    known[i] = true;
+  };
+  for (size_t i = 0; i < params.size(); ++i) {
+    const bool selects = std::any_of(params.begin(), params.end(), [&](const Param& other) {
+      return std::any_of(other.read_by.begin(), other.read_by.end(),
+                         [&](const FamilyUse& use) { return use.family == params[i].name; });
+    });
+    if (selects) resolve(i);
+  }
+  for (size_t i = 0; i < params.size(); ++i) resolve(i);
+  return config;
+}
+
+namespace {
+// Narrows param to values (a subset of its own, in any order), its family words with them.
+void keep_values(Param& param, const std::vector<int>& values) {
+  if (!param.words.empty()) {
+    std::vector<std::string> words;
+    for (int v : values) {
+      const auto at = std::find(param.values.begin(), param.values.end(), v);
+      words.push_back(param.words[static_cast<size_t>(at - param.values.begin())]);
+    }
+    param.words = std::move(words);
+  }
+  param.values = values;
+}
+}  // namespace
+
 void Space::add(Param param) {
+  if (!param.words.empty() && param.words.size() != param.values.size()) {
+    throw Error(TUNED_STATUS_INTERNAL_ERROR,
+                "space: parameter " + param.name + " has " + std::to_string(param.words.size()) +
+                    " family words for " + std::to_string(param.values.size()) + " values");
+  }
   if (!param.read_by.empty()) {
     std::vector<std::string> uses;
     for (const FamilyUse& use : param.read_by) uses.push_back(use.family);
@@ -215,7 +352,7 @@ void Space::restrict(const std::map<std::string, std::vector<int>>& values) {
                     "space: " + name + " lists " + std::to_string(v) + " twice");
       }
     }
-    it->values = allowed;
+    keep_values(*it, allowed);
   }
 }
 
@@ -249,7 +386,7 @@ size_t Space::restrict_to(const std::vector<Config>& configs) {
         }
       }
     }
-    if (!used.empty()) params_[i].values = std::move(used);
+    if (!used.empty()) keep_values(params_[i], used);
   }
   members_ = std::move(members);
   return members_->list.size();

@@ -76,6 +76,10 @@ struct Param {
   /// one config per point of the parameters a family reads, with no rule of the op's to pin the
   /// rest: the space keeps it (Space::violation names "<NAME>_unread").
   std::vector<FamilyUse> read_by = {};
+  /// Words naming the kernel families this parameter selects, one per value ("" where a value
+  /// names none and the next such parameter decides; empty: it names no family). A config's text
+  /// starts with its family's word and leaves out what the word implies: see config_text.
+  std::vector<std::string> words = {};
 };
 
 /// The value param holds in config where a family that config belongs to does not read it, or
@@ -86,6 +90,22 @@ std::optional<int> unread_value(const Param& param, const Config& config);
 /// when that makes it a whole config of params (a config recorded before those parameters were
 /// added); any other config comes back unchanged.
 Config with_absent_params(const Config& config, const std::vector<Param>& params);
+
+/// The text a config is stored and shown as, from the op's params as declared (not a space's,
+/// whose restrictions narrow the values and so what a word implies). Where params name kernel
+/// families by words
+/// (Param::words): the family's word, ':', then the parameters that family reads, in params'
+/// order (GEMM's "wgmma_tma:BM=128,BN=256,..."), leaving out a family parameter the word implies
+/// (one value has it) and a parameter the family does not read (unread_value) at its held value.
+/// Otherwise, or where config is not a whole config of params, canonical().
+std::string config_text(const Config& config, const std::vector<Param>& params);
+
+/// A config of params from its text in either form: config_text's (a family word first) or
+/// every parameter named (flat, as configs were recorded before families had words; a parameter
+/// added since takes its absent_value: with_absent_params). Throws
+/// Error(TUNED_STATUS_CONFIG_ERROR) naming an unknown word, or a parameter the family reads that
+/// the text leaves out.
+Config read_config(const std::string& text, const std::vector<Param>& params);
 
 /// A named predicate over a config. `uses` lists every parameter it reads (helpers included), so
 /// enumeration can test it as soon as they are all set, prune the rest of that branch, and jump

@@ -40,6 +40,12 @@ const OpInfo* find_op_info(const std::string& name) {
   return nullptr;
 }
 
+const std::vector<Param>& config_params(const std::string& op) {
+  static const std::vector<Param> none;
+  const OpInfo* info = find_op_info(op);
+  return info ? info->params : none;
+}
+
 ProblemId OpRegistration::problem_id(const std::string& variant, const std::vector<int64_t>& shape,
                                      int alignment) const {
   ProblemId id;

@@ -46,6 +46,9 @@ const std::vector<OpRegistration>& op_registrations();
 const std::vector<OpInfo>& op_infos();
 /// The op called name, or null.
 const OpInfo* find_op_info(const std::string& name);
+/// The parameters config_text and read_config take an op's configs by: the registered op's, none
+/// for another (a task of the tests' own: its texts stay flat).
+const std::vector<Param>& config_params(const std::string& op);
 /// The op called name; throws Error(TUNED_STATUS_INVALID_ARGUMENT) listing the known ones.
 const OpRegistration& find_op(const std::string& name);
 

@@ -165,7 +165,7 @@ void add_model_entries(JobSet& set) {
     id.rank = op.rank();
     for (int i = 0; i < id.rank; ++i) id.dims[i] = 1024;
     id.alignment = 4;
-    const Config config = with_absent_params(Config::parse(e.config), op.params);
+    const Config config = read_config(e.config, op.params);
     set.add(op.face->kernel_spec(config, id), e.cc);
     set.archs.insert(e.cc);
     add_served_variants(op, config, id, e.cc, set);
@@ -185,7 +185,7 @@ void add_shipped_bests(JobSet& set) {
     id.alignment = row.best.key.alignment;
     // As the runtime takes it (served, then fitted: GEMM's slice sums in partial chains on a
     // k the row's one chain does not reach).
-    const Config config = Config::parse(row.best.config);
+    const Config config = read_config(row.best.config, op.params);
     try {
       const Config served = op.face->serve(config, id);
       set.add(op.face->kernel_spec(op.face->fit(served, reference_device(row.cc), id), id), row.cc);

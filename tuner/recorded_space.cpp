@@ -130,6 +130,11 @@ RecordedSpace read_recorded_space(const std::string& path) {
   if (r.op.empty() || r.shape.empty() || r.trials.empty()) {
     throw Error(TUNED_STATUS_CONFIG_ERROR, path + ": needs op, shape and trial lines");
   }
+  // Each config keyed as the tuner keys it (every parameter, flat): a record's text may name its
+  // family by word, or be older than a parameter.
+  const std::vector<Param>& params = config_params(r.op);
+  for (auto& t : r.trials) t.config = read_config(t.config, params).canonical();
+  for (auto& c : r.first) c = read_config(c, params).canonical();
   return r;
 }
 

@@ -28,7 +28,9 @@ class ReplayTask : public TaskEvaluator {
   // The record's starting configs: the session it was recorded from started there.
   std::vector<Config> starting_configs(cache::Database&) override {
     std::vector<Config> first;
-    for (const auto& text : problem_.record.first) first.push_back(Config::parse(text));
+    for (const auto& text : problem_.record.first) {
+      first.push_back(read_config(text, config_params(problem_.record.op)));
+    }
     return first;
   }
 
@@ -47,7 +49,9 @@ class ReplayTask : public TaskEvaluator {
     cache::TrialRecord trial;
     trial.session_id = session_id;
     trial.key = key();
-    trial.config = t.config;
+    // Recorded as a session records it (read_recorded_space keyed it flat).
+    const auto& params = config_params(problem_.record.op);
+    trial.config = config_text(read_config(t.config, params), params);
     trial.kernel_name = "replayed";
     trial.disposition = cache::disposition_from_string(t.disposition);
     trial.ms_median = t.ms;

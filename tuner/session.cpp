@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/cuda_raii.hpp"
+#include "templates/registry.hpp"
 #include "tuner/compile_pool.hpp"
 #include "tuner/strategy.hpp"
 
@@ -230,7 +231,7 @@ class SessionRun {
     cache::TrialRecord t;
     t.session_id = session_id_;
     t.key = task_.key();
-    t.config = job.config.canonical();
+    t.config = config_text(job.config, config_params(t.key.op));
     t.kernel_name = job.spec.kernel_name;
     t.template_hash = job.spec.source_hash;
     t.rate_unit = task_.rate_unit();
@@ -381,7 +382,7 @@ class SessionRun {
     }
     std::vector<std::function<void(cudaStream_t)>> runs;
     for (const auto& l : leaders_) {
-      const Config config = Config::parse(l.trial.config);
+      const Config config = read_config(l.trial.config, config_params(task_.key().op));
       auto kernel = KernelCache::load(l.built, task_.kernel_spec(config));
       TuningTask& task = task_;
       runs.push_back([&task, kernel, config](cudaStream_t s) { task.run(*kernel, config, s); });

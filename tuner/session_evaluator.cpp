@@ -1,6 +1,7 @@
 #include "tuner/session_evaluator.hpp"
 
 #include "core/cuda_check.hpp"
+#include "templates/registry.hpp"
 #include "tuned/error.hpp"
 #include "tuner/tuning_policy.hpp"
 
@@ -29,8 +30,9 @@ class SessionTask : public TaskEvaluator {
 
   bool keep_best(cache::Database& db, const cache::BestRecord& best,
                  const CubinRecord* cubin) override {
-    return tuned::keep_best(db, best, task_->kernel_spec(Config::parse(best.config)), device_,
-                            cubin);
+    return tuned::keep_best(
+        db, best, task_->kernel_spec(read_config(best.config, config_params(best.key.op))), device_,
+        cubin);
   }
 
  private:

@@ -21,7 +21,7 @@ cache::BestVerdict check_stored_best(const cache::BestRecord& best,
       throw Error(TUNED_STATUS_INVALID_ARGUMENT,
                   "alignment " + std::to_string(key.alignment) + " is not an alignment class");
     }
-    const Config config = with_absent_params(Config::parse(best.config), op.params);
+    const Config config = read_config(best.config, op.params);
     ProblemId problem;
     problem.variant = op.variant_index(key.variant);
     problem.rank = static_cast<int>(key.shape.size());

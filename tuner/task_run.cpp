@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "templates/registry.hpp"
 #include "tuned/error.hpp"
 
 namespace tuned {
@@ -67,8 +68,16 @@ class TaskRun {
     if (!options_.remeasure) {
       // A re-run resumes: what this key's trials on this template measured is not measured
       // again, here or (with a store) on any GPU of this model.
+      // Keyed as the session looks them up (every parameter, flat): rows name families by word,
+      // older ones list every parameter.
+      const std::vector<Param>& params = config_params(view_.key.op);
       auto note = [&](const cache::TrialRecord& t) {
-        auto& known = options.measured[t.config];
+        std::string key = t.config;
+        try {
+          key = read_config(t.config, params).canonical();
+        } catch (const Error&) {  // no config of this op's: kept as written, never proposed
+        }
+        auto& known = options.measured[key];
         if (t.disposition == cache::Disposition::kOk && (!known || t.ms_median < *known)) {
           known = t.ms_median;
         }

@@ -7,6 +7,7 @@
 #include "cache/shipped_defaults.hpp"
 #include "core/cuda_check.hpp"
 #include "core/log.hpp"
+#include "templates/registry.hpp"
 #include "tuner/session.hpp"
 
 namespace tuned {
@@ -18,8 +19,7 @@ std::vector<Config> starting_configs(cache::Database& db, const TuningTask& task
   auto add = [&](const std::string& text) {
     try {
       // (A config recorded before a parameter existed means that parameter's old value.)
-      const auto config =
-          task.adapt(with_absent_params(Config::parse(text), task.space().params()));
+      const auto config = task.adapt(read_config(text, config_params(key.op)));
       if (!task.space().violation(config)) first.push_back(config);
     } catch (const Error&) {  // a config of an older template
     }

@@ -23,8 +23,11 @@ namespace {
 // tiles (MMA > 0) have their thread layout fixed by the mma's fragments (TM, TN, LM, UNROLL) and
 // derive their shared strides (PAD: shared_strides); only MMA = 3's producer loads a slice ahead.
 // Each value is what the parameter holds where its family does not read it: the values configs
-// were recorded with, so their text (database rows, shipped tables, kernel names) is unchanged.
-std::vector<Param> with_family_uses(std::vector<Param> params) {
+// were recorded with, so flat texts recorded before (database rows, kernel names) still read as
+// the same configs. The families' words (Param::words), which a config's text starts with:
+// GEMV > 0 "gemv", else by MMA "ffma" (0), "mma_sync" (1 FP64, 2 split TF32), "wgmma" (3,
+// register-fed) and "wgmma_tma" (4 split, 5 plain TF32).
+std::vector<Param> with_families(std::vector<Param> params) {
   const std::map<std::string, int> unread_by_gemv = {
       {"BM", 16},  {"BN", 16}, {"BK", 8},     {"WM", 16},   {"WN", 16},  {"TM", 2},
       {"TN", 2},   {"LM", 8},  {"PAD", 4},    {"AKM", 1},   {"BKM", 1},  {"UNROLL", 8},
@@ -46,6 +49,12 @@ std::vector<Param> with_family_uses(std::vector<Param> params) {
     }
     if (p.name == "GCOLS") p.read_by.push_back({"GEMV", gemv_rows, 1});
     if (p.name == "AHEAD") p.read_by.push_back({"MMA", {3}, 0});
+    if (p.name == "GEMV") {
+      for (int rows : p.values) p.words.push_back(rows == 0 ? "" : "gemv");
+    }
+    if (p.name == "MMA") {
+      p.words = {"ffma", "mma_sync", "mma_sync", "wgmma", "wgmma_tma", "wgmma_tma"};
+    }
   }
   return params;
 }
@@ -54,7 +63,7 @@ std::vector<Param> with_family_uses(std::vector<Param> params) {
 
 // Values every parameter may take before constraints; see gemm.cu for their meaning.
 const std::vector<Param>& parameters() {
-  static const std::vector<Param> params = with_family_uses({
+  static const std::vector<Param> params = with_families({
       // First, so a GEMV config's unread tile parameters are held at once.
       {"GEMV",
        {0, 8, 16, 32, 64, 128, 256},

@@ -242,9 +242,8 @@ std::vector<Config> seed_configs(const DeviceInfo& device, const Problem& proble
     }
   };
   for (const char* text : kFamilies) {
-    add_family_variants(
-        with_operands_as_stored(with_absent_params(Config::parse(text), parameters()), problem),
-        problem, add);
+    add_family_variants(with_operands_as_stored(read_config(text, parameters()), problem), problem,
+                        add);
   }
   add_gemv_seeds(problem, add);
   return seeds;

@@ -332,7 +332,8 @@ TEST_F(CliTest, AutotuneTableHeadsEachColumnAndProgressIsQuietOffATerminal) {
   std::sort(sorted.begin(), sorted.end());
   EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << head;
   EXPECT_TRUE(contains(r.out, "6/6")) << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("  GEMV=0,BM=[0-9]+,[A-Z=0-9,]*\\.\\.\\. #[0-9a-f]{4}\n")))
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex("  [a-z_]+:BM=[0-9]+,[A-Z=0-9,]*\\.\\.\\. #[0-9a-f]{4}\n")))
       << r.out;
   EXPECT_TRUE(contains(r.out, "configs abbreviated: --wide prints them whole")) << r.out;
   // stderr is a file: no progress line.
@@ -342,7 +343,9 @@ TEST_F(CliTest, AutotuneTableHeadsEachColumnAndProgressIsQuietOffATerminal) {
   Outcome lines_asked = run(dir_, "autotune", common + " --remeasure --progress --wide");
   ASSERT_EQ(lines_asked.exit_code, 0) << lines_asked.err;
   EXPECT_FALSE(contains(lines_asked.out, "... #")) << lines_asked.out;
-  EXPECT_TRUE(std::regex_search(lines_asked.out, std::regex("  GEMV=0,BM=[A-Z=0-9,]*,AHEAD=[0-9]+\n")))
+  // whole: the family's word, then every parameter it reads
+  EXPECT_TRUE(std::regex_search(lines_asked.out,
+                                std::regex("  [a-z_]+:BM=[A-Z=0-9,]*,(KSUM|AHEAD)=[0-9]+\n")))
       << lines_asked.out;
   EXPECT_TRUE(std::regex_search(lines_asked.err,
                                 std::regex("\\[shape 1 of 1: 777x1000x555 TT\\] trials [0-9]+/6 .* "

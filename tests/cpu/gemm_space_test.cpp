@@ -1348,3 +1348,56 @@ TEST(GemmSpace, WgmmaSliceChainsNeedWideSplitTf32AndCompileLightlySpilled) {
 
 }  // namespace
 }  // namespace tuned::gemm_op
+
+namespace tuned::gemm_op {
+namespace {
+
+// A config's text names its family by word and carries the parameters that family reads only:
+// the configs of spaces that hold every family (TN 7x7x7 at one-float alignment: the
+// matrix-vector kernel, FFMA and mma.sync tiles; NN 1000x1000x1024: wgmma from k 128, the TMA's
+// 16-byte rows; sm_90) read back from it, and from their flat text (how configs were recorded
+// before).
+TEST(GemmSpace, ConfigTextNamesTheFamilyAndReadsBackAsTheSameConfig) {
+  const auto& params = parameters();
+  const std::map<std::string, std::string> word_of_math = {
+      {"FFMA", "ffma"},
+      {"FFMA, matrix-vector", "gemv"},
+      {"FP64 tensor cores", "mma_sync"},
+      {"split TF32 on mma.sync", "mma_sync"},
+      {"split TF32 on wgmma", "wgmma"},
+      {"split TF32 on wgmma, TMA-fed", "wgmma_tma"},
+      {"TF32 on wgmma, TMA-fed (plain TF32)", "wgmma_tma"}};
+  std::map<std::string, size_t> per_word;
+  auto check = [&](const Problem& problem, const std::vector<int>& mma, size_t step) {
+    size_t i = 0;
+    Space space = make_space(reference_device(90), problem);
+    space.restrict({{"MMA", mma}});
+    space.for_each([&](const Config& c) {
+      if (i++ % step != 0) return true;
+      const std::string text = config_text(c, params);
+      const std::string word = text.substr(0, text.find(':'));
+      EXPECT_EQ(word, word_of_math.at(math_family(c))) << text;
+      ++per_word[word];
+      EXPECT_EQ(read_config(text, params), c) << text;
+      EXPECT_EQ(read_config(c.canonical(), params), c) << c.canonical();
+      // What the text leaves out, the family does not read (or the word implies).
+      const Config listed = Config::parse(text.substr(text.find(':') + 1));
+      for (const Param& p : params) {
+        if (listed.has(p.name) || p.name == "GEMV" || (p.name == "MMA" && !is_gemv(c))) continue;
+        EXPECT_TRUE(unread_value(p, c).has_value()) << p.name << " left out of " << text;
+      }
+      if (word == "gemv") EXPECT_EQ(listed.size(), 4u) << text;  // GEMV, VEC, SPLITK, GCOLS
+      return true;
+    });
+  };
+  check(packed_problem("TN", 7, 7, 7), {0, 1, 2}, 13);
+  check(packed_problem("NN", 1000, 1000, 1024), {3, 4, 5}, 7);
+  EXPECT_EQ(per_word.size(), 5u);
+  EXPECT_GT(per_word["wgmma"], 0u);
+  EXPECT_GT(per_word["wgmma_tma"], 0u);
+  EXPECT_EQ(config_text(read_config("gemv:GEMV=32,VEC=4,SPLITK=2,GCOLS=4", params), params),
+            "gemv:GEMV=32,VEC=4,SPLITK=2,GCOLS=4");
+}
+
+}  // namespace
+}  // namespace tuned::gemm_op

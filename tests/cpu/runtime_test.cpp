@@ -60,8 +60,15 @@ TEST(RuntimeRace, SetDatabaseWhileOtherThreadsChoose) {
           id.alignment = 1;
         }
         const std::string text = runtime.describe(gemm, id);
-        // Every answer names a whole config: never an empty memo entry.
-        if (text.find(": GEMV=") == std::string::npos) ++bad;
+        // Every answer names a whole config (a family and what it reads): never an empty memo
+        // entry.
+        const size_t at = text.find(": ");
+        try {
+          if (at == std::string::npos) throw Error(TUNED_STATUS_CONFIG_ERROR, "no config");
+          read_config(text.substr(at + 2, text.find(' ', at + 2) - at - 2), gemm_op::parameters());
+        } catch (const Error&) {
+          ++bad;
+        }
         if (text.rfind("exact: ", 0) == 0) ++exact;
         ++calls;
       }
@@ -126,13 +133,16 @@ TEST(RuntimeChoice, TwinGpusEntryAnswersAfterTheOwnOne) {
   store("GPU-other-model", "NVIDIA H200", twin_config);
   EXPECT_EQ(describe(), untuned);
   store("GPU-twin", device.name, twin_config);
-  // (describe names the config's arithmetic after it.)
-  auto math = [](const std::string& config) {
-    return " (math: " + gemm_op::math_family(Config::parse(config)) + ")";
+  // (describe shows the config as configs are shown, its family by word, and names its
+  // arithmetic after it.)
+  auto shown = [](const std::string& config) {
+    const Config c = read_config(config, gemm_op::parameters());
+    return config_text(c, gemm_op::parameters()) + " (math: " + gemm_op::math_family(c) + ")";
   };
-  EXPECT_EQ(describe(), "twin GPU-twin: " + twin_config + math(twin_config));
+  EXPECT_EQ(describe(), "twin GPU-twin: " + shown(twin_config));
+  EXPECT_EQ(describe().find("twin GPU-twin: ffma:BM=64,BN=64,"), 0u);
   store(device.uuid, device.name, own_config);
-  EXPECT_EQ(describe(), "exact: " + own_config + math(own_config));
+  EXPECT_EQ(describe(), "exact: " + shown(own_config));
   std::remove(path.c_str());
 }
 

@@ -528,6 +528,12 @@ const char* const kHopperHeader =
     "# gemm_sweep on Test GPU 9 (sm_90, 132 SMs)\n"
     "layout\tm\tn\tk\talignment\tconfig\tregisters\toccupancy\tms\tcublas_ms\trel_error\n";
 
+// A GEMM config as a table names it: its family by word and the parameters that family reads.
+std::string shown(const std::string& flat) {
+  return tuned::config_text(tuned::read_config(flat, tuned::gemm_op::parameters()),
+                            tuned::gemm_op::parameters());
+}
+
 std::string row(const std::string& layout, int64_t m, int64_t n, int64_t k, int alignment,
                 const std::string& config, double ms, double error = 0) {
   std::ostringstream out;
@@ -787,8 +793,8 @@ TEST_F(FitSelectionTest, CompletesConfigsOfSweepsOlderThanAParameter) {
   }
   const Fit fit = this->fit(sweep, "--entries 2");
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
-  EXPECT_NE(fit.table.find("entry\tNN\t0\t" + tail + "\n"), std::string::npos) << fit.table;
-  EXPECT_NE(fit.table.find("entry\tNN\t1\t" + whole + "\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("entry\tNN\t0\t" + shown(tail) + "\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("entry\tNN\t1\t" + shown(whole) + "\n"), std::string::npos) << fit.table;
   EXPECT_EQ(fit.table.find(old_form + "\n"), std::string::npos) << fit.table;
   EXPECT_NE(fit.table.find("\t4096x64x96\t0.5,1.25\n"), std::string::npos) << fit.table;
   EXPECT_NE(fit.table.find("\t4096x128x96\t2,1.25\t1\n"), std::string::npos) << fit.table;
@@ -867,12 +873,12 @@ TEST_F(FitSelectionTest, LeavesOutConfigsTheOpRefusesOnTheirProblem) {
   EXPECT_NE(fit.output.find("3 of configs the op refuses or serves otherwise there left out"),
             std::string::npos)
       << fit.output;
-  EXPECT_NE(fit.table.find("entry\tNN\t0\t" + sums + "\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("entry\tNN\t0\t" + shown(sums) + "\n"), std::string::npos) << fit.table;
   // The refused single chain's 1 ms is not the point's best; cuBLAS's 1 ms is its reference.
   EXPECT_NE(fit.table.find("\t1024x1024x1024\t1.1,-\t1\n"), std::string::npos) << fit.table;
   const Fit unruled = this->fit(sweep, "--entries 2 --without-op-rules");
   ASSERT_EQ(unruled.exit_code, 0) << unruled.output;
-  EXPECT_NE(unruled.table.find("entry\tNN\t0\t" + chain + "\n"), std::string::npos)
+  EXPECT_NE(unruled.table.find("entry\tNN\t0\t" + shown(chain) + "\n"), std::string::npos)
       << unruled.table;
 }
 
@@ -908,8 +914,9 @@ TEST_F(FitSelectionTest, KeepsConfigsServedOtherwiseOnlyWhereTheirTimesTransfer)
   EXPECT_NE(fit.output.find("3 of configs the op refuses or serves otherwise there left out"),
             std::string::npos)
       << fit.output;
-  EXPECT_NE(fit.table.find("entry\tNN\t0\t" + one_chain + "\n"), std::string::npos) << fit.table;
-  EXPECT_NE(fit.table.find("entry\tNN\t1\t" + register_fed + "\n"), std::string::npos)
+  EXPECT_NE(fit.table.find("entry\tNN\t0\t" + shown(one_chain) + "\n"), std::string::npos)
+      << fit.table;
+  EXPECT_NE(fit.table.find("entry\tNN\t1\t" + shown(register_fed) + "\n"), std::string::npos)
       << fit.table;
   EXPECT_NE(fit.table.find("\t2048x2048x8192\t1.1,-\t1\n"), std::string::npos) << fit.table;
   EXPECT_NE(fit.table.find("\t2048x2048x1024\t1,0.9\n"), std::string::npos) << fit.table;
@@ -930,7 +937,8 @@ TEST_F(FitSelectionTest, AnEntryTakesTheTimeOfWhatItIsServedAs) {
   sweep += row("NT", 1024, 50001, 1024, 1, packed, 0.6);
   const Fit fit = this->fit(sweep, "--entries 1");
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
-  EXPECT_NE(fit.table.find("entry\tNT\t0\t" + unpacked + "\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("entry\tNT\t0\t" + shown(unpacked) + "\n"), std::string::npos)
+      << fit.table;
   EXPECT_NE(fit.table.find("\t1\t1024x50001x1024\t0.6\n"), std::string::npos) << fit.table;
   EXPECT_NE(fit.table.find("\t4\t1536x50000x1024\t0.5\n"), std::string::npos) << fit.table;
 }
@@ -948,7 +956,7 @@ TEST_F(FitSelectionTest, LeavesOutProblemsNoEntryWasMeasuredOn) {
   sweep += row("NN", 4096, 7, 1024, 4, eight, 0.01);  // only the 8-column kernel ran here
   const Fit fit = this->fit(sweep, "--entries 1");
   ASSERT_EQ(fit.exit_code, 0) << fit.output;
-  EXPECT_NE(fit.table.find("entry\tNN\t0\t" + tile + "\n"), std::string::npos) << fit.table;
+  EXPECT_NE(fit.table.find("entry\tNN\t0\t" + shown(tile) + "\n"), std::string::npos) << fit.table;
   EXPECT_EQ(fit.table.find("4096x7x1024"), std::string::npos) << fit.table;
   EXPECT_NE(fit.table.find("points\tNN\t3\t"), std::string::npos) << fit.table;
   EXPECT_NE(fit.output.find("1 problems with no entry measured"), std::string::npos) << fit.output;

@@ -99,7 +99,7 @@ TEST(ShippedDefaults, EveryShippedAndPortfolioKernelIsPrecompiled) {
   if (tuned::precompiled_count() == 0) GTEST_SKIP() << "built with TUNED_PRECOMPILE=OFF";
   auto precompiled = [](const OpRegistration& op, const std::string& config, const ProblemId& id,
                         int cc) {
-    const KernelSpec spec = op.face->kernel_spec(Config::parse(config), id);
+    const KernelSpec spec = op.face->kernel_spec(read_config(config, op.params), id);
     return tuned::find_precompiled(cubin_key(spec, reference_device(cc)), spec.kernel_name)
         .has_value();
   };
@@ -115,7 +115,7 @@ TEST(ShippedDefaults, EveryShippedAndPortfolioKernelIsPrecompiled) {
     // it, the runtime passes it over).
     std::optional<Config> served;
     try {
-      served = op.face->fit(op.face->serve(Config::parse(row.best.config), id),
+      served = op.face->fit(op.face->serve(read_config(row.best.config, op.params), id),
                             reference_device(row.cc), id);
     } catch (const Error&) {
       ++passed_over;

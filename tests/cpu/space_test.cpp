@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -240,6 +241,74 @@ TEST(Space, EveryOpsRulesReadOnlyWhatTheyDeclare) {
       }
     }
   }
+}
+
+// Where a parameter names families by words, a config's text is its family's word and the
+// parameters that family reads; it reads back as the same config, and so does the flat text.
+TEST(Space, ConfigTextNamesTheFamilyByWordAndCarriesOnlyWhatItReads) {
+  // KIND 0 ("" : ALGO decides), 1, 2 ("vec"); ALGO "plain" 0, "fancy" 1 or 2.
+  std::vector<Param> params = {{"KIND", {0, 1, 2}, "k"},
+                               {"A", {1, 2, 4}, "read by every family"},
+                               {"ALGO", {0, 1, 2}, "a"},
+                               {"T", {1, 2}, "read where KIND = 0 and ALGO = 0"},
+                               {"V", {1, 8}, "read where KIND > 0"},
+                               {"NEW", {0, 1}, "added later", 0}};
+  params[0].words = {"", "vec", "vec"};
+  params[2].words = {"plain", "fancy", "fancy"};
+  params[2].read_by = {{"KIND", {0}, 0}};
+  params[3].read_by = {{"KIND", {0}, 1}, {"ALGO", {0}, 1}};
+  params[4].read_by = {{"KIND", {1, 2}, 1}};
+  Space space;
+  for (const Param& p : params) space.add(p);
+  const std::map<std::string, std::string> texts = {
+      {"KIND=0,A=2,ALGO=0,T=2,V=1,NEW=1", "plain:A=2,T=2,NEW=1"},
+      {"KIND=0,A=4,ALGO=2,T=1,V=1,NEW=0", "fancy:A=4,ALGO=2,NEW=0"},
+      {"KIND=2,A=1,ALGO=0,T=1,V=8,NEW=0", "vec:KIND=2,A=1,V=8,NEW=0"}};
+  size_t seen = 0;
+  space.for_each([&](const Config& c) {
+    const std::string text = config_text(c, params);
+    EXPECT_EQ(read_config(text, params), c) << text;
+    EXPECT_EQ(read_config(c.canonical(), params), c) << c.canonical();
+    if (auto it = texts.find(c.canonical()); it != texts.end()) {
+      EXPECT_EQ(text, it->second);
+      ++seen;
+    }
+    return true;
+  });
+  EXPECT_EQ(seen, texts.size());
+  // A config recorded before NEW: its flat text and its word text both mean NEW = 0.
+  EXPECT_EQ(read_config("plain:A=2,T=2", params).canonical(), "KIND=0,A=2,ALGO=0,T=2,V=1,NEW=0");
+  EXPECT_EQ(read_config("KIND=0,A=2,ALGO=0,T=2,V=1", params).canonical(),
+            "KIND=0,A=2,ALGO=0,T=2,V=1,NEW=0");
+  // Out of order, or naming an unread parameter at its held value: the same config.
+  EXPECT_EQ(read_config("plain:T=2,V=1,A=2", params).canonical(),
+            "KIND=0,A=2,ALGO=0,T=2,V=1,NEW=0");
+  auto refusal = [&](const std::string& text) {
+    try {
+      read_config(text, params);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), TUNED_STATUS_CONFIG_ERROR);
+      return std::string(e.what());
+    }
+    return std::string("read");
+  };
+  EXPECT_NE(refusal("tiled:A=2,T=2").find("'tiled' names no kernel family"), std::string::npos);
+  EXPECT_NE(refusal("plain:T=2").find("reads A, which the text leaves out"), std::string::npos);
+  EXPECT_NE(refusal("vec:A=2,V=8").find("several values of KIND"), std::string::npos);
+  EXPECT_NE(refusal("fancy:A=2").find("several values of ALGO"), std::string::npos);
+  EXPECT_NE(refusal("plain:KIND=1,A=2").find("another family than 'plain'"), std::string::npos);
+  EXPECT_NE(refusal("plain:A=2,T=2,X=1").find("unknown parameter X"), std::string::npos);
+  // Without words, or not a whole config of params: the flat text.
+  EXPECT_EQ(config_text(Config::parse("A=2,T=1"), params), "A=2,T=1");
+  std::vector<Param> plain = params;
+  for (Param& p : plain) p.words.clear();
+  EXPECT_EQ(config_text(read_config("plain:A=2,T=2", params), plain),
+            "KIND=0,A=2,ALGO=0,T=2,V=1,NEW=0");
+  // Words must name each value.
+  Space wrong;
+  Param short_words = params[0];
+  short_words.words.pop_back();
+  EXPECT_THROW(wrong.add(short_words), Error);
 }
 
 // A config recorded before a parameter existed (an older sweep's or table's) is completed with

@@ -19,6 +19,7 @@
 #include "core/space.hpp"
 #include "generator/device.hpp"
 #include "gpu_test_util.hpp"
+#include "templates/registry.hpp"
 #include "tuned/tuned.h"
 
 namespace {
@@ -383,7 +384,7 @@ TEST(AutotuneEndToEnd, FuzzedSpacesRunOrFailCleanlyAndTrialsKeepToThem) {
     }
     ++ran;
     for (const auto& t : stored_trials(db)) {
-      const tuned::Config config = tuned::Config::parse(t.config);
+      const tuned::Config config = tuned::read_config(t.config, tuned::config_params(t.key.op));
       for (const auto& [name, list] : space) {
         EXPECT_NE(std::find(list.begin(), list.end(), config.get(name)), list.end())
             << t.config << " breaks " << name;

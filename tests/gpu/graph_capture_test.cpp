@@ -91,7 +91,13 @@ void run_family(const Family& f, const DeviceInfo& device, DeviceCheck& check) {
   ASSERT_EQ(tuned_gemm_describe(op_a, op_b, f.m, f.n, f.k, a.as<float>(), p.lda, b.as<float>(),
                                 p.ldb, c.as<float>(), p.ldc, text, sizeof text),
             TUNED_STATUS_SUCCESS);
-  if (f.config) EXPECT_NE(std::string(text).find(f.config), std::string::npos) << text;
+  // described as configs are shown: the family's word and what it reads
+  if (f.config) {
+    EXPECT_NE(
+        std::string(text).find(config_text(read_config(f.config, parameters()), parameters())),
+        std::string::npos)
+        << text;
+  }
 
   CublasHandle cublas;
   cublas.set_stream(stream.get());

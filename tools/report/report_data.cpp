@@ -235,7 +235,7 @@ Report gather(cache::Database& db, const Scope& scope, int max_curves) {
       const ProblemId id = op->problem_id(b.key.variant, b.key.shape, b.key.alignment);
       row.flops = op->face->flops(id);
       row.bytes = static_cast<double>(op->face->operand_bytes(id));
-      config = Config::parse(b.config);
+      config = read_config(b.config, op->params);
       row.family = op->face->describe_config(config);
     } catch (const std::exception&) {
       ++report.skipped_rows;  // a variant or config this build cannot read
