@@ -98,8 +98,9 @@ Measurement measure(const Shape& s, bool first_use, DeviceCheck& check, gemm_op:
   const TunedGemmCalls calls(p, ops, cublas);
   if (first_use) m.first_use_ms = calls.time_one_call(stream);
   std::tie(m.origin, m.config) = calls.origin_and_config();
-  if (!m.config.empty())
+  if (!m.config.empty()) {
     m.math = gemm_op::math_family(read_config(m.config, gemm_op::parameters()));
+  }
   m.c = calls.compare(check, exact, stream);
   m.ratio = m.c.cublas_ms / m.c.tuned_ms;
   return m;

@@ -278,12 +278,15 @@ Config read_config(const std::string& text, const std::vector<Param>& params) {
     }
     known[i] = true;
   };
+  std::vector<bool> selects(params.size(), false);
+  for (const Param& p : params) {
+    for (const FamilyUse& use : p.read_by) {
+      const auto at = std::find(names->begin(), names->end(), use.family);
+      if (at != names->end()) selects[static_cast<size_t>(at - names->begin())] = true;
+    }
+  }
   for (size_t i = 0; i < params.size(); ++i) {
-    const bool selects = std::any_of(params.begin(), params.end(), [&](const Param& other) {
-      return std::any_of(other.read_by.begin(), other.read_by.end(),
-                         [&](const FamilyUse& use) { return use.family == params[i].name; });
-    });
-    if (selects) resolve(i);
+    if (selects[i]) resolve(i);
   }
   for (size_t i = 0; i < params.size(); ++i) resolve(i);
   return config;
